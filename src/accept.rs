@@ -1,0 +1,466 @@
+//! The acceptance rules of SPEC §6, as pure functions over a file's name, its
+//! bytes and the key. The listener, `verify-marker`, `sweep`, `cancel` and
+//! `result` all decide here, so a document is judged the same way everywhere.
+//!
+//! Checks run in the SPEC's order and the first failure is the verdict:
+//! file kind → size → JSON shape → names → file name → target → signature →
+//! spec. Nothing here touches the disk: [`FileRead`] carries what the caller
+//! found, so tests drive every branch with plain values.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use time::OffsetDateTime;
+
+use crate::doc::{Job, Marker, Outcome, Spec, job, marker, outcome};
+use crate::key::Key;
+use crate::names::{self, JobId};
+
+/// What reading a candidate file gave (steps 1 and 2 of SPEC §6).
+#[derive(Debug)]
+pub enum FileRead {
+    /// The whole content of a regular file within the size limit.
+    Bytes(Vec<u8>),
+    /// A link, directory, FIFO or device: never followed or read.
+    NotAFile(&'static str),
+    /// The file exists but cannot be read right now.
+    Unreadable(String),
+    /// Larger than the kind's limit (the size found).
+    TooLarge(u64),
+    /// Gone between listing and reading.
+    Missing,
+}
+
+/// A verdict word of SPEC §6.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Accepted.
+    Valid,
+    /// Not a regular file.
+    NotAFile,
+    /// Cannot be read now (left in place and retried).
+    Unreadable,
+    /// Over the kind's size limit.
+    TooLarge,
+    /// Not a JSON object with string fields.
+    Malformed,
+    /// Bad job id.
+    InvalidJobId,
+    /// Bad target name.
+    InvalidTarget,
+    /// Bad origin name.
+    InvalidOrigin,
+    /// `createdAt` is not RFC 3339.
+    InvalidCreatedAt,
+    /// The file name is not `<body jobId>.json`.
+    JobIdMismatch,
+    /// A marker for another target.
+    TargetMismatch,
+    /// A job for another target.
+    WrongTarget,
+    /// Signature missing, not hex, or not verifying.
+    BadSignature,
+    /// A job spec that does not parse or has unknown fields.
+    UnsupportedSpec,
+    /// The job id was processed before (replay).
+    AlreadyProcessed,
+    /// `createdAt` too old or too far in the future.
+    Stale,
+    /// The file does not exist.
+    Missing,
+}
+
+impl Verdict {
+    /// The SPEC's word for this verdict.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Valid => "valid",
+            Verdict::NotAFile => "not-a-file",
+            Verdict::Unreadable => "unreadable",
+            Verdict::TooLarge => "too-large",
+            Verdict::Malformed => "malformed",
+            Verdict::InvalidJobId => "invalid-job-id",
+            Verdict::InvalidTarget => "invalid-target",
+            Verdict::InvalidOrigin => "invalid-origin",
+            Verdict::InvalidCreatedAt => "invalid-created-at",
+            Verdict::JobIdMismatch => "job-id-mismatch",
+            Verdict::TargetMismatch => "target-mismatch",
+            Verdict::WrongTarget => "wrong-target",
+            Verdict::BadSignature => "bad-signature",
+            Verdict::UnsupportedSpec => "unsupported-spec",
+            Verdict::AlreadyProcessed => "already-processed",
+            Verdict::Stale => "stale",
+            Verdict::Missing => "missing",
+        }
+    }
+}
+
+/// A refusal: the verdict and a sentence saying why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rejection {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Why, naming the offending field or value.
+    pub message: String,
+}
+
+impl Rejection {
+    fn new(verdict: Verdict, message: impl Into<String>) -> Rejection {
+        Rejection {
+            verdict,
+            message: message.into(),
+        }
+    }
+}
+
+type Verdicted<T> = Result<T, Rejection>;
+
+/// The envelope checks shared by markers and jobs: steps 1 to 5 and 7 need
+/// the same fields.
+struct Envelope {
+    obj: Map<String, Value>,
+}
+
+impl Envelope {
+    /// Steps 1 to 3: a readable regular file within `limit`, holding a JSON
+    /// object whose `required` fields are strings.
+    fn open(read: FileRead, limit: u64, required: &[&str]) -> Verdicted<Envelope> {
+        let bytes = match read {
+            FileRead::Bytes(b) => b,
+            FileRead::NotAFile(kind) => {
+                return Err(Rejection::new(
+                    Verdict::NotAFile,
+                    format!("it is a {kind}, not a regular file; it is never followed or read"),
+                ));
+            }
+            FileRead::Unreadable(why) => {
+                return Err(Rejection::new(
+                    Verdict::Unreadable,
+                    format!("it cannot be read now ({why}); it is left in place and retried"),
+                ));
+            }
+            FileRead::TooLarge(n) => {
+                return Err(Rejection::new(
+                    Verdict::TooLarge,
+                    format!("it is {n} bytes, over the limit of {limit}"),
+                ));
+            }
+            FileRead::Missing => return Err(Rejection::new(Verdict::Missing, "there is no such file")),
+        };
+        if bytes.len() as u64 > limit {
+            return Err(Rejection::new(
+                Verdict::TooLarge,
+                format!("it is {} bytes, over the limit of {limit}", bytes.len()),
+            ));
+        }
+        let value: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| Rejection::new(Verdict::Malformed, format!("it is not JSON ({e})")))?;
+        let Value::Object(obj) = value else {
+            return Err(Rejection::new(Verdict::Malformed, "it is not a JSON object"));
+        };
+        for field in required {
+            match obj.get(*field) {
+                Some(Value::String(_)) => {}
+                Some(_) => {
+                    return Err(Rejection::new(
+                        Verdict::Malformed,
+                        format!("field {field:?} is not a string"),
+                    ));
+                }
+                None => {
+                    return Err(Rejection::new(
+                        Verdict::Malformed,
+                        format!("field {field:?} is missing"),
+                    ));
+                }
+            }
+        }
+        Ok(Envelope { obj })
+    }
+
+    fn str(&self, field: &str) -> &str {
+        self.obj.get(field).and_then(Value::as_str).unwrap_or("")
+    }
+
+    /// Step 4: job id, target, origin, createdAt, in that order.
+    fn names(&self) -> Verdicted<OffsetDateTime> {
+        let id = self.str("jobId");
+        if !names::is_job_id(id) {
+            return Err(Rejection::new(Verdict::InvalidJobId, format!("jobId {id:?} is not a valid job id")));
+        }
+        let target = self.str("target");
+        if !names::is_machine(target) {
+            return Err(Rejection::new(
+                Verdict::InvalidTarget,
+                format!("target {target:?} is not a valid machine name"),
+            ));
+        }
+        let origin = self.str("origin");
+        if !names::is_machine(origin) {
+            return Err(Rejection::new(
+                Verdict::InvalidOrigin,
+                format!("origin {origin:?} is not a valid machine name"),
+            ));
+        }
+        let created = self.str("createdAt");
+        crate::clock::parse(created).ok_or_else(|| {
+            Rejection::new(Verdict::InvalidCreatedAt, format!("createdAt {created:?} is not RFC 3339"))
+        })
+    }
+
+    /// Step 5: the file is named after the id it carries.
+    fn file_name(&self, file_name: &str) -> Verdicted<()> {
+        let id = self.str("jobId");
+        if file_name == format!("{id}.json") {
+            Ok(())
+        } else {
+            Err(Rejection::new(
+                Verdict::JobIdMismatch,
+                format!("file {file_name:?} does not match jobId {id:?} (expected {id}.json)"),
+            ))
+        }
+    }
+
+    /// Step 6: the document is for this target.
+    fn target(&self, listener_target: &str, verdict: Verdict) -> Verdicted<()> {
+        let target = self.str("target");
+        if target.eq_ignore_ascii_case(listener_target) {
+            Ok(())
+        } else {
+            Err(Rejection::new(
+                verdict,
+                format!("it is for target {target:?}, not {listener_target:?}"),
+            ))
+        }
+    }
+
+    /// Step 7: `sig` present, hex, and verifying over `canonical`.
+    fn signature(&self, key: &Key, canonical: &str) -> Verdicted<String> {
+        let sig = match self.obj.get("sig") {
+            Some(Value::String(s)) => s,
+            Some(_) => return Err(Rejection::new(Verdict::BadSignature, "sig is not a string")),
+            None => return Err(Rejection::new(Verdict::BadSignature, "it is not signed (no sig)")),
+        };
+        if sig.len() != 64 || !sig.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(Rejection::new(Verdict::BadSignature, "sig is not 64 hex digits"));
+        }
+        if key.verify(canonical, sig) {
+            Ok(sig.clone())
+        } else {
+            Err(Rejection::new(
+                Verdict::BadSignature,
+                "the signature does not verify with this fleet key (edited, or signed with another key)",
+            ))
+        }
+    }
+}
+
+/// Judges a cancel marker named `file_name` found in `listener_target`'s
+/// `cancel/` directory.
+pub fn marker(file_name: &str, read: FileRead, listener_target: &str, key: &Key) -> Verdicted<Marker> {
+    let env = Envelope::open(read, marker::MAX_BYTES, &["jobId", "target", "createdAt", "origin"])?;
+    env.names()?;
+    env.file_name(file_name)?;
+    env.target(listener_target, Verdict::TargetMismatch)?;
+    let canonical = marker::canonical(env.str("jobId"), env.str("target"), env.str("createdAt"), env.str("origin"));
+    let sig = env.signature(key, &canonical)?;
+    Ok(Marker {
+        job_id: env.str("jobId").to_string(),
+        target: env.str("target").to_string(),
+        created_at: env.str("createdAt").to_string(),
+        origin: env.str("origin").to_string(),
+        sig,
+    })
+}
+
+/// Judges a job named `file_name` found in `listener_target`'s inbox
+/// (steps 1 to 8; replay and age are [`replay`] and [`freshness`]).
+pub fn job(file_name: &str, read: FileRead, listener_target: &str, key: &Key) -> Verdicted<Job> {
+    let env = Envelope::open(
+        read,
+        job::MAX_BYTES,
+        &["jobId", "target", "createdAt", "origin", "spec"],
+    )?;
+    let created = env.names()?;
+    env.file_name(file_name)?;
+    env.target(listener_target, Verdict::WrongTarget)?;
+    let canonical = job::canonical(
+        env.str("jobId"),
+        env.str("target"),
+        env.str("createdAt"),
+        env.str("origin"),
+        env.str("spec"),
+    );
+    let sig = env.signature(key, &canonical)?;
+    let spec = Spec::parse(env.str("spec")).map_err(|m| Rejection::new(Verdict::UnsupportedSpec, m))?;
+    Ok(Job {
+        id: JobId::parse(env.str("jobId")).expect("checked in step 4"),
+        target: env.str("target").to_string(),
+        created_at: env.str("createdAt").to_string(),
+        created,
+        origin: env.str("origin").to_string(),
+        spec_text: env.str("spec").to_string(),
+        spec,
+        sig,
+    })
+}
+
+/// A job's age rule: `stale` when `createdAt` is older than `max_age` or more
+/// than an hour in the future (clocks of a fleet drift, but not by hours).
+pub fn freshness(created: OffsetDateTime, now: OffsetDateTime, max_age: Duration) -> Verdicted<()> {
+    let age = now - created;
+    if age > max_age {
+        return Err(Rejection::new(
+            Verdict::Stale,
+            format!(
+                "createdAt is {} old, beyond the job max age of {}",
+                crate::clock::human(age.unsigned_abs()),
+                crate::clock::format_duration(max_age)
+            ),
+        ));
+    }
+    if -age > time::Duration::HOUR {
+        return Err(Rejection::new(
+            Verdict::Stale,
+            format!(
+                "createdAt is {} in the future (more than 1h)",
+                crate::clock::human(age.unsigned_abs())
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The replay rule: a job id seen in `results/`, `archive/done/` or the ledger
+/// is `already-processed`; `seen` names where it was found.
+pub fn replay(id: &JobId, seen: Option<&str>) -> Verdicted<()> {
+    match seen {
+        None => Ok(()),
+        Some(place) => Err(Rejection::new(
+            Verdict::AlreadyProcessed,
+            format!("job {id} was already processed (found in {place}); job ids are single-use"),
+        )),
+    }
+}
+
+/// Judges a result file for `job_id` on `target`: the same shape, name and
+/// signature rules as markers and jobs.
+pub fn outcome(job_id: &str, read: FileRead, target: &str, key: &Key) -> Verdicted<Outcome> {
+    let env = Envelope::open(
+        read,
+        outcome::MAX_BYTES,
+        &["jobId", "target", "error", "startedAt", "finishedAt", "detail"],
+    )?;
+    let ok = env
+        .obj
+        .get("ok")
+        .and_then(Value::as_bool)
+        .ok_or_else(|| Rejection::new(Verdict::Malformed, "field \"ok\" is not a boolean"))?;
+    let exit_code = env
+        .obj
+        .get("exitCode")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| Rejection::new(Verdict::Malformed, "field \"exitCode\" is not an integer"))?;
+    if env.str("jobId") != job_id {
+        return Err(Rejection::new(
+            Verdict::JobIdMismatch,
+            format!("it carries jobId {:?}, not {job_id:?}", env.str("jobId")),
+        ));
+    }
+    env.target(target, Verdict::TargetMismatch)?;
+    let mut o = Outcome {
+        v: 1,
+        job_id: env.str("jobId").to_string(),
+        target: env.str("target").to_string(),
+        ok,
+        exit_code,
+        error: env.str("error").to_string(),
+        started_at: env.str("startedAt").to_string(),
+        finished_at: env.str("finishedAt").to_string(),
+        detail: env.str("detail").to_string(),
+        sig: String::new(),
+    };
+    o.sig = env.signature(key, &o.canonical())?;
+    Ok(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    fn key() -> Key {
+        Key::from_bytes(&[9u8; 32]).unwrap()
+    }
+
+    fn signed_marker(id: &str, target: &str) -> Vec<u8> {
+        let k = key();
+        let m = Marker {
+            job_id: id.into(),
+            target: target.into(),
+            created_at: "2026-11-29T19:31:00.000Z".into(),
+            origin: "LAPTOP".into(),
+            sig: k.sign(&marker::canonical(id, target, "2026-11-29T19:31:00.000Z", "LAPTOP")),
+        };
+        serde_json::to_vec(&m).unwrap()
+    }
+
+    #[test]
+    fn a_signed_marker_is_valid_and_case_of_target_folds() {
+        let m = marker("abc.json", FileRead::Bytes(signed_marker("abc", "PC")), "pc", &key()).unwrap();
+        assert_eq!(m.job_id, "abc");
+    }
+
+    #[test]
+    fn steps_fail_in_spec_order() {
+        // A renamed file that is also for another target: the name check (5) wins over the target (6).
+        let r = marker("xyz.json", FileRead::Bytes(signed_marker("abc", "LAPTOP")), "PC", &key());
+        assert_eq!(r.unwrap_err().verdict, Verdict::JobIdMismatch);
+        // Too large wins over everything readable.
+        let r = marker("abc.json", FileRead::TooLarge(20_000), "PC", &key());
+        assert_eq!(r.unwrap_err().verdict, Verdict::TooLarge);
+        let r = marker("abc.json", FileRead::NotAFile("symbolic link"), "PC", &key());
+        assert_eq!(r.unwrap_err().verdict, Verdict::NotAFile);
+        let r = marker("abc.json", FileRead::Bytes(b"[1]".to_vec()), "PC", &key());
+        assert_eq!(r.unwrap_err().verdict, Verdict::Malformed);
+        let r = marker("abc.json", FileRead::Bytes(br#"{"jobId":1}"#.to_vec()), "PC", &key());
+        assert_eq!(r.unwrap_err().verdict, Verdict::Malformed);
+        let r = marker("abc.json", FileRead::Bytes(vec![0xff, 0xfe]), "PC", &key());
+        assert_eq!(r.unwrap_err().verdict, Verdict::Malformed);
+        let big = vec![b' '; 17 * 1024];
+        let r = marker("abc.json", FileRead::Bytes(big), "PC", &key());
+        assert_eq!(r.unwrap_err().verdict, Verdict::TooLarge);
+    }
+
+    #[test]
+    fn another_key_is_a_bad_signature() {
+        let other = Key::from_bytes(&[8u8; 32]).unwrap();
+        let r = marker("abc.json", FileRead::Bytes(signed_marker("abc", "PC")), "PC", &other);
+        assert_eq!(r.unwrap_err().verdict, Verdict::BadSignature);
+    }
+
+    #[test]
+    fn stale_and_future_jobs() {
+        let now = datetime!(2026-11-29 12:00 UTC);
+        let week = Duration::from_secs(7 * 86400);
+        assert!(freshness(now - time::Duration::days(6), now, week).is_ok());
+        assert!(freshness(now + time::Duration::minutes(59), now, week).is_ok());
+        assert_eq!(
+            freshness(now - time::Duration::days(8), now, week).unwrap_err().verdict,
+            Verdict::Stale
+        );
+        assert_eq!(
+            freshness(now + time::Duration::minutes(61), now, week).unwrap_err().verdict,
+            Verdict::Stale
+        );
+    }
+
+    #[test]
+    fn replay_names_where_it_was_seen() {
+        let id = JobId::parse("a").unwrap();
+        assert!(replay(&id, None).is_ok());
+        let r = replay(&id, Some("archive/done")).unwrap_err();
+        assert_eq!(r.verdict, Verdict::AlreadyProcessed);
+        assert!(r.message.contains("archive/done"));
+    }
+}

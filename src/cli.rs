@@ -1,0 +1,225 @@
+//! The command line, defined once: this clap definition drives parsing,
+//! `--help`, the man pages and the shell completions.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Hand signed jobs to the machines of a fleet through a shared folder.
+#[derive(Debug, Parser)]
+#[command(
+    name = "fleet-dispatch",
+    version,
+    about,
+    long_about = "Hand signed jobs to the machines of a fleet through a folder they already share \
+(OneDrive, Syncthing, an SMB share). A machine drops a signed job into <root>/<TARGET>/inbox/; \
+the target's listener runs it and writes back a signed result. Cancel markers stop running or \
+queued jobs. Folder access alone can never run, cancel or forge anything: every document is \
+signed with the fleet key, which never lives in the shared folder.",
+    after_help = "Start with `fleet-dispatch demo` to watch the whole lane on a temporary folder."
+)]
+pub struct Cli {
+    /// Options every command takes.
+    #[command(flatten)]
+    pub global: Global,
+    /// The operation.
+    #[command(subcommand)]
+    pub command: Cmd,
+}
+
+/// Options every command takes, each also from its environment variable.
+#[derive(Debug, Args, Clone)]
+pub struct Global {
+    /// The dispatch root, the shared folder [default: $OneDrive/fleet-dispatch]
+    #[arg(long, global = true, env = "FLEET_DISPATCH_ROOT", value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// The fleet key file [default: ~/.claude/fleet-dispatch.key]
+    #[arg(long, global = true, env = "FLEET_DISPATCH_KEY_FILE", value_name = "FILE")]
+    pub key_file: Option<PathBuf>,
+    /// This machine's name [default: the host name]
+    #[arg(long, global = true, env = "FLEET_DISPATCH_MACHINE", value_name = "NAME")]
+    pub machine: Option<String>,
+    /// Local state (lock, journal, ledger) [default: ~/.local/state/fleet-dispatch]
+    #[arg(long, global = true, env = "FLEET_DISPATCH_STATE_DIR", value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Print one JSON document on stdout, for programs
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Create the fleet key file (32 random bytes as 64 hex characters, mode 600)
+    #[command(after_help = "Example:\n  fleet-dispatch keygen\n  scp ~/.claude/fleet-dispatch.key laptop:.claude/   # out of band, never into the shared folder")]
+    Keygen(KeygenArgs),
+    /// Sign a job and drop it into a target's inbox; prints its id
+    #[command(after_help = "Examples:\n  fleet-dispatch enqueue --target PC -- claude -p \"fix the flaky test\"\n  fleet-dispatch enqueue --target PC --timeout 1h --label nightly --wait -- make test\n  fleet-dispatch enqueue --target PC --interrupt 20261129-193000-9f2c4e1ab37d5c08 -- claude -p \"do this instead\"")]
+    Enqueue(EnqueueArgs),
+    /// Run this machine's jobs: drain its inbox one job at a time
+    #[command(after_help = "Examples:\n  fleet-dispatch listen                 # forever, rescanning every 2 s\n  fleet-dispatch listen --once --json   # drain once, print the counters")]
+    Listen(ListenArgs),
+    /// Show a job's verified result
+    #[command(after_help = "Example:\n  fleet-dispatch result --target PC --job-id 20261129-193000-9f2c4e1ab37d5c08 --wait")]
+    Result(ResultArgs),
+    /// Ask a target to stop a job (running or still queued)
+    #[command(after_help = "Example:\n  fleet-dispatch cancel --target PC --job-id 20261129-193000-9f2c4e1ab37d5c08 --wait")]
+    Cancel(CancelArgs),
+    /// Remove stale cancel markers and our stale temp files (for cron)
+    #[command(after_help = "Example (crontab, daily at 04:00):\n  0 4 * * * fleet-dispatch sweep --all")]
+    Sweep(SweepArgs),
+    /// Explain whether a cancel marker would be accepted, and why
+    #[command(after_help = "Example:\n  fleet-dispatch verify-marker ~/OneDrive/fleet-dispatch/PC/cancel/20261129-193000-9f2c4e1ab37d5c08.json")]
+    VerifyMarker(VerifyMarkerArgs),
+    /// Run the whole lane on a temporary folder and narrate each step
+    #[command(after_help = "Example:\n  fleet-dispatch demo")]
+    Demo(DemoArgs),
+}
+
+/// `keygen`.
+#[derive(Debug, Args)]
+pub struct KeygenArgs {
+    /// Replace an existing key file
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Drain priority on the command line.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum PriorityArg {
+    /// The default
+    Normal,
+    /// Before every normal job
+    High,
+}
+
+/// `enqueue`.
+#[derive(Debug, Args)]
+pub struct EnqueueArgs {
+    /// The machine that should run the job
+    #[arg(long, short = 't', value_name = "T")]
+    pub target: String,
+    /// The job id [default: generated, YYYYMMDD-HHMMSS-<16 hex>]
+    #[arg(long, value_name = "ID")]
+    pub job_id: Option<String>,
+    /// Working directory on the target
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<String>,
+    /// An environment variable for the job (repeatable)
+    #[arg(long = "env", value_name = "K=V")]
+    pub env: Vec<String>,
+    /// Stop the job after this long (e.g. 30m, 2h) [default: no limit]
+    #[arg(long, value_name = "D")]
+    pub timeout: Option<String>,
+    /// Time between the graceful stop and the forced kill [default: 10s]
+    #[arg(long, value_name = "D")]
+    pub grace: Option<String>,
+    /// Drain priority
+    #[arg(long, value_enum, value_name = "P")]
+    pub priority: Option<PriorityArg>,
+    /// A short description shown by status and results
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+    /// Stop and steer: queue this job at high priority, then cancel JOBID
+    #[arg(long, value_name = "JOBID")]
+    pub interrupt: Option<String>,
+    /// Wait for the result and exit with the job's exit code
+    #[arg(long)]
+    pub wait: bool,
+    /// Give up waiting after this long (exit 124)
+    #[arg(long, value_name = "D", requires = "wait")]
+    pub wait_timeout: Option<String>,
+    /// The program and its arguments, after `--`
+    #[arg(last = true, required = true, value_name = "PROGRAM [ARG]...")]
+    pub argv: Vec<String>,
+}
+
+/// `listen`.
+#[derive(Debug, Args)]
+pub struct ListenArgs {
+    /// Drain the inbox once and exit
+    #[arg(long)]
+    pub once: bool,
+    /// How often to rescan the inbox and check for cancel markers
+    #[arg(long, value_name = "D", default_value = "2s")]
+    pub poll_interval: String,
+    /// How long a file that does not parse may stay unchanged before it is rejected
+    #[arg(long, value_name = "D", default_value = "30s")]
+    pub settle: String,
+    /// Jobs older than this are refused as stale
+    #[arg(long, value_name = "D", default_value = "7d")]
+    pub max_job_age: String,
+    /// Governor file: first word GREEN, YELLOW (only high jobs run) or RED (none)
+    #[arg(long, value_name = "F")]
+    pub governor_file: Option<PathBuf>,
+}
+
+/// `result`.
+#[derive(Debug, Args)]
+pub struct ResultArgs {
+    /// The machine that ran the job
+    #[arg(long, short = 't', value_name = "T")]
+    pub target: String,
+    /// The job
+    #[arg(long, value_name = "ID")]
+    pub job_id: String,
+    /// Wait for the result and exit with the job's exit code
+    #[arg(long)]
+    pub wait: bool,
+    /// Give up waiting after this long (exit 124)
+    #[arg(long, value_name = "D", requires = "wait")]
+    pub wait_timeout: Option<String>,
+}
+
+/// `cancel`.
+#[derive(Debug, Args)]
+pub struct CancelArgs {
+    /// The machine running the job
+    #[arg(long, short = 't', value_name = "T")]
+    pub target: String,
+    /// The job to stop
+    #[arg(long, value_name = "ID")]
+    pub job_id: String,
+    /// Wait until the job has stopped (or finished first)
+    #[arg(long)]
+    pub wait: bool,
+    /// Give up waiting after this long (exit 124)
+    #[arg(long, value_name = "D", requires = "wait")]
+    pub wait_timeout: Option<String>,
+}
+
+/// `sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Sweep this target [default: this machine]
+    #[arg(long, short = 't', value_name = "T", conflicts_with = "all")]
+    pub target: Option<String>,
+    /// Sweep every target under the root
+    #[arg(long)]
+    pub all: bool,
+    /// Remove markers whose file is older than this
+    #[arg(long, value_name = "D", default_value = "24h")]
+    pub max_age: String,
+    /// Say what would be removed, remove nothing
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `verify-marker`.
+#[derive(Debug, Args)]
+pub struct VerifyMarkerArgs {
+    /// The marker file
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Check against this target [default: the folder the file sits in]
+    #[arg(long, short = 't', value_name = "T")]
+    pub target: Option<String>,
+}
+
+/// `demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Keep the temporary folder and print where it is
+    #[arg(long)]
+    pub keep: bool,
+}

@@ -1,0 +1,147 @@
+//! Timestamps and durations: the text forms of SPEC §2 and §8.
+//!
+//! We emit `YYYY-MM-DDTHH:MM:SS.mmmZ` and accept any RFC 3339 timestamp; we
+//! read durations written `250ms`, `2s`, `5m`, `24h` or `7d`.
+
+use std::time::Duration;
+
+use time::format_description::well_known::Rfc3339;
+use time::{OffsetDateTime, UtcOffset};
+
+use crate::error::{Error, Result};
+
+/// The current time in UTC.
+pub fn now() -> OffsetDateTime {
+    OffsetDateTime::now_utc()
+}
+
+/// Formats `t` as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub fn format(t: OffsetDateTime) -> String {
+    let t = t.to_offset(UtcOffset::UTC);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.millisecond()
+    )
+}
+
+/// Parses any valid RFC 3339 timestamp.
+pub fn parse(s: &str) -> Option<OffsetDateTime> {
+    OffsetDateTime::parse(s, &Rfc3339).ok()
+}
+
+/// Converts a file modification time to the same clock.
+pub fn from_system(t: std::time::SystemTime) -> OffsetDateTime {
+    OffsetDateTime::from(t)
+}
+
+/// Parses `250ms`, `2s`, `5m`, `24h`, `7d` (a bare number is seconds).
+pub fn parse_duration(s: &str) -> Result<Duration> {
+    let bad = || {
+        Error::validation(format!(
+            "invalid duration {s:?}: write a whole number with a unit, e.g. 250ms, 2s, 5m, 24h, 7d"
+        ))
+    };
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    if num.is_empty() || num.len() > 12 {
+        return Err(bad());
+    }
+    let n: u64 = num.parse().map_err(|_| bad())?;
+    let ms = match unit {
+        "ms" => n,
+        "" | "s" => n * 1000,
+        "m" => n * 60_000,
+        "h" => n * 3_600_000,
+        "d" => n * 86_400_000,
+        _ => return Err(bad()),
+    };
+    Ok(Duration::from_millis(ms))
+}
+
+/// The shortest of our duration forms that says `d` exactly.
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    for (unit, size) in [("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)] {
+        if ms >= size && ms % size == 0 {
+            return format!("{}{unit}", ms / size);
+        }
+    }
+    format!("{ms}ms")
+}
+
+/// A duration as seconds, for the `timeoutSec`/`graceSec` spec fields.
+pub fn seconds_value(d: Duration) -> serde_json::Value {
+    if d.subsec_millis() == 0 {
+        serde_json::Value::from(d.as_secs())
+    } else {
+        serde_json::Value::from(d.as_secs_f64())
+    }
+}
+
+/// Human elapsed time: `850ms`, `12.3s`, `4m05s`, `2h03m`.
+pub fn human(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        format!("{:.1}s", d.as_secs_f64())
+    } else if ms < 3_600_000 {
+        format!("{}m{:02}s", ms / 60_000, (ms / 1000) % 60)
+    } else {
+        format!("{}h{:02}m", ms / 3_600_000, (ms / 60_000) % 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    #[test]
+    fn emits_millisecond_utc() {
+        let t = datetime!(2026-11-29 20:31:00.5 +01:00);
+        assert_eq!(format(t), "2026-11-29T19:31:00.500Z");
+    }
+
+    #[test]
+    fn accepts_any_rfc3339() {
+        assert!(parse("2026-11-29T19:31:00.000Z").is_some());
+        assert!(parse("2026-11-29T19:31:00Z").is_some());
+        assert!(parse("2026-11-29T20:31:00+01:00").is_some());
+        assert!(parse("2026-11-29t19:31:00.123456z").is_some());
+        assert!(parse("yesterday").is_none());
+        assert!(parse("2026-11-29 19:31:00").is_none());
+        assert!(parse("").is_none());
+        assert_eq!(
+            parse("2026-11-29T20:31:00+01:00"),
+            parse("2026-11-29T19:31:00Z")
+        );
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("2s").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
+        assert_eq!(parse_duration("24h").unwrap(), Duration::from_secs(86400));
+        assert_eq!(parse_duration("7d").unwrap(), Duration::from_secs(604800));
+        assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
+        for bad in ["", "s", "-1s", "1.5s", "2 weeks", "1w", "99999999999999999d", "1s2"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn duration_round_trip() {
+        for s in ["250ms", "2s", "5m", "24h", "7d", "90s"] {
+            assert_eq!(format_duration(parse_duration(s).unwrap()), s);
+        }
+    }
+}

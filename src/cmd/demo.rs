@@ -1,0 +1,227 @@
+//! `demo`: the whole lane on a temporary folder, with no configuration: a
+//! key, a listener for a demo machine, jobs that succeed, fail, time out, are
+//! cancelled while running and before they start, each step narrated with
+//! the files it makes. Runs this same binary as a user would, and leaves
+//! nothing behind.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::cli::DemoArgs;
+use crate::config::Context;
+use crate::error::{Code, Error, Result};
+
+const TARGET: &str = "DEMO-PC";
+
+/// The temporary folder, removed on drop unless kept.
+struct Scratch {
+    dir: PathBuf,
+    keep: bool,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+struct Demo {
+    exe: PathBuf,
+    root: PathBuf,
+    key: PathBuf,
+    state: PathBuf,
+    started: Instant,
+}
+
+fn internal(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::new(Code::Internal, format!("demo: {what}: {e}"))
+}
+
+impl Demo {
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(&self.exe);
+        c.args(args)
+            .env("FLEET_DISPATCH_ROOT", &self.root)
+            .env("FLEET_DISPATCH_KEY_FILE", &self.key)
+            .env("FLEET_DISPATCH_STATE_DIR", &self.state)
+            .env("FLEET_DISPATCH_MACHINE", "LAPTOP")
+            .env_remove("FLEET_DISPATCH_JOB_ID")
+            .env_remove("FLEET_DISPATCH_FLEET")
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn step(&self, title: &str) {
+        println!("\n[{:>5.1}s] {title}", self.started.elapsed().as_secs_f64());
+    }
+
+    /// Runs `fleet-dispatch ARGS` as a user would, shows the command and its
+    /// output, and returns its stdout.
+    fn run(&self, args: &[&str]) -> Result<String> {
+        println!("  $ fleet-dispatch {}", args.iter().map(|a| shell_word(a)).collect::<Vec<_>>().join(" "));
+        let out = self.command(args).output().map_err(|e| internal("cannot run fleet-dispatch", e))?;
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        for line in stdout.lines().chain(String::from_utf8_lossy(&out.stderr).lines()) {
+            println!("    {line}");
+        }
+        Ok(stdout.trim().lines().next().unwrap_or("").to_string())
+    }
+
+    /// Lists the files under the demo target, relative to the root.
+    fn show_files(&self, only: &[&str]) {
+        let base = self.root.join(TARGET);
+        let mut files: Vec<String> = walkdir::WalkDir::new(&base)
+            .into_iter()
+            .flatten()
+            .filter(|e| e.file_type().is_file())
+            .filter_map(|e| e.path().strip_prefix(&self.root).ok().map(|p| p.display().to_string()))
+            .filter(|p| only.iter().any(|o| p.contains(o)))
+            .collect();
+        files.sort();
+        for f in files {
+            println!("    {f}");
+        }
+    }
+
+    fn wait_for(&self, what: &str, mut ready: impl FnMut() -> bool) -> Result<()> {
+        let until = Instant::now() + Duration::from_secs(10);
+        while !ready() {
+            if Instant::now() > until {
+                return Err(internal("timed out waiting", what));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+}
+
+fn shell_word(a: &str) -> String {
+    if a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:".contains(c)) {
+        a.to_string()
+    } else {
+        format!("'{}'", a.replace('\'', "'\\''"))
+    }
+}
+
+/// A shell command line for the demo jobs.
+fn shell(script: &str) -> Vec<String> {
+    if cfg!(windows) {
+        vec!["cmd".into(), "/C".into(), script.into()]
+    } else {
+        vec!["sh".into(), "-c".into(), script.into()]
+    }
+}
+
+fn enqueue_args<'a>(extra: &[&'a str], argv: &'a [String]) -> Vec<&'a str> {
+    let mut a = vec!["enqueue", "--target", TARGET];
+    a.extend_from_slice(extra);
+    a.push("--");
+    a.extend(argv.iter().map(String::as_str));
+    a
+}
+
+/// Runs `demo`.
+pub fn run(_ctx: &Context, args: DemoArgs) -> Result<u8> {
+    let mut r = [0u8; 4];
+    crate::key::random_bytes(&mut r);
+    let scratch = Scratch {
+        dir: std::env::temp_dir().join(format!("fleet-dispatch-demo-{}", hex::encode(r))),
+        keep: args.keep,
+    };
+    let demo = Demo {
+        exe: std::env::current_exe().map_err(|e| internal("cannot find this program", e))?,
+        root: scratch.dir.join("shared"),
+        key: scratch.dir.join("key").join("fleet-dispatch.key"),
+        state: scratch.dir.join("state"),
+        started: Instant::now(),
+    };
+    std::fs::create_dir_all(&demo.root).map_err(|e| Error::io("create", &demo.root, &e))?;
+    println!("fleet-dispatch demo: one shared folder, a listener for machine {TARGET}, jobs sent from LAPTOP");
+    println!("  shared folder (the dispatch root): {}", demo.root.display());
+    println!("  local state (lock, journal, ledger): {}", demo.state.display());
+
+    demo.step("1. Make the fleet key (kept outside the shared folder)");
+    demo.run(&["keygen"])?;
+
+    demo.step("2. Start the listener on the target machine");
+    let mut listener = demo
+        .command(&["listen", "--machine", TARGET, "--poll-interval", "100ms", "--settle", "1s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| internal("cannot start the listener", e))?;
+    let log = listener.stdout.take();
+    let relay = std::thread::spawn(move || {
+        use std::io::BufRead;
+        if let Some(log) = log {
+            for line in std::io::BufReader::new(log).lines().map_while(|l| l.ok()) {
+                println!("    listener | {line}");
+            }
+        }
+    });
+    let result = drive(&demo, &mut listener);
+    demo.step("8. Stop the listener (SIGTERM, as a service manager would)");
+    crate::platform::terminate(&mut listener);
+    let _ = listener.wait();
+    let _ = relay.join();
+    result?;
+    if args.keep {
+        println!("\nkept the demo folder: {}", scratch.dir.display());
+    } else {
+        println!("\ndone in {:.1}s; the temporary folder is removed", demo.started.elapsed().as_secs_f64());
+    }
+    Ok(0)
+}
+
+fn drive(demo: &Demo, listener: &mut Child) -> Result<()> {
+    let inbox = demo.root.join(TARGET).join("inbox");
+    demo.wait_for("the listener to create its folders", || inbox.is_dir())?;
+    println!("  the listener made {}/{{inbox,cancel,running,results,logs,archive}}", TARGET);
+
+    demo.step("3. A job that succeeds: signed, dropped into the inbox, run, answered with a signed result");
+    let ok = shell("echo hello from the fleet");
+    demo.run(&enqueue_args(&["--label", "hello", "--wait"], &ok))?;
+    demo.show_files(&["results/", "archive/done/", "logs/"]);
+
+    demo.step("4. A job that fails: its exit code travels back");
+    let fail = shell("echo something went wrong >&2; exit 3");
+    demo.run(&enqueue_args(&["--wait"], &fail))?;
+
+    demo.step("5. A job that outlives its timeout: stopped gracefully (SIGTERM), killed after the grace");
+    let slow = shell("sleep 30");
+    demo.run(&enqueue_args(&["--timeout", "1s", "--grace", "1s", "--wait"], &slow))?;
+
+    demo.step("6. Cancel a running job, and cancel a queued one before it starts");
+    let long = demo.run(&enqueue_args(&["--label", "long agent run"], &slow))?;
+    let queued = demo.run(&enqueue_args(&["--label", "never starts"], &ok))?;
+    let running = demo.root.join(TARGET).join("running").join(format!("{long}.json"));
+    demo.wait_for("the long job to start", || running.exists())?;
+    demo.run(&["cancel", "--target", TARGET, "--job-id", &queued])?;
+    demo.run(&["cancel", "--target", TARGET, "--job-id", &long, "--wait"])?;
+    demo.run(&["result", "--target", TARGET, "--job-id", &queued, "--wait"])?;
+    demo.show_files(&["archive/consumed/"]);
+
+    demo.step("7. A forged job (folder access, no key) is refused and explained, never run");
+    let forged = demo.root.join(TARGET).join("inbox").join("forged-1.json");
+    std::fs::write(
+        &forged,
+        br#"{"v":1,"jobId":"forged-1","target":"DEMO-PC","createdAt":"2026-01-01T00:00:00.000Z","origin":"EVIL","spec":"{\"argv\":[\"rm\",\"-rf\",\"/\"]}","sig":"00"}"#,
+    )
+    .map_err(|e| Error::io("write", &forged, &e))?;
+    println!("  wrote {} by hand, with a made-up signature", forged.strip_prefix(&demo.root).unwrap_or(&forged).display());
+    let reason = demo.root.join(TARGET).join("archive").join("rejected").join("forged-1.json.reason.json");
+    demo.wait_for("the listener to reject the forged job", || reason.exists())?;
+    demo.show_files(&["archive/rejected/"]);
+    if let Ok(text) = std::fs::read_to_string(&reason) {
+        for line in text.lines() {
+            println!("    {line}");
+        }
+    }
+    if listener.try_wait().ok().flatten().is_some() {
+        return Err(internal("the listener", "stopped unexpectedly"));
+    }
+    Ok(())
+}

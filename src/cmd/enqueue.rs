@@ -1,0 +1,156 @@
+//! `enqueue`: sign a job and publish it into the target's inbox; with
+//! `--interrupt`, stop-and-steer; with `--wait`, wait for its result.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use crate::cli::{EnqueueArgs, PriorityArg};
+use crate::clock;
+use crate::config::Context;
+use crate::doc::{Job, Priority, Spec};
+use crate::error::{Error, Result};
+use crate::fsops;
+use crate::names::{self, JobId};
+use crate::wait::{self, Waited};
+
+use super::cancel::{self, CancelStatus};
+
+/// Builds the spec from the flags; every value is checked before anything
+/// is written.
+fn spec_from(args: &EnqueueArgs, parent: Option<&JobId>) -> Result<Spec> {
+    let mut env = BTreeMap::new();
+    for kv in &args.env {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| Error::validation(format!("--env {kv:?}: write NAME=VALUE")))?;
+        if !names::is_env_name(k) {
+            return Err(Error::validation(format!(
+                "--env {k:?}: names are letters, digits and '_', not starting with a digit or FLEET_DISPATCH_"
+            )));
+        }
+        if v.contains('\0') {
+            return Err(Error::validation(format!("--env {k}: the value holds a NUL character")));
+        }
+        env.insert(k.to_string(), v.to_string());
+    }
+    if args.argv.is_empty() || args.argv[0].is_empty() {
+        return Err(Error::validation("no program given: put it after `--`"));
+    }
+    if args.cwd.as_deref().is_some_and(str::is_empty) {
+        return Err(Error::validation("--cwd is empty"));
+    }
+    let high = args.priority == Some(PriorityArg::High) || args.interrupt.is_some();
+    Ok(Spec {
+        argv: args.argv.clone(),
+        cwd: args.cwd.clone(),
+        env,
+        timeout: super::duration_flag(&args.timeout, "--timeout")?,
+        grace: super::duration_flag(&args.grace, "--grace")?,
+        priority: if high { Priority::High } else { Priority::Normal },
+        parent_job_id: parent.map(|p| p.to_string()),
+        label: args.label.clone(),
+    })
+}
+
+/// Runs `enqueue`.
+pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
+    let parent = ctx.enclosing_job()?;
+    let spec = spec_from(&args, parent.as_ref())?;
+    let wait_limit = super::duration_flag(&args.wait_timeout, "--wait-timeout")?;
+    let id = match &args.job_id {
+        Some(s) => JobId::parse(s)?,
+        None => JobId::generate(clock::now()),
+    };
+    let interrupt = args.interrupt.as_deref().map(JobId::parse).transpose()?;
+    let root = ctx.root()?;
+    let dirs = ctx.target(&root, &args.target)?;
+    let key = ctx.key(Some(&root))?;
+    let origin = ctx.machine()?;
+
+    // Ids are single-use forever: refuse one this target has seen.
+    for (place, path) in [
+        ("results/", dirs.result_file(&id)),
+        ("archive/done/", dirs.done_file(&id)),
+        ("archive/rejected/", dirs.rejected_files(&id.file_name(), 0).0),
+    ] {
+        if std::fs::symlink_metadata(&path).is_ok() {
+            return Err(Error::validation(format!(
+                "job id {id} was already used on {} (found in {place})",
+                dirs.target()
+            ))
+            .hint("job ids are single-use; omit --job-id to get a fresh one"));
+        }
+    }
+    let job = Job::sign(&key, id.clone(), dirs.target().as_str(), origin.as_str(), clock::now(), spec);
+    let path = dirs.job_file(&id);
+    fsops::create_dirs(&[dirs.inbox()])?;
+    if !fsops::publish(&path, &job.to_file_bytes(), true)? {
+        return Err(Error::validation(format!(
+            "job id {id} is already queued for {} ({}); nothing was overwritten",
+            dirs.target(),
+            path.display()
+        ))
+        .hint("omit --job-id to get a fresh one"));
+    }
+
+    // Steer: the new job is queued first, so a cancel that cannot land
+    // leaves it simply waiting its turn.
+    let steer = interrupt
+        .as_ref()
+        .map(|old| (old, cancel::request_cancel(&dirs, old, &key, &origin)));
+    let mut out = json!({
+        "jobId": id.as_str(),
+        "target": dirs.target().as_str(),
+        "path": path.display().to_string(),
+        "resultPath": dirs.result_file(&id).display().to_string(),
+        "priority": if job.spec.priority == Priority::High { "high" } else { "normal" },
+    });
+    if let Some(p) = &parent {
+        out["parentJobId"] = json!(p.as_str());
+    }
+    let mut human = id.to_string();
+    match &steer {
+        Some((old, Ok(status))) => {
+            out["interrupt"] = status.to_json(old);
+            human.push_str(&format!("\n{}", status.sentence(old)));
+            if !matches!(status, CancelStatus::Requested { .. }) {
+                human.push_str(&format!("; {id} waits its turn"));
+            }
+        }
+        Some((old, Err(e))) => {
+            out["interrupt"] = json!({"jobId": old.as_str(), "status": "not_requested", "error": e.to_json()["error"]});
+            human.push_str(&format!("\ncancel of {old} not requested ({e}); {id} waits its turn"));
+        }
+        None => {}
+    }
+    if !args.wait {
+        super::emit(ctx, &out, &human);
+        return Ok(0);
+    }
+    if !ctx.json() {
+        println!("{human}");
+    }
+    match wait::for_result(&dirs, &id, &key, wait_limit, ctx.json())? {
+        Waited::Done(o) => {
+            if ctx.json() {
+                out["result"] = super::result::result_json(&o);
+                println!("{out}");
+            } else {
+                println!("{}", super::result::result_human(&o));
+            }
+            Ok(o.wait_exit_status())
+        }
+        Waited::TimedOut(seen) => {
+            let msg = wait::timed_out_message(&id, &seen, wait_limit.unwrap_or_default());
+            if ctx.json() {
+                out["timedOut"] = json!(true);
+                out["state"] = json!(seen.word());
+                println!("{out}");
+            } else {
+                eprintln!("fleet-dispatch: {msg}");
+            }
+            Ok(wait::TIMED_OUT)
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! `keygen`: create the fleet key file.
+
+use serde_json::json;
+
+use crate::cli::KeygenArgs;
+use crate::config::Context;
+use crate::error::{Error, Result};
+
+/// Writes a new key; refuses to overwrite without `--force`, and refuses a
+/// key path inside the dispatch root.
+pub fn run(ctx: &Context, args: KeygenArgs) -> Result<u8> {
+    let path = ctx.key_path()?;
+    if let Ok(root) = ctx.root() {
+        if crate::layout::is_inside(&path, &root) {
+            return Err(Error::config(format!(
+                "key file {} would lie inside the dispatch root {}; it would sync",
+                path.display(),
+                root.display()
+            )));
+        }
+    }
+    crate::key::generate(&path, args.force)?;
+    super::emit(
+        ctx,
+        &json!({"keyFile": path.display().to_string(), "replaced": args.force}),
+        &format!(
+            "wrote a new fleet key to {} (mode 600)\ncopy it to every machine of the fleet out of band (scp, a USB stick), never into the shared folder",
+            path.display()
+        ),
+    );
+    Ok(0)
+}

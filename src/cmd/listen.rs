@@ -1,0 +1,90 @@
+//! `listen`: run this machine's listener, once or until Ctrl-C / SIGTERM.
+//! The first signal stops the running job gracefully and exits 130; a second
+//! one kills the job's process group at once.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use serde_json::json;
+
+use crate::cli::ListenArgs;
+use crate::config::Context;
+use crate::error::{Error, Result};
+use crate::listener::{Listener, Settings, Shutdown};
+use crate::platform::{self, Signal};
+use crate::runner::CURRENT_GROUP;
+
+/// Exit status after an interrupt.
+const INTERRUPTED: u8 = 130;
+
+static SHUTDOWN: OnceLock<Arc<Shutdown>> = OnceLock::new();
+static SIGNALS: AtomicUsize = AtomicUsize::new(0);
+
+fn install_handler() -> Result<Arc<Shutdown>> {
+    let mut fresh = false;
+    let shutdown = SHUTDOWN.get_or_init(|| {
+        fresh = true;
+        Arc::new(Shutdown::default())
+    });
+    if fresh {
+        ctrlc::set_handler(|| {
+            if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
+                if let Some(s) = SHUTDOWN.get() {
+                    s.request();
+                }
+            } else {
+                platform::signal_group(CURRENT_GROUP.load(Ordering::SeqCst), Signal::Kill);
+                std::process::exit(INTERRUPTED as i32);
+            }
+        })
+        .map_err(|e| Error::new(crate::error::Code::Internal, format!("cannot install the signal handler: {e}")))?;
+    }
+    Ok(Arc::clone(shutdown))
+}
+
+/// Runs `listen`.
+pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
+    let settings = Settings {
+        once: args.once,
+        poll: crate::clock::parse_duration(&args.poll_interval)
+            .map_err(|e| Error::validation(format!("--poll-interval: {}", e.message)))?,
+        settle: crate::clock::parse_duration(&args.settle)
+            .map_err(|e| Error::validation(format!("--settle: {}", e.message)))?,
+        max_age: crate::clock::parse_duration(&args.max_job_age)
+            .map_err(|e| Error::validation(format!("--max-job-age: {}", e.message)))?,
+        governor: args.governor_file.clone(),
+        verbose: !ctx.json(),
+    };
+    if settings.poll.is_zero() {
+        return Err(Error::validation("--poll-interval must be more than 0"));
+    }
+    let root = ctx.root()?;
+    let machine = ctx.machine()?;
+    let key = ctx.key(Some(&root))?;
+    let key_path = ctx.key_path()?;
+    let state = ctx.state(&root, &machine)?;
+    // This machine's own folder keeps the spelling it already has.
+    let dirs = match crate::layout::existing_targets(&root)?.into_iter().find(|n| machine.same(n)) {
+        Some(existing) => crate::layout::TargetDirs::new(&root, &crate::names::Machine::parse(&existing, "target")?),
+        None => crate::layout::TargetDirs::new(&root, &machine),
+    };
+    let shutdown = install_handler()?;
+    let listener = Listener::start(root, dirs, state, key, key_path, settings, shutdown)?;
+    let summary = listener.run()?;
+    let c = &summary.counters;
+    super::emit(
+        ctx,
+        &json!({"counters": c, "interrupted": summary.interrupted}),
+        &format!(
+            "done {}, failed {}, cancelled {}, deferred {}, rejected {}, skipped {}{}",
+            c.done,
+            c.failed,
+            c.cancelled,
+            c.deferred,
+            c.rejected,
+            c.skipped,
+            if summary.interrupted { " (interrupted)" } else { "" }
+        ),
+    );
+    Ok(if summary.interrupted { INTERRUPTED } else { 0 })
+}

@@ -1,0 +1,61 @@
+//! `verify-marker`: print the SPEC §6 verdict for a marker file and why;
+//! exit 0 when valid, 1 when not.
+
+use serde_json::json;
+
+use crate::accept;
+use crate::cli::VerifyMarkerArgs;
+use crate::config::Context;
+use crate::error::{Error, Result};
+use crate::fsops;
+use crate::names::Machine;
+
+/// Runs `verify-marker`.
+pub fn run(ctx: &Context, args: VerifyMarkerArgs) -> Result<u8> {
+    let file = &args.file;
+    let name = file
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| Error::validation(format!("{} does not name a file", file.display())))?;
+    let target = match &args.target {
+        Some(t) => Machine::parse(t, "target")?,
+        None => target_from_path(file)?,
+    };
+    if std::fs::symlink_metadata(file).is_err() {
+        return Err(Error::not_found(format!("no marker file at {}", file.display())));
+    }
+    let key = ctx.key(ctx.root().ok().as_deref())?;
+    let read = fsops::read_limited(file, crate::doc::marker::MAX_BYTES);
+    let (verdict, message) = match accept::marker(name, read, target.as_str(), &key) {
+        Ok(m) => (
+            "valid",
+            format!(
+                "a genuine request from {} at {} to stop job {} on {}",
+                m.origin, m.created_at, m.job_id, m.target
+            ),
+        ),
+        Err(r) => (r.verdict.as_str(), r.message),
+    };
+    super::emit(
+        ctx,
+        &json!({"file": file.display().to_string(), "target": target.as_str(), "verdict": verdict, "message": message}),
+        &format!("{verdict}: {message}"),
+    );
+    Ok(if verdict == "valid" { 0 } else { 1 })
+}
+
+/// `<root>/<TARGET>/cancel/<file>` → `TARGET`.
+fn target_from_path(file: &std::path::Path) -> Result<Machine> {
+    let abs = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
+    let dir = abs.parent();
+    let in_cancel = dir.and_then(|d| d.file_name()).is_some_and(|n| n == "cancel");
+    let target = dir.and_then(|d| d.parent()).and_then(|t| t.file_name()).and_then(|t| t.to_str());
+    match (in_cancel, target) {
+        (true, Some(t)) => Machine::parse(t, "target (from the marker's folder)"),
+        _ => Err(Error::validation(format!(
+            "cannot tell the target of {}: it is not in a <root>/<TARGET>/cancel/ folder",
+            file.display()
+        ))
+        .hint("pass --target T")),
+    }
+}

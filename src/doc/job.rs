@@ -1,0 +1,339 @@
+//! Jobs (SPEC §5.2): `inbox/<jobId>.json`, at most 1 MiB, with a signed
+//! `spec` string that is parsed only after its signature holds.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::key::Key;
+use crate::names::{self, JobId};
+
+/// Largest job file accepted, checked before reading.
+pub const MAX_BYTES: u64 = 1024 * 1024;
+
+/// The longest `timeoutSec`/`graceSec` accepted: ten years, far beyond any job,
+/// and small enough that deadline arithmetic can never overflow.
+const MAX_SECONDS: f64 = 10.0 * 365.0 * 86400.0;
+
+/// Drain priority.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Priority {
+    /// Runs before every normal job.
+    High,
+    /// The default.
+    #[default]
+    Normal,
+}
+
+/// What to run, as signed in the job's `spec` string.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Spec {
+    /// Program and arguments, run directly (never through a shell).
+    pub argv: Vec<String>,
+    /// Working directory; the listener's own when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Extra environment variables.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Wall-clock limit; none when absent.
+    #[serde(
+        rename = "timeoutSec",
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "ser_secs"
+    )]
+    pub timeout: Option<Duration>,
+    /// Time between the graceful stop and the forced kill; 10 s when absent.
+    #[serde(
+        rename = "graceSec",
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "ser_secs"
+    )]
+    pub grace: Option<Duration>,
+    /// Drain priority; normal when absent.
+    #[serde(skip_serializing_if = "is_normal")]
+    pub priority: Priority,
+    /// The job that enqueued this one, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_job_id: Option<String>,
+    /// A short human description.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+fn is_normal(p: &Priority) -> bool {
+    *p == Priority::Normal
+}
+
+fn ser_secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    crate::clock::seconds_value(d.unwrap_or_default()).serialize(s)
+}
+
+/// The graceful-stop window when a spec names none.
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(10);
+
+const KNOWN_FIELDS: &[&str] = &[
+    "argv",
+    "cwd",
+    "env",
+    "timeoutSec",
+    "graceSec",
+    "priority",
+    "parentJobId",
+    "label",
+];
+
+impl Spec {
+    /// Parses a spec string; the error says which field is wrong and why.
+    pub fn parse(text: &str) -> Result<Spec, String> {
+        let v: Value = serde_json::from_str(text).map_err(|e| format!("spec is not JSON: {e}"))?;
+        let obj = v.as_object().ok_or("spec is not a JSON object")?;
+        if let Some(unknown) = obj.keys().find(|k| !KNOWN_FIELDS.contains(&k.as_str())) {
+            return Err(format!("spec field {unknown:?} is not supported"));
+        }
+        let argv = match obj.get("argv") {
+            Some(Value::Array(items)) if !items.is_empty() => items
+                .iter()
+                .map(|i| i.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+                .ok_or("spec argv must hold only strings")?,
+            _ => return Err("spec argv must be a non-empty array of strings".into()),
+        };
+        if argv.iter().any(|a| a.contains('\0')) {
+            return Err("spec argv holds a NUL character".into());
+        }
+        let cwd = opt_string(obj, "cwd")?;
+        if cwd.as_deref().is_some_and(|c| c.is_empty() || c.contains('\0')) {
+            return Err("spec cwd must be a non-empty path without NUL".into());
+        }
+        let mut env = BTreeMap::new();
+        match obj.get("env") {
+            None => {}
+            Some(Value::Object(m)) => {
+                for (k, v) in m {
+                    if !names::is_env_name(k) {
+                        return Err(format!("spec env name {k:?} is not allowed"));
+                    }
+                    let v = v
+                        .as_str()
+                        .filter(|v| !v.contains('\0'))
+                        .ok_or_else(|| format!("spec env {k:?} must be a string without NUL"))?;
+                    env.insert(k.clone(), v.to_string());
+                }
+            }
+            Some(_) => return Err("spec env must be an object of strings".into()),
+        }
+        let priority = match opt_string(obj, "priority")?.as_deref() {
+            None | Some("normal") => Priority::Normal,
+            Some("high") => Priority::High,
+            Some(other) => return Err(format!("spec priority {other:?} is not normal or high")),
+        };
+        let parent_job_id = opt_string(obj, "parentJobId")?;
+        if let Some(p) = &parent_job_id {
+            if !names::is_job_id(p) {
+                return Err(format!("spec parentJobId {p:?} is not a valid job id"));
+            }
+        }
+        Ok(Spec {
+            argv,
+            cwd,
+            env,
+            timeout: opt_seconds(obj, "timeoutSec")?,
+            grace: opt_seconds(obj, "graceSec")?,
+            priority,
+            parent_job_id,
+            label: opt_string(obj, "label")?,
+        })
+    }
+
+    /// The spec as the JSON text that gets signed.
+    pub fn to_text(&self) -> String {
+        serde_json::to_string(self).expect("specs serialise")
+    }
+
+    /// The grace to use when stopping this job.
+    pub fn grace(&self) -> Duration {
+        self.grace.unwrap_or(DEFAULT_GRACE)
+    }
+}
+
+fn opt_string(obj: &serde_json::Map<String, Value>, field: &str) -> Result<Option<String>, String> {
+    match obj.get(field) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(format!("spec {field} must be a string")),
+    }
+}
+
+fn opt_seconds(
+    obj: &serde_json::Map<String, Value>,
+    field: &str,
+) -> Result<Option<Duration>, String> {
+    match obj.get(field) {
+        None => Ok(None),
+        Some(v) => v
+            .as_f64()
+            .filter(|s| s.is_finite() && *s >= 0.0 && *s <= MAX_SECONDS)
+            .map(|s| Some(Duration::from_secs_f64(s)))
+            .ok_or_else(|| format!("spec {field} must be a number of seconds from 0 to 10 years")),
+    }
+}
+
+/// A job whose envelope, signature and spec have been checked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Job {
+    /// Its id.
+    pub id: JobId,
+    /// The machine that runs it (as signed).
+    pub target: String,
+    /// When it was made, as signed.
+    pub created_at: String,
+    /// The same, parsed.
+    pub created: time::OffsetDateTime,
+    /// The machine that sent it.
+    pub origin: String,
+    /// The signed spec text.
+    pub spec_text: String,
+    /// The spec, parsed.
+    pub spec: Spec,
+    /// The signature.
+    pub sig: String,
+}
+
+/// The job file as written: field order fixed for readability.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Envelope<'a> {
+    v: u32,
+    job_id: &'a str,
+    target: &'a str,
+    created_at: &'a str,
+    origin: &'a str,
+    spec: &'a str,
+    sig: &'a str,
+}
+
+/// `job|{jobId}|{target}|{createdAt}|{origin}|{spec}`.
+pub fn canonical(job_id: &str, target: &str, created_at: &str, origin: &str, spec: &str) -> String {
+    format!("job|{job_id}|{target}|{created_at}|{origin}|{spec}")
+}
+
+impl Job {
+    /// A newly signed job.
+    pub fn sign(
+        key: &Key,
+        id: JobId,
+        target: &str,
+        origin: &str,
+        created: time::OffsetDateTime,
+        spec: Spec,
+    ) -> Job {
+        let created_at = crate::clock::format(created);
+        let spec_text = spec.to_text();
+        let sig = key.sign(&canonical(id.as_str(), target, &created_at, origin, &spec_text));
+        Job {
+            id,
+            target: target.to_string(),
+            created_at,
+            created,
+            origin: origin.to_string(),
+            spec_text,
+            spec,
+            sig,
+        }
+    }
+
+    /// The job file's bytes.
+    pub fn to_file_bytes(&self) -> Vec<u8> {
+        super::to_file_bytes(&Envelope {
+            v: 1,
+            job_id: self.id.as_str(),
+            target: &self.target,
+            created_at: &self.created_at,
+            origin: &self.origin,
+            spec: &self.spec_text,
+            sig: &self.sig,
+        })
+    }
+
+    /// The order in which the inbox drains: high first, then `createdAt`,
+    /// then id.
+    pub fn drain_key(&self) -> (Priority, time::OffsetDateTime, JobId) {
+        (self.spec.priority, self.created, self.id.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_fields() {
+        let s = Spec::parse(
+            r#"{"argv":["a","b"],"cwd":"/tmp","env":{"X":"1"},"timeoutSec":1.5,"graceSec":2,"priority":"high","parentJobId":"p-1","label":"hi"}"#,
+        )
+        .unwrap();
+        assert_eq!(s.argv, ["a", "b"]);
+        assert_eq!(s.timeout, Some(Duration::from_millis(1500)));
+        assert_eq!(s.grace(), Duration::from_secs(2));
+        assert_eq!(s.priority, Priority::High);
+        assert_eq!(Spec::parse(&s.to_text()).unwrap(), s);
+    }
+
+    #[test]
+    fn spec_refusals() {
+        for bad in [
+            r#"{"argv":["a"],"shell":true}"#,
+            r#"{"argv":[]}"#,
+            r#"{"argv":"a"}"#,
+            r#"{"argv":[1]}"#,
+            r#"{}"#,
+            r#"[]"#,
+            r#"{"argv":["a"],"env":{"FLEET_DISPATCH_JOB_ID":"x"}}"#,
+            r#"{"argv":["a"],"env":{"A-B":"x"}}"#,
+            r#"{"argv":["a"],"env":{"A":1}}"#,
+            r#"{"argv":["a"],"timeoutSec":-1}"#,
+            r#"{"argv":["a"],"timeoutSec":1e300}"#,
+            r#"{"argv":["a"],"timeoutSec":"5"}"#,
+            r#"{"argv":["a"],"priority":"urgent"}"#,
+            r#"{"argv":["a"],"parentJobId":"../x"}"#,
+            r#"{"argv":["a\u0000b"]}"#,
+            r#"not json"#,
+        ] {
+            assert!(Spec::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn drain_order_is_high_then_created_then_id() {
+        let key = Key::from_bytes(&[7u8; 32]).unwrap();
+        let t0 = time::macros::datetime!(2026-11-29 10:00 UTC);
+        let mk = |id: &str, secs: i64, p: Priority| {
+            Job::sign(
+                &key,
+                JobId::parse(id).unwrap(),
+                "PC",
+                "PC",
+                t0 + time::Duration::seconds(secs),
+                Spec {
+                    argv: vec!["true".into()],
+                    priority: p,
+                    ..Spec::default()
+                },
+            )
+        };
+        let mut jobs = [
+            mk("b", 0, Priority::Normal),
+            mk("a", 0, Priority::Normal),
+            mk("c", -10, Priority::Normal),
+            mk("z", 50, Priority::High),
+        ];
+        jobs.sort_by_key(Job::drain_key);
+        let ids: Vec<_> = jobs.iter().map(|j| j.id.as_str()).collect();
+        assert_eq!(ids, ["z", "c", "a", "b"]);
+    }
+}

@@ -1,0 +1,209 @@
+//! Results (SPEC §5.3): `results/<jobId>.json`, written only by the target's
+//! listener. Called "outcome" here to keep clear of Rust's `Result`.
+
+use serde::Serialize;
+
+use crate::key::Key;
+
+/// Largest result file read back.
+pub const MAX_BYTES: u64 = 1024 * 1024;
+
+/// How a job ended, the `error` field of a result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Termination {
+    /// The process ran to its end (`""`).
+    Exited,
+    /// A valid cancel marker stopped it.
+    Cancelled,
+    /// A valid cancel marker was found before it started.
+    CancelledBeforeStart,
+    /// It outlived its `timeoutSec`.
+    Timeout,
+    /// The listener stopped or died while it ran.
+    Interrupted,
+    /// The program could not be started.
+    SpawnFailed,
+}
+
+impl Termination {
+    /// The `error` field's text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Termination::Exited => "",
+            Termination::Cancelled => "cancelled",
+            Termination::CancelledBeforeStart => "cancelled-before-start",
+            Termination::Timeout => "timeout",
+            Termination::Interrupted => "interrupted",
+            Termination::SpawnFailed => "spawn-failed",
+        }
+    }
+
+    /// The inverse of [`Termination::as_str`].
+    pub fn parse(s: &str) -> Option<Termination> {
+        [
+            Termination::Exited,
+            Termination::Cancelled,
+            Termination::CancelledBeforeStart,
+            Termination::Timeout,
+            Termination::Interrupted,
+            Termination::SpawnFailed,
+        ]
+        .into_iter()
+        .find(|t| t.as_str() == s)
+    }
+
+    /// A word for people: `done`, `failed`, `cancelled`, …
+    pub fn describe(self, ok: bool) -> &'static str {
+        match self {
+            Termination::Exited if ok => "done",
+            Termination::Exited => "failed",
+            other => other.as_str(),
+        }
+    }
+}
+
+/// A signed result.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    /// Always 1.
+    pub v: u32,
+    /// The job.
+    pub job_id: String,
+    /// The machine that ran it.
+    pub target: String,
+    /// True only for a process that exited 0 by itself.
+    pub ok: bool,
+    /// The process's own exit code, or -1.
+    pub exit_code: i64,
+    /// How it ended ([`Termination::as_str`]).
+    pub error: String,
+    /// When it started; empty when it never did.
+    pub started_at: String,
+    /// When it finished.
+    pub finished_at: String,
+    /// A JSON object as a string: duration, signal, output tails, marker.
+    pub detail: String,
+    /// Hex HMAC over [`canonical`].
+    pub sig: String,
+}
+
+/// `result|{jobId}|{target}|{ok}|{exitCode}|{error}|{startedAt}|{finishedAt}|{detail}`.
+#[allow(clippy::too_many_arguments)]
+pub fn canonical(
+    job_id: &str,
+    target: &str,
+    ok: bool,
+    exit_code: i64,
+    error: &str,
+    started_at: &str,
+    finished_at: &str,
+    detail: &str,
+) -> String {
+    format!("result|{job_id}|{target}|{ok}|{exit_code}|{error}|{started_at}|{finished_at}|{detail}")
+}
+
+impl Outcome {
+    /// A newly signed result. `ok` follows from the termination and exit code.
+    #[allow(clippy::too_many_arguments)]
+    pub fn sign(
+        key: &Key,
+        job_id: &str,
+        target: &str,
+        how: Termination,
+        exit_code: Option<i32>,
+        started_at: Option<&str>,
+        finished_at: &str,
+        detail: &serde_json::Value,
+    ) -> Outcome {
+        let ok = how == Termination::Exited && exit_code == Some(0);
+        let exit_code = match how {
+            Termination::Exited => exit_code.map_or(-1, i64::from),
+            _ => -1,
+        };
+        let mut o = Outcome {
+            v: 1,
+            job_id: job_id.to_string(),
+            target: target.to_string(),
+            ok,
+            exit_code,
+            error: how.as_str().to_string(),
+            started_at: started_at.unwrap_or("").to_string(),
+            finished_at: finished_at.to_string(),
+            detail: detail.to_string(),
+            sig: String::new(),
+        };
+        o.sig = key.sign(&o.canonical());
+        o
+    }
+
+    /// This result's canonical string.
+    pub fn canonical(&self) -> String {
+        canonical(
+            &self.job_id,
+            &self.target,
+            self.ok,
+            self.exit_code,
+            &self.error,
+            &self.started_at,
+            &self.finished_at,
+            &self.detail,
+        )
+    }
+
+    /// How the job ended.
+    pub fn termination(&self) -> Termination {
+        Termination::parse(&self.error).unwrap_or(Termination::Exited)
+    }
+
+    /// The detail object, or an empty one when it does not parse.
+    pub fn detail_value(&self) -> serde_json::Value {
+        serde_json::from_str(&self.detail).unwrap_or_else(|_| serde_json::json!({}))
+    }
+
+    /// The exit status `enqueue --wait` and `result --wait` end with (SPEC §9):
+    /// the job's own exit code when it ran to its end, 1 otherwise.
+    pub fn wait_exit_status(&self) -> u8 {
+        match self.termination() {
+            Termination::Exited if (0..=255).contains(&self.exit_code) => self.exit_code as u8,
+            _ => 1,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn termination_words_round_trip() {
+        for t in [
+            Termination::Exited,
+            Termination::Cancelled,
+            Termination::CancelledBeforeStart,
+            Termination::Timeout,
+            Termination::Interrupted,
+            Termination::SpawnFailed,
+        ] {
+            assert_eq!(Termination::parse(t.as_str()), Some(t));
+        }
+        assert_eq!(Termination::parse("exploded"), None);
+    }
+
+    #[test]
+    fn ok_only_for_a_clean_exit() {
+        let key = Key::from_bytes(&[1u8; 32]).unwrap();
+        let d = serde_json::json!({});
+        let ok = Outcome::sign(&key, "a", "PC", Termination::Exited, Some(0), Some("s"), "f", &d);
+        assert!(ok.ok);
+        assert_eq!(ok.wait_exit_status(), 0);
+        let fail = Outcome::sign(&key, "a", "PC", Termination::Exited, Some(3), Some("s"), "f", &d);
+        assert!(!fail.ok);
+        assert_eq!(fail.wait_exit_status(), 3);
+        let c = Outcome::sign(&key, "a", "PC", Termination::Cancelled, Some(0), Some("s"), "f", &d);
+        assert!(!c.ok);
+        assert_eq!(c.exit_code, -1);
+        assert_eq!(c.wait_exit_status(), 1);
+        assert!(key.verify(&c.canonical(), &c.sig));
+    }
+}

@@ -1,0 +1,186 @@
+//! The fleet key (SPEC §4) and HMAC-SHA256 signatures (SPEC §5).
+//!
+//! The key is the key file's content with trailing ASCII whitespace trimmed,
+//! taken as bytes. It is never printed: [`Key`] hides itself from `Debug`, and
+//! no code path writes it anywhere but the key file `keygen` creates.
+
+use std::fmt;
+use std::io::Write;
+use std::path::Path;
+
+use ring::hmac;
+use ring::rand::{SecureRandom, SystemRandom};
+
+use crate::error::{Error, Result};
+
+/// The shortest key accepted, in bytes.
+pub const MIN_KEY_BYTES: usize = 32;
+
+/// A loaded fleet key.
+pub struct Key {
+    hmac: hmac::Key,
+}
+
+impl fmt::Debug for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Key(<redacted>)")
+    }
+}
+
+/// Fills `buf` from the operating system's random source.
+pub fn random_bytes(buf: &mut [u8]) {
+    // SystemRandom only fails when the OS has no entropy source at all, in
+    // which case nothing this program does could be trusted anyway.
+    SystemRandom::new()
+        .fill(buf)
+        .expect("the operating system's random source failed");
+}
+
+impl Key {
+    /// A key from raw bytes (already trimmed); refuses fewer than 32 bytes.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Key> {
+        (bytes.len() >= MIN_KEY_BYTES).then(|| Key {
+            hmac: hmac::Key::new(hmac::HMAC_SHA256, bytes),
+        })
+    }
+
+    /// A key from the text of a key file: trailing ASCII whitespace trimmed.
+    pub fn from_file_text(text: &[u8]) -> Option<Key> {
+        let end = text
+            .iter()
+            .rposition(|b| !b.is_ascii_whitespace())
+            .map_or(0, |i| i + 1);
+        Key::from_bytes(&text[..end])
+    }
+
+    /// Loads the key file at `path`, refusing a missing, short, or (on Unix)
+    /// group- or other-readable one with `CONFIG`.
+    pub fn load(path: &Path) -> Result<Key> {
+        let text = match std::fs::read(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::config(format!("no key file at {}", path.display()))
+                    .hint("run `fleet-dispatch keygen` on one machine, then copy the file to the others out of band (never into the synced folder)"));
+            }
+            Err(e) => {
+                return Err(Error::config(format!(
+                    "cannot read key file {}: {e}",
+                    path.display()
+                )));
+            }
+        };
+        crate::platform::check_key_permissions(path)?;
+        Key::from_file_text(&text).ok_or_else(|| {
+            Error::config(format!(
+                "key file {} holds fewer than {MIN_KEY_BYTES} bytes",
+                path.display()
+            ))
+            .hint("run `fleet-dispatch keygen --force` to make a new key, and copy it to every machine")
+        })
+    }
+
+    /// Lowercase hex HMAC-SHA256 of `canonical`.
+    pub fn sign(&self, canonical: &str) -> String {
+        hex::encode(hmac::sign(&self.hmac, canonical.as_bytes()).as_ref())
+    }
+
+    /// Constant-time check of `sig` (hex, either case) over `canonical`.
+    pub fn verify(&self, canonical: &str, sig: &str) -> bool {
+        match hex::decode(sig) {
+            Ok(tag) => hmac::verify(&self.hmac, canonical.as_bytes(), &tag).is_ok(),
+            Err(_) => false,
+        }
+    }
+}
+
+/// Writes a new key file: 32 random bytes as 64 hex characters and a newline,
+/// mode 600. Refuses to replace an existing file unless `force`.
+pub fn generate(path: &Path, force: bool) -> Result<()> {
+    if !force && std::fs::symlink_metadata(path).is_ok() {
+        return Err(Error::validation(format!(
+            "key file {} already exists; refusing to overwrite it",
+            path.display()
+        ))
+        .hint("pass --force to replace it (every machine then needs the new key)"));
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, &e))?;
+    }
+    let mut raw = [0u8; 32];
+    random_bytes(&mut raw);
+    let text = format!("{}\n", hex::encode(raw));
+    // Write beside the target with owner-only permissions from the start, then
+    // move into place, so the secret is never briefly readable by others.
+    let tmp = crate::fsops::temp_path(path);
+    let mut f = crate::platform::create_private(&tmp).map_err(|e| Error::io("create", &tmp, &e))?;
+    let written = f
+        .write_all(text.as_bytes())
+        .and_then(|_| f.sync_all())
+        .map_err(|e| Error::io("write", &tmp, &e));
+    drop(f);
+    let moved = written.and_then(|_| {
+        if force {
+            std::fs::rename(&tmp, path).map_err(|e| Error::io("replace", path, &e))
+        } else {
+            crate::fsops::move_no_replace(&tmp, path).and_then(|placed| {
+                if placed {
+                    Ok(())
+                } else {
+                    Err(Error::validation(format!(
+                        "key file {} already exists; refusing to overwrite it",
+                        path.display()
+                    )))
+                }
+            })
+        }
+    });
+    if moved.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    moved
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VECTOR_KEY: &[u8] = b"3f6c2a9e1b7d4c58a0e9f2b6d1c7e4a89b3d5f7a1c2e4b6d8f0a1b3c5d7e9f21\n";
+
+    #[test]
+    fn trims_trailing_whitespace_only() {
+        let a = Key::from_file_text(VECTOR_KEY).unwrap();
+        let b = Key::from_file_text(&VECTOR_KEY[..64]).unwrap();
+        let c = Key::from_file_text(b"3f6c2a9e1b7d4c58a0e9f2b6d1c7e4a89b3d5f7a1c2e4b6d8f0a1b3c5d7e9f21 \r\n\t")
+            .unwrap();
+        assert_eq!(a.sign("x"), b.sign("x"));
+        assert_eq!(a.sign("x"), c.sign("x"));
+        let leading = Key::from_file_text(b" 3f6c2a9e1b7d4c58a0e9f2b6d1c7e4a89b3d5f7a1c2e4b6d8f0a1b3c5d7e9f21").unwrap();
+        assert_ne!(a.sign("x"), leading.sign("x"));
+    }
+
+    #[test]
+    fn refuses_short_keys() {
+        assert!(Key::from_file_text(&[b'a'; 31]).is_none());
+        assert!(Key::from_file_text(b"0123456789012345678901234567890\n\n\n").is_none());
+        assert!(Key::from_file_text(&[b'a'; 32]).is_some());
+    }
+
+    #[test]
+    fn verify_accepts_either_hex_case_and_nothing_else() {
+        let k = Key::from_file_text(VECTOR_KEY).unwrap();
+        let sig = k.sign("cancel|a|PC|2026-11-29T19:31:00.000Z|LAPTOP");
+        assert!(k.verify("cancel|a|PC|2026-11-29T19:31:00.000Z|LAPTOP", &sig));
+        assert!(k.verify("cancel|a|PC|2026-11-29T19:31:00.000Z|LAPTOP", &sig.to_uppercase()));
+        assert!(!k.verify("cancel|a|PC|2026-11-29T19:31:00.000Z|LAPTOQ", &sig));
+        assert!(!k.verify("cancel|a|PC|2026-11-29T19:31:00.000Z|LAPTOP", &sig[..62]));
+        assert!(!k.verify("cancel|a|PC|2026-11-29T19:31:00.000Z|LAPTOP", "zz"));
+        assert!(!k.verify("cancel|a|PC|2026-11-29T19:31:00.000Z|LAPTOP", ""));
+    }
+
+    #[test]
+    fn debug_never_shows_the_key() {
+        let k = Key::from_file_text(VECTOR_KEY).unwrap();
+        let shown = format!("{k:?}");
+        assert!(!shown.contains("3f6c"));
+    }
+}

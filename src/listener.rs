@@ -1,0 +1,657 @@
+//! The listener (SPEC §7): drains one target's inbox one job at a time.
+//!
+//! Per job, in this order: acceptance (§6) → replay guard (results,
+//! archive/done, ledger) → age → cancel check (a valid marker ends a queued
+//! job before anything is spawned) → governor gate → run. Writes go result
+//! (durable) → job to archive/done → marker to archive/consumed → ledger →
+//! journal cleared, so a crash at any point neither loses a job nor runs it
+//! twice: a journal found at start-up names the job that was running, which
+//! gets an `interrupted` result and is never re-run.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::accept::{self, Rejection, Verdict};
+use crate::clock;
+use crate::doc::{self, Job, Marker, Outcome, Termination};
+use crate::error::Result;
+use crate::fsops;
+use crate::governor::Tier;
+use crate::key::Key;
+use crate::layout::{StateDirs, TargetDirs};
+use crate::names::JobId;
+use crate::platform::{self, Signal};
+use crate::runner::{self, Control, Exit, Report, StopReason};
+use crate::state::{Journal, JournalEntry, Ledger, Lock};
+use crate::watcher::Watcher;
+
+/// How often `listener.json` is refreshed while idle.
+const HEARTBEAT_EVERY: Duration = Duration::from_secs(30);
+
+/// Listener settings from the command line.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Drain once and return.
+    pub once: bool,
+    /// Inbox rescan and cancel poll interval.
+    pub poll: Duration,
+    /// How long an unparseable file must stay unchanged before rejection.
+    pub settle: Duration,
+    /// Jobs older than this are stale.
+    pub max_age: Duration,
+    /// The governor file, if any.
+    pub governor: Option<PathBuf>,
+    /// Print a line per event (off with `--json`).
+    pub verbose: bool,
+}
+
+/// The summary counters of SPEC §7.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Counters {
+    /// Ran and exited 0 (including a raced completion).
+    pub done: u64,
+    /// Ran, anything else.
+    pub failed: u64,
+    /// Stopped by a marker, or cancelled before start.
+    pub cancelled: u64,
+    /// Left queued by the governor.
+    pub deferred: u64,
+    /// Rejected inputs.
+    pub rejected: u64,
+    /// Already processed (replays).
+    pub skipped: u64,
+}
+
+/// Who may reach the listener from a signal handler.
+#[derive(Default)]
+pub struct Shutdown {
+    requested: AtomicBool,
+    wake: Mutex<Option<Sender<Control>>>,
+}
+
+impl Shutdown {
+    /// Asks the listener to stop: the running job is stopped gracefully.
+    pub fn request(&self) {
+        self.requested.store(true, Ordering::SeqCst);
+        if let Some(tx) = self.wake.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            let _ = tx.send(Control::Shutdown);
+        }
+    }
+
+    /// True once a stop was asked for.
+    pub fn requested(&self) -> bool {
+        self.requested.load(Ordering::SeqCst)
+    }
+}
+
+/// How a listener run ended.
+#[derive(Debug)]
+pub struct Summary {
+    /// The counters.
+    pub counters: Counters,
+    /// True when it stopped on Ctrl-C or SIGTERM.
+    pub interrupted: bool,
+}
+
+/// Where the listener runs and with what.
+pub struct Listener {
+    dirs: TargetDirs,
+    key: Arc<Key>,
+    key_path: PathBuf,
+    root: PathBuf,
+    settings: Settings,
+    ledger: Ledger,
+    journal: Journal,
+    counters: Counters,
+    unsettled: HashMap<String, (u64, Option<SystemTime>, Instant)>,
+    deferred: HashSet<JobId>,
+    tx: Sender<Control>,
+    rx: Receiver<Control>,
+    shutdown: Arc<Shutdown>,
+    started_at: String,
+    last_heartbeat: Instant,
+    _lock: Lock,
+}
+
+/// A job that passed acceptance, replay and age checks.
+struct Candidate {
+    job: Job,
+    path: PathBuf,
+}
+
+impl Listener {
+    /// Takes the lock, creates the target's folders and recovers from a
+    /// crash of the previous listener.
+    pub fn start(
+        root: PathBuf,
+        dirs: TargetDirs,
+        state: StateDirs,
+        key: Key,
+        key_path: PathBuf,
+        settings: Settings,
+        shutdown: Arc<Shutdown>,
+    ) -> Result<Listener> {
+        let lock = Lock::acquire(&state, dirs.target().as_str())?;
+        fsops::create_dirs(&dirs.all_dirs())?;
+        platform::become_subreaper();
+        let now = clock::now();
+        // Keep ids at least as long as the max age, and never under 30 days:
+        // a job file resurrected by sync must meet the ledger or its age.
+        let retention = settings.max_age.max(Duration::from_secs(30 * 86400)) + Duration::from_secs(86400);
+        let ledger = Ledger::load(&state, now, retention)?;
+        let journal = Journal::new(&state);
+        let (tx, rx) = mpsc::channel();
+        *shutdown.wake.lock().unwrap_or_else(|p| p.into_inner()) = Some(tx.clone());
+        let mut l = Listener {
+            dirs,
+            key: Arc::new(key),
+            key_path,
+            root,
+            settings,
+            ledger,
+            journal,
+            counters: Counters::default(),
+            unsettled: HashMap::new(),
+            deferred: HashSet::new(),
+            tx,
+            rx,
+            shutdown,
+            started_at: clock::format(now),
+            last_heartbeat: Instant::now(),
+            _lock: lock,
+        };
+        l.recover()?;
+        l.heartbeat(None, "listening");
+        Ok(l)
+    }
+
+    fn say(&self, line: impl AsRef<str>) {
+        if self.settings.verbose {
+            println!("{} {}", clock::format(clock::now()), line.as_ref());
+        }
+    }
+
+    /// Drains the inbox: once, or until shut down.
+    pub fn run(mut self) -> Result<Summary> {
+        self.say(format!(
+            "listening for {} in {} (poll {})",
+            self.dirs.target(),
+            self.dirs.inbox().display(),
+            clock::format_duration(self.settings.poll)
+        ));
+        loop {
+            if self.shutdown.requested() {
+                break;
+            }
+            let acted = self.pass()?;
+            if self.shutdown.requested() {
+                break;
+            }
+            if acted {
+                continue;
+            }
+            if self.settings.once {
+                break;
+            }
+            if self.last_heartbeat.elapsed() >= HEARTBEAT_EVERY {
+                self.heartbeat(None, "listening");
+            }
+            // Sleep one poll interval, waking at once on shutdown.
+            if let Ok(Control::Shutdown) = self.rx.recv_timeout(self.settings.poll) {
+                break;
+            }
+        }
+        let interrupted = self.shutdown.requested();
+        self.heartbeat(None, "stopped");
+        Ok(Summary {
+            counters: self.counters.clone(),
+            interrupted,
+        })
+    }
+
+    /// One scan of the inbox; handles at most one job that runs or ends.
+    /// Returns true when something happened that warrants an immediate rescan.
+    fn pass(&mut self) -> Result<bool> {
+        let mut candidates = self.scan()?;
+        candidates.sort_by_key(|c| c.job.drain_key());
+        let tier = Tier::read(self.settings.governor.as_deref());
+        for c in candidates {
+            // Cancel check comes before the governor: a cancelled job never
+            // sits deferred under RED.
+            if let Some(marker) = self.valid_marker(&c.job.id) {
+                self.cancel_before_start(&c, &marker)?;
+                return Ok(true);
+            }
+            if !tier.admits(c.job.spec.priority) {
+                if self.deferred.insert(c.job.id.clone()) {
+                    self.counters.deferred += 1;
+                    self.say(format!("deferred {} (governor {})", c.job.id, tier.as_str()));
+                }
+                continue;
+            }
+            self.deferred.remove(&c.job.id);
+            self.run_job(c)?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Lists the inbox and judges each entry; rejects what must be rejected
+    /// and returns the runnable jobs. Names that are not `<id>.json` are
+    /// never read, moved or deleted.
+    fn scan(&mut self) -> Result<Vec<Candidate>> {
+        let inbox = self.dirs.inbox();
+        let entries = std::fs::read_dir(&inbox).map_err(|e| crate::error::Error::io("list", &inbox, &e))?;
+        let mut out = Vec::new();
+        let mut present = HashSet::new();
+        for entry in entries.flatten() {
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else { continue };
+            if JobId::from_file_name(&name).is_none() {
+                continue;
+            }
+            present.insert(name.clone());
+            let path = entry.path();
+            let read = fsops::read_limited(&path, doc::job::MAX_BYTES);
+            let verdict = accept::job(&name, read, self.dirs.target().as_str(), &self.key)
+                .and_then(|job| {
+                    accept::replay(&job.id, self.seen_where(&job.id))?;
+                    accept::freshness(job.created, clock::now(), self.settings.max_age)?;
+                    Ok(job)
+                });
+            match verdict {
+                Ok(job) => {
+                    self.unsettled.remove(&name);
+                    out.push(Candidate { job, path });
+                }
+                Err(r) if matches!(r.verdict, Verdict::Missing) => {}
+                Err(r) if matches!(r.verdict, Verdict::Unreadable) => {
+                    self.say(format!("left {name} in place: {}", r.message));
+                }
+                Err(r) if matches!(r.verdict, Verdict::Malformed) && !self.settled(&name, &path) => {}
+                Err(r) => {
+                    self.unsettled.remove(&name);
+                    if r.verdict == Verdict::AlreadyProcessed {
+                        self.counters.skipped += 1;
+                    } else {
+                        self.counters.rejected += 1;
+                    }
+                    self.say(format!("rejected {name}: {} ({})", r.verdict.as_str(), r.message));
+                    self.reject(&path, &name, &r, "job")?;
+                }
+            }
+        }
+        self.unsettled.retain(|n, _| present.contains(n));
+        Ok(out)
+    }
+
+    /// Where `id` was already processed, if anywhere.
+    fn seen_where(&self, id: &JobId) -> Option<&'static str> {
+        if std::fs::symlink_metadata(self.dirs.result_file(id)).is_ok() {
+            Some("results/")
+        } else if std::fs::symlink_metadata(self.dirs.done_file(id)).is_ok() {
+            Some("archive/done/")
+        } else if self.ledger.contains(id.as_str()) {
+            Some("the local ledger")
+        } else {
+            None
+        }
+    }
+
+    /// True when a file that does not parse has stayed unchanged for the
+    /// settle time (by our own observation, or by an mtime that old).
+    fn settled(&mut self, name: &str, path: &std::path::Path) -> bool {
+        let Ok(meta) = std::fs::symlink_metadata(path) else { return false };
+        let stamp = (meta.len(), meta.modified().ok());
+        let now = Instant::now();
+        let first = self.unsettled.entry(name.to_string()).or_insert((stamp.0, stamp.1, now));
+        if (first.0, first.1) != stamp {
+            *first = (stamp.0, stamp.1, now);
+        }
+        let observed = now.duration_since(first.2) >= self.settings.settle;
+        let by_mtime = stamp
+            .1
+            .and_then(|m| SystemTime::now().duration_since(m).ok())
+            .is_some_and(|age| age >= self.settings.settle);
+        observed || by_mtime
+    }
+
+    /// Moves a refused input to `archive/rejected/` with its reason.
+    fn reject(&self, path: &std::path::Path, name: &str, r: &Rejection, kind: &str) -> Result<()> {
+        let reason = json!({
+            "verdict": r.verdict.as_str(),
+            "message": r.message,
+            "rejectedAt": clock::format(clock::now()),
+            "kind": kind,
+            "target": self.dirs.target().as_str(),
+        });
+        let body = doc::to_file_bytes(&reason);
+        for n in 0..1000 {
+            let (dest, reason_path) = self.dirs.rejected_files(name, n);
+            if std::fs::symlink_metadata(&dest).is_ok() || std::fs::symlink_metadata(&reason_path).is_ok() {
+                continue;
+            }
+            if !fsops::publish(&reason_path, &body, false)? {
+                continue;
+            }
+            if fsops::move_no_replace(path, &dest)? {
+                return Ok(());
+            }
+            fsops::remove(&reason_path)?;
+        }
+        Err(crate::error::Error::new(
+            crate::error::Code::Internal,
+            format!("cannot find a free name for {name} in {}", self.dirs.rejected().display()),
+        ))
+    }
+
+    /// The valid cancel marker for `id`, if one is there. An invalid one is
+    /// moved to `archive/rejected/` (once settled), so it cannot block the
+    /// slot a genuine marker needs.
+    fn valid_marker(&mut self, id: &JobId) -> Option<Marker> {
+        let path = self.dirs.marker_file(id);
+        let name = id.file_name();
+        let read = fsops::read_limited(&path, doc::marker::MAX_BYTES);
+        match accept::marker(&name, read, self.dirs.target().as_str(), &self.key) {
+            Ok(m) => Some(m),
+            Err(r) if matches!(r.verdict, Verdict::Missing | Verdict::Unreadable) => None,
+            Err(r) if r.verdict == Verdict::Malformed && !self.settled(&format!("cancel/{name}"), &path) => None,
+            Err(r) => {
+                self.say(format!("rejected marker cancel/{name}: {} ({})", r.verdict.as_str(), r.message));
+                if let Err(e) = self.reject(&path, &name, &r, "marker") {
+                    self.say(format!("could not move the marker aside: {e}"));
+                }
+                None
+            }
+        }
+    }
+
+    fn cancel_before_start(&mut self, c: &Candidate, marker: &Marker) -> Result<()> {
+        let detail = json!({
+            "durationMs": 0,
+            "marker": {"origin": marker.origin, "createdAt": marker.created_at},
+            "label": c.job.spec.label,
+        });
+        let outcome = Outcome::sign(
+            &self.key,
+            c.job.id.as_str(),
+            &c.job.target,
+            Termination::CancelledBeforeStart,
+            None,
+            None,
+            &clock::format(clock::now()),
+            &detail,
+        );
+        self.counters.cancelled += 1;
+        self.say(format!("cancelled {} before start (marker from {})", c.job.id, marker.origin));
+        self.finish(&c.job.id, &c.path, &outcome)
+    }
+
+    /// Result (durable) → job archived → marker consumed → ledger → journal cleared.
+    fn finish(&mut self, id: &JobId, job_path: &std::path::Path, outcome: &Outcome) -> Result<()> {
+        let result_path = self.dirs.result_file(id);
+        if !fsops::publish(&result_path, &doc::to_file_bytes(outcome), true)? {
+            self.say(format!("a result for {id} already exists; keeping it"));
+        }
+        if std::fs::symlink_metadata(job_path).is_ok() {
+            let done = self.dirs.done_file(id);
+            if !fsops::move_no_replace(job_path, &done)? {
+                // An earlier copy is archived already (a resurrected file):
+                // this one is a duplicate of processed work.
+                fsops::remove(job_path)?;
+            }
+            fsops::sync_parent(&done);
+        }
+        self.consume_marker(id)?;
+        if !self.ledger.contains(id.as_str()) {
+            self.ledger.append(id.as_str(), clock::now())?;
+        }
+        self.journal.clear()
+    }
+
+    /// Moves a valid marker for a finished job to `archive/consumed/`.
+    fn consume_marker(&mut self, id: &JobId) -> Result<()> {
+        let path = self.dirs.marker_file(id);
+        if std::fs::symlink_metadata(&path).is_err() {
+            return Ok(());
+        }
+        if self.valid_marker(id).is_some() && !fsops::move_no_replace(&path, &self.dirs.consumed_file(id))? {
+            fsops::remove(&path)?;
+        }
+        Ok(())
+    }
+
+    fn run_job(&mut self, c: Candidate) -> Result<()> {
+        // Messages left from an earlier job are stale; a shutdown asked for
+        // meanwhile is in the flag, checked once the queue is clear.
+        while self.rx.try_recv().is_ok() {}
+        if self.shutdown.requested() {
+            return Ok(());
+        }
+        let id = c.job.id.clone();
+        let started = clock::now();
+        let started_at = clock::format(started);
+        let mut entry = JournalEntry {
+            job_id: id.to_string(),
+            started_at: started_at.clone(),
+            pid: 0,
+        };
+        self.journal.write(&entry)?;
+        let spec = &c.job.spec;
+        let running = json!({
+            "jobId": id.as_str(),
+            "label": spec.label,
+            "argv": spec.argv,
+            "origin": c.job.origin,
+            "startedAt": started_at,
+            "listenerPid": std::process::id(),
+        });
+        fsops::replace(&self.dirs.running_file(&id), &doc::to_file_bytes(&running), false)?;
+        self.heartbeat(Some(&id), "running");
+        self.say(format!("running {id}: {}", summary_argv(&spec.argv)));
+
+        let mut env = vec![
+            ("FLEET_DISPATCH_JOB_ID".to_string(), id.to_string()),
+            ("FLEET_DISPATCH_TARGET".to_string(), c.job.target.clone()),
+            ("FLEET_DISPATCH_ORIGIN".to_string(), c.job.origin.clone()),
+            ("FLEET_DISPATCH_ROOT".to_string(), self.root.display().to_string()),
+            ("FLEET_DISPATCH_MACHINE".to_string(), self.dirs.target().to_string()),
+            // The path (never the key) so the job can enqueue child jobs.
+            ("FLEET_DISPATCH_KEY_FILE".to_string(), self.key_path.display().to_string()),
+        ];
+        env.extend(spec.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let req = runner::Request {
+            job_id: id.clone(),
+            argv: spec.argv.clone(),
+            cwd: spec.cwd.as_ref().map(PathBuf::from),
+            env,
+            timeout: spec.timeout,
+            grace: spec.grace(),
+            stdout_log: self.dirs.log_file(&id, "stdout"),
+            stderr_log: self.dirs.log_file(&id, "stderr"),
+        };
+        let watcher = Watcher::start(
+            id.clone(),
+            self.dirs.marker_file(&id),
+            self.dirs.target().to_string(),
+            Arc::clone(&self.key),
+            self.settings.poll,
+            self.tx.clone(),
+        );
+        let journal = self.journal.clone();
+        let report = runner::run(&req, &self.tx, &self.rx, |pid| {
+            entry.pid = pid;
+            // If this write fails the start-up scan by job id still finds the orphans.
+            let _ = journal.write(&entry);
+        });
+        let refused = watcher.stop();
+        if let Some(r) = refused {
+            self.say(format!("ignored marker for {id}: {} ({})", r.verdict.as_str(), r.message));
+        }
+        let outcome = self.outcome_of(&c.job, &started_at, &report);
+        let how = outcome.termination();
+        match how {
+            Termination::Exited if outcome.ok => self.counters.done += 1,
+            Termination::Cancelled => self.counters.cancelled += 1,
+            _ => self.counters.failed += 1,
+        }
+        self.say(format!(
+            "finished {id}: {} (exit {}, {})",
+            how.describe(outcome.ok),
+            outcome.exit_code,
+            clock::human(report.duration)
+        ));
+        let _ = fsops::remove(&self.dirs.running_file(&id));
+        self.finish(&id, &c.path, &outcome)?;
+        self.heartbeat(None, "listening");
+        Ok(())
+    }
+
+    /// The signed result of a run.
+    fn outcome_of(&self, job: &Job, started_at: &str, r: &Report) -> Outcome {
+        let mut detail = json!({
+            "durationMs": r.duration.as_millis() as u64,
+            "stdoutTail": r.stdout_tail,
+            "stderrTail": r.stderr_tail,
+            "stdoutBytes": r.output_bytes.0,
+            "stderrBytes": r.output_bytes.1,
+        });
+        if let Some(label) = &job.spec.label {
+            detail["label"] = json!(label);
+        }
+        if r.leftovers_stopped > 0 {
+            detail["leftoversStopped"] = json!(r.leftovers_stopped);
+        }
+        let (how, code) = match (&r.exit, &r.stop) {
+            (Exit::SpawnFailed(msg), _) => {
+                detail["spawnError"] = json!(msg);
+                (Termination::SpawnFailed, None)
+            }
+            (_, Some(stop)) => {
+                detail["graceExpired"] = json!(stop.grace_expired);
+                detail["signal"] = json!(if stop.grace_expired { "SIGKILL" } else { "SIGTERM" });
+                if let Exit::Code(c) = r.exit {
+                    detail["exitCodeAfterSignal"] = json!(c);
+                }
+                let how = match &stop.reason {
+                    StopReason::Cancel(m) => {
+                        detail["marker"] = json!({"origin": m.origin, "createdAt": m.created_at});
+                        Termination::Cancelled
+                    }
+                    StopReason::Timeout => Termination::Timeout,
+                    StopReason::Shutdown => Termination::Interrupted,
+                };
+                (how, None)
+            }
+            (Exit::Code(c), None) => (Termination::Exited, Some(*c)),
+            (Exit::Signal(s), None) => {
+                detail["signal"] = json!(platform::signal_name(*s));
+                (Termination::Exited, None)
+            }
+        };
+        if let Some(StopReason::Cancel(m)) = &r.raced {
+            detail["raced"] = json!("the job ended by itself before the cancel landed");
+            detail["marker"] = json!({"origin": m.origin, "createdAt": m.created_at});
+        }
+        let started = if how == Termination::SpawnFailed { None } else { Some(started_at) };
+        Outcome::sign(
+            &self.key,
+            job.id.as_str(),
+            &job.target,
+            how,
+            code,
+            started,
+            &clock::format(clock::now()),
+            &detail,
+        )
+    }
+
+    /// Start-up recovery: a journal means the previous listener died while a
+    /// job ran. Its leftover processes are stopped and it gets one
+    /// `interrupted` result; it is never run again.
+    fn recover(&mut self) -> Result<()> {
+        let Some(entry) = self.journal.read()? else { return Ok(()) };
+        let id = match JobId::parse(&entry.job_id) {
+            Ok(id) => id,
+            Err(_) => return self.journal.clear(),
+        };
+        self.say(format!("recovering {id}: the previous listener stopped while it ran"));
+        let mut pids = platform::processes_of_job(id.as_str());
+        if pids.is_empty() && !cfg!(target_os = "linux") && platform::is_alive(entry.pid) {
+            pids.push(entry.pid);
+        }
+        if !pids.is_empty() {
+            self.say(format!("stopping {} leftover process(es) of {id}", pids.len()));
+            platform::signal_pids(&pids, Signal::Term);
+            let until = Instant::now() + Duration::from_secs(2);
+            while pids.iter().any(|&p| platform::is_alive(p)) && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            platform::signal_pids(&pids, Signal::Kill);
+        }
+        let _ = fsops::remove(&self.dirs.running_file(&id));
+        let job_path = self.dirs.job_file(&id);
+        if std::fs::symlink_metadata(self.dirs.result_file(&id)).is_err() {
+            let detail = json!({
+                "recovered": true,
+                "note": "the listener stopped while this job ran; it is not run again",
+                "pid": entry.pid,
+            });
+            let outcome = Outcome::sign(
+                &self.key,
+                id.as_str(),
+                self.dirs.target().as_str(),
+                Termination::Interrupted,
+                None,
+                Some(&entry.started_at),
+                &clock::format(clock::now()),
+                &detail,
+            );
+            self.counters.failed += 1;
+            self.say(format!("finished {id}: interrupted"));
+            self.finish(&id, &job_path, &outcome)
+        } else {
+            self.finish(&id, &job_path, &self.existing_result(&id)?)
+        }
+    }
+
+    fn existing_result(&self, id: &JobId) -> Result<Outcome> {
+        // Re-reading our own result to finish its bookkeeping; `finish` will
+        // not rewrite it (publish never replaces).
+        let read = fsops::read_limited(&self.dirs.result_file(id), doc::outcome::MAX_BYTES);
+        accept::outcome(id.as_str(), read, self.dirs.target().as_str(), &self.key).map_err(|r| {
+            crate::error::Error::forbidden(format!("result for {id} does not verify: {}", r.message))
+        })
+    }
+
+    fn heartbeat(&mut self, job: Option<&JobId>, state: &str) {
+        self.last_heartbeat = Instant::now();
+        let hb = json!({
+            "target": self.dirs.target().as_str(),
+            "pid": std::process::id(),
+            "state": state,
+            "running": job.map(JobId::as_str),
+            "startedAt": self.started_at,
+            "heartbeatAt": clock::format(clock::now()),
+            "pollIntervalMs": self.settings.poll.as_millis() as u64,
+            "version": env!("CARGO_PKG_VERSION"),
+        });
+        // Informational only: a failed heartbeat never stops the listener.
+        let _ = fsops::replace(&self.dirs.listener_json(), &doc::to_file_bytes(&hb), false);
+    }
+}
+
+/// `prog arg1 arg2 …`, shortened for one line.
+pub fn summary_argv(argv: &[String]) -> String {
+    let mut s = argv.join(" ");
+    if s.chars().count() > 80 {
+        s = s.chars().take(77).collect::<String>() + "...";
+    }
+    s
+}

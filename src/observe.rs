@@ -1,0 +1,59 @@
+//! What the folder says about one job, as seen from any machine: done (a
+//! verified result), running, queued, or not seen yet (sync may lag). Used by
+//! `cancel`, `enqueue --interrupt` and the waiting loop.
+
+use crate::accept;
+use crate::doc::{Outcome, outcome};
+use crate::fsops;
+use crate::key::Key;
+use crate::layout::TargetDirs;
+use crate::names::JobId;
+
+/// A job's state as observed in the folder.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Observed {
+    /// A result that verifies.
+    Done(Box<Outcome>),
+    /// A result file that does not verify (forged or damaged).
+    ForgedResult(String),
+    /// The listener runs it now.
+    Running,
+    /// It waits in the inbox.
+    Queued,
+    /// Nothing of it here yet.
+    NotSeen,
+}
+
+impl Observed {
+    /// The word used in output.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Observed::Done(_) => "done",
+            Observed::ForgedResult(_) => "result does not verify",
+            Observed::Running => "running",
+            Observed::Queued => "queued",
+            Observed::NotSeen => "not seen yet",
+        }
+    }
+}
+
+/// Looks at `id` under `dirs`.
+pub fn job(dirs: &TargetDirs, id: &JobId, key: &Key) -> Observed {
+    let result = dirs.result_file(id);
+    match fsops::read_limited(&result, outcome::MAX_BYTES) {
+        accept::FileRead::Missing => {}
+        read => {
+            return match accept::outcome(id.as_str(), read, dirs.target().as_str(), key) {
+                Ok(o) => Observed::Done(Box::new(o)),
+                Err(r) => Observed::ForgedResult(format!("{}: {}", r.verdict.as_str(), r.message)),
+            };
+        }
+    }
+    if std::fs::symlink_metadata(dirs.running_file(id)).is_ok() {
+        Observed::Running
+    } else if std::fs::symlink_metadata(dirs.job_file(id)).is_ok() {
+        Observed::Queued
+    } else {
+        Observed::NotSeen
+    }
+}

@@ -1,0 +1,335 @@
+//! Unix: `renameat2(RENAME_NOREPLACE)` (or a hard link) for moves, mode bits
+//! for the key, process groups and signals for jobs, and on Linux a child
+//! subreaper plus `/proc` so nothing a job started can escape its stop.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+use std::process::Command;
+
+use crate::error::{Error, Result};
+
+fn cstr(p: &Path) -> io::Result<CString> {
+    CString::new(p.as_os_str().as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+}
+
+/// Refuses a key file readable or writable by group or others.
+pub fn check_key_permissions(path: &Path) -> Result<()> {
+    let meta = std::fs::metadata(path)
+        .map_err(|e| Error::config(format!("cannot read key file {}: {e}", path.display())))?;
+    let mode = meta.permissions().mode();
+    if mode & 0o077 != 0 {
+        return Err(Error::config(format!(
+            "key file {} is readable by others (mode {:03o})",
+            path.display(),
+            mode & 0o777
+        ))
+        .hint(format!("run `chmod 600 {}`", path.display())));
+    }
+    Ok(())
+}
+
+/// Creates a new file only its owner can read.
+pub fn create_private(path: &Path) -> io::Result<File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Moves `from` to `to`, failing with `AlreadyExists` when `to` exists.
+pub fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        let (f, t) = (cstr(from)?, cstr(to)?);
+        // SAFETY: both are valid NUL-terminated paths; AT_FDCWD resolves them
+        // relative to the working directory like rename(2).
+        let rc = unsafe {
+            libc::renameat2(libc::AT_FDCWD, f.as_ptr(), libc::AT_FDCWD, t.as_ptr(), libc::RENAME_NOREPLACE)
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let err = io::Error::last_os_error();
+        // Filesystems without RENAME_NOREPLACE (some network mounts) answer
+        // EINVAL; fall back to the hard-link route below.
+        if !matches!(err.raw_os_error(), Some(libc::EINVAL) | Some(libc::ENOSYS)) {
+            return Err(err);
+        }
+    }
+    std::fs::hard_link(from, to)?;
+    std::fs::remove_file(from)
+}
+
+/// Failures worth retrying: a handle held by a scanner or sync client.
+pub fn is_transient(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EBUSY) | Some(libc::EAGAIN) | Some(libc::ETXTBSY)
+    )
+}
+
+/// Flushes a directory's entries to disk; best effort.
+pub fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// Opens for reading without following a final symlink and without
+/// blocking on a FIFO.
+pub fn open_no_follow(path: &Path) -> io::Result<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+}
+
+/// True when an open failed because the path was a symlink.
+pub fn is_link_error(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ELOOP)
+}
+
+/// This machine's host name, if it has one.
+pub fn hostname() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its whole length.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return None;
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8(buf[..end].to_vec()).ok()
+}
+
+/// Puts the job's process in a new process group of its own.
+pub fn prepare_job(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    cmd.process_group(0);
+}
+
+/// The signals the runner sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signal {
+    /// Graceful stop.
+    Term,
+    /// Forced kill.
+    Kill,
+}
+
+impl Signal {
+    fn number(self) -> i32 {
+        match self {
+            Signal::Term => libc::SIGTERM,
+            Signal::Kill => libc::SIGKILL,
+        }
+    }
+}
+
+/// Name of a signal number, for result details.
+pub fn signal_name(sig: i32) -> String {
+    match sig {
+        libc::SIGHUP => "SIGHUP".into(),
+        libc::SIGINT => "SIGINT".into(),
+        libc::SIGQUIT => "SIGQUIT".into(),
+        libc::SIGABRT => "SIGABRT".into(),
+        libc::SIGKILL => "SIGKILL".into(),
+        libc::SIGSEGV => "SIGSEGV".into(),
+        libc::SIGPIPE => "SIGPIPE".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGBUS => "SIGBUS".into(),
+        libc::SIGFPE => "SIGFPE".into(),
+        libc::SIGILL => "SIGILL".into(),
+        n => format!("signal {n}"),
+    }
+}
+
+/// The signal that ended a process, if one did.
+pub fn exit_signal(status: &std::process::ExitStatus) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    status.signal()
+}
+
+/// Sends `sig` to the process group `pgid` (continuing it first for a
+/// graceful stop, so a stopped job can act on SIGTERM). Never signals a group
+/// id ≤ 1, which would mean "every process" or init.
+pub fn signal_group(pgid: i32, sig: Signal) {
+    if pgid <= 1 {
+        return;
+    }
+    // SAFETY: kill(2) with a negative pid signals a process group.
+    unsafe {
+        if sig == Signal::Term {
+            libc::kill(-pgid, libc::SIGCONT);
+        }
+        libc::kill(-pgid, sig.number());
+    }
+}
+
+/// Sends `sig` to single processes (escaped descendants), never pid ≤ 1.
+pub fn signal_pids(pids: &[i32], sig: Signal) {
+    for &pid in pids.iter().filter(|&&p| p > 1) {
+        // SAFETY: plain kill(2) on a pid we found as our descendant.
+        unsafe {
+            if sig == Signal::Term {
+                libc::kill(pid, libc::SIGCONT);
+            }
+            libc::kill(pid, sig.number());
+        }
+    }
+}
+
+/// Blocks until process `pid` (our child) has exited, without reaping it: the
+/// zombie keeps its pid and group id reserved, so signalling the group
+/// afterwards can never reach a stranger that reused the number.
+pub fn wait_exit_keep_zombie(pid: i32) -> io::Result<()> {
+    loop {
+        // SAFETY: siginfo_t is plain data; waitid fills it.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// True when our child `pid` has exited (it is not reaped).
+pub fn has_exited(pid: i32) -> bool {
+    // SAFETY: as above, with WNOHANG.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let rc = unsafe {
+        libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT | libc::WNOHANG)
+    };
+    // SAFETY: si_pid is set by waitid when a child changed state.
+    rc == 0 && unsafe { info.si_pid() } != 0
+}
+
+/// Makes this process the reaper of orphaned descendants (Linux), so a job's
+/// processes that `setsid` away and lose their parent stay ours to find.
+pub fn become_subreaper() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer argument.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+}
+
+/// Reaps any exited children without blocking (orphans adopted as subreaper).
+/// Call only when no job child is waiting to be reaped by its owner.
+pub fn reap_orphans() {
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid with WNOHANG never blocks.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        if pid <= 0 {
+            return;
+        }
+    }
+}
+
+/// One row of the process table.
+#[derive(Clone, Copy, Debug)]
+struct Proc {
+    pid: i32,
+    ppid: i32,
+    pgrp: i32,
+}
+
+#[cfg(target_os = "linux")]
+fn process_table() -> Vec<Proc> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // The command name may hold spaces and parentheses: fields start
+            // after the last ')'.
+            let rest = &stat[stat.rfind(')')? + 2..];
+            let mut f = rest.split(' ');
+            let state = f.next()?;
+            if state == "Z" || state == "X" {
+                return None;
+            }
+            let ppid = f.next()?.parse().ok()?;
+            let pgrp = f.next()?.parse().ok()?;
+            Some(Proc { pid, ppid, pgrp })
+        })
+        .collect()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn process_table() -> Vec<Proc> {
+    Vec::new()
+}
+
+/// Live processes below `root` in the process tree, plus live members of
+/// process group `pgid`, excluding `root` itself. Empty where there is no
+/// `/proc`.
+pub fn job_processes(root: i32, pgid: i32) -> Vec<i32> {
+    let table = process_table();
+    let mut found: Vec<i32> = table.iter().filter(|p| p.pgrp == pgid && pgid > 1).map(|p| p.pid).collect();
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        for p in table.iter().filter(|p| p.ppid == parent) {
+            if !found.contains(&p.pid) {
+                found.push(p.pid);
+            }
+            frontier.push(p.pid);
+        }
+    }
+    found.retain(|&p| p != root && p > 1);
+    found
+}
+
+/// Live processes whose environment carries `FLEET_DISPATCH_JOB_ID=<id>`:
+/// after a crash, the orphans of the job that was running.
+pub fn processes_of_job(job_id: &str) -> Vec<i32> {
+    let needle = format!("FLEET_DISPATCH_JOB_ID={job_id}");
+    let me = std::process::id() as i32;
+    process_table()
+        .into_iter()
+        .filter(|p| p.pid != me)
+        .filter(|p| {
+            std::fs::read(format!("/proc/{}/environ", p.pid))
+                .map(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
+                .unwrap_or(false)
+        })
+        .map(|p| p.pid)
+        .collect()
+}
+
+/// True while process `pid` exists and is not a zombie.
+pub fn is_alive(pid: i32) -> bool {
+    if pid <= 1 {
+        return false;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => stat.rfind(')').and_then(|i| stat.get(i + 2..i + 3)).is_some_and(|s| s != "Z"),
+            Err(_) => false,
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    // SAFETY: signal 0 only checks for existence.
+    unsafe {
+        libc::kill(pid, 0) == 0
+    }
+}
+
+/// Asks a child process to stop, as a service manager would (SIGTERM).
+pub fn terminate(child: &mut std::process::Child) {
+    if let Ok(pid) = i32::try_from(child.id()) {
+        signal_pids(&[pid], Signal::Term);
+    }
+}

@@ -1,0 +1,86 @@
+//! The cancel watcher: while a job runs, a thread looks at
+//! `cancel/<jobId>.json` once per poll interval and, when a marker there is
+//! accepted by the SPEC §6 rules, tells the runner to stop the job.
+//!
+//! Its steady cost is one `lstat` per poll; the file is read only when it
+//! appears or changes.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime};
+
+use crate::accept;
+use crate::fsops;
+use crate::key::Key;
+use crate::names::JobId;
+use crate::runner::Control;
+
+/// A running watcher; [`Watcher::stop`] ends it.
+pub struct Watcher {
+    stop: Sender<()>,
+    handle: JoinHandle<Option<accept::Rejection>>,
+}
+
+impl Watcher {
+    /// Starts watching `marker` (the path of `cancel/<job>.json` for `target`).
+    pub fn start(
+        job: JobId,
+        marker: PathBuf,
+        target: String,
+        key: Arc<Key>,
+        poll: Duration,
+        to_runner: Sender<Control>,
+    ) -> Watcher {
+        let (stop, stopped) = mpsc::channel();
+        let handle = std::thread::spawn(move || watch(&job, &marker, &target, &key, poll, &to_runner, &stopped));
+        Watcher { stop, handle }
+    }
+
+    /// Stops the watcher; returns the last refusal it saw, if a marker was
+    /// present but not accepted.
+    pub fn stop(self) -> Option<accept::Rejection> {
+        let _ = self.stop.send(());
+        self.handle.join().ok().flatten()
+    }
+}
+
+fn watch(
+    job: &JobId,
+    marker: &PathBuf,
+    target: &str,
+    key: &Key,
+    poll: Duration,
+    to_runner: &Sender<Control>,
+    stopped: &Receiver<()>,
+) -> Option<accept::Rejection> {
+    let mut last_seen: Option<(u64, Option<SystemTime>)> = None;
+    let mut refusal = None;
+    let name = job.file_name();
+    loop {
+        if let Ok(meta) = std::fs::symlink_metadata(marker) {
+            let stamp = (meta.len(), meta.modified().ok());
+            if last_seen != Some(stamp) {
+                last_seen = Some(stamp);
+                match accept::marker(&name, fsops::read_limited(marker, crate::doc::marker::MAX_BYTES), target, key) {
+                    Ok(m) => {
+                        let _ = to_runner.send(Control::Cancel(job.clone(), Box::new(m)));
+                        return None;
+                    }
+                    Err(r) => {
+                        // A marker that cannot be read yet is retried next poll.
+                        if matches!(r.verdict, accept::Verdict::Unreadable | accept::Verdict::Missing) {
+                            last_seen = None;
+                        }
+                        refusal = Some(r);
+                    }
+                }
+            }
+        }
+        match stopped.recv_timeout(poll) {
+            Err(RecvTimeoutError::Timeout) => continue,
+            _ => return refusal,
+        }
+    }
+}
