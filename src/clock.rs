@@ -140,7 +140,7 @@ mod tests {
 
     #[test]
     fn duration_round_trip() {
-        for s in ["250ms", "2s", "5m", "24h", "7d", "90s"] {
+        for s in ["250ms", "2s", "5m", "25h", "7d", "90s"] {
             assert_eq!(format_duration(parse_duration(s).unwrap()), s);
         }
     }

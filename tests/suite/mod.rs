@@ -1,0 +1,3 @@
+//! The test modules, one per area.
+
+mod vectors;

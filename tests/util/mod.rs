@@ -1,0 +1,346 @@
+//! Shared test helpers: a scratch world (root, key, state) per test, a
+//! command with a scrubbed environment, an independent signer, and waiting.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// The key text of the reference vectors.
+pub const VECTOR_KEY: &str = "3f6c2a9e1b7d4c58a0e9f2b6d1c7e4a89b3d5f7a1c2e4b6d8f0a1b3c5d7e9f21\n";
+
+/// Path of the built binary.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_fleet-dispatch"))
+}
+
+/// The reference vectors, copied unchanged from the SPEC.
+pub fn vectors() -> Value {
+    serde_json::from_str(include_str!("../data/signing.json")).unwrap()
+}
+
+/// HMAC-SHA256 hex with the vector key, computed here with `ring` directly,
+/// independently of the crate's own signing code.
+pub fn independent_sig(canonical: &str) -> String {
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, VECTOR_KEY.trim_end().as_bytes());
+    hex::encode(ring::hmac::sign(&key, canonical.as_bytes()).as_ref())
+}
+
+/// The current time as the SPEC writes it.
+pub fn now_text() -> String {
+    ts(std::time::SystemTime::now())
+}
+
+/// A timestamp `secs` seconds from now (negative: in the past).
+pub fn ts_offset(secs: i64) -> String {
+    let now = std::time::SystemTime::now();
+    let t = if secs >= 0 {
+        now + Duration::from_secs(secs as u64)
+    } else {
+        now - Duration::from_secs((-secs) as u64)
+    };
+    ts(t)
+}
+
+fn ts(t: std::time::SystemTime) -> String {
+    let d = t.duration_since(std::time::UNIX_EPOCH).unwrap();
+    let secs = d.as_secs() as i64;
+    let ms = d.subsec_millis();
+    let days = secs.div_euclid(86400);
+    let rem = secs.rem_euclid(86400);
+    // Civil-from-days (Howard Hinnant), so tests do not share the crate's clock code.
+    let z = days + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+        rem / 3600,
+        (rem / 60) % 60,
+        rem % 60
+    )
+}
+
+/// A scratch world: a dispatch root, a key file (the vector key, mode 600)
+/// and a state directory, all in one temp dir. The machine is `PC`.
+pub struct World {
+    pub dir: tempfile::TempDir,
+    pub root: PathBuf,
+    pub key: PathBuf,
+    pub state: PathBuf,
+    pub home: PathBuf,
+}
+
+impl World {
+    pub fn new() -> World {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        let state = dir.path().join("state");
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        let key = dir.path().join("keys").join("fleet.key");
+        std::fs::create_dir_all(key.parent().unwrap()).unwrap();
+        std::fs::write(&key, VECTOR_KEY).unwrap();
+        set_mode(&key, 0o600);
+        World { dir, root, key, state, home }
+    }
+
+    /// A world whose target `PC` folder already exists (as after a first listen).
+    pub fn with_target() -> World {
+        let w = World::new();
+        w.make_target("PC");
+        w
+    }
+
+    pub fn make_target(&self, name: &str) {
+        for d in [
+            "inbox",
+            "cancel",
+            "running",
+            "results",
+            "logs",
+            "archive/done",
+            "archive/consumed",
+            "archive/rejected",
+        ] {
+            std::fs::create_dir_all(self.root.join(name).join(d)).unwrap();
+        }
+    }
+
+    /// `fleet-dispatch` with a scrubbed environment pointing at this world,
+    /// as machine `PC`.
+    pub fn cmd(&self) -> Command {
+        self.cmd_as("PC")
+    }
+
+    /// The same, as another machine.
+    pub fn cmd_as(&self, machine: &str) -> Command {
+        let mut c = Command::new(bin());
+        c.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("FLEET_DISPATCH_ROOT", &self.root)
+            .env("FLEET_DISPATCH_KEY_FILE", &self.key)
+            .env("FLEET_DISPATCH_STATE_DIR", &self.state)
+            .env("FLEET_DISPATCH_MACHINE", machine)
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Runs the command and returns (status, stdout, stderr).
+    pub fn run(&self, args: &[&str]) -> (i32, String, String) {
+        output(self.cmd().args(args))
+    }
+
+    /// `enqueue --target PC EXTRA… -- ARGV…`, returning the id.
+    pub fn enqueue(&self, extra: &[&str], argv: &[&str]) -> String {
+        let mut args = vec!["enqueue", "--target", "PC"];
+        args.extend_from_slice(extra);
+        args.push("--");
+        args.extend_from_slice(argv);
+        let (code, out, err) = self.run(&args);
+        assert_eq!(code, 0, "enqueue failed: {out}{err}");
+        out.trim().lines().next().unwrap().to_string()
+    }
+
+    /// `listen --once` (JSON); returns the counters.
+    pub fn listen_once(&self, extra: &[&str]) -> Value {
+        let mut args = vec!["--json", "listen", "--once", "--poll-interval", "100ms"];
+        args.extend_from_slice(extra);
+        let (code, out, err) = self.run(&args);
+        assert_eq!(code, 0, "listen --once failed: {out}{err}");
+        let v: Value = serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("not JSON: {out}"));
+        v["counters"].clone()
+    }
+
+    /// Starts a listener in loop mode (killed when the guard drops) and
+    /// waits for its heartbeat.
+    pub fn spawn_listener(&self, extra: &[&str]) -> ListenerGuard {
+        let mut args = vec!["listen", "--poll-interval", "100ms", "--settle", "2s"];
+        args.extend_from_slice(extra);
+        let hb = self.pc().join("listener.json");
+        let _ = std::fs::remove_file(&hb);
+        let child = self
+            .cmd()
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let g = ListenerGuard { child: Some(child) };
+        wait_until(Duration::from_secs(10), || hb.exists());
+        g
+    }
+
+    pub fn pc(&self) -> PathBuf {
+        self.root.join("PC")
+    }
+    pub fn inbox(&self, id: &str) -> PathBuf {
+        self.pc().join("inbox").join(format!("{id}.json"))
+    }
+    pub fn marker(&self, id: &str) -> PathBuf {
+        self.pc().join("cancel").join(format!("{id}.json"))
+    }
+    pub fn result_path(&self, id: &str) -> PathBuf {
+        self.pc().join("results").join(format!("{id}.json"))
+    }
+    pub fn done(&self, id: &str) -> PathBuf {
+        self.pc().join("archive").join("done").join(format!("{id}.json"))
+    }
+    pub fn running(&self, id: &str) -> PathBuf {
+        self.pc().join("running").join(format!("{id}.json"))
+    }
+    pub fn rejected(&self, name: &str) -> PathBuf {
+        self.pc().join("archive").join("rejected").join(name)
+    }
+    pub fn consumed(&self, id: &str) -> PathBuf {
+        self.pc().join("archive").join("consumed").join(format!("{id}.cancel.json"))
+    }
+
+    /// The result document for `id`, parsed.
+    pub fn result(&self, id: &str) -> Value {
+        let text = std::fs::read_to_string(self.result_path(id)).unwrap_or_else(|_| panic!("no result for {id}"));
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// The result's detail object, parsed.
+    pub fn detail(&self, id: &str) -> Value {
+        serde_json::from_str(self.result(id)["detail"].as_str().unwrap()).unwrap()
+    }
+
+    /// Waits for `id`'s result and for its job file to leave the inbox.
+    pub fn wait_result(&self, id: &str, limit: Duration) -> Value {
+        wait_until(limit, || self.result_path(id).exists());
+        wait_until(Duration::from_secs(5), || !self.inbox(id).exists());
+        self.result(id)
+    }
+
+    /// Writes a job file signed independently with the vector key.
+    pub fn write_job(&self, dir_target: &str, id: &str, body_target: &str, created_at: &str, spec: &Value) -> PathBuf {
+        let spec_text = spec.to_string();
+        let canonical = format!("job|{id}|{body_target}|{created_at}|LAPTOP|{spec_text}");
+        let body = json!({
+            "v": 1, "jobId": id, "target": body_target, "createdAt": created_at,
+            "origin": "LAPTOP", "spec": spec_text, "sig": independent_sig(&canonical),
+        });
+        let path = self.root.join(dir_target).join("inbox").join(format!("{id}.json"));
+        std::fs::write(&path, body.to_string()).unwrap();
+        path
+    }
+
+    /// Writes a marker signed independently with the vector key.
+    pub fn write_marker(&self, dir_target: &str, id: &str, body_target: &str) -> PathBuf {
+        let created = now_text();
+        let canonical = format!("cancel|{id}|{body_target}|{created}|LAPTOP");
+        let body = json!({
+            "jobId": id, "target": body_target, "createdAt": created,
+            "origin": "LAPTOP", "sig": independent_sig(&canonical),
+        });
+        let path = self.root.join(dir_target).join("cancel").join(format!("{id}.json"));
+        std::fs::write(&path, body.to_string()).unwrap();
+        path
+    }
+}
+
+/// Kills the listener when dropped; can also stop it politely.
+pub struct ListenerGuard {
+    pub child: Option<Child>,
+}
+
+impl ListenerGuard {
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().unwrap().id() as i32
+    }
+
+    /// Sends `sig` to the listener.
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on our own child.
+        unsafe {
+            libc::kill(self.pid(), sig);
+        }
+    }
+
+    /// Waits for the listener to exit; returns (status, stdout, stderr).
+    pub fn wait(mut self, limit: Duration) -> (i32, String, String) {
+        let mut child = self.child.take().unwrap();
+        let until = Instant::now() + limit;
+        while child.try_wait().unwrap().is_none() {
+            if Instant::now() > until {
+                let _ = child.kill();
+                panic!("listener did not exit within {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+impl Drop for ListenerGuard {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Runs a command; returns (status, stdout, stderr).
+pub fn output(c: &mut Command) -> (i32, String, String) {
+    let out = c.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Polls `cond` every 20 ms; panics after `limit`.
+pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) {
+    let until = Instant::now() + limit;
+    while !cond() {
+        if Instant::now() > until {
+            panic!("condition not met within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+pub fn set_mode(p: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// True while a process with this pid exists and is not a zombie.
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => s.rfind(')').and_then(|i| s.get(i + 2..i + 3)).is_some_and(|st| st != "Z"),
+        Err(_) => false,
+    }
+}
+
+/// Every file under `dir`, relative, sorted.
+pub fn files(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter(|e| !e.file_type().is_dir())
+        .map(|e| e.path().strip_prefix(dir).unwrap().display().to_string())
+        .collect();
+    v.sort();
+    v
+}
