@@ -145,7 +145,9 @@ impl Envelope {
                     format!("it is {n} bytes, over the limit of {limit}"),
                 ));
             }
-            FileRead::Missing => return Err(Rejection::new(Verdict::Missing, "there is no such file")),
+            FileRead::Missing => {
+                return Err(Rejection::new(Verdict::Missing, "there is no such file"));
+            }
         };
         if bytes.len() as u64 > limit {
             return Err(Rejection::new(
@@ -156,7 +158,10 @@ impl Envelope {
         let value: Value = serde_json::from_slice(&bytes)
             .map_err(|e| Rejection::new(Verdict::Malformed, format!("it is not JSON ({e})")))?;
         let Value::Object(obj) = value else {
-            return Err(Rejection::new(Verdict::Malformed, "it is not a JSON object"));
+            return Err(Rejection::new(
+                Verdict::Malformed,
+                "it is not a JSON object",
+            ));
         };
         for field in required {
             match obj.get(*field) {
@@ -186,7 +191,10 @@ impl Envelope {
     fn names(&self) -> Verdicted<OffsetDateTime> {
         let id = self.str("jobId");
         if !names::is_job_id(id) {
-            return Err(Rejection::new(Verdict::InvalidJobId, format!("jobId {id:?} is not a valid job id")));
+            return Err(Rejection::new(
+                Verdict::InvalidJobId,
+                format!("jobId {id:?} is not a valid job id"),
+            ));
         }
         let target = self.str("target");
         if !names::is_machine(target) {
@@ -204,7 +212,10 @@ impl Envelope {
         }
         let created = self.str("createdAt");
         crate::clock::parse(created).ok_or_else(|| {
-            Rejection::new(Verdict::InvalidCreatedAt, format!("createdAt {created:?} is not RFC 3339"))
+            Rejection::new(
+                Verdict::InvalidCreatedAt,
+                format!("createdAt {created:?} is not RFC 3339"),
+            )
         })
     }
 
@@ -239,10 +250,18 @@ impl Envelope {
         let sig = match self.obj.get("sig") {
             Some(Value::String(s)) => s,
             Some(_) => return Err(Rejection::new(Verdict::BadSignature, "sig is not a string")),
-            None => return Err(Rejection::new(Verdict::BadSignature, "it is not signed (no sig)")),
+            None => {
+                return Err(Rejection::new(
+                    Verdict::BadSignature,
+                    "it is not signed (no sig)",
+                ));
+            }
         };
         if sig.len() != 64 || !sig.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(Rejection::new(Verdict::BadSignature, "sig is not 64 hex digits"));
+            return Err(Rejection::new(
+                Verdict::BadSignature,
+                "sig is not 64 hex digits",
+            ));
         }
         if key.verify(canonical, sig) {
             Ok(sig.clone())
@@ -257,12 +276,26 @@ impl Envelope {
 
 /// Judges a cancel marker named `file_name` found in `listener_target`'s
 /// `cancel/` directory.
-pub fn marker(file_name: &str, read: FileRead, listener_target: &str, key: &Key) -> Verdicted<Marker> {
-    let env = Envelope::open(read, marker::MAX_BYTES, &["jobId", "target", "createdAt", "origin"])?;
+pub fn marker(
+    file_name: &str,
+    read: FileRead,
+    listener_target: &str,
+    key: &Key,
+) -> Verdicted<Marker> {
+    let env = Envelope::open(
+        read,
+        marker::MAX_BYTES,
+        &["jobId", "target", "createdAt", "origin"],
+    )?;
     env.names()?;
     env.file_name(file_name)?;
     env.target(listener_target, Verdict::TargetMismatch)?;
-    let canonical = marker::canonical(env.str("jobId"), env.str("target"), env.str("createdAt"), env.str("origin"));
+    let canonical = marker::canonical(
+        env.str("jobId"),
+        env.str("target"),
+        env.str("createdAt"),
+        env.str("origin"),
+    );
     let sig = env.signature(key, &canonical)?;
     Ok(Marker {
         job_id: env.str("jobId").to_string(),
@@ -292,7 +325,8 @@ pub fn job(file_name: &str, read: FileRead, listener_target: &str, key: &Key) ->
         env.str("spec"),
     );
     let sig = env.signature(key, &canonical)?;
-    let spec = Spec::parse(env.str("spec")).map_err(|m| Rejection::new(Verdict::UnsupportedSpec, m))?;
+    let spec =
+        Spec::parse(env.str("spec")).map_err(|m| Rejection::new(Verdict::UnsupportedSpec, m))?;
     Ok(Job {
         id: JobId::parse(env.str("jobId")).expect("checked in step 4"),
         target: env.str("target").to_string(),
@@ -349,7 +383,14 @@ pub fn outcome(job_id: &str, read: FileRead, target: &str, key: &Key) -> Verdict
     let env = Envelope::open(
         read,
         outcome::MAX_BYTES,
-        &["jobId", "target", "error", "startedAt", "finishedAt", "detail"],
+        &[
+            "jobId",
+            "target",
+            "error",
+            "startedAt",
+            "finishedAt",
+            "detail",
+        ],
     )?;
     let ok = env
         .obj
@@ -360,7 +401,9 @@ pub fn outcome(job_id: &str, read: FileRead, target: &str, key: &Key) -> Verdict
         .obj
         .get("exitCode")
         .and_then(Value::as_i64)
-        .ok_or_else(|| Rejection::new(Verdict::Malformed, "field \"exitCode\" is not an integer"))?;
+        .ok_or_else(|| {
+            Rejection::new(Verdict::Malformed, "field \"exitCode\" is not an integer")
+        })?;
     if env.str("jobId") != job_id {
         return Err(Rejection::new(
             Verdict::JobIdMismatch,
@@ -400,30 +443,56 @@ mod tests {
             target: target.into(),
             created_at: "2026-11-29T19:31:00.000Z".into(),
             origin: "LAPTOP".into(),
-            sig: k.sign(&marker::canonical(id, target, "2026-11-29T19:31:00.000Z", "LAPTOP")),
+            sig: k.sign(&marker::canonical(
+                id,
+                target,
+                "2026-11-29T19:31:00.000Z",
+                "LAPTOP",
+            )),
         };
         serde_json::to_vec(&m).unwrap()
     }
 
     #[test]
     fn a_signed_marker_is_valid_and_case_of_target_folds() {
-        let m = marker("abc.json", FileRead::Bytes(signed_marker("abc", "PC")), "pc", &key()).unwrap();
+        let m = marker(
+            "abc.json",
+            FileRead::Bytes(signed_marker("abc", "PC")),
+            "pc",
+            &key(),
+        )
+        .unwrap();
         assert_eq!(m.job_id, "abc");
     }
 
     #[test]
     fn steps_fail_in_spec_order() {
         // A renamed file that is also for another target: the name check (5) wins over the target (6).
-        let r = marker("xyz.json", FileRead::Bytes(signed_marker("abc", "LAPTOP")), "PC", &key());
+        let r = marker(
+            "xyz.json",
+            FileRead::Bytes(signed_marker("abc", "LAPTOP")),
+            "PC",
+            &key(),
+        );
         assert_eq!(r.unwrap_err().verdict, Verdict::JobIdMismatch);
         // Too large wins over everything readable.
         let r = marker("abc.json", FileRead::TooLarge(20_000), "PC", &key());
         assert_eq!(r.unwrap_err().verdict, Verdict::TooLarge);
-        let r = marker("abc.json", FileRead::NotAFile("symbolic link"), "PC", &key());
+        let r = marker(
+            "abc.json",
+            FileRead::NotAFile("symbolic link"),
+            "PC",
+            &key(),
+        );
         assert_eq!(r.unwrap_err().verdict, Verdict::NotAFile);
         let r = marker("abc.json", FileRead::Bytes(b"[1]".to_vec()), "PC", &key());
         assert_eq!(r.unwrap_err().verdict, Verdict::Malformed);
-        let r = marker("abc.json", FileRead::Bytes(br#"{"jobId":1}"#.to_vec()), "PC", &key());
+        let r = marker(
+            "abc.json",
+            FileRead::Bytes(br#"{"jobId":1}"#.to_vec()),
+            "PC",
+            &key(),
+        );
         assert_eq!(r.unwrap_err().verdict, Verdict::Malformed);
         let r = marker("abc.json", FileRead::Bytes(vec![0xff, 0xfe]), "PC", &key());
         assert_eq!(r.unwrap_err().verdict, Verdict::Malformed);
@@ -435,7 +504,12 @@ mod tests {
     #[test]
     fn another_key_is_a_bad_signature() {
         let other = Key::from_bytes(&[8u8; 32]).unwrap();
-        let r = marker("abc.json", FileRead::Bytes(signed_marker("abc", "PC")), "PC", &other);
+        let r = marker(
+            "abc.json",
+            FileRead::Bytes(signed_marker("abc", "PC")),
+            "PC",
+            &other,
+        );
         assert_eq!(r.unwrap_err().verdict, Verdict::BadSignature);
     }
 
@@ -446,11 +520,15 @@ mod tests {
         assert!(freshness(now - time::Duration::days(6), now, week).is_ok());
         assert!(freshness(now + time::Duration::minutes(59), now, week).is_ok());
         assert_eq!(
-            freshness(now - time::Duration::days(8), now, week).unwrap_err().verdict,
+            freshness(now - time::Duration::days(8), now, week)
+                .unwrap_err()
+                .verdict,
             Verdict::Stale
         );
         assert_eq!(
-            freshness(now + time::Duration::minutes(61), now, week).unwrap_err().verdict,
+            freshness(now + time::Duration::minutes(61), now, week)
+                .unwrap_err()
+                .verdict,
             Verdict::Stale
         );
     }

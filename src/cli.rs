@@ -34,13 +34,28 @@ pub struct Global {
     #[arg(long, global = true, env = "FLEET_DISPATCH_ROOT", value_name = "DIR")]
     pub root: Option<PathBuf>,
     /// The fleet key file [default: ~/.claude/fleet-dispatch.key]
-    #[arg(long, global = true, env = "FLEET_DISPATCH_KEY_FILE", value_name = "FILE")]
+    #[arg(
+        long,
+        global = true,
+        env = "FLEET_DISPATCH_KEY_FILE",
+        value_name = "FILE"
+    )]
     pub key_file: Option<PathBuf>,
     /// This machine's name [default: the host name]
-    #[arg(long, global = true, env = "FLEET_DISPATCH_MACHINE", value_name = "NAME")]
+    #[arg(
+        long,
+        global = true,
+        env = "FLEET_DISPATCH_MACHINE",
+        value_name = "NAME"
+    )]
     pub machine: Option<String>,
     /// Local state (lock, journal, ledger) [default: ~/.local/state/fleet-dispatch]
-    #[arg(long, global = true, env = "FLEET_DISPATCH_STATE_DIR", value_name = "DIR")]
+    #[arg(
+        long,
+        global = true,
+        env = "FLEET_DISPATCH_STATE_DIR",
+        value_name = "DIR"
+    )]
     pub state_dir: Option<PathBuf>,
     /// Print one JSON document on stdout, for programs
     #[arg(long, global = true)]
@@ -51,25 +66,39 @@ pub struct Global {
 #[derive(Debug, Subcommand)]
 pub enum Cmd {
     /// Create the fleet key file (32 random bytes as 64 hex characters, mode 600)
-    #[command(after_help = "Example:\n  fleet-dispatch keygen\n  scp ~/.claude/fleet-dispatch.key laptop:.claude/   # out of band, never into the shared folder")]
+    #[command(
+        after_help = "Example:\n  fleet-dispatch keygen\n  scp ~/.claude/fleet-dispatch.key laptop:.claude/   # out of band, never into the shared folder"
+    )]
     Keygen(KeygenArgs),
     /// Sign a job and drop it into a target's inbox; prints its id
-    #[command(after_help = "Examples:\n  fleet-dispatch enqueue --target PC -- claude -p \"fix the flaky test\"\n  fleet-dispatch enqueue --target PC --timeout 1h --label nightly --wait -- make test\n  fleet-dispatch enqueue --target PC --interrupt 20261129-193000-9f2c4e1ab37d5c08 -- claude -p \"do this instead\"")]
+    #[command(
+        after_help = "Examples:\n  fleet-dispatch enqueue --target PC -- claude -p \"fix the flaky test\"\n  fleet-dispatch enqueue --target PC --timeout 1h --label nightly --wait -- make test\n  fleet-dispatch enqueue --target PC --interrupt 20261129-193000-9f2c4e1ab37d5c08 -- claude -p \"do this instead\""
+    )]
     Enqueue(EnqueueArgs),
     /// Run this machine's jobs: drain its inbox one job at a time
-    #[command(after_help = "Examples:\n  fleet-dispatch listen                 # forever, rescanning every 2 s\n  fleet-dispatch listen --once --json   # drain once, print the counters")]
+    #[command(
+        after_help = "Examples:\n  fleet-dispatch listen                 # forever, rescanning every 2 s\n  fleet-dispatch listen --once --json   # drain once, print the counters"
+    )]
     Listen(ListenArgs),
     /// Show a job's verified result
-    #[command(after_help = "Example:\n  fleet-dispatch result --target PC --job-id 20261129-193000-9f2c4e1ab37d5c08 --wait")]
+    #[command(
+        after_help = "Example:\n  fleet-dispatch result --target PC --job-id 20261129-193000-9f2c4e1ab37d5c08 --wait"
+    )]
     Result(ResultArgs),
     /// Ask a target to stop a job (running or still queued)
-    #[command(after_help = "Example:\n  fleet-dispatch cancel --target PC --job-id 20261129-193000-9f2c4e1ab37d5c08 --wait")]
+    #[command(
+        after_help = "Example:\n  fleet-dispatch cancel --target PC --job-id 20261129-193000-9f2c4e1ab37d5c08 --wait"
+    )]
     Cancel(CancelArgs),
     /// Remove stale cancel markers and our stale temp files (for cron)
-    #[command(after_help = "Example (crontab, daily at 04:00):\n  0 4 * * * fleet-dispatch sweep --all")]
+    #[command(
+        after_help = "Example (crontab, daily at 04:00):\n  0 4 * * * fleet-dispatch sweep --all"
+    )]
     Sweep(SweepArgs),
     /// Explain whether a cancel marker would be accepted, and why
-    #[command(after_help = "Example:\n  fleet-dispatch verify-marker ~/OneDrive/fleet-dispatch/PC/cancel/20261129-193000-9f2c4e1ab37d5c08.json")]
+    #[command(
+        after_help = "Example:\n  fleet-dispatch verify-marker ~/OneDrive/fleet-dispatch/PC/cancel/20261129-193000-9f2c4e1ab37d5c08.json"
+    )]
     VerifyMarker(VerifyMarkerArgs),
     /// Run the whole lane on a temporary folder and narrate each step
     #[command(after_help = "Example:\n  fleet-dispatch demo")]

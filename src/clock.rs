@@ -68,8 +68,13 @@ pub fn parse_duration(s: &str) -> Result<Duration> {
 /// The shortest of our duration forms that says `d` exactly.
 pub fn format_duration(d: Duration) -> String {
     let ms = d.as_millis();
-    for (unit, size) in [("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)] {
-        if ms >= size && ms % size == 0 {
+    for (unit, size) in [
+        ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("m", 60_000),
+        ("s", 1000),
+    ] {
+        if ms >= size && ms.is_multiple_of(size) {
             return format!("{}{unit}", ms / size);
         }
     }
@@ -133,7 +138,16 @@ mod tests {
         assert_eq!(parse_duration("24h").unwrap(), Duration::from_secs(86400));
         assert_eq!(parse_duration("7d").unwrap(), Duration::from_secs(604800));
         assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
-        for bad in ["", "s", "-1s", "1.5s", "2 weeks", "1w", "99999999999999999d", "1s2"] {
+        for bad in [
+            "",
+            "s",
+            "-1s",
+            "1.5s",
+            "2 weeks",
+            "1w",
+            "99999999999999999d",
+            "1s2",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
     }

@@ -29,15 +29,26 @@ impl Context {
 
     /// The dispatch root; it must exist (it is the shared folder).
     pub fn root(&self) -> Result<PathBuf> {
-        let root = self.global.root.clone().or_else(layout::default_root).ok_or_else(|| {
-            Error::config("no dispatch root: pass --root DIR or set FLEET_DISPATCH_ROOT")
+        let root =
+            self.global
+                .root
+                .clone()
+                .or_else(layout::default_root)
+                .ok_or_else(|| {
+                    Error::config("no dispatch root: pass --root DIR or set FLEET_DISPATCH_ROOT")
                 .hint("the root is a folder every machine shares, e.g. ~/OneDrive/fleet-dispatch")
-        })?;
+                })?;
         match std::fs::metadata(&root) {
             Ok(m) if m.is_dir() => Ok(root),
-            Ok(_) => Err(Error::config(format!("dispatch root {} is not a directory", root.display()))),
-            Err(_) => Err(Error::config(format!("dispatch root {} does not exist", root.display()))
-                .hint("create it inside the shared folder, or fix --root / FLEET_DISPATCH_ROOT")),
+            Ok(_) => Err(Error::config(format!(
+                "dispatch root {} is not a directory",
+                root.display()
+            ))),
+            Err(_) => Err(Error::config(format!(
+                "dispatch root {} does not exist",
+                root.display()
+            ))
+            .hint("create it inside the shared folder, or fix --root / FLEET_DISPATCH_ROOT")),
         }
     }
 
@@ -51,15 +62,15 @@ impl Context {
     /// Loads the key, refusing one that lies inside `root` (it would sync).
     pub fn key(&self, root: Option<&Path>) -> Result<Key> {
         let path = self.key_path()?;
-        if let Some(root) = root {
-            if layout::is_inside(&path, root) {
-                return Err(Error::config(format!(
-                    "key file {} lies inside the dispatch root {}; it would sync to every machine",
-                    path.display(),
-                    root.display()
-                ))
-                .hint("move it out, e.g. to ~/.claude/fleet-dispatch.key"));
-            }
+        if let Some(root) = root
+            && layout::is_inside(&path, root)
+        {
+            return Err(Error::config(format!(
+                "key file {} lies inside the dispatch root {}; it would sync to every machine",
+                path.display(),
+                root.display()
+            ))
+            .hint("move it out, e.g. to ~/.claude/fleet-dispatch.key"));
         }
         Key::load(&path)
     }
@@ -79,9 +90,16 @@ impl Context {
 
     /// The state directory, refused when it lies inside `root`.
     pub fn state_dir(&self, root: &Path) -> Result<PathBuf> {
-        let dir = self.global.state_dir.clone().or_else(layout::default_state_dir).ok_or_else(|| {
-            Error::config("no state directory: pass --state-dir DIR or set FLEET_DISPATCH_STATE_DIR")
-        })?;
+        let dir = self
+            .global
+            .state_dir
+            .clone()
+            .or_else(layout::default_state_dir)
+            .ok_or_else(|| {
+                Error::config(
+                    "no state directory: pass --state-dir DIR or set FLEET_DISPATCH_STATE_DIR",
+                )
+            })?;
         if layout::is_inside(&dir, root) {
             return Err(Error::config(format!(
                 "state directory {} lies inside the dispatch root {}; local state must not sync",

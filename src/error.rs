@@ -166,6 +166,11 @@ mod tests {
         let e = Error::not_found("no job abc").hint("check the id");
         let v = e.to_json();
         assert_eq!(v["error"]["code"], "NOT_FOUND");
-        assert!(v["error"]["message"].as_str().unwrap().contains("no job abc"));
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("no job abc")
+        );
     }
 }

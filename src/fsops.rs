@@ -19,7 +19,10 @@ pub const RETRY_BOUND: Duration = Duration::from_secs(5);
 /// `.<final name>.<random>.tmp` beside `path`: ignored by our readers (not a
 /// `<id>.json` name) and skipped by sync engines (the `.tmp` ending).
 pub fn temp_path(path: &Path) -> PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let mut r = [0u8; 6];
     crate::key::random_bytes(&mut r);
     path.with_file_name(format!(".{name}.{}.tmp", hex::encode(r)))
@@ -97,11 +100,7 @@ pub fn move_no_replace(from: &Path, to: &Path) -> Result<bool> {
     match retry(|| crate::platform::rename_no_replace(from, to)) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-        Err(e) => Err(Error::io(
-            &format!("move {} to", from.display()),
-            to,
-            &e,
-        )),
+        Err(e) => Err(Error::io(&format!("move {} to", from.display()), to, &e)),
     }
 }
 
@@ -227,13 +226,22 @@ mod tests {
         std::fs::write(&p, b"12345").unwrap();
         assert!(matches!(read_limited(&p, 5), FileRead::Bytes(b) if b == b"12345"));
         assert!(matches!(read_limited(&p, 4), FileRead::TooLarge(5)));
-        assert!(matches!(read_limited(&dir.path().join("none"), 4), FileRead::Missing));
-        assert!(matches!(read_limited(dir.path(), 4), FileRead::NotAFile("directory")));
+        assert!(matches!(
+            read_limited(&dir.path().join("none"), 4),
+            FileRead::Missing
+        ));
+        assert!(matches!(
+            read_limited(dir.path(), 4),
+            FileRead::NotAFile("directory")
+        ));
         #[cfg(unix)]
         {
             let l = dir.path().join("l.json");
             std::os::unix::fs::symlink(&p, &l).unwrap();
-            assert!(matches!(read_limited(&l, 100), FileRead::NotAFile("symbolic link")));
+            assert!(matches!(
+                read_limited(&l, 100),
+                FileRead::NotAFile("symbolic link")
+            ));
         }
     }
 }

@@ -21,7 +21,12 @@ pub enum Tier {
 impl Tier {
     /// The tier named by a governor file's text.
     pub fn parse(text: &str) -> Tier {
-        match text.split_whitespace().next().map(str::to_ascii_uppercase).as_deref() {
+        match text
+            .split_whitespace()
+            .next()
+            .map(str::to_ascii_uppercase)
+            .as_deref()
+        {
             Some("GREEN") => Tier::Green,
             Some("RED") => Tier::Red,
             _ => Tier::Yellow,
@@ -76,7 +81,10 @@ mod tests {
 
     #[test]
     fn missing_file_is_green() {
-        assert_eq!(Tier::read(Some(Path::new("/nonexistent/governor"))), Tier::Green);
+        assert_eq!(
+            Tier::read(Some(Path::new("/nonexistent/governor"))),
+            Tier::Green
+        );
         assert_eq!(Tier::read(None), Tier::Green);
     }
 }

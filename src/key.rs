@@ -150,11 +150,16 @@ mod tests {
     fn trims_trailing_whitespace_only() {
         let a = Key::from_file_text(VECTOR_KEY).unwrap();
         let b = Key::from_file_text(&VECTOR_KEY[..64]).unwrap();
-        let c = Key::from_file_text(b"3f6c2a9e1b7d4c58a0e9f2b6d1c7e4a89b3d5f7a1c2e4b6d8f0a1b3c5d7e9f21 \r\n\t")
-            .unwrap();
+        let c = Key::from_file_text(
+            b"3f6c2a9e1b7d4c58a0e9f2b6d1c7e4a89b3d5f7a1c2e4b6d8f0a1b3c5d7e9f21 \r\n\t",
+        )
+        .unwrap();
         assert_eq!(a.sign("x"), b.sign("x"));
         assert_eq!(a.sign("x"), c.sign("x"));
-        let leading = Key::from_file_text(b" 3f6c2a9e1b7d4c58a0e9f2b6d1c7e4a89b3d5f7a1c2e4b6d8f0a1b3c5d7e9f21").unwrap();
+        let leading = Key::from_file_text(
+            b" 3f6c2a9e1b7d4c58a0e9f2b6d1c7e4a89b3d5f7a1c2e4b6d8f0a1b3c5d7e9f21",
+        )
+        .unwrap();
         assert_ne!(a.sign("x"), leading.sign("x"));
     }
 
@@ -170,7 +175,10 @@ mod tests {
         let k = Key::from_file_text(VECTOR_KEY).unwrap();
         let sig = k.sign("cancel|a|PC|2026-11-29T19:31:00.000Z|LAPTOP");
         assert!(k.verify("cancel|a|PC|2026-11-29T19:31:00.000Z|LAPTOP", &sig));
-        assert!(k.verify("cancel|a|PC|2026-11-29T19:31:00.000Z|LAPTOP", &sig.to_uppercase()));
+        assert!(k.verify(
+            "cancel|a|PC|2026-11-29T19:31:00.000Z|LAPTOP",
+            &sig.to_uppercase()
+        ));
         assert!(!k.verify("cancel|a|PC|2026-11-29T19:31:00.000Z|LAPTOQ", &sig));
         assert!(!k.verify("cancel|a|PC|2026-11-29T19:31:00.000Z|LAPTOP", &sig[..62]));
         assert!(!k.verify("cancel|a|PC|2026-11-29T19:31:00.000Z|LAPTOP", "zz"));

@@ -115,7 +115,11 @@ impl TargetDirs {
     /// `archive/rejected/<name>` and its `<name>.reason.json`; `n > 0` adds
     /// `.<n>` when the plain name is taken by an earlier rejection.
     pub fn rejected_files(&self, name: &str, n: u32) -> (PathBuf, PathBuf) {
-        let stored = if n == 0 { name.to_string() } else { format!("{name}.{n}") };
+        let stored = if n == 0 {
+            name.to_string()
+        } else {
+            format!("{name}.{n}")
+        };
         (
             self.rejected().join(&stored),
             self.rejected().join(format!("{stored}.reason.json")),
@@ -180,7 +184,9 @@ pub fn default_root() -> Option<PathBuf> {
 
 fn home_dir() -> Option<PathBuf> {
     let var = if cfg!(windows) { "USERPROFILE" } else { "HOME" };
-    std::env::var_os(var).filter(|h| !h.is_empty()).map(PathBuf::from)
+    std::env::var_os(var)
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
 }
 
 /// The target folders that exist under `root`: directories with valid names.
@@ -267,8 +273,14 @@ mod tests {
         assert_eq!(t.running_file(&id), Path::new("/r/PC/running/j1.json"));
         assert_eq!(t.result_file(&id), Path::new("/r/PC/results/j1.json"));
         assert_eq!(t.done_file(&id), Path::new("/r/PC/archive/done/j1.json"));
-        assert_eq!(t.consumed_file(&id), Path::new("/r/PC/archive/consumed/j1.cancel.json"));
-        assert_eq!(t.log_file(&id, "stdout"), Path::new("/r/PC/logs/j1.stdout.log"));
+        assert_eq!(
+            t.consumed_file(&id),
+            Path::new("/r/PC/archive/consumed/j1.cancel.json")
+        );
+        assert_eq!(
+            t.log_file(&id, "stdout"),
+            Path::new("/r/PC/logs/j1.stdout.log")
+        );
         assert_eq!(
             t.rejected_files("x.json", 0),
             (
@@ -276,7 +288,10 @@ mod tests {
                 PathBuf::from("/r/PC/archive/rejected/x.json.reason.json")
             )
         );
-        assert_eq!(t.rejected_files("x.json", 2).0, Path::new("/r/PC/archive/rejected/x.json.2"));
+        assert_eq!(
+            t.rejected_files("x.json", 2).0,
+            Path::new("/r/PC/archive/rejected/x.json.2")
+        );
         assert_eq!(t.listener_json(), Path::new("/r/PC/listener.json"));
     }
 

@@ -144,7 +144,8 @@ impl Listener {
         let now = clock::now();
         // Keep ids at least as long as the max age, and never under 30 days:
         // a job file resurrected by sync must meet the ledger or its age.
-        let retention = settings.max_age.max(Duration::from_secs(30 * 86400)) + Duration::from_secs(86400);
+        let retention =
+            settings.max_age.max(Duration::from_secs(30 * 86400)) + Duration::from_secs(86400);
         let ledger = Ledger::load(&state, now, retention)?;
         let journal = Journal::new(&state);
         let (tx, rx) = mpsc::channel();
@@ -232,7 +233,11 @@ impl Listener {
             if !tier.admits(c.job.spec.priority) {
                 if self.deferred.insert(c.job.id.clone()) {
                     self.counters.deferred += 1;
-                    self.say(format!("deferred {} (governor {})", c.job.id, tier.as_str()));
+                    self.say(format!(
+                        "deferred {} (governor {})",
+                        c.job.id,
+                        tier.as_str()
+                    ));
                 }
                 continue;
             }
@@ -248,11 +253,14 @@ impl Listener {
     /// never read, moved or deleted.
     fn scan(&mut self) -> Result<Vec<Candidate>> {
         let inbox = self.dirs.inbox();
-        let entries = std::fs::read_dir(&inbox).map_err(|e| crate::error::Error::io("list", &inbox, &e))?;
+        let entries =
+            std::fs::read_dir(&inbox).map_err(|e| crate::error::Error::io("list", &inbox, &e))?;
         let mut out = Vec::new();
         let mut present = HashSet::new();
         for entry in entries.flatten() {
-            let Some(name) = entry.file_name().to_str().map(str::to_string) else { continue };
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
             if JobId::from_file_name(&name).is_none() {
                 continue;
             }
@@ -274,7 +282,8 @@ impl Listener {
                 Err(r) if matches!(r.verdict, Verdict::Unreadable) => {
                     self.say(format!("left {name} in place: {}", r.message));
                 }
-                Err(r) if matches!(r.verdict, Verdict::Malformed) && !self.settled(&name, &path) => {}
+                Err(r)
+                    if matches!(r.verdict, Verdict::Malformed) && !self.settled(&name, &path) => {}
                 Err(r) => {
                     self.unsettled.remove(&name);
                     if r.verdict == Verdict::AlreadyProcessed {
@@ -282,7 +291,11 @@ impl Listener {
                     } else {
                         self.counters.rejected += 1;
                     }
-                    self.say(format!("rejected {name}: {} ({})", r.verdict.as_str(), r.message));
+                    self.say(format!(
+                        "rejected {name}: {} ({})",
+                        r.verdict.as_str(),
+                        r.message
+                    ));
                     self.reject(&path, &name, &r, "job")?;
                 }
             }
@@ -307,10 +320,15 @@ impl Listener {
     /// True when a file that does not parse has stayed unchanged for the
     /// settle time (by our own observation, or by an mtime that old).
     fn settled(&mut self, name: &str, path: &std::path::Path) -> bool {
-        let Ok(meta) = std::fs::symlink_metadata(path) else { return false };
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            return false;
+        };
         let stamp = (meta.len(), meta.modified().ok());
         let now = Instant::now();
-        let first = self.unsettled.entry(name.to_string()).or_insert((stamp.0, stamp.1, now));
+        let first = self
+            .unsettled
+            .entry(name.to_string())
+            .or_insert((stamp.0, stamp.1, now));
         if (first.0, first.1) != stamp {
             *first = (stamp.0, stamp.1, now);
         }
@@ -334,7 +352,9 @@ impl Listener {
         let body = doc::to_file_bytes(&reason);
         for n in 0..1000 {
             let (dest, reason_path) = self.dirs.rejected_files(name, n);
-            if std::fs::symlink_metadata(&dest).is_ok() || std::fs::symlink_metadata(&reason_path).is_ok() {
+            if std::fs::symlink_metadata(&dest).is_ok()
+                || std::fs::symlink_metadata(&reason_path).is_ok()
+            {
                 continue;
             }
             if !fsops::publish(&reason_path, &body, false)? {
@@ -347,7 +367,10 @@ impl Listener {
         }
         Err(crate::error::Error::new(
             crate::error::Code::Internal,
-            format!("cannot find a free name for {name} in {}", self.dirs.rejected().display()),
+            format!(
+                "cannot find a free name for {name} in {}",
+                self.dirs.rejected().display()
+            ),
         ))
     }
 
@@ -361,9 +384,18 @@ impl Listener {
         match accept::marker(&name, read, self.dirs.target().as_str(), &self.key) {
             Ok(m) => Some(m),
             Err(r) if matches!(r.verdict, Verdict::Missing | Verdict::Unreadable) => None,
-            Err(r) if r.verdict == Verdict::Malformed && !self.settled(&format!("cancel/{name}"), &path) => None,
+            Err(r)
+                if r.verdict == Verdict::Malformed
+                    && !self.settled(&format!("cancel/{name}"), &path) =>
+            {
+                None
+            }
             Err(r) => {
-                self.say(format!("rejected marker cancel/{name}: {} ({})", r.verdict.as_str(), r.message));
+                self.say(format!(
+                    "rejected marker cancel/{name}: {} ({})",
+                    r.verdict.as_str(),
+                    r.message
+                ));
                 if let Err(e) = self.reject(&path, &name, &r, "marker") {
                     self.say(format!("could not move the marker aside: {e}"));
                 }
@@ -389,7 +421,10 @@ impl Listener {
             &detail,
         );
         self.counters.cancelled += 1;
-        self.say(format!("cancelled {} before start (marker from {})", c.job.id, marker.origin));
+        self.say(format!(
+            "cancelled {} before start (marker from {})",
+            c.job.id, marker.origin
+        ));
         self.finish(&c.job.id, &c.path, &outcome)
     }
 
@@ -421,7 +456,9 @@ impl Listener {
         if std::fs::symlink_metadata(&path).is_err() {
             return Ok(());
         }
-        if self.valid_marker(id).is_some() && !fsops::move_no_replace(&path, &self.dirs.consumed_file(id))? {
+        if self.valid_marker(id).is_some()
+            && !fsops::move_no_replace(&path, &self.dirs.consumed_file(id))?
+        {
             fsops::remove(&path)?;
         }
         Ok(())
@@ -452,7 +489,11 @@ impl Listener {
             "startedAt": started_at,
             "listenerPid": std::process::id(),
         });
-        fsops::replace(&self.dirs.running_file(&id), &doc::to_file_bytes(&running), false)?;
+        fsops::replace(
+            &self.dirs.running_file(&id),
+            &doc::to_file_bytes(&running),
+            false,
+        )?;
         self.heartbeat(Some(&id), "running");
         self.say(format!("running {id}: {}", summary_argv(&spec.argv)));
 
@@ -460,10 +501,19 @@ impl Listener {
             ("FLEET_DISPATCH_JOB_ID".to_string(), id.to_string()),
             ("FLEET_DISPATCH_TARGET".to_string(), c.job.target.clone()),
             ("FLEET_DISPATCH_ORIGIN".to_string(), c.job.origin.clone()),
-            ("FLEET_DISPATCH_ROOT".to_string(), self.root.display().to_string()),
-            ("FLEET_DISPATCH_MACHINE".to_string(), self.dirs.target().to_string()),
+            (
+                "FLEET_DISPATCH_ROOT".to_string(),
+                self.root.display().to_string(),
+            ),
+            (
+                "FLEET_DISPATCH_MACHINE".to_string(),
+                self.dirs.target().to_string(),
+            ),
             // The path (never the key) so the job can enqueue child jobs.
-            ("FLEET_DISPATCH_KEY_FILE".to_string(), self.key_path.display().to_string()),
+            (
+                "FLEET_DISPATCH_KEY_FILE".to_string(),
+                self.key_path.display().to_string(),
+            ),
         ];
         env.extend(spec.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         let req = runner::Request {
@@ -492,7 +542,11 @@ impl Listener {
         });
         let refused = watcher.stop();
         if let Some(r) = refused {
-            self.say(format!("ignored marker for {id}: {} ({})", r.verdict.as_str(), r.message));
+            self.say(format!(
+                "ignored marker for {id}: {} ({})",
+                r.verdict.as_str(),
+                r.message
+            ));
         }
         let outcome = self.outcome_of(&c.job, &started_at, &report);
         let how = outcome.termination();
@@ -535,7 +589,11 @@ impl Listener {
             }
             (_, Some(stop)) => {
                 detail["graceExpired"] = json!(stop.grace_expired);
-                detail["signal"] = json!(if stop.grace_expired { "SIGKILL" } else { "SIGTERM" });
+                detail["signal"] = json!(if stop.grace_expired {
+                    "SIGKILL"
+                } else {
+                    "SIGTERM"
+                });
                 if let Exit::Code(c) = r.exit {
                     detail["exitCodeAfterSignal"] = json!(c);
                 }
@@ -559,7 +617,11 @@ impl Listener {
             detail["raced"] = json!("the job ended by itself before the cancel landed");
             detail["marker"] = json!({"origin": m.origin, "createdAt": m.created_at});
         }
-        let started = if how == Termination::SpawnFailed { None } else { Some(started_at) };
+        let started = if how == Termination::SpawnFailed {
+            None
+        } else {
+            Some(started_at)
+        };
         Outcome::sign(
             &self.key,
             job.id.as_str(),
@@ -576,18 +638,25 @@ impl Listener {
     /// job ran. Its leftover processes are stopped and it gets one
     /// `interrupted` result; it is never run again.
     fn recover(&mut self) -> Result<()> {
-        let Some(entry) = self.journal.read()? else { return Ok(()) };
+        let Some(entry) = self.journal.read()? else {
+            return Ok(());
+        };
         let id = match JobId::parse(&entry.job_id) {
             Ok(id) => id,
             Err(_) => return self.journal.clear(),
         };
-        self.say(format!("recovering {id}: the previous listener stopped while it ran"));
+        self.say(format!(
+            "recovering {id}: the previous listener stopped while it ran"
+        ));
         let mut pids = platform::processes_of_job(id.as_str());
         if pids.is_empty() && !cfg!(target_os = "linux") && platform::is_alive(entry.pid) {
             pids.push(entry.pid);
         }
         if !pids.is_empty() {
-            self.say(format!("stopping {} leftover process(es) of {id}", pids.len()));
+            self.say(format!(
+                "stopping {} leftover process(es) of {id}",
+                pids.len()
+            ));
             platform::signal_pids(&pids, Signal::Term);
             let until = Instant::now() + Duration::from_secs(2);
             while pids.iter().any(|&p| platform::is_alive(p)) && Instant::now() < until {
@@ -626,7 +695,10 @@ impl Listener {
         // not rewrite it (publish never replaces).
         let read = fsops::read_limited(&self.dirs.result_file(id), doc::outcome::MAX_BYTES);
         accept::outcome(id.as_str(), read, self.dirs.target().as_str(), &self.key).map_err(|r| {
-            crate::error::Error::forbidden(format!("result for {id} does not verify: {}", r.message))
+            crate::error::Error::forbidden(format!(
+                "result for {id} does not verify: {}",
+                r.message
+            ))
         })
     }
 

@@ -179,7 +179,10 @@ mod tests {
         assert!(s.starts_with("20261129-193000-"), "{s}");
         let rand = &s[16..];
         assert_eq!(rand.len(), 16);
-        assert!(rand.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+        assert!(
+            rand.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        );
         assert!(is_job_id(s));
         assert_ne!(JobId::generate(now), id);
     }

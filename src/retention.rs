@@ -48,15 +48,24 @@ mod tests {
     #[test]
     fn a_waiting_jobs_marker_is_kept_at_any_age() {
         assert_eq!(marker(Some(DAY * 3), DAY, false), Decision::Remove);
-        assert!(matches!(marker(Some(DAY * 3), DAY, true), Decision::Keep(_)));
-        assert!(matches!(marker(Some(DAY / 2), DAY, false), Decision::Keep(_)));
+        assert!(matches!(
+            marker(Some(DAY * 3), DAY, true),
+            Decision::Keep(_)
+        ));
+        assert!(matches!(
+            marker(Some(DAY / 2), DAY, false),
+            Decision::Keep(_)
+        ));
         assert!(matches!(marker(None, DAY, false), Decision::Keep(_)));
     }
 
     #[test]
     fn temp_files_after_an_hour() {
         assert_eq!(temp_file(Some(Duration::from_secs(3601))), Decision::Remove);
-        assert!(matches!(temp_file(Some(Duration::from_secs(60))), Decision::Keep(_)));
+        assert!(matches!(
+            temp_file(Some(Duration::from_secs(60))),
+            Decision::Keep(_)
+        ));
         assert!(matches!(temp_file(None), Decision::Keep(_)));
     }
 }

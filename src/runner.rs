@@ -135,9 +135,12 @@ pub fn run(
         stderr_tail: String::new(),
         output_bytes: (0, 0),
     };
-    let (out_file, err_file) = match (File::create(&req.stdout_log), File::create(&req.stderr_log)) {
+    let (out_file, err_file) = match (File::create(&req.stdout_log), File::create(&req.stderr_log))
+    {
         (Ok(o), Ok(e)) => (o, e),
-        (Err(e), _) | (_, Err(e)) => return blank(Exit::SpawnFailed(format!("cannot create log file: {e}"))),
+        (Err(e), _) | (_, Err(e)) => {
+            return blank(Exit::SpawnFailed(format!("cannot create log file: {e}")));
+        }
     };
     let mut cmd = Command::new(&req.argv[0]);
     cmd.args(&req.argv[1..])
@@ -154,8 +157,15 @@ pub fn run(
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
-            let place = req.cwd.as_ref().map(|c| format!(" in {}", c.display())).unwrap_or_default();
-            return blank(Exit::SpawnFailed(format!("cannot start {:?}{place}: {e}", req.argv[0])));
+            let place = req
+                .cwd
+                .as_ref()
+                .map(|c| format!(" in {}", c.display()))
+                .unwrap_or_default();
+            return blank(Exit::SpawnFailed(format!(
+                "cannot start {:?}{place}: {e}",
+                req.argv[0]
+            )));
         }
     };
     let pid = child.id() as i32;
@@ -185,7 +195,9 @@ pub fn run(
         };
         match msg {
             Some(Control::Exited(p)) if p == pid => break None,
-            Some(Control::Cancel(id, marker)) if id == req.job_id => break Some(StopReason::Cancel(marker)),
+            Some(Control::Cancel(id, marker)) if id == req.job_id => {
+                break Some(StopReason::Cancel(marker));
+            }
             Some(Control::Shutdown) => break Some(StopReason::Shutdown),
             Some(_) => continue,
             None => break None,
@@ -210,7 +222,10 @@ pub fn run(
             if !exited {
                 wait_for_exit(rx, pid, Instant::now() + Duration::from_secs(3600));
             }
-            stop = Some(Stop { reason, grace_expired });
+            stop = Some(Stop {
+                reason,
+                grace_expired,
+            });
         }
     }
     // The main process has exited (not yet reaped): stop what it left behind.
@@ -302,7 +317,10 @@ impl Capture {
                     let _ = log.write_all(&buf[..n.min(room)]);
                     if n > room && !truncated {
                         truncated = true;
-                        let _ = writeln!(log, "\n[fleet-dispatch: output truncated at {LOG_CAP} bytes]");
+                        let _ = writeln!(
+                            log,
+                            "\n[fleet-dispatch: output truncated at {LOG_CAP} bytes]"
+                        );
                     }
                     s.1 += n as u64;
                     s.0.extend(&buf[..n]);

@@ -44,10 +44,17 @@ impl Lock {
                 let mut holder = String::new();
                 let _ = file.read_to_string(&mut holder);
                 let holder = holder.trim();
-                let who = if holder.is_empty() { "another process".into() } else { format!("pid {holder}") };
+                let who = if holder.is_empty() {
+                    "another process".into()
+                } else {
+                    format!("pid {holder}")
+                };
                 return Err(Error::new(
                     Code::Busy,
-                    format!("a listener for {target} is already running ({who}; lock {})", path.display()),
+                    format!(
+                        "a listener for {target} is already running ({who}; lock {})",
+                        path.display()
+                    ),
                 )
                 .hint("one listener per target and machine; stop the other one first"));
             }
@@ -82,7 +89,9 @@ pub struct Journal {
 impl Journal {
     /// The journal of `state`.
     pub fn new(state: &StateDirs) -> Journal {
-        Journal { path: state.journal() }
+        Journal {
+            path: state.journal(),
+        }
     }
 
     /// The entry left by a listener that died mid-job, if any. An entry that
@@ -90,8 +99,11 @@ impl Journal {
     pub fn read(&self) -> Result<Option<JournalEntry>> {
         match std::fs::read(&self.path) {
             Ok(b) => serde_json::from_slice(&b).map(Some).map_err(|e| {
-                Error::new(Code::Internal, format!("journal {} is damaged: {e}", self.path.display()))
-                    .hint("look for the job it names, then remove the file")
+                Error::new(
+                    Code::Internal,
+                    format!("journal {} is damaged: {e}", self.path.display()),
+                )
+                .hint("look for the job it names, then remove the file")
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(Error::io("read", &self.path, &e)),
@@ -100,7 +112,11 @@ impl Journal {
 
     /// Records `entry` durably.
     pub fn write(&self, entry: &JournalEntry) -> Result<()> {
-        fsops::replace(&self.path, &serde_json::to_vec(entry).expect("serialises"), true)
+        fsops::replace(
+            &self.path,
+            &serde_json::to_vec(entry).expect("serialises"),
+            true,
+        )
     }
 
     /// Clears the journal once the job is fully recorded.
@@ -140,12 +156,11 @@ impl Ledger {
         // archive written before it still guard that job.
         for line in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
             lines += 1;
-            if let Ok(l) = serde_json::from_slice::<LedgerLine>(line) {
-                if let Some(at) = crate::clock::parse(&l.processed_at) {
-                    if now - at <= retention {
-                        seen.insert(l.job_id, at);
-                    }
-                }
+            if let Ok(l) = serde_json::from_slice::<LedgerLine>(line)
+                && let Some(at) = crate::clock::parse(&l.processed_at)
+                && now - at <= retention
+            {
+                seen.insert(l.job_id, at);
             }
         }
         let ledger = Ledger { path, seen };
@@ -212,7 +227,12 @@ mod tests {
         l.append("old", t0).unwrap();
         l.append("new", t0 + time::Duration::days(9)).unwrap();
         // A torn line from a crash is skipped.
-        std::fs::OpenOptions::new().append(true).open(l.path()).unwrap().write_all(b"{\"jobId\":\"x").unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(l.path())
+            .unwrap()
+            .write_all(b"{\"jobId\":\"x")
+            .unwrap();
         let later = t0 + time::Duration::days(15);
         let l = Ledger::load(&state, later, Duration::from_secs(86400 * 10)).unwrap();
         assert!(!l.contains("old"));
@@ -229,6 +249,10 @@ mod tests {
         let _held = Lock::acquire(&state, "PC").unwrap();
         let err = Lock::acquire(&state, "PC").unwrap_err();
         assert_eq!(err.code, Code::Busy);
-        assert!(err.message.contains(&std::process::id().to_string()), "{}", err.message);
+        assert!(
+            err.message.contains(&std::process::id().to_string()),
+            "{}",
+            err.message
+        );
     }
 }

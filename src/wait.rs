@@ -29,7 +29,13 @@ pub enum Waited {
 
 /// Waits for `id`'s result. A result that does not verify is `FORBIDDEN`:
 /// it is never reported as genuine.
-pub fn for_result(dirs: &TargetDirs, id: &JobId, key: &Key, limit: Option<Duration>, quiet: bool) -> Result<Waited> {
+pub fn for_result(
+    dirs: &TargetDirs,
+    id: &JobId,
+    key: &Key,
+    limit: Option<Duration>,
+    quiet: bool,
+) -> Result<Waited> {
     let start = Instant::now();
     let show = !quiet && std::io::stderr().is_terminal();
     loop {
@@ -52,7 +58,11 @@ pub fn for_result(dirs: &TargetDirs, id: &JobId, key: &Key, limit: Option<Durati
             _ => {}
         }
         if show {
-            eprint!("\r\x1b[2K{id}: {} {}", seen.word(), clock::human(start.elapsed()));
+            eprint!(
+                "\r\x1b[2K{id}: {} {}",
+                seen.word(),
+                clock::human(start.elapsed())
+            );
             let _ = std::io::stderr().flush();
         }
         if limit.is_some_and(|l| start.elapsed() >= l) {

@@ -34,7 +34,9 @@ impl Watcher {
         to_runner: Sender<Control>,
     ) -> Watcher {
         let (stop, stopped) = mpsc::channel();
-        let handle = std::thread::spawn(move || watch(&job, &marker, &target, &key, poll, &to_runner, &stopped));
+        let handle = std::thread::spawn(move || {
+            watch(&job, &marker, &target, &key, poll, &to_runner, &stopped)
+        });
         Watcher { stop, handle }
     }
 
@@ -63,14 +65,22 @@ fn watch(
             let stamp = (meta.len(), meta.modified().ok());
             if last_seen != Some(stamp) {
                 last_seen = Some(stamp);
-                match accept::marker(&name, fsops::read_limited(marker, crate::doc::marker::MAX_BYTES), target, key) {
+                match accept::marker(
+                    &name,
+                    fsops::read_limited(marker, crate::doc::marker::MAX_BYTES),
+                    target,
+                    key,
+                ) {
                     Ok(m) => {
                         let _ = to_runner.send(Control::Cancel(job.clone(), Box::new(m)));
                         return None;
                     }
                     Err(r) => {
                         // A marker that cannot be read yet is retried next poll.
-                        if matches!(r.verdict, accept::Verdict::Unreadable | accept::Verdict::Missing) {
+                        if matches!(
+                            r.verdict,
+                            accept::Verdict::Unreadable | accept::Verdict::Missing
+                        ) {
                             last_seen = None;
                         }
                         refusal = Some(r);

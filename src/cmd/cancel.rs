@@ -46,10 +46,16 @@ impl CancelStatus {
     /// One sentence for people.
     pub fn sentence(&self, id: &JobId) -> String {
         match self {
-            CancelStatus::Requested { observed, existing: None } => {
+            CancelStatus::Requested {
+                observed,
+                existing: None,
+            } => {
                 format!("cancel of {id} requested (job {})", observed.word())
             }
-            CancelStatus::Requested { observed, existing: Some(m) } => format!(
+            CancelStatus::Requested {
+                observed,
+                existing: Some(m),
+            } => format!(
                 "cancel of {id} was already requested by {} at {} (job {}); the marker was left as it is",
                 m.origin,
                 m.created_at,
@@ -96,7 +102,10 @@ fn check_parent(dirs: &TargetDirs, id: &JobId, key: &Key, caller: &JobId) -> Res
             Ok(j) if j.spec.parent_job_id.as_deref() == Some(caller.as_str()) => Ok(()),
             Ok(j) => Err(Error::forbidden(format!(
                 "job {caller} may not cancel {id}: only its direct parent ({}) may",
-                j.spec.parent_job_id.as_deref().unwrap_or("none, it was enqueued from outside a job")
+                j.spec
+                    .parent_job_id
+                    .as_deref()
+                    .unwrap_or("none, it was enqueued from outside a job")
             ))),
             Err(r) => Err(Error::forbidden(format!(
                 "cannot check who may cancel {id}: its job file {} is {} ({})",
@@ -106,12 +115,20 @@ fn check_parent(dirs: &TargetDirs, id: &JobId, key: &Key, caller: &JobId) -> Res
             ))),
         };
     }
-    Err(Error::not_found(format!("no job {id} on {} (inbox or archive)", dirs.target())))
+    Err(Error::not_found(format!(
+        "no job {id} on {} (inbox or archive)",
+        dirs.target()
+    )))
 }
 
 /// Requests a cancel of `id` on `dirs`' target; applies the parent rule when
 /// called from inside a job.
-pub fn request_cancel(dirs: &TargetDirs, id: &JobId, key: &Key, origin: &Machine) -> Result<CancelStatus> {
+pub fn request_cancel(
+    dirs: &TargetDirs,
+    id: &JobId,
+    key: &Key,
+    origin: &Machine,
+) -> Result<CancelStatus> {
     let caller = match std::env::var("FLEET_DISPATCH_JOB_ID") {
         Ok(v) if !v.is_empty() => Some(JobId::parse(&v)?),
         _ => None,
@@ -127,12 +144,22 @@ pub fn request_cancel(dirs: &TargetDirs, id: &JobId, key: &Key, origin: &Machine
     let marker = Marker::sign(key, id, dirs.target(), origin, &clock::format(clock::now()));
     fsops::create_dirs(&[dirs.cancel()])?;
     if fsops::publish(&path, &crate::doc::to_file_bytes(&marker), true)? {
-        return Ok(CancelStatus::Requested { observed, existing: None });
+        return Ok(CancelStatus::Requested {
+            observed,
+            existing: None,
+        });
     }
     let read = fsops::read_limited(&path, crate::doc::marker::MAX_BYTES);
     match accept::marker(&id.file_name(), read, dirs.target().as_str(), key) {
-        Ok(m) => Ok(CancelStatus::Requested { observed, existing: Some(m) }),
-        Err(r) => Ok(CancelStatus::Blocked(format!("{}: {}", r.verdict.as_str(), r.message))),
+        Ok(m) => Ok(CancelStatus::Requested {
+            observed,
+            existing: Some(m),
+        }),
+        Err(r) => Ok(CancelStatus::Blocked(format!(
+            "{}: {}",
+            r.verdict.as_str(),
+            r.message
+        ))),
     }
 }
 
@@ -159,8 +186,15 @@ pub fn run(ctx: &Context, args: CancelArgs) -> Result<u8> {
     match wait::for_result(&dirs, &id, &key, limit, ctx.json())? {
         Waited::Done(o) => {
             let how = o.termination();
-            let stopped = matches!(how, Termination::Cancelled | Termination::CancelledBeforeStart);
-            out["outcome"] = json!(if stopped { "stopped" } else { how.describe(o.ok) });
+            let stopped = matches!(
+                how,
+                Termination::Cancelled | Termination::CancelledBeforeStart
+            );
+            out["outcome"] = json!(if stopped {
+                "stopped"
+            } else {
+                how.describe(o.ok)
+            });
             out["result"] = super::result::result_json(&o);
             let human = if stopped {
                 format!("{id} stopped ({})", how.as_str())

@@ -61,10 +61,22 @@ impl Demo {
     /// Runs `fleet-dispatch ARGS` as a user would, shows the command and its
     /// output, and returns its stdout.
     fn run(&self, args: &[&str]) -> Result<String> {
-        println!("  $ fleet-dispatch {}", args.iter().map(|a| shell_word(a)).collect::<Vec<_>>().join(" "));
-        let out = self.command(args).output().map_err(|e| internal("cannot run fleet-dispatch", e))?;
+        println!(
+            "  $ fleet-dispatch {}",
+            args.iter()
+                .map(|a| shell_word(a))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let out = self
+            .command(args)
+            .output()
+            .map_err(|e| internal("cannot run fleet-dispatch", e))?;
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        for line in stdout.lines().chain(String::from_utf8_lossy(&out.stderr).lines()) {
+        for line in stdout
+            .lines()
+            .chain(String::from_utf8_lossy(&out.stderr).lines())
+        {
             println!("    {line}");
         }
         Ok(stdout.trim().lines().next().unwrap_or("").to_string())
@@ -77,7 +89,12 @@ impl Demo {
             .into_iter()
             .flatten()
             .filter(|e| e.file_type().is_file())
-            .filter_map(|e| e.path().strip_prefix(&self.root).ok().map(|p| p.display().to_string()))
+            .filter_map(|e| {
+                e.path()
+                    .strip_prefix(&self.root)
+                    .ok()
+                    .map(|p| p.display().to_string())
+            })
             .filter(|p| only.iter().any(|o| p.contains(o)))
             .collect();
         files.sort();
@@ -99,7 +116,9 @@ impl Demo {
 }
 
 fn shell_word(a: &str) -> String {
-    if a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:".contains(c)) {
+    if a.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_./=:".contains(c))
+    {
         a.to_string()
     } else {
         format!("'{}'", a.replace('\'', "'\\''"))
@@ -139,16 +158,32 @@ pub fn run(_ctx: &Context, args: DemoArgs) -> Result<u8> {
         started: Instant::now(),
     };
     std::fs::create_dir_all(&demo.root).map_err(|e| Error::io("create", &demo.root, &e))?;
-    println!("fleet-dispatch demo: one shared folder, a listener for machine {TARGET}, jobs sent from LAPTOP");
-    println!("  shared folder (the dispatch root): {}", demo.root.display());
-    println!("  local state (lock, journal, ledger): {}", demo.state.display());
+    println!(
+        "fleet-dispatch demo: one shared folder, a listener for machine {TARGET}, jobs sent from LAPTOP"
+    );
+    println!(
+        "  shared folder (the dispatch root): {}",
+        demo.root.display()
+    );
+    println!(
+        "  local state (lock, journal, ledger): {}",
+        demo.state.display()
+    );
 
     demo.step("1. Make the fleet key (kept outside the shared folder)");
     demo.run(&["keygen"])?;
 
     demo.step("2. Start the listener on the target machine");
     let mut listener = demo
-        .command(&["listen", "--machine", TARGET, "--poll-interval", "100ms", "--settle", "1s"])
+        .command(&[
+            "listen",
+            "--machine",
+            TARGET,
+            "--poll-interval",
+            "100ms",
+            "--settle",
+            "1s",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -171,7 +206,10 @@ pub fn run(_ctx: &Context, args: DemoArgs) -> Result<u8> {
     if args.keep {
         println!("\nkept the demo folder: {}", scratch.dir.display());
     } else {
-        println!("\ndone in {:.1}s; the temporary folder is removed", demo.started.elapsed().as_secs_f64());
+        println!(
+            "\ndone in {:.1}s; the temporary folder is removed",
+            demo.started.elapsed().as_secs_f64()
+        );
     }
     Ok(0)
 }
@@ -179,7 +217,10 @@ pub fn run(_ctx: &Context, args: DemoArgs) -> Result<u8> {
 fn drive(demo: &Demo, listener: &mut Child) -> Result<()> {
     let inbox = demo.root.join(TARGET).join("inbox");
     demo.wait_for("the listener to create its folders", || inbox.is_dir())?;
-    println!("  the listener made {}/{{inbox,cancel,running,results,logs,archive}}", TARGET);
+    println!(
+        "  the listener made {}/{{inbox,cancel,running,results,logs,archive}}",
+        TARGET
+    );
 
     demo.step("3. A job that succeeds: signed, dropped into the inbox, run, answered with a signed result");
     let ok = shell("echo hello from the fleet");
@@ -190,14 +231,23 @@ fn drive(demo: &Demo, listener: &mut Child) -> Result<()> {
     let fail = shell("echo something went wrong >&2; exit 3");
     demo.run(&enqueue_args(&["--wait"], &fail))?;
 
-    demo.step("5. A job that outlives its timeout: stopped gracefully (SIGTERM), killed after the grace");
+    demo.step(
+        "5. A job that outlives its timeout: stopped gracefully (SIGTERM), killed after the grace",
+    );
     let slow = shell("sleep 30");
-    demo.run(&enqueue_args(&["--timeout", "1s", "--grace", "1s", "--wait"], &slow))?;
+    demo.run(&enqueue_args(
+        &["--timeout", "1s", "--grace", "1s", "--wait"],
+        &slow,
+    ))?;
 
     demo.step("6. Cancel a running job, and cancel a queued one before it starts");
     let long = demo.run(&enqueue_args(&["--label", "long agent run"], &slow))?;
     let queued = demo.run(&enqueue_args(&["--label", "never starts"], &ok))?;
-    let running = demo.root.join(TARGET).join("running").join(format!("{long}.json"));
+    let running = demo
+        .root
+        .join(TARGET)
+        .join("running")
+        .join(format!("{long}.json"));
     demo.wait_for("the long job to start", || running.exists())?;
     demo.run(&["cancel", "--target", TARGET, "--job-id", &queued])?;
     demo.run(&["cancel", "--target", TARGET, "--job-id", &long, "--wait"])?;
@@ -211,8 +261,16 @@ fn drive(demo: &Demo, listener: &mut Child) -> Result<()> {
         br#"{"v":1,"jobId":"forged-1","target":"DEMO-PC","createdAt":"2026-01-01T00:00:00.000Z","origin":"EVIL","spec":"{\"argv\":[\"rm\",\"-rf\",\"/\"]}","sig":"00"}"#,
     )
     .map_err(|e| Error::io("write", &forged, &e))?;
-    println!("  wrote {} by hand, with a made-up signature", forged.strip_prefix(&demo.root).unwrap_or(&forged).display());
-    let reason = demo.root.join(TARGET).join("archive").join("rejected").join("forged-1.json.reason.json");
+    println!(
+        "  wrote {} by hand, with a made-up signature",
+        forged.strip_prefix(&demo.root).unwrap_or(&forged).display()
+    );
+    let reason = demo
+        .root
+        .join(TARGET)
+        .join("archive")
+        .join("rejected")
+        .join("forged-1.json.reason.json");
     demo.wait_for("the listener to reject the forged job", || reason.exists())?;
     demo.show_files(&["archive/rejected/"]);
     if let Ok(text) = std::fs::read_to_string(&reason) {

@@ -30,7 +30,9 @@ fn spec_from(args: &EnqueueArgs, parent: Option<&JobId>) -> Result<Spec> {
             )));
         }
         if v.contains('\0') {
-            return Err(Error::validation(format!("--env {k}: the value holds a NUL character")));
+            return Err(Error::validation(format!(
+                "--env {k}: the value holds a NUL character"
+            )));
         }
         env.insert(k.to_string(), v.to_string());
     }
@@ -47,7 +49,11 @@ fn spec_from(args: &EnqueueArgs, parent: Option<&JobId>) -> Result<Spec> {
         env,
         timeout: super::duration_flag(&args.timeout, "--timeout")?,
         grace: super::duration_flag(&args.grace, "--grace")?,
-        priority: if high { Priority::High } else { Priority::Normal },
+        priority: if high {
+            Priority::High
+        } else {
+            Priority::Normal
+        },
         parent_job_id: parent.map(|p| p.to_string()),
         label: args.label.clone(),
     })
@@ -72,7 +78,10 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     for (place, path) in [
         ("results/", dirs.result_file(&id)),
         ("archive/done/", dirs.done_file(&id)),
-        ("archive/rejected/", dirs.rejected_files(&id.file_name(), 0).0),
+        (
+            "archive/rejected/",
+            dirs.rejected_files(&id.file_name(), 0).0,
+        ),
     ] {
         if std::fs::symlink_metadata(&path).is_ok() {
             return Err(Error::validation(format!(
@@ -82,7 +91,14 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
             .hint("job ids are single-use; omit --job-id to get a fresh one"));
         }
     }
-    let job = Job::sign(&key, id.clone(), dirs.target().as_str(), origin.as_str(), clock::now(), spec);
+    let job = Job::sign(
+        &key,
+        id.clone(),
+        dirs.target().as_str(),
+        origin.as_str(),
+        clock::now(),
+        spec,
+    );
     let path = dirs.job_file(&id);
     fsops::create_dirs(&[dirs.inbox()])?;
     if !fsops::publish(&path, &job.to_file_bytes(), true)? {
@@ -120,7 +136,9 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
         }
         Some((old, Err(e))) => {
             out["interrupt"] = json!({"jobId": old.as_str(), "status": "not_requested", "error": e.to_json()["error"]});
-            human.push_str(&format!("\ncancel of {old} not requested ({e}); {id} waits its turn"));
+            human.push_str(&format!(
+                "\ncancel of {old} not requested ({e}); {id} waits its turn"
+            ));
         }
         None => {}
     }

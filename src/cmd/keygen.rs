@@ -10,14 +10,14 @@ use crate::error::{Error, Result};
 /// key path inside the dispatch root.
 pub fn run(ctx: &Context, args: KeygenArgs) -> Result<u8> {
     let path = ctx.key_path()?;
-    if let Ok(root) = ctx.root() {
-        if crate::layout::is_inside(&path, &root) {
-            return Err(Error::config(format!(
-                "key file {} would lie inside the dispatch root {}; it would sync",
-                path.display(),
-                root.display()
-            )));
-        }
+    if let Ok(root) = ctx.root()
+        && crate::layout::is_inside(&path, &root)
+    {
+        return Err(Error::config(format!(
+            "key file {} would lie inside the dispatch root {}; it would sync",
+            path.display(),
+            root.display()
+        )));
     }
     crate::key::generate(&path, args.force)?;
     super::emit(

@@ -37,7 +37,12 @@ fn install_handler() -> Result<Arc<Shutdown>> {
                 std::process::exit(INTERRUPTED as i32);
             }
         })
-        .map_err(|e| Error::new(crate::error::Code::Internal, format!("cannot install the signal handler: {e}")))?;
+        .map_err(|e| {
+            Error::new(
+                crate::error::Code::Internal,
+                format!("cannot install the signal handler: {e}"),
+            )
+        })?;
     }
     Ok(Arc::clone(shutdown))
 }
@@ -64,8 +69,14 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
     let key_path = ctx.key_path()?;
     let state = ctx.state(&root, &machine)?;
     // This machine's own folder keeps the spelling it already has.
-    let dirs = match crate::layout::existing_targets(&root)?.into_iter().find(|n| machine.same(n)) {
-        Some(existing) => crate::layout::TargetDirs::new(&root, &crate::names::Machine::parse(&existing, "target")?),
+    let dirs = match crate::layout::existing_targets(&root)?
+        .into_iter()
+        .find(|n| machine.same(n))
+    {
+        Some(existing) => crate::layout::TargetDirs::new(
+            &root,
+            &crate::names::Machine::parse(&existing, "target")?,
+        ),
         None => crate::layout::TargetDirs::new(&root, &machine),
     };
     let shutdown = install_handler()?;
@@ -83,7 +94,11 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
             c.deferred,
             c.rejected,
             c.skipped,
-            if summary.interrupted { " (interrupted)" } else { "" }
+            if summary.interrupted {
+                " (interrupted)"
+            } else {
+                ""
+            }
         ),
     );
     Ok(if summary.interrupted { INTERRUPTED } else { 0 })

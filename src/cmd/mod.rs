@@ -44,7 +44,8 @@ pub fn emit(ctx: &Context, json: &serde_json::Value, human: &str) {
 pub fn duration_flag(v: &Option<String>, flag: &str) -> Result<Option<std::time::Duration>> {
     v.as_deref()
         .map(|s| {
-            crate::clock::parse_duration(s).map_err(|e| crate::error::Error::validation(format!("{flag}: {}", e.message)))
+            crate::clock::parse_duration(s)
+                .map_err(|e| crate::error::Error::validation(format!("{flag}: {}", e.message)))
         })
         .transpose()
 }

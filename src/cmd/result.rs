@@ -39,7 +39,10 @@ pub fn result_human(o: &Outcome) -> String {
         o.exit_code
     );
     if let Some(ms) = d["durationMs"].as_u64() {
-        s.push_str(&format!(" after {}", clock::human(std::time::Duration::from_millis(ms))));
+        s.push_str(&format!(
+            " after {}",
+            clock::human(std::time::Duration::from_millis(ms))
+        ));
     }
     if let Some(sig) = d["signal"].as_str() {
         s.push_str(&format!(", ended by {sig}"));
@@ -71,7 +74,10 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
             Waited::TimedOut(seen) => {
                 let msg = wait::timed_out_message(&id, &seen, limit.unwrap_or_default());
                 if ctx.json() {
-                    println!("{}", json!({"jobId": id.as_str(), "timedOut": true, "state": seen.word()}));
+                    println!(
+                        "{}",
+                        json!({"jobId": id.as_str(), "timedOut": true, "state": seen.word()})
+                    );
                 } else {
                     eprintln!("fleet-dispatch: {msg}");
                 }
@@ -97,5 +103,9 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
         }
     };
     super::emit(ctx, &result_json(&outcome), &result_human(&outcome));
-    Ok(if args.wait { outcome.wait_exit_status() } else { 0 })
+    Ok(if args.wait {
+        outcome.wait_exit_status()
+    } else {
+        0
+    })
 }

@@ -17,18 +17,28 @@ use crate::names::{JobId, Machine};
 use crate::retention::{self, Decision};
 
 fn age_of(meta: &std::fs::Metadata) -> Option<std::time::Duration> {
-    meta.modified().ok().and_then(|m| SystemTime::now().duration_since(m).ok())
+    meta.modified()
+        .ok()
+        .and_then(|m| SystemTime::now().duration_since(m).ok())
 }
 
 /// The entries to remove under one target: markers by age, and our temp
 /// files anywhere in the target's folders.
 fn plan(dirs: &TargetDirs, max_age: std::time::Duration) -> Vec<(PathBuf, &'static str)> {
     let mut out = Vec::new();
-    for entry in WalkDir::new(dirs.base()).min_depth(1).max_depth(3).follow_links(false).into_iter().flatten() {
+    for entry in WalkDir::new(dirs.base())
+        .min_depth(1)
+        .max_depth(3)
+        .follow_links(false)
+        .into_iter()
+        .flatten()
+    {
         if entry.file_type().is_dir() {
             continue;
         }
-        let Some(name) = entry.file_name().to_str() else { continue };
+        let Some(name) = entry.file_name().to_str() else {
+            continue;
+        };
         let Ok(meta) = entry.metadata() else { continue };
         if fsops::is_our_temp_name(name) {
             if retention::temp_file(age_of(&meta)) == Decision::Remove {
@@ -39,7 +49,9 @@ fn plan(dirs: &TargetDirs, max_age: std::time::Duration) -> Vec<(PathBuf, &'stat
         if entry.depth() != 2 || entry.path().parent() != Some(dirs.cancel().as_path()) {
             continue;
         }
-        let Some(id) = JobId::from_file_name(name) else { continue };
+        let Some(id) = JobId::from_file_name(name) else {
+            continue;
+        };
         let waiting = exists(&dirs.job_file(&id)) || exists(&dirs.running_file(&id));
         if retention::marker(age_of(&meta), max_age, waiting) == Decision::Remove {
             out.push((entry.path().to_path_buf(), "marker"));
@@ -74,20 +86,30 @@ pub fn run(ctx: &Context, args: SweepArgs) -> Result<u8> {
     let mut failed = Vec::new();
     for dirs in &targets {
         for (path, kind) in plan(dirs, max_age) {
-            if !args.dry_run {
-                if let Err(e) = fsops::remove(&path) {
-                    failed.push(json!({"path": path.display().to_string(), "error": e.message}));
-                    continue;
-                }
+            if !args.dry_run
+                && let Err(e) = fsops::remove(&path)
+            {
+                failed.push(json!({"path": path.display().to_string(), "error": e.message}));
+                continue;
             }
             removed.push((dirs.target().to_string(), path, kind));
         }
     }
-    let verb = if args.dry_run { "would remove" } else { "removed" };
+    let verb = if args.dry_run {
+        "would remove"
+    } else {
+        "removed"
+    };
     let human: Vec<String> = removed
         .iter()
         .map(|(_, p, kind)| format!("{verb} {kind} {}", p.display()))
-        .chain(failed.iter().map(|f| format!("could not remove {}: {}", f["path"].as_str().unwrap_or(""), f["error"].as_str().unwrap_or(""))))
+        .chain(failed.iter().map(|f| {
+            format!(
+                "could not remove {}: {}",
+                f["path"].as_str().unwrap_or(""),
+                f["error"].as_str().unwrap_or("")
+            )
+        }))
         .collect();
     super::emit(
         ctx,

@@ -22,7 +22,10 @@ pub fn run(ctx: &Context, args: VerifyMarkerArgs) -> Result<u8> {
         None => target_from_path(file)?,
     };
     if std::fs::symlink_metadata(file).is_err() {
-        return Err(Error::not_found(format!("no marker file at {}", file.display())));
+        return Err(Error::not_found(format!(
+            "no marker file at {}",
+            file.display()
+        )));
     }
     let key = ctx.key(ctx.root().ok().as_deref())?;
     let read = fsops::read_limited(file, crate::doc::marker::MAX_BYTES);
@@ -48,8 +51,13 @@ pub fn run(ctx: &Context, args: VerifyMarkerArgs) -> Result<u8> {
 fn target_from_path(file: &std::path::Path) -> Result<Machine> {
     let abs = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
     let dir = abs.parent();
-    let in_cancel = dir.and_then(|d| d.file_name()).is_some_and(|n| n == "cancel");
-    let target = dir.and_then(|d| d.parent()).and_then(|t| t.file_name()).and_then(|t| t.to_str());
+    let in_cancel = dir
+        .and_then(|d| d.file_name())
+        .is_some_and(|n| n == "cancel");
+    let target = dir
+        .and_then(|d| d.parent())
+        .and_then(|t| t.file_name())
+        .and_then(|t| t.to_str());
     match (in_cancel, target) {
         (true, Some(t)) => Machine::parse(t, "target (from the marker's folder)"),
         _ => Err(Error::validation(format!(

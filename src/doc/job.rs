@@ -107,7 +107,10 @@ impl Spec {
             return Err("spec argv holds a NUL character".into());
         }
         let cwd = opt_string(obj, "cwd")?;
-        if cwd.as_deref().is_some_and(|c| c.is_empty() || c.contains('\0')) {
+        if cwd
+            .as_deref()
+            .is_some_and(|c| c.is_empty() || c.contains('\0'))
+        {
             return Err("spec cwd must be a non-empty path without NUL".into());
         }
         let mut env = BTreeMap::new();
@@ -133,10 +136,10 @@ impl Spec {
             Some(other) => return Err(format!("spec priority {other:?} is not normal or high")),
         };
         let parent_job_id = opt_string(obj, "parentJobId")?;
-        if let Some(p) = &parent_job_id {
-            if !names::is_job_id(p) {
-                return Err(format!("spec parentJobId {p:?} is not a valid job id"));
-            }
+        if let Some(p) = &parent_job_id
+            && !names::is_job_id(p)
+        {
+            return Err(format!("spec parentJobId {p:?} is not a valid job id"));
         }
         Ok(Spec {
             argv,
@@ -234,7 +237,13 @@ impl Job {
     ) -> Job {
         let created_at = crate::clock::format(created);
         let spec_text = spec.to_text();
-        let sig = key.sign(&canonical(id.as_str(), target, &created_at, origin, &spec_text));
+        let sig = key.sign(&canonical(
+            id.as_str(),
+            target,
+            &created_at,
+            origin,
+            &spec_text,
+        ));
         Job {
             id,
             target: target.to_string(),

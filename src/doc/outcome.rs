@@ -194,13 +194,40 @@ mod tests {
     fn ok_only_for_a_clean_exit() {
         let key = Key::from_bytes(&[1u8; 32]).unwrap();
         let d = serde_json::json!({});
-        let ok = Outcome::sign(&key, "a", "PC", Termination::Exited, Some(0), Some("s"), "f", &d);
+        let ok = Outcome::sign(
+            &key,
+            "a",
+            "PC",
+            Termination::Exited,
+            Some(0),
+            Some("s"),
+            "f",
+            &d,
+        );
         assert!(ok.ok);
         assert_eq!(ok.wait_exit_status(), 0);
-        let fail = Outcome::sign(&key, "a", "PC", Termination::Exited, Some(3), Some("s"), "f", &d);
+        let fail = Outcome::sign(
+            &key,
+            "a",
+            "PC",
+            Termination::Exited,
+            Some(3),
+            Some("s"),
+            "f",
+            &d,
+        );
         assert!(!fail.ok);
         assert_eq!(fail.wait_exit_status(), 3);
-        let c = Outcome::sign(&key, "a", "PC", Termination::Cancelled, Some(0), Some("s"), "f", &d);
+        let c = Outcome::sign(
+            &key,
+            "a",
+            "PC",
+            Termination::Cancelled,
+            Some(0),
+            Some("s"),
+            "f",
+            &d,
+        );
         assert!(!c.ok);
         assert_eq!(c.exit_code, -1);
         assert_eq!(c.wait_exit_status(), 1);

@@ -49,7 +49,13 @@ pub fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
         // SAFETY: both are valid NUL-terminated paths; AT_FDCWD resolves them
         // relative to the working directory like rename(2).
         let rc = unsafe {
-            libc::renameat2(libc::AT_FDCWD, f.as_ptr(), libc::AT_FDCWD, t.as_ptr(), libc::RENAME_NOREPLACE)
+            libc::renameat2(
+                libc::AT_FDCWD,
+                f.as_ptr(),
+                libc::AT_FDCWD,
+                t.as_ptr(),
+                libc::RENAME_NOREPLACE,
+            )
         };
         if rc == 0 {
             return Ok(());
@@ -69,7 +75,11 @@ pub fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
 pub fn is_transient(e: &io::Error) -> bool {
     matches!(
         e.raw_os_error(),
-        Some(libc::EACCES) | Some(libc::EPERM) | Some(libc::EBUSY) | Some(libc::EAGAIN) | Some(libc::ETXTBSY)
+        Some(libc::EACCES)
+            | Some(libc::EPERM)
+            | Some(libc::EBUSY)
+            | Some(libc::EAGAIN)
+            | Some(libc::ETXTBSY)
     )
 }
 
@@ -190,7 +200,14 @@ pub fn wait_exit_keep_zombie(pid: i32) -> io::Result<()> {
     loop {
         // SAFETY: siginfo_t is plain data; waitid fills it.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let rc = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT) };
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
         if rc == 0 {
             return Ok(());
         }
@@ -206,7 +223,12 @@ pub fn has_exited(pid: i32) -> bool {
     // SAFETY: as above, with WNOHANG.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     let rc = unsafe {
-        libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT | libc::WNOHANG)
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOWAIT | libc::WNOHANG,
+        )
     };
     // SAFETY: si_pid is set by waitid when a child changed state.
     rc == 0 && unsafe { info.si_pid() } != 0
@@ -277,7 +299,11 @@ fn process_table() -> Vec<Proc> {
 /// `/proc`.
 pub fn job_processes(root: i32, pgid: i32) -> Vec<i32> {
     let table = process_table();
-    let mut found: Vec<i32> = table.iter().filter(|p| p.pgrp == pgid && pgid > 1).map(|p| p.pid).collect();
+    let mut found: Vec<i32> = table
+        .iter()
+        .filter(|p| p.pgrp == pgid && pgid > 1)
+        .map(|p| p.pid)
+        .collect();
     let mut frontier = vec![root];
     while let Some(parent) = frontier.pop() {
         for p in table.iter().filter(|p| p.ppid == parent) {
@@ -316,7 +342,10 @@ pub fn is_alive(pid: i32) -> bool {
     #[cfg(target_os = "linux")]
     {
         match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Ok(stat) => stat.rfind(')').and_then(|i| stat.get(i + 2..i + 3)).is_some_and(|s| s != "Z"),
+            Ok(stat) => stat
+                .rfind(')')
+                .and_then(|i| stat.get(i + 2..i + 3))
+                .is_some_and(|s| s != "Z"),
             Err(_) => false,
         }
     }

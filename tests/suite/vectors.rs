@@ -55,7 +55,12 @@ fn every_marker_vector_through_the_library() {
             m["listenerTarget"].as_str().unwrap(),
             &k,
         ));
-        assert_eq!(got, m["verdict"].as_str().unwrap(), "marker vector {}", m["name"]);
+        assert_eq!(
+            got,
+            m["verdict"].as_str().unwrap(),
+            "marker vector {}",
+            m["name"]
+        );
     }
 }
 
@@ -76,7 +81,12 @@ fn every_marker_vector_through_verify_marker() {
             "marker vector {}: expected {expected}, got {out}{err}",
             m["name"]
         );
-        assert_eq!(code, if expected == "valid" { 0 } else { 1 }, "exit status for {}", m["name"]);
+        assert_eq!(
+            code,
+            if expected == "valid" { 0 } else { 1 },
+            "exit status for {}",
+            m["name"]
+        );
         std::fs::remove_file(&path).unwrap();
     }
 }
@@ -92,7 +102,12 @@ fn every_job_vector() {
             j["listenerTarget"].as_str().unwrap(),
             &k,
         ));
-        assert_eq!(got, j["verdict"].as_str().unwrap(), "job vector {}", j["name"]);
+        assert_eq!(
+            got,
+            j["verdict"].as_str().unwrap(),
+            "job vector {}",
+            j["name"]
+        );
     }
 }
 
@@ -108,7 +123,12 @@ fn every_result_vector() {
             body["target"].as_str().unwrap(),
             &k,
         ));
-        assert_eq!(got, r["verdict"].as_str().unwrap(), "result vector {}", r["name"]);
+        assert_eq!(
+            got,
+            r["verdict"].as_str().unwrap(),
+            "result vector {}",
+            r["name"]
+        );
         // A single changed field is never accepted.
         let mut tampered = body.clone();
         tampered["exitCode"] = Value::from(0);

@@ -92,7 +92,13 @@ impl World {
         std::fs::create_dir_all(key.parent().unwrap()).unwrap();
         std::fs::write(&key, VECTOR_KEY).unwrap();
         set_mode(&key, 0o600);
-        World { dir, root, key, state, home }
+        World {
+            dir,
+            root,
+            key,
+            state,
+            home,
+        }
     }
 
     /// A world whose target `PC` folder already exists (as after a first listen).
@@ -159,7 +165,8 @@ impl World {
         args.extend_from_slice(extra);
         let (code, out, err) = self.run(&args);
         assert_eq!(code, 0, "listen --once failed: {out}{err}");
-        let v: Value = serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("not JSON: {out}"));
+        let v: Value =
+            serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("not JSON: {out}"));
         v["counters"].clone()
     }
 
@@ -195,7 +202,10 @@ impl World {
         self.pc().join("results").join(format!("{id}.json"))
     }
     pub fn done(&self, id: &str) -> PathBuf {
-        self.pc().join("archive").join("done").join(format!("{id}.json"))
+        self.pc()
+            .join("archive")
+            .join("done")
+            .join(format!("{id}.json"))
     }
     pub fn running(&self, id: &str) -> PathBuf {
         self.pc().join("running").join(format!("{id}.json"))
@@ -204,12 +214,16 @@ impl World {
         self.pc().join("archive").join("rejected").join(name)
     }
     pub fn consumed(&self, id: &str) -> PathBuf {
-        self.pc().join("archive").join("consumed").join(format!("{id}.cancel.json"))
+        self.pc()
+            .join("archive")
+            .join("consumed")
+            .join(format!("{id}.cancel.json"))
     }
 
     /// The result document for `id`, parsed.
     pub fn result(&self, id: &str) -> Value {
-        let text = std::fs::read_to_string(self.result_path(id)).unwrap_or_else(|_| panic!("no result for {id}"));
+        let text = std::fs::read_to_string(self.result_path(id))
+            .unwrap_or_else(|_| panic!("no result for {id}"));
         serde_json::from_str(&text).unwrap()
     }
 
@@ -226,14 +240,25 @@ impl World {
     }
 
     /// Writes a job file signed independently with the vector key.
-    pub fn write_job(&self, dir_target: &str, id: &str, body_target: &str, created_at: &str, spec: &Value) -> PathBuf {
+    pub fn write_job(
+        &self,
+        dir_target: &str,
+        id: &str,
+        body_target: &str,
+        created_at: &str,
+        spec: &Value,
+    ) -> PathBuf {
         let spec_text = spec.to_string();
         let canonical = format!("job|{id}|{body_target}|{created_at}|LAPTOP|{spec_text}");
         let body = json!({
             "v": 1, "jobId": id, "target": body_target, "createdAt": created_at,
             "origin": "LAPTOP", "spec": spec_text, "sig": independent_sig(&canonical),
         });
-        let path = self.root.join(dir_target).join("inbox").join(format!("{id}.json"));
+        let path = self
+            .root
+            .join(dir_target)
+            .join("inbox")
+            .join(format!("{id}.json"));
         std::fs::write(&path, body.to_string()).unwrap();
         path
     }
@@ -246,7 +271,11 @@ impl World {
             "jobId": id, "target": body_target, "createdAt": created,
             "origin": "LAPTOP", "sig": independent_sig(&canonical),
         });
-        let path = self.root.join(dir_target).join("cancel").join(format!("{id}.json"));
+        let path = self
+            .root
+            .join(dir_target)
+            .join("cancel")
+            .join(format!("{id}.json"));
         std::fs::write(&path, body.to_string()).unwrap();
         path
     }
@@ -328,7 +357,10 @@ pub fn set_mode(p: &Path, mode: u32) {
 /// True while a process with this pid exists and is not a zombie.
 pub fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => s.rfind(')').and_then(|i| s.get(i + 2..i + 3)).is_some_and(|st| st != "Z"),
+        Ok(s) => s
+            .rfind(')')
+            .and_then(|i| s.get(i + 2..i + 3))
+            .is_some_and(|st| st != "Z"),
         Err(_) => false,
     }
 }
