@@ -27,6 +27,30 @@ pub enum Code {
 }
 
 impl Code {
+    /// Every code, in the SPEC's order.
+    pub const ALL: [Code; 7] = [
+        Code::Validation,
+        Code::BadRequest,
+        Code::NotFound,
+        Code::Internal,
+        Code::Busy,
+        Code::Forbidden,
+        Code::Config,
+    ];
+
+    /// When the code is used, for the man page's EXIT STATUS.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Code::Validation => "a missing or invalid id, name, duration or flag value",
+            Code::BadRequest => "an input document that does not parse",
+            Code::NotFound => "unknown target, job or file",
+            Code::Internal => "I/O and everything else; what already happened stays done, so a retry is safe",
+            Code::Busy => "another listener holds the lock; retry later",
+            Code::Forbidden => "signature, target or parent rule refused",
+            Code::Config => "no root, no key file, a key too short or readable by others",
+        }
+    }
+
     /// The code as printed, e.g. `VALIDATION_ERROR`.
     pub fn as_str(self) -> &'static str {
         match self {
