@@ -31,7 +31,13 @@ pub struct Cli {
 #[derive(Debug, Args, Clone)]
 pub struct Global {
     /// The dispatch root, the shared folder [default: $OneDrive/fleet-dispatch]
-    #[arg(long, global = true, env = "FLEET_DISPATCH_ROOT", hide_env_values = true, value_name = "DIR")]
+    #[arg(
+        long,
+        global = true,
+        env = "FLEET_DISPATCH_ROOT",
+        hide_env_values = true,
+        value_name = "DIR"
+    )]
     pub root: Option<PathBuf>,
     /// The fleet key file [default: ~/.claude/fleet-dispatch.key]
     #[arg(
@@ -256,9 +262,15 @@ pub struct DemoArgs {
 /// Exit statuses that are not errors, for the man page and the README.
 pub const OTHER_EXIT_STATUSES: &[(u8, &str)] = &[
     (0, "success; `listen` exits 0 whatever its jobs' outcomes"),
-    (1, "a plain no: `verify-marker` on an invalid marker, `cancel --wait` when the job finished first, a job that was cancelled, timed out or never started under `enqueue --wait`/`result --wait`"),
+    (
+        1,
+        "a plain no: `verify-marker` on an invalid marker, `cancel --wait` when the job finished first, a job that was cancelled, timed out or never started under `enqueue --wait`/`result --wait`",
+    ),
     (2, "a command line that cannot be parsed"),
-    (124, "a `--wait` that reached its `--wait-timeout`; the job is still queued or running"),
+    (
+        124,
+        "a `--wait` that reached its `--wait-timeout`; the job is still queued or running",
+    ),
     (130, "interrupted (Ctrl-C or SIGTERM)"),
 ];
 
@@ -267,25 +279,67 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ("FLEET_DISPATCH_ROOT", "the dispatch root (--root)"),
     ("FLEET_DISPATCH_KEY_FILE", "the fleet key file (--key-file)"),
     ("FLEET_DISPATCH_MACHINE", "this machine's name (--machine)"),
-    ("FLEET_DISPATCH_STATE_DIR", "the local state directory (--state-dir)"),
-    ("FLEET_DISPATCH_FLEET", "a comma list of machine names that are valid targets before their listener first starts"),
-    ("FLEET_DISPATCH_JOB_ID", "set by the listener for a job; inside a job, enqueue records it as parentJobId and cancel applies the parent rule"),
-    ("FLEET_DISPATCH_TARGET, FLEET_DISPATCH_ORIGIN", "set by the listener for a job: the machine running it and the one that sent it"),
-    ("OneDrive", "when set, the default root is $OneDrive/fleet-dispatch"),
-    ("XDG_STATE_HOME", "the default state directory is $XDG_STATE_HOME/fleet-dispatch (else ~/.local/state/fleet-dispatch; %LOCALAPPDATA%\\fleet-dispatch on Windows)"),
+    (
+        "FLEET_DISPATCH_STATE_DIR",
+        "the local state directory (--state-dir)",
+    ),
+    (
+        "FLEET_DISPATCH_FLEET",
+        "a comma list of machine names that are valid targets before their listener first starts",
+    ),
+    (
+        "FLEET_DISPATCH_JOB_ID",
+        "set by the listener for a job; inside a job, enqueue records it as parentJobId and cancel applies the parent rule",
+    ),
+    (
+        "FLEET_DISPATCH_TARGET, FLEET_DISPATCH_ORIGIN",
+        "set by the listener for a job: the machine running it and the one that sent it",
+    ),
+    (
+        "OneDrive",
+        "when set, the default root is $OneDrive/fleet-dispatch",
+    ),
+    (
+        "XDG_STATE_HOME",
+        "the default state directory is $XDG_STATE_HOME/fleet-dispatch (else ~/.local/state/fleet-dispatch; %LOCALAPPDATA%\\fleet-dispatch on Windows)",
+    ),
 ];
 
 /// The on-disk layout, for the man page's FILES section.
 pub const FILES: &[(&str, &str)] = &[
     ("<root>/<TARGET>/inbox/<jobId>.json", "queued jobs (signed)"),
-    ("<root>/<TARGET>/cancel/<jobId>.json", "cancel markers (signed)"),
-    ("<root>/<TARGET>/running/<jobId>.json", "what the listener is running now"),
+    (
+        "<root>/<TARGET>/cancel/<jobId>.json",
+        "cancel markers (signed)",
+    ),
+    (
+        "<root>/<TARGET>/running/<jobId>.json",
+        "what the listener is running now",
+    ),
     ("<root>/<TARGET>/results/<jobId>.json", "results (signed)"),
-    ("<root>/<TARGET>/logs/<jobId>.stdout.log", "captured output, capped (.stderr.log likewise)"),
-    ("<root>/<TARGET>/archive/done/<jobId>.json", "processed jobs (replay guard)"),
-    ("<root>/<TARGET>/archive/consumed/<jobId>.cancel.json", "consumed markers"),
-    ("<root>/<TARGET>/archive/rejected/<name>", "rejected inputs, each with <name>.reason.json"),
+    (
+        "<root>/<TARGET>/logs/<jobId>.stdout.log",
+        "captured output, capped (.stderr.log likewise)",
+    ),
+    (
+        "<root>/<TARGET>/archive/done/<jobId>.json",
+        "processed jobs (replay guard)",
+    ),
+    (
+        "<root>/<TARGET>/archive/consumed/<jobId>.cancel.json",
+        "consumed markers",
+    ),
+    (
+        "<root>/<TARGET>/archive/rejected/<name>",
+        "rejected inputs, each with <name>.reason.json",
+    ),
     ("<root>/<TARGET>/listener.json", "listener heartbeat"),
-    ("<state>/<TARGET>/listener.lock, journal.json, ledger.jsonl", "local state: the one-listener lock, the job in progress, processed ids"),
-    ("~/.claude/fleet-dispatch.key", "the fleet key (default path); never inside the root"),
+    (
+        "<state>/<TARGET>/listener.lock, journal.json, ledger.jsonl",
+        "local state: the one-listener lock, the job in progress, processed ids",
+    ),
+    (
+        "~/.claude/fleet-dispatch.key",
+        "the fleet key (default path); never inside the root",
+    ),
 ];

@@ -44,7 +44,9 @@ impl Code {
             Code::Validation => "a missing or invalid id, name, duration or flag value",
             Code::BadRequest => "an input document that does not parse",
             Code::NotFound => "unknown target, job or file",
-            Code::Internal => "I/O and everything else; what already happened stays done, so a retry is safe",
+            Code::Internal => {
+                "I/O and everything else; what already happened stays done, so a retry is safe"
+            }
             Code::Busy => "another listener holds the lock; retry later",
             Code::Forbidden => "signature, target or parent rule refused",
             Code::Config => "no root, no key file, a key too short or readable by others",

@@ -60,16 +60,38 @@ fn man_page(cmd: clap::Command, title: &str) -> String {
         out.push_str(".fi\n");
     }
     out.push_str(".SH \"EXIT STATUS\"\n");
-    let mut statuses: Vec<(u8, String)> = cli::OTHER_EXIT_STATUSES.iter().map(|(n, t)| (*n, t.to_string())).collect();
-    statuses.extend(Code::ALL.iter().map(|c| (c.exit_status(), format!("{}: {}", c.as_str(), c.meaning()))));
+    let mut statuses: Vec<(u8, String)> = cli::OTHER_EXIT_STATUSES
+        .iter()
+        .map(|(n, t)| (*n, t.to_string()))
+        .collect();
+    statuses.extend(
+        Code::ALL
+            .iter()
+            .map(|c| (c.exit_status(), format!("{}: {}", c.as_str(), c.meaning()))),
+    );
     statuses.sort_by_key(|(n, _)| *n);
-    tagged(&mut out, statuses.into_iter().map(|(n, t)| (n.to_string(), t)));
+    tagged(
+        &mut out,
+        statuses.into_iter().map(|(n, t)| (n.to_string(), t)),
+    );
     out.push_str(".SH ENVIRONMENT\n");
-    tagged(&mut out, cli::ENVIRONMENT.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    tagged(
+        &mut out,
+        cli::ENVIRONMENT
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
     out.push_str(".SH FILES\n");
-    tagged(&mut out, cli::FILES.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    tagged(
+        &mut out,
+        cli::FILES
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
     out.push_str(".SH \"SEE ALSO\"\n");
-    out.push_str(&roff("fleet-dispatch(1), and the README for the protocol and deployment recipes"));
+    out.push_str(&roff(
+        "fleet-dispatch(1), and the README for the protocol and deployment recipes",
+    ));
     out.push('\n');
     out
 }
@@ -78,7 +100,10 @@ fn man_page(cmd: clap::Command, title: &str) -> String {
 fn generated() -> Vec<(PathBuf, String)> {
     let mut cmd = Cli::command();
     cmd.build();
-    let mut files = vec![(PathBuf::from("man/fleet-dispatch.1"), man_page(cmd.clone(), "fleet-dispatch"))];
+    let mut files = vec![(
+        PathBuf::from("man/fleet-dispatch.1"),
+        man_page(cmd.clone(), "fleet-dispatch"),
+    )];
     for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
         let name = format!("fleet-dispatch-{}", sub.get_name());
         // clap names take &'static str; a test may leak a few bytes.
@@ -93,7 +118,10 @@ fn generated() -> Vec<(PathBuf, String)> {
     ] {
         let mut buf = Vec::new();
         clap_complete::generate(shell, &mut Cli::command(), "fleet-dispatch", &mut buf);
-        files.push((PathBuf::from(format!("completions/{file}")), String::from_utf8(buf).unwrap()));
+        files.push((
+            PathBuf::from(format!("completions/{file}")),
+            String::from_utf8(buf).unwrap(),
+        ));
     }
     files
 }
@@ -104,7 +132,11 @@ fn first_difference(old: &str, new: &str) -> String {
             return format!("line {}:\n- {a}\n+ {b}", i + 1);
         }
     }
-    format!("length differs: {} lines committed, {} generated", old.lines().count(), new.lines().count())
+    format!(
+        "length differs: {} lines committed, {} generated",
+        old.lines().count(),
+        new.lines().count()
+    )
 }
 
 #[test]
@@ -121,7 +153,11 @@ fn man_pages_and_completions_are_up_to_date() {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(&path, &content).unwrap();
         } else {
-            stale.push(format!("{}: {}", rel.display(), first_difference(&old, &content)));
+            stale.push(format!(
+                "{}: {}",
+                rel.display(),
+                first_difference(&old, &content)
+            ));
         }
     }
     assert!(
@@ -133,11 +169,29 @@ fn man_pages_and_completions_are_up_to_date() {
 
 #[test]
 fn man_pages_carry_exit_status_environment_and_layout() {
-    for (rel, content) in generated().into_iter().filter(|(p, _)| p.starts_with("man")) {
-        for section in [".SH \"EXIT STATUS\"", ".SH ENVIRONMENT", ".SH FILES", "FLEET\\-DISPATCH\\-ROOT".replace("\\-DISPATCH\\-", "_DISPATCH_").as_str()] {
-            assert!(content.contains(section), "{} lacks {section}", rel.display());
+    for (rel, content) in generated()
+        .into_iter()
+        .filter(|(p, _)| p.starts_with("man"))
+    {
+        for section in [
+            ".SH \"EXIT STATUS\"",
+            ".SH ENVIRONMENT",
+            ".SH FILES",
+            "FLEET\\-DISPATCH\\-ROOT"
+                .replace("\\-DISPATCH\\-", "_DISPATCH_")
+                .as_str(),
+        ] {
+            assert!(
+                content.contains(section),
+                "{} lacks {section}",
+                rel.display()
+            );
         }
-        assert!(content.contains("archive/done"), "{} lacks the layout", rel.display());
+        assert!(
+            content.contains("archive/done"),
+            "{} lacks the layout",
+            rel.display()
+        );
     }
     assert!(Path::new(&project().join("man")).exists() || std::env::var_os(REGENERATE).is_some());
 }
@@ -146,7 +200,14 @@ fn man_pages_carry_exit_status_environment_and_layout() {
 fn every_subcommand_has_an_example_in_its_help() {
     let cmd = Cli::command();
     for sub in cmd.get_subcommands() {
-        let after = sub.get_after_help().map(|a| a.to_string()).unwrap_or_default();
-        assert!(after.contains("Example"), "{} --help has no example", sub.get_name());
+        let after = sub
+            .get_after_help()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        assert!(
+            after.contains("Example"),
+            "{} --help has no example",
+            sub.get_name()
+        );
     }
 }
