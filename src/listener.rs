@@ -112,6 +112,10 @@ pub struct Listener {
     counters: Counters,
     unsettled: HashMap<String, (u64, Option<SystemTime>, Instant)>,
     deferred: HashSet<JobId>,
+    /// Accepted job files by name, with the (size, mtime) they had.
+    parsed: HashMap<String, ((u64, Option<SystemTime>), Job)>,
+    /// Names already reported as left in place, so a stuck file is said once.
+    noted: HashSet<String>,
     tx: Sender<Control>,
     rx: Receiver<Control>,
     shutdown: Arc<Shutdown>,
@@ -161,6 +165,8 @@ impl Listener {
             counters: Counters::default(),
             unsettled: HashMap::new(),
             deferred: HashSet::new(),
+            parsed: HashMap::new(),
+            noted: HashSet::new(),
             tx,
             rx,
             shutdown,
@@ -266,13 +272,11 @@ impl Listener {
             }
             present.insert(name.clone());
             let path = entry.path();
-            let read = fsops::read_limited(&path, doc::job::MAX_BYTES);
-            let verdict = accept::job(&name, read, self.dirs.target().as_str(), &self.key)
-                .and_then(|job| {
-                    accept::replay(&job.id, self.seen_where(&job.id))?;
-                    accept::freshness(job.created, clock::now(), self.settings.max_age)?;
-                    Ok(job)
-                });
+            let verdict = self.judge(&name, &path).and_then(|job| {
+                accept::replay(&job.id, self.seen_where(&job.id))?;
+                accept::freshness(job.created, clock::now(), self.settings.max_age)?;
+                Ok(job)
+            });
             match verdict {
                 Ok(job) => {
                     self.unsettled.remove(&name);
@@ -280,12 +284,13 @@ impl Listener {
                 }
                 Err(r) if matches!(r.verdict, Verdict::Missing) => {}
                 Err(r) if matches!(r.verdict, Verdict::Unreadable) => {
-                    self.say(format!("left {name} in place: {}", r.message));
+                    self.say_once(&name, format!("left {name} in place: {}", r.message));
                 }
                 Err(r)
                     if matches!(r.verdict, Verdict::Malformed) && !self.settled(&name, &path) => {}
                 Err(r) => {
                     self.unsettled.remove(&name);
+                    self.parsed.remove(&name);
                     if r.verdict == Verdict::AlreadyProcessed {
                         self.counters.skipped += 1;
                     } else {
@@ -296,12 +301,45 @@ impl Listener {
                         r.verdict.as_str(),
                         r.message
                     ));
-                    self.reject(&path, &name, &r, "job")?;
+                    // A file we cannot move aside stays and is retried; it
+                    // must never take the listener down.
+                    if let Err(e) = self.reject(&path, &name, &r, "job") {
+                        self.say_once(&name, format!("could not move {name} aside: {e}"));
+                    }
                 }
             }
         }
-        self.unsettled.retain(|n, _| present.contains(n));
+        self.unsettled
+            .retain(|n, _| n.starts_with("cancel/") || present.contains(n));
+        self.parsed.retain(|n, _| present.contains(n));
+        self.noted.retain(|n| present.contains(n));
         Ok(out)
+    }
+
+    /// Steps 1 to 8 of acceptance for one inbox entry. A file already
+    /// accepted and unchanged since (same size and mtime) is not read again.
+    fn judge(&mut self, name: &str, path: &std::path::Path) -> Result<Job, Rejection> {
+        let stamp = std::fs::symlink_metadata(path)
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| (m.len(), m.modified().ok()));
+        if let (Some(stamp), Some((seen, job))) = (stamp, self.parsed.get(name)) {
+            if *seen == stamp {
+                return Ok(job.clone());
+            }
+        }
+        let read = fsops::read_limited(path, doc::job::MAX_BYTES);
+        let job = accept::job(name, read, self.dirs.target().as_str(), &self.key)?;
+        if let Some(stamp) = stamp {
+            self.parsed.insert(name.to_string(), (stamp, job.clone()));
+        }
+        Ok(job)
+    }
+
+    fn say_once(&mut self, name: &str, line: String) {
+        if self.noted.insert(name.to_string()) {
+            self.say(line);
+        }
     }
 
     /// Where `id` was already processed, if anywhere.
@@ -434,6 +472,13 @@ impl Listener {
         if !fsops::publish(&result_path, &doc::to_file_bytes(outcome), true)? {
             self.say(format!("a result for {id} already exists; keeping it"));
         }
+        self.archive(id, job_path)
+    }
+
+    /// Everything after the result: job to `archive/done/`, marker to
+    /// `archive/consumed/`, ledger, journal cleared. Safe to repeat.
+    fn archive(&mut self, id: &JobId, job_path: &std::path::Path) -> Result<()> {
+        self.parsed.remove(&id.file_name());
         if std::fs::symlink_metadata(job_path).is_ok() {
             let done = self.dirs.done_file(id);
             if !fsops::move_no_replace(job_path, &done)? {
@@ -666,40 +711,29 @@ impl Listener {
         }
         let _ = fsops::remove(&self.dirs.running_file(&id));
         let job_path = self.dirs.job_file(&id);
-        if std::fs::symlink_metadata(self.dirs.result_file(&id)).is_err() {
-            let detail = json!({
-                "recovered": true,
-                "note": "the listener stopped while this job ran; it is not run again",
-                "pid": entry.pid,
-            });
-            let outcome = Outcome::sign(
-                &self.key,
-                id.as_str(),
-                self.dirs.target().as_str(),
-                Termination::Interrupted,
-                None,
-                Some(&entry.started_at),
-                &clock::format(clock::now()),
-                &detail,
-            );
-            self.counters.failed += 1;
-            self.say(format!("finished {id}: interrupted"));
-            self.finish(&id, &job_path, &outcome)
-        } else {
-            self.finish(&id, &job_path, &self.existing_result(&id)?)
+        if std::fs::symlink_metadata(self.dirs.result_file(&id)).is_ok() {
+            // The result was written before the crash: only the bookkeeping
+            // after it is left to do.
+            return self.archive(&id, &job_path);
         }
-    }
-
-    fn existing_result(&self, id: &JobId) -> Result<Outcome> {
-        // Re-reading our own result to finish its bookkeeping; `finish` will
-        // not rewrite it (publish never replaces).
-        let read = fsops::read_limited(&self.dirs.result_file(id), doc::outcome::MAX_BYTES);
-        accept::outcome(id.as_str(), read, self.dirs.target().as_str(), &self.key).map_err(|r| {
-            crate::error::Error::forbidden(format!(
-                "result for {id} does not verify: {}",
-                r.message
-            ))
-        })
+        let detail = json!({
+            "recovered": true,
+            "note": "the listener stopped while this job ran; it is not run again",
+            "pid": entry.pid,
+        });
+        let outcome = Outcome::sign(
+            &self.key,
+            id.as_str(),
+            self.dirs.target().as_str(),
+            Termination::Interrupted,
+            None,
+            Some(&entry.started_at),
+            &clock::format(clock::now()),
+            &detail,
+        );
+        self.counters.failed += 1;
+        self.say(format!("finished {id}: interrupted"));
+        self.finish(&id, &job_path, &outcome)
     }
 
     fn heartbeat(&mut self, job: Option<&JobId>, state: &str) {
