@@ -168,16 +168,27 @@ pub fn run(
             )));
         }
     };
-    let pid = child.id() as i32;
-    CURRENT_GROUP.store(pid, Ordering::SeqCst);
-    on_spawn(pid);
+    let tree = match platform::Tree::adopt(&child) {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return blank(Exit::SpawnFailed(format!(
+                "cannot take charge of the process: {e}"
+            )));
+        }
+    };
+    let id = tree.id();
+    CURRENT_GROUP.store(id, Ordering::SeqCst);
+    on_spawn(id);
 
     let out = Capture::start(child.stdout.take(), out_file);
     let err = Capture::start(child.stderr.take(), err_file);
     let waiter_tx = tx.clone();
+    let wait_exit = tree.exit_waiter();
     std::thread::spawn(move || {
-        let _ = platform::wait_exit_keep_zombie(pid);
-        let _ = waiter_tx.send(Control::Exited(pid));
+        wait_exit();
+        let _ = waiter_tx.send(Control::Exited(id));
     });
 
     let deadline = req.timeout.map(|t| started + t);
@@ -194,8 +205,8 @@ pub fn run(
             None => rx.recv().ok(),
         };
         match msg {
-            Some(Control::Exited(p)) if p == pid => break None,
-            Some(Control::Cancel(id, marker)) if id == req.job_id => {
+            Some(Control::Exited(p)) if p == id => break None,
+            Some(Control::Cancel(job, marker)) if job == req.job_id => {
                 break Some(StopReason::Cancel(marker));
             }
             Some(Control::Shutdown) => break Some(StopReason::Shutdown),
@@ -203,24 +214,21 @@ pub fn run(
             None => break None,
         }
     };
-    let me = std::process::id() as i32;
     if let Some(reason) = reason {
-        if platform::has_exited(pid) {
+        if tree.leader_exited() {
             // It ended by itself before we sent anything: keep its honest exit.
             raced = Some(reason);
         } else {
-            platform::signal_group(pid, Signal::Term);
-            platform::signal_pids(&platform::job_processes(me, pid), Signal::Term);
+            tree.signal(Signal::Term);
             let grace_end = Instant::now() + req.grace;
-            let exited = wait_for_exit(rx, pid, grace_end);
-            let tree_gone = exited && wait_tree_gone(me, pid, grace_end);
+            let exited = wait_for_exit(rx, &tree, grace_end);
+            let tree_gone = exited && wait_tree_gone(&tree, grace_end);
             let grace_expired = !tree_gone;
             if grace_expired {
-                platform::signal_group(pid, Signal::Kill);
-                platform::signal_pids(&platform::job_processes(me, pid), Signal::Kill);
+                tree.signal(Signal::Kill);
             }
             if !exited {
-                wait_for_exit(rx, pid, Instant::now() + Duration::from_secs(3600));
+                wait_for_exit(rx, &tree, Instant::now() + Duration::from_secs(3600));
             }
             stop = Some(Stop {
                 reason,
@@ -229,20 +237,17 @@ pub fn run(
         }
     }
     // The main process has exited (not yet reaped): stop what it left behind.
-    let leftovers = platform::job_processes(me, pid);
-    let leftovers_stopped = leftovers.len();
-    if !leftovers.is_empty() {
-        platform::signal_group(pid, Signal::Term);
-        platform::signal_pids(&leftovers, Signal::Term);
-        if !wait_tree_gone(me, pid, Instant::now() + req.grace) {
-            platform::signal_group(pid, Signal::Kill);
-            platform::signal_pids(&platform::job_processes(me, pid), Signal::Kill);
-            wait_tree_gone(me, pid, Instant::now() + Duration::from_secs(2));
+    let leftovers_stopped = tree.others().len();
+    if leftovers_stopped > 0 {
+        tree.signal(Signal::Term);
+        if !wait_tree_gone(&tree, Instant::now() + req.grace) {
+            tree.signal(Signal::Kill);
+            wait_tree_gone(&tree, Instant::now() + Duration::from_secs(2));
         }
     }
     let status = child.wait();
     CURRENT_GROUP.store(0, Ordering::SeqCst);
-    platform::reap_orphans();
+    tree.release();
     let duration = started.elapsed();
     let exit = match status {
         Ok(s) => match (s.code(), platform::exit_signal(&s)) {
@@ -268,22 +273,23 @@ pub fn run(
     }
 }
 
-/// Waits until the waiter reports `pid`'s exit or `until` passes.
-fn wait_for_exit(rx: &Receiver<Control>, pid: i32, until: Instant) -> bool {
+/// Waits until the waiter reports the leader's exit or `until` passes.
+fn wait_for_exit(rx: &Receiver<Control>, tree: &platform::Tree, until: Instant) -> bool {
     loop {
         let left = until.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
-            Ok(Control::Exited(p)) if p == pid => return true,
+            Ok(Control::Exited(p)) if p == tree.id() => return true,
             Ok(_) => continue,
-            Err(_) => return platform::has_exited(pid),
+            Err(_) => return tree.leader_exited(),
         }
     }
 }
 
-/// Waits until no process of the job's tree is left or `until` passes.
-fn wait_tree_gone(me: i32, pgid: i32, until: Instant) -> bool {
+/// Waits until no process of the tree but the exited leader is left, or
+/// `until` passes.
+fn wait_tree_gone(tree: &platform::Tree, until: Instant) -> bool {
     loop {
-        if platform::job_processes(me, pgid).iter().all(|&p| p == pgid) {
+        if tree.others().is_empty() {
             return true;
         }
         if Instant::now() >= until {

@@ -11,7 +11,7 @@ use crate::cli::ListenArgs;
 use crate::config::Context;
 use crate::error::{Error, Result};
 use crate::listener::{Listener, Settings, Shutdown};
-use crate::platform::{self, Signal};
+use crate::platform;
 use crate::runner::CURRENT_GROUP;
 
 /// Exit status after an interrupt.
@@ -33,7 +33,7 @@ fn install_handler() -> Result<Arc<Shutdown>> {
                     s.request();
                 }
             } else {
-                platform::signal_group(CURRENT_GROUP.load(Ordering::SeqCst), Signal::Kill);
+                platform::kill_tree_now(CURRENT_GROUP.load(Ordering::SeqCst));
                 std::process::exit(INTERRUPTED as i32);
             }
         })

@@ -122,6 +122,66 @@ pub fn prepare_job(cmd: &mut Command) {
     cmd.process_group(0);
 }
 
+/// The process tree of one job: its main process (leader of its own process
+/// group) and everything started under it, including processes that left the
+/// group with `setsid` (found through the subreaper and `/proc` on Linux).
+#[derive(Debug)]
+pub struct Tree {
+    leader: i32,
+}
+
+impl Tree {
+    /// Takes charge of a just-spawned job process (see [`prepare_job`]).
+    pub fn adopt(child: &std::process::Child) -> io::Result<Tree> {
+        let leader = i32::try_from(child.id()).map_err(|_| io::Error::other("pid out of range"))?;
+        Ok(Tree { leader })
+    }
+
+    /// The id recorded in the journal: the leader's pid (= its group id).
+    pub fn id(&self) -> i32 {
+        self.leader
+    }
+
+    /// A blocking wait for the leader's exit that does not reap it, to run
+    /// on a thread of its own.
+    pub fn exit_waiter(&self) -> impl FnOnce() + Send + 'static {
+        let pid = self.leader;
+        move || {
+            let _ = wait_exit_keep_zombie(pid);
+        }
+    }
+
+    /// True once the leader has exited (it stays unreaped until its owner
+    /// waits for it, keeping the group id reserved).
+    pub fn leader_exited(&self) -> bool {
+        has_exited(self.leader)
+    }
+
+    /// Signals the whole tree: the group and every descendant.
+    pub fn signal(&self, sig: Signal) {
+        signal_group(self.leader, sig);
+        signal_pids(&self.others(), sig);
+    }
+
+    /// Live processes of the tree other than the leader.
+    pub fn others(&self) -> Vec<i32> {
+        job_processes(std::process::id() as i32, self.leader)
+            .into_iter()
+            .filter(|&p| p != self.leader)
+            .collect()
+    }
+
+    /// Called after the leader was reaped: collects adopted orphans.
+    pub fn release(self) {
+        reap_orphans();
+    }
+}
+
+/// Kills the tree recorded under `id` at once (a second Ctrl-C).
+pub fn kill_tree_now(id: i32) {
+    signal_group(id, Signal::Kill);
+}
+
 /// The signals the runner sends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Signal {
@@ -167,7 +227,7 @@ pub fn exit_signal(status: &std::process::ExitStatus) -> Option<i32> {
 /// Sends `sig` to the process group `pgid` (continuing it first for a
 /// graceful stop, so a stopped job can act on SIGTERM). Never signals a group
 /// id ≤ 1, which would mean "every process" or init.
-pub fn signal_group(pgid: i32, sig: Signal) {
+fn signal_group(pgid: i32, sig: Signal) {
     if pgid <= 1 {
         return;
     }
@@ -196,7 +256,7 @@ pub fn signal_pids(pids: &[i32], sig: Signal) {
 /// Blocks until process `pid` (our child) has exited, without reaping it: the
 /// zombie keeps its pid and group id reserved, so signalling the group
 /// afterwards can never reach a stranger that reused the number.
-pub fn wait_exit_keep_zombie(pid: i32) -> io::Result<()> {
+fn wait_exit_keep_zombie(pid: i32) -> io::Result<()> {
     loop {
         // SAFETY: siginfo_t is plain data; waitid fills it.
         let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -219,7 +279,7 @@ pub fn wait_exit_keep_zombie(pid: i32) -> io::Result<()> {
 }
 
 /// True when our child `pid` has exited (it is not reaped).
-pub fn has_exited(pid: i32) -> bool {
+fn has_exited(pid: i32) -> bool {
     // SAFETY: as above, with WNOHANG.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     let rc = unsafe {
@@ -246,7 +306,7 @@ pub fn become_subreaper() {
 
 /// Reaps any exited children without blocking (orphans adopted as subreaper).
 /// Call only when no job child is waiting to be reaped by its owner.
-pub fn reap_orphans() {
+fn reap_orphans() {
     loop {
         let mut status = 0;
         // SAFETY: waitpid with WNOHANG never blocks.
@@ -297,7 +357,7 @@ fn process_table() -> Vec<Proc> {
 /// Live processes below `root` in the process tree, plus live members of
 /// process group `pgid`, excluding `root` itself. Empty where there is no
 /// `/proc`.
-pub fn job_processes(root: i32, pgid: i32) -> Vec<i32> {
+fn job_processes(root: i32, pgid: i32) -> Vec<i32> {
     let table = process_table();
     let mut found: Vec<i32> = table
         .iter()
