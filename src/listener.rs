@@ -323,10 +323,10 @@ impl Listener {
             .ok()
             .filter(|m| m.is_file())
             .map(|m| (m.len(), m.modified().ok()));
-        if let (Some(stamp), Some((seen, job))) = (stamp, self.parsed.get(name)) {
-            if *seen == stamp {
-                return Ok(job.clone());
-            }
+        if let (Some(stamp), Some((seen, job))) = (stamp, self.parsed.get(name))
+            && *seen == stamp
+        {
+            return Ok(job.clone());
         }
         let read = fsops::read_limited(path, doc::job::MAX_BYTES);
         let job = accept::job(name, read, self.dirs.target().as_str(), &self.key)?;
