@@ -75,7 +75,7 @@ Register-ArgumentCompleter -Native -CommandName 'fleet-dispatch' -ScriptBlock {
             break
         }
         'fleet-dispatch;listen' {
-            [CompletionResult]::new('--poll-interval', '--poll-interval', [CompletionResultType]::ParameterName, 'How often to rescan the inbox and check for cancel markers')
+            [CompletionResult]::new('--poll-interval', '--poll-interval', [CompletionResultType]::ParameterName, 'How often to rescan the inbox and check for cancel markers [default: 2s]')
             [CompletionResult]::new('--settle', '--settle', [CompletionResultType]::ParameterName, 'How long a file that does not parse may stay unchanged before it is rejected')
             [CompletionResult]::new('--max-job-age', '--max-job-age', [CompletionResultType]::ParameterName, 'Jobs older than this are refused as stale')
             [CompletionResult]::new('--governor-file', '--governor-file', [CompletionResultType]::ParameterName, 'Governor file: first word GREEN, YELLOW (only high jobs run) or RED (none)')

@@ -65,7 +65,7 @@ complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand enqueue" -
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand enqueue" -l wait -d 'Wait for the result and exit with the job\'s exit code'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand enqueue" -l json -d 'Print one JSON document on stdout, for programs'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand enqueue" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand listen" -l poll-interval -d 'How often to rescan the inbox and check for cancel markers' -r
+complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand listen" -l poll-interval -d 'How often to rescan the inbox and check for cancel markers [default: 2s]' -r
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand listen" -l settle -d 'How long a file that does not parse may stay unchanged before it is rejected' -r
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand listen" -l max-job-age -d 'Jobs older than this are refused as stale' -r
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand listen" -l governor-file -d 'Governor file: first word GREEN, YELLOW (only high jobs run) or RED (none)' -r -F

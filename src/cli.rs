@@ -175,9 +175,14 @@ pub struct ListenArgs {
     /// Drain the inbox once and exit
     #[arg(long)]
     pub once: bool,
-    /// How often to rescan the inbox and check for cancel markers
-    #[arg(long, value_name = "D", default_value = "2s")]
-    pub poll_interval: String,
+    /// How often to rescan the inbox and check for cancel markers [default: 2s]
+    #[arg(
+        long,
+        value_name = "D",
+        env = "FLEET_DISPATCH_POLL_INTERVAL",
+        hide_env_values = true
+    )]
+    pub poll_interval: Option<String>,
     /// How long a file that does not parse may stay unchanged before it is rejected
     #[arg(long, value_name = "D", default_value = "30s")]
     pub settle: String,

@@ -1,8 +1,16 @@
-//! Resolves the global options (flag > environment variable > default) into
-//! the places and identity a command works with, refusing unsafe set-ups:
-//! no root, a key or state directory inside the synced root.
+//! Resolves the global options into the places and identity a command works
+//! with, refusing unsafe set-ups (no root, a key or state directory inside
+//! the synced root).
+//!
+//! Precedence: a flag, then its `FLEET_DISPATCH_*` variable, then the
+//! optional config file, then the default. The file (`config.toml` in the user's config directory, or the
+//! path in `FLEET_DISPATCH_CONFIG`) lets a Task Scheduler entry or a service
+//! unit stay one short line.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
 
 use crate::cli::Global;
 use crate::error::{Error, Result};
@@ -10,16 +18,124 @@ use crate::key::Key;
 use crate::layout::{self, StateDirs, TargetDirs};
 use crate::names::Machine;
 
+/// The settings a config file may hold; every one optional.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// The dispatch root.
+    pub root: Option<PathBuf>,
+    /// The fleet key file.
+    pub key_file: Option<PathBuf>,
+    /// This machine's name.
+    pub machine: Option<String>,
+    /// The local state directory.
+    pub state_dir: Option<PathBuf>,
+    /// Fleet members that are valid targets before their listener starts.
+    pub fleet: Option<Vec<String>>,
+    /// The listener's poll interval, e.g. "2s".
+    pub poll_interval: Option<String>,
+}
+
+/// Where the config file is looked for: `FLEET_DISPATCH_CONFIG`, else
+/// `config.toml` under `$XDG_CONFIG_HOME/fleet-dispatch` (`~/.config/…`),
+/// `~/Library/Application Support/fleet-dispatch` on macOS, or
+/// `%APPDATA%\fleet-dispatch` on Windows. Returns the path and whether it
+/// was named explicitly (then it must exist).
+pub fn config_path() -> Option<(PathBuf, bool)> {
+    if let Some(p) = std::env::var_os("FLEET_DISPATCH_CONFIG").filter(|p| !p.is_empty()) {
+        return Some((PathBuf::from(p), true));
+    }
+    let var = |v: &str| {
+        std::env::var_os(v)
+            .filter(|x| !x.is_empty())
+            .map(PathBuf::from)
+    };
+    let dir = if cfg!(windows) {
+        var("APPDATA")
+    } else if cfg!(target_os = "macos") {
+        var("HOME").map(|h| h.join("Library").join("Application Support"))
+    } else {
+        var("XDG_CONFIG_HOME").or_else(|| var("HOME").map(|h| h.join(".config")))
+    }?;
+    Some((dir.join("fleet-dispatch").join("config.toml"), false))
+}
+
+/// Parses config file text; `path` names the file in errors.
+pub fn parse_config(text: &str, path: &Path) -> Result<FileConfig> {
+    let mut cfg: FileConfig = toml::from_str(text).map_err(|e| {
+        Error::config(format!(
+            "config file {} is not valid: {}",
+            path.display(),
+            e.message()
+        ))
+        .hint("keys: root, key_file, machine, state_dir, fleet (a list), poll_interval")
+    })?;
+    let home = std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" });
+    for p in [&mut cfg.root, &mut cfg.key_file, &mut cfg.state_dir]
+        .into_iter()
+        .flatten()
+    {
+        if let (Ok(rest), Some(home)) = (p.strip_prefix("~"), home.as_ref()) {
+            *p = PathBuf::from(home).join(rest);
+        }
+    }
+    if let Some(d) = &cfg.poll_interval {
+        crate::clock::parse_duration(d).map_err(|e| {
+            Error::config(format!(
+                "config file {}: poll_interval: {}",
+                path.display(),
+                e.message
+            ))
+        })?;
+    }
+    Ok(cfg)
+}
+
+fn load_config() -> Result<FileConfig> {
+    let Some((path, explicit)) = config_path() else {
+        return Ok(FileConfig::default());
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) => parse_config(&text, &path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {
+            Ok(FileConfig::default())
+        }
+        Err(e) => Err(Error::config(format!(
+            "cannot read config file {}: {e}",
+            path.display()
+        ))),
+    }
+}
+
 /// What every command knows about where it runs.
 #[derive(Debug, Clone)]
 pub struct Context {
     global: Global,
+    file: FileConfig,
 }
 
 impl Context {
-    /// A context from parsed global options.
-    pub fn new(global: Global) -> Context {
-        Context { global }
+    /// A context from parsed global options and the config file.
+    pub fn load(global: Global) -> Result<Context> {
+        Ok(Context::with_file(global, load_config()?))
+    }
+
+    /// A context from options and an already-read config.
+    pub fn with_file(mut global: Global, file: FileConfig) -> Context {
+        global.root = global.root.or_else(|| file.root.clone());
+        global.key_file = global.key_file.or_else(|| file.key_file.clone());
+        global.machine = global.machine.or_else(|| file.machine.clone());
+        global.state_dir = global.state_dir.or_else(|| file.state_dir.clone());
+        Context { global, file }
+    }
+
+    /// The poll interval: the flag or its variable, else the file, else 2 s.
+    pub fn poll_interval(&self, flag: Option<&str>) -> Result<Duration> {
+        match flag.or(self.file.poll_interval.as_deref()) {
+            Some(s) => crate::clock::parse_duration(s)
+                .map_err(|e| Error::validation(format!("--poll-interval: {}", e.message))),
+            None => Ok(Duration::from_secs(2)),
+        }
     }
 
     /// True when output should be one JSON document.
@@ -115,22 +231,24 @@ impl Context {
         Ok(StateDirs::new(&self.state_dir(root)?, target))
     }
 
-    /// Fleet members named in `FLEET_DISPATCH_FLEET`.
+    /// Fleet members: `FLEET_DISPATCH_FLEET` (a comma list), else the file.
     pub fn fleet(&self) -> Vec<String> {
-        std::env::var("FLEET_DISPATCH_FLEET")
-            .unwrap_or_default()
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .collect()
+        match std::env::var("FLEET_DISPATCH_FLEET") {
+            Ok(list) if !list.trim().is_empty() => list
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect(),
+            _ => self.file.fleet.clone().unwrap_or_default(),
+        }
     }
 
     /// Resolves a target name under `root` (SPEC §2).
     pub fn target(&self, root: &Path, name: &str) -> Result<TargetDirs> {
         let fleet = self.fleet();
         for f in &fleet {
-            Machine::parse(f, "machine name in FLEET_DISPATCH_FLEET")?;
+            Machine::parse(f, "fleet member (FLEET_DISPATCH_FLEET or the config file)")?;
         }
         layout::resolve_target(root, name, &fleet)
     }
@@ -143,5 +261,54 @@ impl Context {
                 .map_err(|e| Error::validation(format!("FLEET_DISPATCH_JOB_ID: {}", e.message))),
             _ => Ok(None),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_file_fields_and_refusals() {
+        let p = Path::new("/c.toml");
+        let c = parse_config(
+            "root = \"/r\"\nmachine = \"PC\"\nfleet = [\"PC\", \"LAPTOP\"]\npoll_interval = \"500ms\"\n",
+            p,
+        )
+        .unwrap();
+        assert_eq!(c.root, Some(PathBuf::from("/r")));
+        assert_eq!(
+            c.fleet.as_deref(),
+            Some(&["PC".to_string(), "LAPTOP".to_string()][..])
+        );
+        let e = parse_config("rooot = \"/r\"", p).unwrap_err();
+        assert!(e.message.contains("/c.toml"), "{}", e.message);
+        assert!(parse_config("poll_interval = \"soon\"", p).is_err());
+        assert!(parse_config("root = 5", p).is_err());
+    }
+
+    #[test]
+    fn flags_win_over_the_file() {
+        let g = Global {
+            root: Some(PathBuf::from("/flag")),
+            key_file: None,
+            machine: None,
+            state_dir: None,
+            json: false,
+        };
+        let f = FileConfig {
+            root: Some(PathBuf::from("/file")),
+            machine: Some("FILEPC".into()),
+            poll_interval: Some("5s".into()),
+            ..FileConfig::default()
+        };
+        let ctx = Context::with_file(g, f);
+        assert_eq!(ctx.global.root, Some(PathBuf::from("/flag")));
+        assert_eq!(ctx.global.machine.as_deref(), Some("FILEPC"));
+        assert_eq!(ctx.poll_interval(None).unwrap(), Duration::from_secs(5));
+        assert_eq!(
+            ctx.poll_interval(Some("1s")).unwrap(),
+            Duration::from_secs(1)
+        );
     }
 }

@@ -51,8 +51,7 @@ fn install_handler() -> Result<Arc<Shutdown>> {
 pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
     let settings = Settings {
         once: args.once,
-        poll: crate::clock::parse_duration(&args.poll_interval)
-            .map_err(|e| Error::validation(format!("--poll-interval: {}", e.message)))?,
+        poll: ctx.poll_interval(args.poll_interval.as_deref())?,
         settle: crate::clock::parse_duration(&args.settle)
             .map_err(|e| Error::validation(format!("--settle: {}", e.message)))?,
         max_age: crate::clock::parse_duration(&args.max_job_age)

@@ -18,7 +18,7 @@ pub use cancel::{CancelStatus, request_cancel};
 
 /// Runs the command; returns the process exit status.
 pub fn dispatch(cli: Cli) -> Result<u8> {
-    let ctx = Context::new(cli.global);
+    let ctx = Context::load(cli.global)?;
     match cli.command {
         Cmd::Keygen(a) => keygen::run(&ctx, a),
         Cmd::Enqueue(a) => enqueue::run(&ctx, a),
