@@ -213,6 +213,7 @@ pub fn resolve_target(root: &Path, name: &str, fleet: &[String]) -> Result<Targe
     }
     if let Some(member) = fleet.iter().find(|n| wanted.same(n)) {
         let dirs = TargetDirs::new(root, &Machine::parse(member, "target")?);
+        check_real_dir(dirs.base())?;
         crate::fsops::create_dirs(&dirs.all_dirs())?;
         return Ok(dirs);
     }
@@ -232,6 +233,19 @@ pub fn resolve_target(root: &Path, name: &str, fleet: &[String]) -> Result<Targe
         root.display()
     ))
     .hint("a target's folder appears when its listener first starts; or name it in FLEET_DISPATCH_FLEET"))
+}
+
+/// Refuses a target folder that exists but is not a real directory (a
+/// symbolic link could lead writes and deletes outside the root).
+pub fn check_real_dir(base: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(base) {
+        Ok(m) if !m.file_type().is_dir() => Err(Error::forbidden(format!(
+            "{} is not a real folder ({}); a target folder must not be a link or a file",
+            base.display(),
+            crate::fsops::not_a_file(&m).unwrap_or("file")
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// True when `inner` lies inside `outer` (both made absolute and, where

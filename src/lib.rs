@@ -30,6 +30,7 @@ pub mod doc;
 pub mod error;
 pub mod fsops;
 pub mod governor;
+pub mod heartbeat;
 pub mod key;
 pub mod layout;
 pub mod listener;

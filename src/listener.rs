@@ -24,6 +24,7 @@ use crate::doc::{self, Job, Marker, Outcome, Termination};
 use crate::error::Result;
 use crate::fsops;
 use crate::governor::Tier;
+use crate::heartbeat::{self, Heartbeat};
 use crate::key::Key;
 use crate::layout::{StateDirs, TargetDirs};
 use crate::names::JobId;
@@ -31,9 +32,6 @@ use crate::platform::{self, Signal};
 use crate::runner::{self, Control, Exit, Report, StopReason};
 use crate::state::{Journal, JournalEntry, Ledger, Lock};
 use crate::watcher::Watcher;
-
-/// How often `listener.json` is refreshed while idle.
-const HEARTBEAT_EVERY: Duration = Duration::from_secs(30);
 
 /// Listener settings from the command line.
 #[derive(Clone, Debug)]
@@ -119,7 +117,7 @@ pub struct Listener {
     tx: Sender<Control>,
     rx: Receiver<Control>,
     shutdown: Arc<Shutdown>,
-    started_at: String,
+    beat: Heartbeat,
     last_heartbeat: Instant,
     _lock: Lock,
 }
@@ -153,6 +151,7 @@ impl Listener {
         let ledger = Ledger::load(&state, now, retention)?;
         let journal = Journal::new(&state);
         let (tx, rx) = mpsc::channel();
+        let beat = Heartbeat::new(dirs.listener_json(), dirs.target().as_str(), settings.poll);
         *shutdown.wake.lock().unwrap_or_else(|p| p.into_inner()) = Some(tx.clone());
         let mut l = Listener {
             dirs,
@@ -170,7 +169,7 @@ impl Listener {
             tx,
             rx,
             shutdown,
-            started_at: clock::format(now),
+            beat,
             last_heartbeat: Instant::now(),
             _lock: lock,
         };
@@ -207,7 +206,7 @@ impl Listener {
             if self.settings.once {
                 break;
             }
-            if self.last_heartbeat.elapsed() >= HEARTBEAT_EVERY {
+            if self.last_heartbeat.elapsed() >= heartbeat::EVERY {
                 self.heartbeat(None, "listening");
             }
             // Sleep one poll interval, waking at once on shutdown.
@@ -578,6 +577,7 @@ impl Listener {
             Arc::clone(&self.key),
             self.settings.poll,
             self.tx.clone(),
+            self.beat.clone(),
         );
         let journal = self.journal.clone();
         let report = runner::run(&req, &self.tx, &self.rx, |pid| {
@@ -738,18 +738,7 @@ impl Listener {
 
     fn heartbeat(&mut self, job: Option<&JobId>, state: &str) {
         self.last_heartbeat = Instant::now();
-        let hb = json!({
-            "target": self.dirs.target().as_str(),
-            "pid": std::process::id(),
-            "state": state,
-            "running": job.map(JobId::as_str),
-            "startedAt": self.started_at,
-            "heartbeatAt": clock::format(clock::now()),
-            "pollIntervalMs": self.settings.poll.as_millis() as u64,
-            "version": env!("CARGO_PKG_VERSION"),
-        });
-        // Informational only: a failed heartbeat never stops the listener.
-        let _ = fsops::replace(&self.dirs.listener_json(), &doc::to_file_bytes(&hb), false);
+        self.beat.write(job.map(JobId::as_str), state);
     }
 }
 

@@ -3,16 +3,18 @@
 //! accepted by the SPEC §6 rules, tells the runner to stop the job.
 //!
 //! Its steady cost is one `lstat` per poll; the file is read only when it
-//! appears or changes.
+//! appears or changes. It also keeps the listener's heartbeat fresh while
+//! the job runs, since the listener itself is busy waiting for the job.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::accept;
 use crate::fsops;
+use crate::heartbeat::{self, Heartbeat};
 use crate::key::Key;
 use crate::names::JobId;
 use crate::runner::Control;
@@ -32,10 +34,13 @@ impl Watcher {
         key: Arc<Key>,
         poll: Duration,
         to_runner: Sender<Control>,
+        beat: Heartbeat,
     ) -> Watcher {
         let (stop, stopped) = mpsc::channel();
         let handle = std::thread::spawn(move || {
-            watch(&job, &marker, &target, &key, poll, &to_runner, &stopped)
+            watch(
+                &job, &marker, &target, &key, poll, &to_runner, &stopped, &beat,
+            )
         });
         Watcher { stop, handle }
     }
@@ -56,8 +61,10 @@ fn watch(
     poll: Duration,
     to_runner: &Sender<Control>,
     stopped: &Receiver<()>,
+    beat: &Heartbeat,
 ) -> Option<accept::Rejection> {
     let mut last_seen: Option<(u64, Option<SystemTime>)> = None;
+    let mut last_beat = Instant::now();
     let mut refusal = None;
     let name = job.file_name();
     loop {
@@ -87,6 +94,10 @@ fn watch(
                     }
                 }
             }
+        }
+        if last_beat.elapsed() >= heartbeat::EVERY {
+            last_beat = Instant::now();
+            beat.write(Some(job.as_str()), "running");
         }
         match stopped.recv_timeout(poll) {
             Err(RecvTimeoutError::Timeout) => continue,

@@ -168,9 +168,11 @@ pub fn run(ctx: &Context, args: CancelArgs) -> Result<u8> {
     let id = JobId::parse(&args.job_id)?;
     let limit = super::duration_flag(&args.wait_timeout, "--wait-timeout")?;
     let root = ctx.root()?;
-    let dirs = ctx.target(&root, &args.target)?;
+    // Key and identity first: a refusal must not leave a fleet member's
+    // folder behind.
     let key = ctx.key(Some(&root))?;
     let origin = ctx.machine()?;
+    let dirs = ctx.target(&root, &args.target)?;
     let status = request_cancel(&dirs, &id, &key, &origin)?;
     let mut out = status.to_json(&id);
     out["target"] = json!(dirs.target().as_str());

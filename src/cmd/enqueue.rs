@@ -70,9 +70,11 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     };
     let interrupt = args.interrupt.as_deref().map(JobId::parse).transpose()?;
     let root = ctx.root()?;
-    let dirs = ctx.target(&root, &args.target)?;
+    // Key and identity first: a refusal must not leave a fleet member's
+    // folder behind.
     let key = ctx.key(Some(&root))?;
     let origin = ctx.machine()?;
+    let dirs = ctx.target(&root, &args.target)?;
 
     // Ids are single-use forever: refuse one this target has seen.
     for (place, path) in [

@@ -66,8 +66,10 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
     let id = JobId::parse(&args.job_id)?;
     let limit = super::duration_flag(&args.wait_timeout, "--wait-timeout")?;
     let root = ctx.root()?;
-    let dirs = ctx.target(&root, &args.target)?;
+    // Key and identity first: a refusal must not leave a fleet member's
+    // folder behind.
     let key = ctx.key(Some(&root))?;
+    let dirs = ctx.target(&root, &args.target)?;
     let outcome = if args.wait {
         match wait::for_result(&dirs, &id, &key, limit, ctx.json())? {
             Waited::Done(o) => o,

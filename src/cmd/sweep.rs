@@ -30,6 +30,7 @@ fn plan(dirs: &TargetDirs, max_age: std::time::Duration) -> Vec<(PathBuf, &'stat
         .min_depth(1)
         .max_depth(3)
         .follow_links(false)
+        .follow_root_links(false)
         .into_iter()
         .flatten()
     {

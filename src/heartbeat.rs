@@ -1,0 +1,99 @@
+//! The listener heartbeat, `<root>/<TARGET>/listener.json`: written by the
+//! listener while it lives (idle or running a job), read by `status` to say
+//! whether a target's listener is alive. Informational only: nothing trusts
+//! it for a decision that matters, and a failed write never stops a listener.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::clock;
+use crate::fsops;
+
+/// How often the heartbeat is refreshed.
+pub const EVERY: Duration = Duration::from_secs(30);
+
+/// A heartbeat older than this means the listener is gone (or its machine
+/// is offline, or sync lags).
+pub const STALE_AFTER: Duration = Duration::from_secs(90);
+
+/// The heartbeat document.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Beat {
+    /// The target served.
+    pub target: String,
+    /// The listener's process id on its machine.
+    pub pid: u32,
+    /// `listening`, `running` or `stopped`.
+    pub state: String,
+    /// The job running now, if any.
+    pub running: Option<String>,
+    /// When the listener started.
+    pub started_at: String,
+    /// When this heartbeat was written.
+    pub heartbeat_at: String,
+    /// The listener's poll interval.
+    pub poll_interval_ms: u64,
+    /// The listener's version.
+    pub version: String,
+}
+
+/// Writes heartbeats for one listener; cheap to clone into a thread.
+#[derive(Clone, Debug)]
+pub struct Heartbeat {
+    path: PathBuf,
+    target: String,
+    started_at: String,
+    poll: Duration,
+}
+
+impl Heartbeat {
+    /// A heartbeat writer for `target` at `path`.
+    pub fn new(path: PathBuf, target: &str, poll: Duration) -> Heartbeat {
+        Heartbeat {
+            path,
+            target: target.to_string(),
+            started_at: clock::format(clock::now()),
+            poll,
+        }
+    }
+
+    /// Writes the heartbeat now.
+    pub fn write(&self, running: Option<&str>, state: &str) {
+        let beat = Beat {
+            target: self.target.clone(),
+            pid: std::process::id(),
+            state: state.to_string(),
+            running: running.map(str::to_string),
+            started_at: self.started_at.clone(),
+            heartbeat_at: clock::format(clock::now()),
+            poll_interval_ms: self.poll.as_millis() as u64,
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        };
+        let _ = fsops::replace(&self.path, &crate::doc::to_file_bytes(&beat), false);
+    }
+}
+
+/// Whether a listener whose last heartbeat is `age` old, in `state`, is alive.
+pub fn alive(state: &str, age: Option<Duration>) -> bool {
+    state != "stopped" && age.is_some_and(|a| a <= STALE_AFTER)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alive_rule() {
+        assert!(alive("listening", Some(Duration::from_secs(5))));
+        assert!(alive("running", Some(STALE_AFTER)));
+        assert!(!alive(
+            "running",
+            Some(STALE_AFTER + Duration::from_secs(1))
+        ));
+        assert!(!alive("stopped", Some(Duration::ZERO)));
+        assert!(!alive("listening", None));
+    }
+}
