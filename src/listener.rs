@@ -31,7 +31,7 @@ use crate::names::JobId;
 use crate::platform::{self, Signal};
 use crate::runner::{self, Control, Exit, Report, StopReason};
 use crate::state::{Journal, JournalEntry, Ledger, Lock};
-use crate::watcher::Watcher;
+use crate::watcher::{Watch, Watcher};
 
 /// Listener settings from the command line.
 #[derive(Clone, Debug)]
@@ -570,15 +570,15 @@ impl Listener {
             stdout_log: self.dirs.log_file(&id, "stdout"),
             stderr_log: self.dirs.log_file(&id, "stderr"),
         };
-        let watcher = Watcher::start(
-            id.clone(),
-            self.dirs.marker_file(&id),
-            self.dirs.target().to_string(),
-            Arc::clone(&self.key),
-            self.settings.poll,
-            self.tx.clone(),
-            self.beat.clone(),
-        );
+        let watcher = Watcher::start(Watch {
+            job: id.clone(),
+            marker: self.dirs.marker_file(&id),
+            target: self.dirs.target().to_string(),
+            key: Arc::clone(&self.key),
+            poll: self.settings.poll,
+            to_runner: self.tx.clone(),
+            beat: self.beat.clone(),
+        });
         let journal = self.journal.clone();
         let report = runner::run(&req, &self.tx, &self.rx, |pid| {
             entry.pid = pid;

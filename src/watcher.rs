@@ -19,6 +19,24 @@ use crate::key::Key;
 use crate::names::JobId;
 use crate::runner::Control;
 
+/// What a watcher looks at and whom it tells.
+pub struct Watch {
+    /// The running job.
+    pub job: JobId,
+    /// `cancel/<job>.json`.
+    pub marker: PathBuf,
+    /// The listener's target, for the acceptance rules.
+    pub target: String,
+    /// The fleet key.
+    pub key: Arc<Key>,
+    /// How often to look.
+    pub poll: Duration,
+    /// The runner's control channel.
+    pub to_runner: Sender<Control>,
+    /// The listener's heartbeat.
+    pub beat: Heartbeat,
+}
+
 /// A running watcher; [`Watcher::stop`] ends it.
 pub struct Watcher {
     stop: Sender<()>,
@@ -26,22 +44,10 @@ pub struct Watcher {
 }
 
 impl Watcher {
-    /// Starts watching `marker` (the path of `cancel/<job>.json` for `target`).
-    pub fn start(
-        job: JobId,
-        marker: PathBuf,
-        target: String,
-        key: Arc<Key>,
-        poll: Duration,
-        to_runner: Sender<Control>,
-        beat: Heartbeat,
-    ) -> Watcher {
+    /// Starts a thread carrying out `watch`.
+    pub fn start(watch: Watch) -> Watcher {
         let (stop, stopped) = mpsc::channel();
-        let handle = std::thread::spawn(move || {
-            watch(
-                &job, &marker, &target, &key, poll, &to_runner, &stopped, &beat,
-            )
-        });
+        let handle = std::thread::spawn(move || watch.run(&stopped));
         Watcher { stop, handle }
     }
 
@@ -53,55 +59,59 @@ impl Watcher {
     }
 }
 
-fn watch(
-    job: &JobId,
-    marker: &PathBuf,
-    target: &str,
-    key: &Key,
-    poll: Duration,
-    to_runner: &Sender<Control>,
-    stopped: &Receiver<()>,
-    beat: &Heartbeat,
-) -> Option<accept::Rejection> {
-    let mut last_seen: Option<(u64, Option<SystemTime>)> = None;
-    let mut last_beat = Instant::now();
-    let mut refusal = None;
-    let name = job.file_name();
-    loop {
-        if let Ok(meta) = std::fs::symlink_metadata(marker) {
-            let stamp = (meta.len(), meta.modified().ok());
-            if last_seen != Some(stamp) {
-                last_seen = Some(stamp);
-                match accept::marker(
-                    &name,
-                    fsops::read_limited(marker, crate::doc::marker::MAX_BYTES),
-                    target,
-                    key,
-                ) {
-                    Ok(m) => {
-                        let _ = to_runner.send(Control::Cancel(job.clone(), Box::new(m)));
-                        return None;
-                    }
-                    Err(r) => {
-                        // A marker that cannot be read yet is retried next poll.
-                        if matches!(
-                            r.verdict,
-                            accept::Verdict::Unreadable | accept::Verdict::Missing
-                        ) {
-                            last_seen = None;
+impl Watch {
+    fn run(self, stopped: &Receiver<()>) -> Option<accept::Rejection> {
+        let Watch {
+            job,
+            marker,
+            target,
+            key,
+            poll,
+            to_runner,
+            beat,
+        } = self;
+        let (job, marker, target, key, to_runner, beat) =
+            (&job, &marker, target.as_str(), &*key, &to_runner, &beat);
+        let mut last_seen: Option<(u64, Option<SystemTime>)> = None;
+        let mut last_beat = Instant::now();
+        let mut refusal = None;
+        let name = job.file_name();
+        loop {
+            if let Ok(meta) = std::fs::symlink_metadata(marker) {
+                let stamp = (meta.len(), meta.modified().ok());
+                if last_seen != Some(stamp) {
+                    last_seen = Some(stamp);
+                    match accept::marker(
+                        &name,
+                        fsops::read_limited(marker, crate::doc::marker::MAX_BYTES),
+                        target,
+                        key,
+                    ) {
+                        Ok(m) => {
+                            let _ = to_runner.send(Control::Cancel(job.clone(), Box::new(m)));
+                            return None;
                         }
-                        refusal = Some(r);
+                        Err(r) => {
+                            // A marker that cannot be read yet is retried next poll.
+                            if matches!(
+                                r.verdict,
+                                accept::Verdict::Unreadable | accept::Verdict::Missing
+                            ) {
+                                last_seen = None;
+                            }
+                            refusal = Some(r);
+                        }
                     }
                 }
             }
-        }
-        if last_beat.elapsed() >= heartbeat::EVERY {
-            last_beat = Instant::now();
-            beat.write(Some(job.as_str()), "running");
-        }
-        match stopped.recv_timeout(poll) {
-            Err(RecvTimeoutError::Timeout) => continue,
-            _ => return refusal,
+            if last_beat.elapsed() >= heartbeat::EVERY {
+                last_beat = Instant::now();
+                beat.write(Some(job.as_str()), "running");
+            }
+            match stopped.recv_timeout(poll) {
+                Err(RecvTimeoutError::Timeout) => continue,
+                _ => return refusal,
+            }
         }
     }
 }
