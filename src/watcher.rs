@@ -69,9 +69,7 @@ impl Watch {
             poll,
             to_runner,
             beat,
-        } = self;
-        let (job, marker, target, key, to_runner, beat) =
-            (&job, &marker, target.as_str(), &*key, &to_runner, &beat);
+        } = &self;
         let mut last_seen: Option<(u64, Option<SystemTime>)> = None;
         let mut last_beat = Instant::now();
         let mut refusal = None;
@@ -108,7 +106,7 @@ impl Watch {
                 last_beat = Instant::now();
                 beat.write(Some(job.as_str()), "running");
             }
-            match stopped.recv_timeout(poll) {
+            match stopped.recv_timeout(*poll) {
                 Err(RecvTimeoutError::Timeout) => continue,
                 _ => return refusal,
             }

@@ -1,3 +1,8 @@
 //! The test modules, one per area.
 
+mod cancel;
+mod cli;
+mod generated;
+mod listen;
+mod sweep_verify;
 mod vectors;
