@@ -36,6 +36,7 @@ Register-ArgumentCompleter -Native -CommandName 'fleet-dispatch' -ScriptBlock {
             [CompletionResult]::new('result', 'result', [CompletionResultType]::ParameterValue, 'Show a job''s verified result')
             [CompletionResult]::new('cancel', 'cancel', [CompletionResultType]::ParameterValue, 'Ask a target to stop a job (running or still queued)')
             [CompletionResult]::new('sweep', 'sweep', [CompletionResultType]::ParameterValue, 'Remove stale cancel markers and our stale temp files (for cron)')
+            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show what is running, queued, cancelled and finished, per target')
             [CompletionResult]::new('verify-marker', 'verify-marker', [CompletionResultType]::ParameterValue, 'Explain whether a cancel marker would be accepted, and why')
             [CompletionResult]::new('demo', 'demo', [CompletionResultType]::ParameterValue, 'Run the whole lane on a temporary folder and narrate each step')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -134,6 +135,19 @@ Register-ArgumentCompleter -Native -CommandName 'fleet-dispatch' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
+        'fleet-dispatch;status' {
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Show this target [default: this machine, or every target if it has no folder]')
+            [CompletionResult]::new('--target', '--target', [CompletionResultType]::ParameterName, 'Show this target [default: this machine, or every target if it has no folder]')
+            [CompletionResult]::new('--root', '--root', [CompletionResultType]::ParameterName, 'The dispatch root, the shared folder [default: $OneDrive/fleet-dispatch]')
+            [CompletionResult]::new('--key-file', '--key-file', [CompletionResultType]::ParameterName, 'The fleet key file [default: ~/.claude/fleet-dispatch.key]')
+            [CompletionResult]::new('--machine', '--machine', [CompletionResultType]::ParameterName, 'This machine''s name [default: the host name]')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Local state (lock, journal, ledger) [default: ~/.local/state/fleet-dispatch]')
+            [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'Show every target under the root')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout, for programs')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
         'fleet-dispatch;verify-marker' {
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Check against this target [default: the folder the file sits in]')
             [CompletionResult]::new('--target', '--target', [CompletionResultType]::ParameterName, 'Check against this target [default: the folder the file sits in]')
@@ -164,6 +178,7 @@ Register-ArgumentCompleter -Native -CommandName 'fleet-dispatch' -ScriptBlock {
             [CompletionResult]::new('result', 'result', [CompletionResultType]::ParameterValue, 'Show a job''s verified result')
             [CompletionResult]::new('cancel', 'cancel', [CompletionResultType]::ParameterValue, 'Ask a target to stop a job (running or still queued)')
             [CompletionResult]::new('sweep', 'sweep', [CompletionResultType]::ParameterValue, 'Remove stale cancel markers and our stale temp files (for cron)')
+            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show what is running, queued, cancelled and finished, per target')
             [CompletionResult]::new('verify-marker', 'verify-marker', [CompletionResultType]::ParameterValue, 'Explain whether a cancel marker would be accepted, and why')
             [CompletionResult]::new('demo', 'demo', [CompletionResultType]::ParameterValue, 'Run the whole lane on a temporary folder and narrate each step')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -185,6 +200,9 @@ Register-ArgumentCompleter -Native -CommandName 'fleet-dispatch' -ScriptBlock {
             break
         }
         'fleet-dispatch;help;sweep' {
+            break
+        }
+        'fleet-dispatch;help;status' {
             break
         }
         'fleet-dispatch;help;verify-marker' {

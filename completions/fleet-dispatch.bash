@@ -37,6 +37,9 @@ _fleet__dispatch() {
             fleet__dispatch,result)
                 cmd="fleet__dispatch__subcmd__result"
                 ;;
+            fleet__dispatch,status)
+                cmd="fleet__dispatch__subcmd__status"
+                ;;
             fleet__dispatch,sweep)
                 cmd="fleet__dispatch__subcmd__sweep"
                 ;;
@@ -64,6 +67,9 @@ _fleet__dispatch() {
             fleet__dispatch__subcmd__help,result)
                 cmd="fleet__dispatch__subcmd__help__subcmd__result"
                 ;;
+            fleet__dispatch__subcmd__help,status)
+                cmd="fleet__dispatch__subcmd__help__subcmd__status"
+                ;;
             fleet__dispatch__subcmd__help,sweep)
                 cmd="fleet__dispatch__subcmd__help__subcmd__sweep"
                 ;;
@@ -77,7 +83,7 @@ _fleet__dispatch() {
 
     case "${cmd}" in
         fleet__dispatch)
-            opts="-h -V --root --key-file --machine --state-dir --json --help --version keygen enqueue listen result cancel sweep verify-marker demo help"
+            opts="-h -V --root --key-file --machine --state-dir --json --help --version keygen enqueue listen result cancel sweep status verify-marker demo help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -257,7 +263,7 @@ _fleet__dispatch() {
             return 0
             ;;
         fleet__subcmd__dispatch__subcmd__help)
-            opts="keygen enqueue listen result cancel sweep verify-marker demo help"
+            opts="keygen enqueue listen result cancel sweep status verify-marker demo help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -355,6 +361,20 @@ _fleet__dispatch() {
             return 0
             ;;
         fleet__subcmd__dispatch__subcmd__help__subcmd__result)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        fleet__subcmd__dispatch__subcmd__help__subcmd__status)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -492,6 +512,44 @@ _fleet__dispatch() {
                     return 0
                     ;;
                 --wait-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --machine)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        fleet__subcmd__dispatch__subcmd__status)
+            opts="-t -h --target --all --root --key-file --machine --state-dir --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --target)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -37,6 +37,7 @@ complete -c fleet-dispatch -n "__fish_fleet_dispatch_needs_command" -f -a "liste
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_needs_command" -f -a "result" -d 'Show a job\'s verified result'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_needs_command" -f -a "cancel" -d 'Ask a target to stop a job (running or still queued)'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_needs_command" -f -a "sweep" -d 'Remove stale cancel markers and our stale temp files (for cron)'
+complete -c fleet-dispatch -n "__fish_fleet_dispatch_needs_command" -f -a "status" -d 'Show what is running, queued, cancelled and finished, per target'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_needs_command" -f -a "verify-marker" -d 'Explain whether a cancel marker would be accepted, and why'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_needs_command" -f -a "demo" -d 'Run the whole lane on a temporary folder and narrate each step'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -106,6 +107,14 @@ complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand sweep" -l 
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand sweep" -l dry-run -d 'Say what would be removed, remove nothing'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand sweep" -l json -d 'Print one JSON document on stdout, for programs'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand sweep" -s h -l help -d 'Print help'
+complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand status" -s t -l target -d 'Show this target [default: this machine, or every target if it has no folder]' -r
+complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand status" -l root -d 'The dispatch root, the shared folder [default: $OneDrive/fleet-dispatch]' -r -F
+complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand status" -l key-file -d 'The fleet key file [default: ~/.claude/fleet-dispatch.key]' -r -F
+complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand status" -l machine -d 'This machine\'s name [default: the host name]' -r
+complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand status" -l state-dir -d 'Local state (lock, journal, ledger) [default: ~/.local/state/fleet-dispatch]' -r -F
+complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand status" -l all -d 'Show every target under the root'
+complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand status" -l json -d 'Print one JSON document on stdout, for programs'
+complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand status" -s h -l help -d 'Print help'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand verify-marker" -s t -l target -d 'Check against this target [default: the folder the file sits in]' -r
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand verify-marker" -l root -d 'The dispatch root, the shared folder [default: $OneDrive/fleet-dispatch]' -r -F
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand verify-marker" -l key-file -d 'The fleet key file [default: ~/.claude/fleet-dispatch.key]' -r -F
@@ -120,12 +129,13 @@ complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand demo" -l s
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand demo" -l keep -d 'Keep the temporary folder and print where it is'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand demo" -l json -d 'Print one JSON document on stdout, for programs'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand demo" -s h -l help -d 'Print help'
-complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand help; and not __fish_seen_subcommand_from keygen enqueue listen result cancel sweep verify-marker demo help" -f -a "keygen" -d 'Create the fleet key file (32 random bytes as 64 hex characters, mode 600)'
-complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand help; and not __fish_seen_subcommand_from keygen enqueue listen result cancel sweep verify-marker demo help" -f -a "enqueue" -d 'Sign a job and drop it into a target\'s inbox; prints its id'
-complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand help; and not __fish_seen_subcommand_from keygen enqueue listen result cancel sweep verify-marker demo help" -f -a "listen" -d 'Run this machine\'s jobs: drain its inbox one job at a time'
-complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand help; and not __fish_seen_subcommand_from keygen enqueue listen result cancel sweep verify-marker demo help" -f -a "result" -d 'Show a job\'s verified result'
-complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand help; and not __fish_seen_subcommand_from keygen enqueue listen result cancel sweep verify-marker demo help" -f -a "cancel" -d 'Ask a target to stop a job (running or still queued)'
-complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand help; and not __fish_seen_subcommand_from keygen enqueue listen result cancel sweep verify-marker demo help" -f -a "sweep" -d 'Remove stale cancel markers and our stale temp files (for cron)'
-complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand help; and not __fish_seen_subcommand_from keygen enqueue listen result cancel sweep verify-marker demo help" -f -a "verify-marker" -d 'Explain whether a cancel marker would be accepted, and why'
-complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand help; and not __fish_seen_subcommand_from keygen enqueue listen result cancel sweep verify-marker demo help" -f -a "demo" -d 'Run the whole lane on a temporary folder and narrate each step'
-complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand help; and not __fish_seen_subcommand_from keygen enqueue listen result cancel sweep verify-marker demo help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand help; and not __fish_seen_subcommand_from keygen enqueue listen result cancel sweep status verify-marker demo help" -f -a "keygen" -d 'Create the fleet key file (32 random bytes as 64 hex characters, mode 600)'
+complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand help; and not __fish_seen_subcommand_from keygen enqueue listen result cancel sweep status verify-marker demo help" -f -a "enqueue" -d 'Sign a job and drop it into a target\'s inbox; prints its id'
+complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand help; and not __fish_seen_subcommand_from keygen enqueue listen result cancel sweep status verify-marker demo help" -f -a "listen" -d 'Run this machine\'s jobs: drain its inbox one job at a time'
+complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand help; and not __fish_seen_subcommand_from keygen enqueue listen result cancel sweep status verify-marker demo help" -f -a "result" -d 'Show a job\'s verified result'
+complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand help; and not __fish_seen_subcommand_from keygen enqueue listen result cancel sweep status verify-marker demo help" -f -a "cancel" -d 'Ask a target to stop a job (running or still queued)'
+complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand help; and not __fish_seen_subcommand_from keygen enqueue listen result cancel sweep status verify-marker demo help" -f -a "sweep" -d 'Remove stale cancel markers and our stale temp files (for cron)'
+complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand help; and not __fish_seen_subcommand_from keygen enqueue listen result cancel sweep status verify-marker demo help" -f -a "status" -d 'Show what is running, queued, cancelled and finished, per target'
+complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand help; and not __fish_seen_subcommand_from keygen enqueue listen result cancel sweep status verify-marker demo help" -f -a "verify-marker" -d 'Explain whether a cancel marker would be accepted, and why'
+complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand help; and not __fish_seen_subcommand_from keygen enqueue listen result cancel sweep status verify-marker demo help" -f -a "demo" -d 'Run the whole lane on a temporary folder and narrate each step'
+complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand help; and not __fish_seen_subcommand_from keygen enqueue listen result cancel sweep status verify-marker demo help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -101,6 +101,11 @@ pub enum Cmd {
         after_help = "Example (crontab, daily at 04:00):\n  0 4 * * * fleet-dispatch sweep --all"
     )]
     Sweep(SweepArgs),
+    /// Show what is running, queued, cancelled and finished, per target
+    #[command(
+        after_help = "Examples:\n  fleet-dispatch status             # this machine\n  fleet-dispatch status --all --json"
+    )]
+    Status(StatusArgs),
     /// Explain whether a cancel marker would be accepted, and why
     #[command(
         after_help = "Example:\n  fleet-dispatch verify-marker ~/OneDrive/fleet-dispatch/PC/cancel/20261129-193000-9f2c4e1ab37d5c08.json"
@@ -243,6 +248,17 @@ pub struct SweepArgs {
     /// Say what would be removed, remove nothing
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// `status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Show this target [default: this machine, or every target if it has no folder]
+    #[arg(long, short = 't', value_name = "T", conflicts_with = "all")]
+    pub target: Option<String>,
+    /// Show every target under the root
+    #[arg(long)]
+    pub all: bool,
 }
 
 /// `verify-marker`.

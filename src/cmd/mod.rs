@@ -7,6 +7,7 @@ mod enqueue;
 mod keygen;
 mod listen;
 mod result;
+mod status;
 mod sweep;
 mod verify_marker;
 
@@ -25,6 +26,7 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
         Cmd::Listen(a) => listen::run(&ctx, a),
         Cmd::Result(a) => result::run(&ctx, a),
         Cmd::Cancel(a) => cancel::run(&ctx, a),
+        Cmd::Status(a) => status::run(&ctx, a),
         Cmd::Sweep(a) => sweep::run(&ctx, a),
         Cmd::VerifyMarker(a) => verify_marker::run(&ctx, a),
         Cmd::Demo(a) => demo::run(&ctx, a),

@@ -931,7 +931,6 @@ fn every_subcommand_help_has_an_example() {
 }
 
 #[test]
-#[ignore = "product bug: SPEC §8 `status [--target T]` is not implemented"]
 fn status_subcommand_exists() {
     let w = World::with_target();
     assert!(subcommands(&w).iter().any(|c| c == "status"));

@@ -4,5 +4,6 @@ mod cancel;
 mod cli;
 mod generated;
 mod listen;
+mod status;
 mod sweep_verify;
 mod vectors;

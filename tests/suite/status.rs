@@ -1,0 +1,116 @@
+//! `status`: the listener's liveness, the running job, the queue in drain
+//! order, pending cancels and recent results, human and JSON.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::util::*;
+
+fn status_json(w: &World, args: &[&str]) -> Value {
+    let mut a = vec!["--json", "status"];
+    a.extend_from_slice(args);
+    let (code, out, err) = w.run(&a);
+    assert_eq!(code, 0, "{out}{err}");
+    serde_json::from_str(out.trim()).unwrap()
+}
+
+#[test]
+fn status_shows_running_queued_in_drain_order_cancels_and_recent_results() {
+    let w = World::new();
+    let l = w.spawn_listener(&[]);
+    let failed = w.enqueue(&["--label", "first"], &["sh", "-c", "exit 2"]);
+    w.wait_result(&failed, Duration::from_secs(10));
+    let long = w.enqueue(&["--label", "long"], &["sleep", "30"]);
+    wait_until(Duration::from_secs(10), || w.running(&long).exists());
+    let normal = w.enqueue(&["--label", "later"], &["true"]);
+    let high = w.enqueue(&["--priority", "high", "--label", "urgent"], &["true"]);
+    let cancelled = w.enqueue(&[], &["true"]);
+    let (code, _, _) = w.run(&["cancel", "--target", "PC", "--job-id", &cancelled]);
+    assert_eq!(code, 0);
+
+    let v = status_json(&w, &[]);
+    let t = &v["targets"][0];
+    assert_eq!(t["target"], "PC");
+    assert_eq!(t["listener"]["alive"], true);
+    assert_eq!(t["listener"]["pid"], l.pid());
+    assert_eq!(t["running"][0]["jobId"], long.as_str());
+    assert_eq!(t["running"][0]["label"], "long");
+    let queued: Vec<&str> = t["queued"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["jobId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        queued,
+        [high.as_str(), normal.as_str(), cancelled.as_str()],
+        "drain order, running job excluded"
+    );
+    assert_eq!(t["queuedCount"], 3);
+    assert_eq!(t["cancelPending"][0]["jobId"], cancelled.as_str());
+    assert_eq!(t["cancelPending"][0]["job"], "queued");
+    let recent = &t["recent"][0];
+    assert_eq!(recent["jobId"], failed.as_str());
+    assert_eq!(recent["outcome"], "failed");
+    assert_eq!(recent["exitCode"], 2);
+    assert_eq!(recent["verified"], true);
+
+    let (code, out, _) = w.run(&["status", "--target", "pc"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("listener alive"), "{out}");
+    assert!(out.contains(&format!("running  {long}")), "{out}");
+    assert!(out.contains("queued   3 job(s)"), "{out}");
+    assert!(
+        out.contains(&format!("cancel   {cancelled} (job queued)")),
+        "{out}"
+    );
+    drop(l);
+}
+
+#[test]
+fn status_says_when_the_listener_has_stopped() {
+    let w = World::new();
+    let l = w.spawn_listener(&[]);
+    l.signal(libc::SIGTERM);
+    let (code, _, _) = l.wait(Duration::from_secs(10));
+    assert_eq!(code, 130);
+    let v = status_json(&w, &["--target", "PC"]);
+    assert_eq!(v["targets"][0]["listener"]["alive"], false);
+    assert_eq!(v["targets"][0]["listener"]["state"], "stopped");
+    let (_, out, _) = w.run(&["status"]);
+    assert!(out.contains("listener not running"), "{out}");
+}
+
+#[test]
+fn status_flags_forged_results_and_invalid_inbox_files() {
+    let w = World::with_target();
+    std::fs::write(w.inbox("forged"), br#"{"jobId":"forged"}"#).unwrap();
+    std::fs::write(
+        w.result_path("fake"),
+        br#"{"v":1,"jobId":"fake","target":"PC","ok":true,"exitCode":0,"error":"","startedAt":"","finishedAt":"","detail":"{}","sig":"00"}"#,
+    )
+    .unwrap();
+    let v = status_json(&w, &[]);
+    let t = &v["targets"][0];
+    assert_eq!(t["invalidInInbox"], 1);
+    assert_eq!(t["queuedCount"], 0);
+    assert_eq!(t["recent"][0]["verified"], false);
+    assert_eq!(t["listener"]["seen"], false);
+}
+
+#[test]
+fn status_all_lists_every_target() {
+    let w = World::with_target();
+    w.make_target("LAPTOP");
+    let v = status_json(&w, &["--all"]);
+    let names: Vec<&str> = v["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["LAPTOP", "PC"]);
+    let (code, _, err) = w.run(&["status", "--target", "NOPE"]);
+    assert_eq!(code, 66, "{err}");
+}
