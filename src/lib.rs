@@ -17,7 +17,7 @@
 //!   other pure rules;
 //! - [`layout`], [`fsops`], [`state`], [`observe`]: the folder and local state;
 //! - [`runner`], [`watcher`], [`listener`]: running and stopping jobs;
-//! - [`cli`], [`config`], [`cmd`], [`wait`]: the command line.
+//! - [`cli`], [`config`], [`cmd`], [`wait`], [`out`]: the command line.
 
 #![deny(missing_docs)]
 
@@ -36,6 +36,7 @@ pub mod layout;
 pub mod listener;
 pub mod names;
 pub mod observe;
+pub mod out;
 pub mod platform;
 pub mod retention;
 pub mod runner;

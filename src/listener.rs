@@ -9,6 +9,7 @@
 //! gets an `interrupted` result and is never re-run.
 
 use std::collections::{HashMap, HashSet};
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -180,7 +181,11 @@ impl Listener {
 
     fn say(&self, line: impl AsRef<str>) {
         if self.settings.verbose {
-            println!("{} {}", clock::format(clock::now()), line.as_ref());
+            // A log line that cannot be written (a closed pipe) must never
+            // stop the listener or the job it runs.
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{} {}", clock::format(clock::now()), line.as_ref());
+            let _ = out.flush();
         }
     }
 

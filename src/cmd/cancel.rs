@@ -183,7 +183,7 @@ pub fn run(ctx: &Context, args: CancelArgs) -> Result<u8> {
         return Ok(if blocked { 1 } else { 0 });
     }
     if !ctx.json() {
-        println!("{human}");
+        crate::out::line(&human.to_string());
     }
     match wait::for_result(&dirs, &id, &key, limit, ctx.json())? {
         Waited::Done(o) => {
@@ -215,7 +215,7 @@ pub fn run(ctx: &Context, args: CancelArgs) -> Result<u8> {
             out["timedOut"] = json!(true);
             out["job"] = json!(seen.word());
             if ctx.json() {
-                println!("{out}");
+                crate::out::line(&out.to_string());
             } else {
                 eprintln!("fleet-dispatch: {msg}");
             }

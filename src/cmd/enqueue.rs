@@ -149,15 +149,15 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
         return Ok(0);
     }
     if !ctx.json() {
-        println!("{human}");
+        crate::out::line(&human.to_string());
     }
     match wait::for_result(&dirs, &id, &key, wait_limit, ctx.json())? {
         Waited::Done(o) => {
             if ctx.json() {
                 out["result"] = super::result::result_json(&o);
-                println!("{out}");
+                crate::out::line(&out.to_string());
             } else {
-                println!("{}", super::result::result_human(&o));
+                crate::out::line(&super::result::result_human(&o));
             }
             Ok(o.wait_exit_status())
         }
@@ -166,7 +166,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
             if ctx.json() {
                 out["timedOut"] = json!(true);
                 out["state"] = json!(seen.word());
-                println!("{out}");
+                crate::out::line(&out.to_string());
             } else {
                 eprintln!("fleet-dispatch: {msg}");
             }

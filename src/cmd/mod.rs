@@ -36,9 +36,9 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
 /// Prints `json` (with `--json`) or the human lines.
 pub fn emit(ctx: &Context, json: &serde_json::Value, human: &str) {
     if ctx.json() {
-        println!("{json}");
+        crate::out::line(&json.to_string());
     } else if !human.is_empty() {
-        println!("{human}");
+        crate::out::line(human);
     }
 }
 

@@ -31,11 +31,12 @@ pub fn result_json(o: &Outcome) -> Value {
 /// The human form of a verified result.
 pub fn result_human(o: &Outcome) -> String {
     let d = o.detail_value();
+    let word = o.termination().describe(o.ok);
     let mut s = format!(
         "{} on {}: {} (exit {})",
         o.job_id,
         o.target,
-        o.termination().describe(o.ok),
+        crate::out::paint(word, crate::out::outcome_tone(word)),
         o.exit_code
     );
     if let Some(ms) = d["durationMs"].as_u64() {
@@ -76,9 +77,9 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
             Waited::TimedOut(seen) => {
                 let msg = wait::timed_out_message(&id, &seen, limit.unwrap_or_default());
                 if ctx.json() {
-                    println!(
-                        "{}",
-                        json!({"jobId": id.as_str(), "timedOut": true, "state": seen.word()})
+                    crate::out::line(
+                        &json!({"jobId": id.as_str(), "timedOut": true, "state": seen.word()})
+                            .to_string(),
                     );
                 } else {
                     eprintln!("fleet-dispatch: {msg}");

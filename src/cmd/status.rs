@@ -202,14 +202,16 @@ fn human(t: &Value) -> String {
     let l = &t["listener"];
     let listener = if l["alive"].as_bool() == Some(true) {
         format!(
-            "listener alive (pid {}, heartbeat {}s ago)",
+            "listener {} (pid {}, heartbeat {}s ago)",
+            crate::out::paint("alive", crate::out::Tone::Good),
             l["pid"],
             l["heartbeatAgeSec"].as_u64().unwrap_or(0)
         )
     } else if l["seen"].as_bool() == Some(true) {
         match l["heartbeatAgeSec"].as_u64() {
             Some(age) => format!(
-                "listener not running ({}, last heartbeat {} ago)",
+                "listener {} ({}, last heartbeat {} ago)",
+                crate::out::paint("not running", crate::out::Tone::Bad),
                 text(&l["state"]),
                 clock::human(Duration::from_secs(age))
             ),
@@ -265,10 +267,12 @@ fn human(t: &Value) -> String {
     }
     for r in recent {
         if r["verified"].as_bool() == Some(true) {
+            let word = text(&r["outcome"]);
+            let padded = format!("{word:<22}");
             out.push(format!(
-                "    {}  {:<22}  exit {:<3}  {:>7}  {}",
+                "    {}  {}  exit {:<3}  {:>7}  {}",
                 text(&r["jobId"]),
-                text(&r["outcome"]),
+                crate::out::paint(&padded, crate::out::outcome_tone(&word)),
                 r["exitCode"],
                 clock::human(Duration::from_millis(r["durationMs"].as_u64().unwrap_or(0))),
                 text(&r["label"])

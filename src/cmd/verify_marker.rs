@@ -42,7 +42,10 @@ pub fn run(ctx: &Context, args: VerifyMarkerArgs) -> Result<u8> {
     super::emit(
         ctx,
         &json!({"file": file.display().to_string(), "target": target.as_str(), "verdict": verdict, "message": message}),
-        &format!("{verdict}: {message}"),
+        &format!(
+            "{}: {message}",
+            crate::out::paint(verdict, crate::out::outcome_tone(verdict))
+        ),
     );
     Ok(if verdict == "valid" { 0 } else { 1 })
 }

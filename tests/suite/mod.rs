@@ -4,6 +4,7 @@ mod cancel;
 mod cli;
 mod generated;
 mod listen;
+mod manners;
 mod status;
 mod sweep_verify;
 mod vectors;

@@ -1,0 +1,54 @@
+//! Output manners: lines to stdout that end the program quietly when the
+//! reader has gone (`| head`), and colour only on a terminal and never when
+//! `NO_COLOR` is set.
+
+use std::io::{IsTerminal, Write};
+
+/// A tone for a status word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tone {
+    /// Success.
+    Good,
+    /// Failure or refusal.
+    Bad,
+    /// Stopped, waiting, or worth a look.
+    Warn,
+}
+
+/// True when stdout is a terminal and `NO_COLOR` is unset or empty.
+pub fn colour() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+}
+
+/// `word` in its tone's colour when colour is on.
+pub fn paint(word: &str, tone: Tone) -> String {
+    if !colour() {
+        return word.to_string();
+    }
+    let code = match tone {
+        Tone::Good => "32",
+        Tone::Bad => "31",
+        Tone::Warn => "33",
+    };
+    format!("\x1b[{code}m{word}\x1b[0m")
+}
+
+/// The tone of an outcome word (`done`, `failed`, `cancelled`, …).
+pub fn outcome_tone(word: &str) -> Tone {
+    match word {
+        "done" | "valid" | "requested" => Tone::Good,
+        "failed" | "spawn-failed" | "timeout" | "interrupted" => Tone::Bad,
+        _ => Tone::Warn,
+    }
+}
+
+/// Prints one line to stdout. A closed pipe ends the program quietly with
+/// status 0: the reader asked for no more.
+pub fn line(text: &str) {
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = writeln!(out, "{text}").and_then(|_| out.flush())
+        && e.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        std::process::exit(0);
+    }
+}

@@ -1,0 +1,138 @@
+//! Output manners: a closed pipe ends a command quietly, colour appears
+//! only on a terminal and never with NO_COLOR, and every command speaks JSON.
+
+use std::io::Read;
+use std::process::Stdio;
+
+use crate::util::*;
+
+#[test]
+fn a_closed_stdout_pipe_exits_quietly() {
+    let w = World::with_target();
+    let id = w.enqueue(&[], &["true"]);
+    // The reader goes away before the command writes: `result --wait`
+    // prints only once the listener (started after the drop) has run it.
+    let mut child = w
+        .cmd()
+        .args(["result", "--target", "PC", "--job-id", &id, "--wait"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    w.listen_once(&[]);
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(err.is_empty(), "nothing on stderr, got: {err}");
+}
+
+/// Runs `fleet-dispatch ARGS` under a pseudo-terminal (util-linux
+/// `script`), returning what it printed; None when `script` is missing.
+fn on_a_terminal(w: &World, args: &str, no_color: bool) -> Option<String> {
+    let mut c = std::process::Command::new("script");
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &w.home)
+        .env("FLEET_DISPATCH_ROOT", &w.root)
+        .env("FLEET_DISPATCH_KEY_FILE", &w.key)
+        .env("FLEET_DISPATCH_STATE_DIR", &w.state)
+        .env("FLEET_DISPATCH_MACHINE", "PC")
+        .env("TERM", "xterm");
+    if no_color {
+        c.env("NO_COLOR", "1");
+    }
+    let line = format!("{} {args}", bin().display());
+    match c.args(["-q", "-e", "-c", &line, "/dev/null"]).output() {
+        Ok(o) => Some(String::from_utf8_lossy(&o.stdout).into_owned()),
+        Err(e) => {
+            eprintln!("not checked on a terminal: cannot run `script` ({e})");
+            None
+        }
+    }
+}
+
+#[test]
+fn colour_only_on_a_terminal_and_never_with_no_color() {
+    let w = World::with_target();
+    let id = w.enqueue(&[], &["sh", "-c", "exit 3"]);
+    w.listen_once(&[]);
+    let (_, plain, _) = w.run(&["result", "--target", "PC", "--job-id", &id]);
+    assert!(
+        plain.contains("failed") && !plain.contains('\u{1b}'),
+        "not a terminal: {plain:?}"
+    );
+    let args = format!("result --target PC --job-id {id}");
+    let Some(tty) = on_a_terminal(&w, &args, false) else {
+        return;
+    };
+    assert!(
+        tty.contains("\u{1b}[31mfailed"),
+        "coloured on a terminal: {tty:?}"
+    );
+    let no = on_a_terminal(&w, &args, true).unwrap();
+    assert!(
+        no.contains("failed") && !no.contains('\u{1b}'),
+        "NO_COLOR: {no:?}"
+    );
+}
+
+#[test]
+fn every_command_speaks_json() {
+    let w = World::with_target();
+    let id = w.enqueue(&[], &["true"]);
+    let marker = w.write_marker("PC", "m1", "PC");
+    let cases: Vec<Vec<String>> = vec![
+        vec![
+            "enqueue".into(),
+            "--target".into(),
+            "PC".into(),
+            "--".into(),
+            "true".into(),
+        ],
+        vec!["listen".into(), "--once".into()],
+        vec![
+            "result".into(),
+            "--target".into(),
+            "PC".into(),
+            "--job-id".into(),
+            id.clone(),
+        ],
+        vec![
+            "cancel".into(),
+            "--target".into(),
+            "PC".into(),
+            "--job-id".into(),
+            "nope-1".into(),
+        ],
+        vec!["sweep".into(), "--target".into(), "PC".into()],
+        vec!["verify-marker".into(), marker.display().to_string()],
+        vec!["status".into()],
+    ];
+    for args in cases {
+        let mut a = vec!["--json"];
+        a.extend(args.iter().map(String::as_str));
+        let (code, out, err) = w.run(&a);
+        assert!(code == 0 || code == 1, "{a:?}: {code} {out}{err}");
+        let v: serde_json::Value = serde_json::from_str(out.trim())
+            .unwrap_or_else(|e| panic!("{a:?}: not one JSON document ({e}): {out}"));
+        assert!(v.is_object(), "{a:?}");
+    }
+    let keygen_key = w.dir.path().join("k2");
+    let (code, out, _) = output(
+        w.cmd()
+            .env("FLEET_DISPATCH_KEY_FILE", &keygen_key)
+            .args(["--json", "keygen"]),
+    );
+    assert_eq!(code, 0);
+    assert!(
+        serde_json::from_str::<serde_json::Value>(out.trim()).is_ok(),
+        "{out}"
+    );
+}
