@@ -2,6 +2,7 @@
 
 mod cancel;
 mod cli;
+mod config;
 mod generated;
 mod listen;
 mod manners;

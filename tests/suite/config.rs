@@ -1,0 +1,158 @@
+//! Configuration precedence: flag > FLEET_DISPATCH_* variable > config file
+//! > default, for the root, machine, fleet list and poll interval.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::util::*;
+
+/// A command with only the config file as configuration (no FLEET_DISPATCH_*).
+fn bare(w: &World) -> Command {
+    let mut c = Command::new(bin());
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &w.home)
+        .env("XDG_CONFIG_HOME", w.home.join("cfg"));
+    c
+}
+
+fn write_config(w: &World, body: &str) -> std::path::PathBuf {
+    let dir = w.home.join("cfg").join("fleet-dispatch");
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("config.toml");
+    std::fs::write(&p, body).unwrap();
+    p
+}
+
+fn base_config(w: &World, extra: &str) -> String {
+    format!(
+        "root = {:?}\nkey_file = {:?}\nstate_dir = {:?}\nmachine = \"PC\"\n{extra}",
+        w.root.display().to_string(),
+        w.key.display().to_string(),
+        w.state.display().to_string()
+    )
+}
+
+fn heartbeat_poll_ms(w: &World) -> u64 {
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(w.pc().join("listener.json")).unwrap())
+            .unwrap();
+    v["pollIntervalMs"].as_u64().unwrap()
+}
+
+#[test]
+fn the_config_file_alone_is_enough() {
+    let w = World::new();
+    write_config(
+        &w,
+        &base_config(&w, "fleet = [\"LAPTOP\"]\npoll_interval = \"300ms\"\n"),
+    );
+    let (code, out, err) = output(bare(&w).args(["enqueue", "--target", "laptop", "--", "true"]));
+    assert_eq!(code, 0, "fleet list from the file: {out}{err}");
+    assert!(
+        w.root
+            .join("LAPTOP")
+            .join("inbox")
+            .join(format!("{}.json", out.trim()))
+            .exists()
+    );
+    let (code, _, err) = output(bare(&w).args(["listen", "--once"]));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(heartbeat_poll_ms(&w), 300, "poll interval from the file");
+    assert!(w.pc().is_dir(), "machine name from the file");
+}
+
+#[test]
+fn a_variable_wins_over_the_file_and_a_flag_over_the_variable() {
+    let w = World::new();
+    let elsewhere = w.dir.path().join("other-root");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    write_config(&w, &base_config(&w, "poll_interval = \"300ms\"\n"));
+    // Variable beats file.
+    let (code, _, err) = output(
+        bare(&w)
+            .env("FLEET_DISPATCH_POLL_INTERVAL", "400ms")
+            .args(["listen", "--once"]),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(heartbeat_poll_ms(&w), 400);
+    // Flag beats variable.
+    let (code, _, err) = output(bare(&w).env("FLEET_DISPATCH_POLL_INTERVAL", "400ms").args([
+        "listen",
+        "--once",
+        "--poll-interval",
+        "500ms",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(heartbeat_poll_ms(&w), 500);
+    // Root: variable beats file, flag beats variable.
+    let (code, _, err) = output(
+        bare(&w)
+            .env("FLEET_DISPATCH_ROOT", &elsewhere)
+            .args(["listen", "--once"]),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(elsewhere.join("PC").is_dir());
+    let third = w.dir.path().join("third-root");
+    std::fs::create_dir_all(&third).unwrap();
+    let (code, _, err) = output(bare(&w).env("FLEET_DISPATCH_ROOT", &elsewhere).args([
+        "--root",
+        third.to_str().unwrap(),
+        "listen",
+        "--once",
+    ]));
+    assert_eq!(code, 0, "{err}");
+    assert!(third.join("PC").is_dir());
+    // Machine: variable beats file.
+    let (code, _, err) = output(
+        bare(&w)
+            .env("FLEET_DISPATCH_MACHINE", "BOX")
+            .args(["listen", "--once"]),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(w.root.join("BOX").is_dir());
+}
+
+#[test]
+fn defaults_apply_without_any_configuration() {
+    let w = World::new();
+    write_config(&w, &base_config(&w, ""));
+    let (code, _, err) = output(bare(&w).args(["listen", "--once"]));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(heartbeat_poll_ms(&w), 2000, "the default poll interval");
+}
+
+#[test]
+fn a_bad_config_file_is_config_naming_the_file() {
+    let w = World::new();
+    let p = write_config(&w, "rooot = \"/x\"\n");
+    let (code, _, err) = output(bare(&w).args(["status"]));
+    assert_eq!(code, 78, "{err}");
+    assert!(err.contains(&p.display().to_string()), "{err}");
+    write_config(&w, &base_config(&w, "poll_interval = \"soon\"\n"));
+    let (code, _, err) = output(bare(&w).args(["status"]));
+    assert_eq!(code, 78, "{err}");
+    let missing = w.dir.path().join("nope.toml");
+    let (code, _, err) = output(
+        bare(&w)
+            .env("FLEET_DISPATCH_CONFIG", &missing)
+            .args(["status"]),
+    );
+    assert_eq!(code, 78, "an explicitly named file must exist: {err}");
+    assert!(err.contains("nope.toml"), "{err}");
+}
+
+#[test]
+fn fleet_dispatch_config_names_another_file() {
+    let w = World::new();
+    let p = w.dir.path().join("custom.toml");
+    std::fs::write(&p, base_config(&w, "")).unwrap();
+    let (code, _, err) = output(
+        bare(&w)
+            .env("FLEET_DISPATCH_CONFIG", &p)
+            .args(["listen", "--once"]),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(w.pc().is_dir());
+}
