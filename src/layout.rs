@@ -134,10 +134,11 @@ pub struct StateDirs {
 }
 
 impl StateDirs {
-    /// `<state>/<target>/`.
+    /// `<state>/<target>/`, the name in lower case: `PC` and `pc` are one
+    /// target, so they must share one lock, journal and ledger.
     pub fn new(state: &Path, target: &Machine) -> StateDirs {
         StateDirs {
-            base: state.join(target.as_str()),
+            base: state.join(target.as_str().to_ascii_lowercase()),
         }
     }
     /// The directory itself.

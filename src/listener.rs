@@ -263,8 +263,20 @@ impl Listener {
     /// never read, moved or deleted.
     fn scan(&mut self) -> Result<Vec<Candidate>> {
         let inbox = self.dirs.inbox();
-        let entries =
-            std::fs::read_dir(&inbox).map_err(|e| crate::error::Error::io("list", &inbox, &e))?;
+        let entries = match std::fs::read_dir(&inbox) {
+            Ok(e) => e,
+            // A synced folder can vanish for a while (a sync hiccup, a
+            // restore): make ours again and carry on.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.say_once(
+                    "inbox/",
+                    format!("{} is missing; making it again", inbox.display()),
+                );
+                fsops::create_dirs(&self.dirs.all_dirs())?;
+                return Ok(Vec::new());
+            }
+            Err(e) => return Err(crate::error::Error::io("list", &inbox, &e)),
+        };
         let mut out = Vec::new();
         let mut present = HashSet::new();
         for entry in entries.flatten() {
@@ -472,6 +484,8 @@ impl Listener {
 
     /// Result (durable) → job archived → marker consumed → ledger → journal cleared.
     fn finish(&mut self, id: &JobId, job_path: &std::path::Path, outcome: &Outcome) -> Result<()> {
+        // Our folders may have vanished under a sync engine meanwhile.
+        fsops::create_dirs(&self.dirs.all_dirs())?;
         let result_path = self.dirs.result_file(id);
         if !fsops::publish(&result_path, &doc::to_file_bytes(outcome), true)? {
             self.say(format!("a result for {id} already exists; keeping it"));
@@ -698,10 +712,15 @@ impl Listener {
         self.say(format!(
             "recovering {id}: the previous listener stopped while it ran"
         ));
-        let mut pids = platform::processes_of_job(id.as_str());
-        if pids.is_empty() && !cfg!(target_os = "linux") && platform::is_alive(entry.pid) {
-            pids.push(entry.pid);
-        }
+        let started = clock::parse(&entry.started_at).map_or(std::time::UNIX_EPOCH, Into::into);
+        let root = self.root.display().to_string();
+        let pids = platform::orphans(&platform::Orphaned {
+            job_id: id.as_str(),
+            root: &root,
+            target: self.dirs.target().as_str(),
+            group: entry.pid,
+            started,
+        });
         if !pids.is_empty() {
             self.say(format!(
                 "stopping {} leftover process(es) of {id}",

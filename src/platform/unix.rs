@@ -377,21 +377,98 @@ fn job_processes(root: i32, pgid: i32) -> Vec<i32> {
     found
 }
 
-/// Live processes whose environment carries `FLEET_DISPATCH_JOB_ID=<id>`:
-/// after a crash, the orphans of the job that was running.
-pub fn processes_of_job(job_id: &str) -> Vec<i32> {
-    let needle = format!("FLEET_DISPATCH_JOB_ID={job_id}");
+/// What a dead listener's journal says about the job it ran.
+#[derive(Clone, Debug)]
+pub struct Orphaned<'a> {
+    /// The job id.
+    pub job_id: &'a str,
+    /// The dispatch root and target the job ran for (its environment says).
+    pub root: &'a str,
+    /// The target.
+    pub target: &'a str,
+    /// The job's process group (its leader's pid); 0 if never spawned.
+    pub group: i32,
+    /// When the job started.
+    pub started: std::time::SystemTime,
+}
+
+/// After a crash, the live processes of the job that was running: those
+/// whose environment names this job, root and target (set by the listener,
+/// inherited by descendants), and the members of its recorded process group
+/// unless that group id was visibly reused by a process started later.
+pub fn orphans(o: &Orphaned<'_>) -> Vec<i32> {
+    let wanted = [
+        format!("FLEET_DISPATCH_JOB_ID={}", o.job_id),
+        format!("FLEET_DISPATCH_ROOT={}", o.root),
+        format!("FLEET_DISPATCH_TARGET={}", o.target),
+    ];
     let me = std::process::id() as i32;
-    process_table()
-        .into_iter()
+    let table = process_table();
+    let mut found: Vec<i32> = table
+        .iter()
         .filter(|p| p.pid != me)
         .filter(|p| {
-            std::fs::read(format!("/proc/{}/environ", p.pid))
-                .map(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
-                .unwrap_or(false)
+            std::fs::read(format!("/proc/{}/environ", p.pid)).is_ok_and(|env| {
+                wanted
+                    .iter()
+                    .all(|w| env.split(|&b| b == 0).any(|kv| kv == w.as_bytes()))
+            })
         })
         .map(|p| p.pid)
-        .collect()
+        .collect();
+    let reused = table
+        .iter()
+        .any(|p| p.pid == o.group && !started_near(p.pid, o.started));
+    if o.group > 1 && !reused {
+        for p in table.iter().filter(|p| p.pgrp == o.group && p.pid != me) {
+            if !found.contains(&p.pid) {
+                found.push(p.pid);
+            }
+        }
+    }
+    if table.is_empty() && o.group > 1 {
+        // No process table (not Linux): the recorded group is all we know.
+        found.push(o.group);
+    }
+    found
+}
+
+/// True when `pid` started within a few seconds of `when` (Linux; elsewhere
+/// assumed true).
+fn started_near(pid: i32, when: std::time::SystemTime) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        let start = (|| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let rest = &stat[stat.rfind(')')? + 2..];
+            // Field 22 of stat is the start time in clock ticks since boot;
+            // `rest` begins at field 3.
+            let ticks: u64 = rest.split(' ').nth(19)?.parse().ok()?;
+            let btime: u64 = std::fs::read_to_string("/proc/stat")
+                .ok()?
+                .lines()
+                .find_map(|l| l.strip_prefix("btime "))?
+                .trim()
+                .parse()
+                .ok()?;
+            // SAFETY: sysconf has no preconditions.
+            let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+            Some(
+                std::time::UNIX_EPOCH
+                    + std::time::Duration::from_millis(btime * 1000 + ticks * 1000 / hz),
+            )
+        })();
+        let Some(start) = start else { return false };
+        let gap = start
+            .duration_since(when)
+            .or_else(|_| when.duration_since(start));
+        gap.is_ok_and(|g| g <= std::time::Duration::from_secs(5))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (pid, when);
+        true
+    }
 }
 
 /// True while process `pid` exists and is not a zombie.
