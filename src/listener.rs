@@ -113,6 +113,8 @@ pub struct Listener {
     deferred: HashSet<JobId>,
     /// Accepted job files by name, with the (size, mtime) they had.
     parsed: HashMap<String, ((u64, Option<SystemTime>), Job)>,
+    /// The accepted jobs in drain order.
+    queue: Queue,
     /// Names already reported as left in place, so a stuck file is said once.
     noted: HashSet<String>,
     tx: Sender<Control>,
@@ -123,10 +125,43 @@ pub struct Listener {
     _lock: Lock,
 }
 
-/// A job that passed acceptance, replay and age checks.
+/// A job that passed acceptance (steps 1 to 8).
 struct Candidate {
     job: Job,
     path: PathBuf,
+}
+
+/// The accepted jobs in drain order, and what the inbox folder looked like
+/// when they were listed.
+#[derive(Default)]
+struct Queue {
+    jobs: std::collections::VecDeque<Candidate>,
+    inbox_mtime: Option<SystemTime>,
+    listed: Option<Instant>,
+}
+
+impl Queue {
+    fn mtime(inbox: &std::path::Path) -> Option<SystemTime> {
+        std::fs::metadata(inbox).and_then(|m| m.modified()).ok()
+    }
+
+    /// True when the listing must be redone: never listed, the folder
+    /// changed, or a poll interval passed (coarse mtimes on network
+    /// filesystems can hide a change).
+    fn stale(&self, inbox: &std::path::Path, poll: Duration) -> bool {
+        self.listed.is_none_or(|t| t.elapsed() >= poll) || Queue::mtime(inbox) != self.inbox_mtime
+    }
+
+    fn reset(&mut self, jobs: Vec<Candidate>, inbox: &std::path::Path) {
+        self.inbox_mtime = Queue::mtime(inbox);
+        self.jobs = jobs.into();
+        self.listed = Some(Instant::now());
+    }
+
+    /// Records the folder's state after our own change to it (archiving).
+    fn note(&mut self, inbox: &std::path::Path) {
+        self.inbox_mtime = Queue::mtime(inbox);
+    }
 }
 
 impl Listener {
@@ -166,6 +201,7 @@ impl Listener {
             unsettled: HashMap::new(),
             deferred: HashSet::new(),
             parsed: HashMap::new(),
+            queue: Queue::default(),
             noted: HashSet::new(),
             tx,
             rx,
@@ -227,32 +263,74 @@ impl Listener {
         })
     }
 
-    /// One scan of the inbox; handles at most one job that runs or ends.
-    /// Returns true when something happened that warrants an immediate rescan.
+    /// Handles at most one job that runs or ends; true when one did.
+    ///
+    /// The inbox is listed again only when its folder changed or a poll
+    /// interval has passed, so draining n queued jobs costs n small steps,
+    /// not n listings of n files. Before saying "nothing to do" the pass
+    /// always looks at a fresh listing.
     fn pass(&mut self) -> Result<bool> {
-        let mut candidates = self.scan()?;
-        candidates.sort_by_key(|c| c.job.drain_key());
+        let fresh = self.queue.stale(&self.dirs.inbox(), self.settings.poll);
+        if fresh {
+            self.rescan()?;
+        }
+        if self.act()? {
+            return Ok(true);
+        }
+        if !fresh {
+            self.rescan()?;
+            return self.act();
+        }
+        Ok(false)
+    }
+
+    fn rescan(&mut self) -> Result<()> {
+        let mut jobs = self.scan()?;
+        jobs.sort_by_key(|c| c.job.drain_key());
+        self.queue.reset(jobs, &self.dirs.inbox());
+        Ok(())
+    }
+
+    /// Walks the queue in drain order and acts on the first job that can
+    /// start or end: replay guard → age → cancel check (before the governor,
+    /// so a cancelled job never sits deferred under RED) → governor → run.
+    fn act(&mut self) -> Result<bool> {
         let tier = Tier::read(self.settings.governor.as_deref());
-        for c in candidates {
-            // Cancel check comes before the governor: a cancelled job never
-            // sits deferred under RED.
-            if let Some(marker) = self.valid_marker(&c.job.id) {
-                self.cancel_before_start(&c, &marker)?;
-                return Ok(true);
-            }
-            if !tier.admits(c.job.spec.priority) {
-                if self.deferred.insert(c.job.id.clone()) {
-                    self.counters.deferred += 1;
-                    self.say(format!(
-                        "deferred {} (governor {})",
-                        c.job.id,
-                        tier.as_str()
-                    ));
-                }
+        let mut i = 0;
+        while i < self.queue.jobs.len() {
+            let c = &self.queue.jobs[i];
+            if std::fs::symlink_metadata(&c.path).is_err() {
+                // Gone meanwhile (moved by a sync engine): nothing to do.
+                self.queue.jobs.remove(i);
                 continue;
             }
+            let checked = accept::replay(&c.job.id, self.seen_where(&c.job.id)).and_then(|()| {
+                accept::freshness(c.job.created, clock::now(), self.settings.max_age)
+            });
+            if let Err(r) = checked {
+                let c = self.queue.jobs.remove(i).expect("index in range");
+                self.refuse(&c.path, &c.job.id.file_name(), &r);
+                continue;
+            }
+            let id = c.job.id.clone();
+            if let Some(marker) = self.valid_marker(&id) {
+                let c = self.queue.jobs.remove(i).expect("index in range");
+                self.cancel_before_start(&c, &marker)?;
+                self.queue.note(&self.dirs.inbox());
+                return Ok(true);
+            }
+            if !tier.admits(self.queue.jobs[i].job.spec.priority) {
+                if self.deferred.insert(id.clone()) {
+                    self.counters.deferred += 1;
+                    self.say(format!("deferred {id} (governor {})", tier.as_str()));
+                }
+                i += 1;
+                continue;
+            }
+            let c = self.queue.jobs.remove(i).expect("index in range");
             self.deferred.remove(&c.job.id);
             self.run_job(c)?;
+            self.queue.note(&self.dirs.inbox());
             return Ok(true);
         }
         Ok(false)
@@ -288,12 +366,7 @@ impl Listener {
             }
             present.insert(name.clone());
             let path = entry.path();
-            let verdict = self.judge(&name, &path).and_then(|job| {
-                accept::replay(&job.id, self.seen_where(&job.id))?;
-                accept::freshness(job.created, clock::now(), self.settings.max_age)?;
-                Ok(job)
-            });
-            match verdict {
+            match self.judge(&name, &path) {
                 Ok(job) => {
                     self.unsettled.remove(&name);
                     out.push(Candidate { job, path });
@@ -306,22 +379,7 @@ impl Listener {
                     if matches!(r.verdict, Verdict::Malformed) && !self.settled(&name, &path) => {}
                 Err(r) => {
                     self.unsettled.remove(&name);
-                    self.parsed.remove(&name);
-                    if r.verdict == Verdict::AlreadyProcessed {
-                        self.counters.skipped += 1;
-                    } else {
-                        self.counters.rejected += 1;
-                    }
-                    self.say(format!(
-                        "rejected {name}: {} ({})",
-                        r.verdict.as_str(),
-                        r.message
-                    ));
-                    // A file we cannot move aside stays and is retried; it
-                    // must never take the listener down.
-                    if let Err(e) = self.reject(&path, &name, &r, "job") {
-                        self.say_once(&name, format!("could not move {name} aside: {e}"));
-                    }
+                    self.refuse(&path, &name, &r);
                 }
             }
         }
@@ -330,6 +388,25 @@ impl Listener {
         self.parsed.retain(|n, _| present.contains(n));
         self.noted.retain(|n| present.contains(n));
         Ok(out)
+    }
+
+    /// Counts and moves aside a refused inbox file. A file we cannot move
+    /// stays and is retried; it must never take the listener down.
+    fn refuse(&mut self, path: &std::path::Path, name: &str, r: &Rejection) {
+        self.parsed.remove(name);
+        if r.verdict == Verdict::AlreadyProcessed {
+            self.counters.skipped += 1;
+        } else {
+            self.counters.rejected += 1;
+        }
+        self.say(format!(
+            "rejected {name}: {} ({})",
+            r.verdict.as_str(),
+            r.message
+        ));
+        if let Err(e) = self.reject(path, name, r, "job") {
+            self.say_once(name, format!("could not move {name} aside: {e}"));
+        }
     }
 
     /// Steps 1 to 8 of acceptance for one inbox entry. A file already
@@ -485,7 +562,9 @@ impl Listener {
     /// Result (durable) → job archived → marker consumed → ledger → journal cleared.
     fn finish(&mut self, id: &JobId, job_path: &std::path::Path, outcome: &Outcome) -> Result<()> {
         // Our folders may have vanished under a sync engine meanwhile.
-        fsops::create_dirs(&self.dirs.all_dirs())?;
+        if !self.dirs.results().is_dir() || !self.dirs.done().is_dir() {
+            fsops::create_dirs(&self.dirs.all_dirs())?;
+        }
         let result_path = self.dirs.result_file(id);
         if !fsops::publish(&result_path, &doc::to_file_bytes(outcome), true)? {
             self.say(format!("a result for {id} already exists; keeping it"));
@@ -504,7 +583,8 @@ impl Listener {
                 // this one is a duplicate of processed work.
                 fsops::remove(job_path)?;
             }
-            fsops::sync_parent(&done);
+            // No directory flush here: if a power loss undoes this move,
+            // the durable result and ledger still refuse the job.
         }
         self.consume_marker(id)?;
         if !self.ledger.contains(id.as_str()) {
@@ -557,7 +637,6 @@ impl Listener {
             &doc::to_file_bytes(&running),
             false,
         )?;
-        self.heartbeat(Some(&id), "running");
         self.say(format!("running {id}: {}", summary_argv(&spec.argv)));
 
         let mut env = vec![
@@ -604,8 +683,11 @@ impl Listener {
             // If this write fails the start-up scan by job id still finds the orphans.
             let _ = journal.write(&entry);
         });
-        let refused = watcher.stop();
-        if let Some(r) = refused {
+        let watched = watcher.stop();
+        if watched.beat_written {
+            self.heartbeat(None, "listening");
+        }
+        if let Some(r) = watched.refusal {
             self.say(format!(
                 "ignored marker for {id}: {} ({})",
                 r.verdict.as_str(),
@@ -626,9 +708,7 @@ impl Listener {
             clock::human(report.duration)
         ));
         let _ = fsops::remove(&self.dirs.running_file(&id));
-        self.finish(&id, &c.path, &outcome)?;
-        self.heartbeat(None, "listening");
-        Ok(())
+        self.finish(&id, &c.path, &outcome)
     }
 
     /// The signed result of a run.

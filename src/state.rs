@@ -119,11 +119,11 @@ impl Journal {
         )
     }
 
-    /// Clears the journal once the job is fully recorded.
+    /// Clears the journal once the job is fully recorded. Not flushed: a journal that reappears after a power loss names a job
+    /// whose result is already durable, and recovery then only redoes the
+    /// bookkeeping.
     pub fn clear(&self) -> Result<()> {
-        fsops::remove(&self.path)?;
-        fsops::sync_parent(&self.path);
-        Ok(())
+        fsops::remove(&self.path)
     }
 }
 

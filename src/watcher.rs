@@ -40,8 +40,21 @@ pub struct Watch {
 /// A running watcher; [`Watcher::stop`] ends it.
 pub struct Watcher {
     stop: Sender<()>,
-    handle: JoinHandle<Option<accept::Rejection>>,
+    handle: JoinHandle<Watched>,
 }
+
+/// What a watcher saw.
+#[derive(Debug, Default)]
+pub struct Watched {
+    /// The last refusal, when a marker was present but not accepted.
+    pub refusal: Option<accept::Rejection>,
+    /// True when it wrote a "running" heartbeat (the job ran long enough).
+    pub beat_written: bool,
+}
+
+/// A job runs this long before the heartbeat says so: a fast drain of
+/// short jobs then costs no heartbeat writes in the synced folder.
+const FIRST_BEAT: Duration = Duration::from_secs(1);
 
 impl Watcher {
     /// Starts a thread carrying out `watch`.
@@ -51,16 +64,15 @@ impl Watcher {
         Watcher { stop, handle }
     }
 
-    /// Stops the watcher; returns the last refusal it saw, if a marker was
-    /// present but not accepted.
-    pub fn stop(self) -> Option<accept::Rejection> {
+    /// Stops the watcher and says what it saw.
+    pub fn stop(self) -> Watched {
         let _ = self.stop.send(());
-        self.handle.join().ok().flatten()
+        self.handle.join().unwrap_or_default()
     }
 }
 
 impl Watch {
-    fn run(self, stopped: &Receiver<()>) -> Option<accept::Rejection> {
+    fn run(self, stopped: &Receiver<()>) -> Watched {
         let Watch {
             job,
             marker,
@@ -71,7 +83,8 @@ impl Watch {
             beat,
         } = &self;
         let mut last_seen: Option<(u64, Option<SystemTime>)> = None;
-        let mut last_beat = Instant::now();
+        let started = Instant::now();
+        let mut last_beat: Option<Instant> = None;
         let mut refusal = None;
         let name = job.file_name();
         loop {
@@ -87,7 +100,10 @@ impl Watch {
                     ) {
                         Ok(m) => {
                             let _ = to_runner.send(Control::Cancel(job.clone(), Box::new(m)));
-                            return None;
+                            return Watched {
+                                refusal: None,
+                                beat_written: last_beat.is_some(),
+                            };
                         }
                         Err(r) => {
                             // A marker that cannot be read yet is retried next poll.
@@ -102,13 +118,22 @@ impl Watch {
                     }
                 }
             }
-            if last_beat.elapsed() >= heartbeat::EVERY {
-                last_beat = Instant::now();
+            let due = match last_beat {
+                None => started.elapsed() >= FIRST_BEAT,
+                Some(t) => t.elapsed() >= heartbeat::EVERY,
+            };
+            if due {
+                last_beat = Some(Instant::now());
                 beat.write(Some(job.as_str()), "running");
             }
             match stopped.recv_timeout(*poll) {
                 Err(RecvTimeoutError::Timeout) => continue,
-                _ => return refusal,
+                _ => {
+                    return Watched {
+                        refusal,
+                        beat_written: last_beat.is_some(),
+                    };
+                }
             }
         }
     }

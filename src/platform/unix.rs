@@ -325,6 +325,33 @@ struct Proc {
     pgrp: i32,
 }
 
+/// Reads a small `/proc` file in one go (the default growth from a tiny
+/// buffer costs several syscalls per file, and we read many).
+#[cfg(target_os = "linux")]
+fn read_proc(path: &str) -> Option<String> {
+    use std::io::Read;
+    let mut buf = Vec::with_capacity(1024);
+    std::fs::File::open(path).ok()?.read_to_end(&mut buf).ok()?;
+    String::from_utf8(buf).ok()
+}
+
+/// One `/proc/<pid>/stat` row, or None for a zombie or a vanished process.
+#[cfg(target_os = "linux")]
+fn proc_row(pid: i32) -> Option<Proc> {
+    let stat = read_proc(&format!("/proc/{pid}/stat"))?;
+    // The command name may hold spaces and parentheses: fields start after
+    // the last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut f = rest.split(' ');
+    let state = f.next()?;
+    if state == "Z" || state == "X" {
+        return None;
+    }
+    let ppid = f.next()?.parse().ok()?;
+    let pgrp = f.next()?.parse().ok()?;
+    Some(Proc { pid, ppid, pgrp })
+}
+
 #[cfg(target_os = "linux")]
 fn process_table() -> Vec<Proc> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -332,20 +359,7 @@ fn process_table() -> Vec<Proc> {
     };
     dir.filter_map(|e| e.ok())
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            // The command name may hold spaces and parentheses: fields start
-            // after the last ')'.
-            let rest = &stat[stat.rfind(')')? + 2..];
-            let mut f = rest.split(' ');
-            let state = f.next()?;
-            if state == "Z" || state == "X" {
-                return None;
-            }
-            let ppid = f.next()?.parse().ok()?;
-            let pgrp = f.next()?.parse().ok()?;
-            Some(Proc { pid, ppid, pgrp })
-        })
+        .filter_map(proc_row)
         .collect()
 }
 
@@ -354,10 +368,58 @@ fn process_table() -> Vec<Proc> {
     Vec::new()
 }
 
+/// Every descendant of `root` (zombies included), walked through
+/// `/proc/<pid>/task/<tid>/children`: cost grows with the job's tree, not
+/// with the machine's process count. None where the kernel lacks that file.
+#[cfg(target_os = "linux")]
+fn descendants(root: i32) -> Option<Vec<i32>> {
+    static SUPPORTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let supported = *SUPPORTED.get_or_init(|| {
+        let me = std::process::id();
+        std::path::Path::new(&format!("/proc/{me}/task/{me}/children")).exists()
+    });
+    if !supported {
+        return None;
+    }
+    let mut found = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        // A process or thread that ends meanwhile simply has no children.
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{parent}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let path = task.path().join("children");
+            let Some(list) = path.to_str().and_then(read_proc) else {
+                continue;
+            };
+            for child in list
+                .split_whitespace()
+                .filter_map(|c| c.parse::<i32>().ok())
+            {
+                if !found.contains(&child) {
+                    found.push(child);
+                    frontier.push(child);
+                }
+            }
+        }
+    }
+    Some(found)
+}
+
 /// Live processes below `root` in the process tree, plus live members of
-/// process group `pgid`, excluding `root` itself. Empty where there is no
-/// `/proc`.
+/// process group `pgid`, excluding `root` itself. As the listener is a child
+/// subreaper, every process a job starts stays below it, so the walk from
+/// `root` finds them all; without `/proc/.../children` the whole process
+/// table is scanned instead. Empty where there is no `/proc`.
 fn job_processes(root: i32, pgid: i32) -> Vec<i32> {
+    #[cfg(target_os = "linux")]
+    if let Some(desc) = descendants(root) {
+        return desc
+            .into_iter()
+            .filter(|&p| p != root && p > 1 && proc_row(p).is_some())
+            .collect();
+    }
     let table = process_table();
     let mut found: Vec<i32> = table
         .iter()
@@ -478,13 +540,7 @@ pub fn is_alive(pid: i32) -> bool {
     }
     #[cfg(target_os = "linux")]
     {
-        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Ok(stat) => stat
-                .rfind(')')
-                .and_then(|i| stat.get(i + 2..i + 3))
-                .is_some_and(|s| s != "Z"),
-            Err(_) => false,
-        }
+        proc_row(pid).is_some()
     }
     #[cfg(not(target_os = "linux"))]
     // SAFETY: signal 0 only checks for existence.
