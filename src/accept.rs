@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
 
-use crate::doc::{Job, Marker, Outcome, Spec, job, marker, outcome};
+use crate::doc::{Job, Marker, Outcome, Spec, Termination, job, marker, outcome};
 use crate::key::Key;
 use crate::names::{self, JobId};
 
@@ -404,6 +404,42 @@ pub fn outcome(job_id: &str, read: FileRead, target: &str, key: &Key) -> Verdict
         .ok_or_else(|| {
             Rejection::new(Verdict::Malformed, "field \"exitCode\" is not an integer")
         })?;
+    // Every field before `detail` in the canonical string must be unable to
+    // hold a `|`, or a signature could be re-split across fields.
+    if !names::is_job_id(env.str("jobId")) {
+        return Err(Rejection::new(
+            Verdict::InvalidJobId,
+            format!("jobId {:?} is not a valid job id", env.str("jobId")),
+        ));
+    }
+    if !names::is_machine(env.str("target")) {
+        return Err(Rejection::new(
+            Verdict::InvalidTarget,
+            format!("target {:?} is not a valid machine name", env.str("target")),
+        ));
+    }
+    if Termination::parse(env.str("error")).is_none() {
+        return Err(Rejection::new(
+            Verdict::Malformed,
+            format!(
+                "error {:?} is not a result word of the SPEC",
+                env.str("error")
+            ),
+        ));
+    }
+    let started = env.str("startedAt");
+    if !started.is_empty() && crate::clock::parse(started).is_none() {
+        return Err(Rejection::new(
+            Verdict::Malformed,
+            format!("startedAt {started:?} is not RFC 3339"),
+        ));
+    }
+    if crate::clock::parse(env.str("finishedAt")).is_none() {
+        return Err(Rejection::new(
+            Verdict::Malformed,
+            format!("finishedAt {:?} is not RFC 3339", env.str("finishedAt")),
+        ));
+    }
     if env.str("jobId") != job_id {
         return Err(Rejection::new(
             Verdict::JobIdMismatch,

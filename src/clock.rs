@@ -54,15 +54,17 @@ pub fn parse_duration(s: &str) -> Result<Duration> {
         return Err(bad());
     }
     let n: u64 = num.parse().map_err(|_| bad())?;
-    let ms = match unit {
-        "ms" => n,
-        "" | "s" => n * 1000,
-        "m" => n * 60_000,
-        "h" => n * 3_600_000,
-        "d" => n * 86_400_000,
+    let per: u64 = match unit {
+        "ms" => 1,
+        "" | "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
         _ => return Err(bad()),
     };
-    Ok(Duration::from_millis(ms))
+    n.checked_mul(per)
+        .map(Duration::from_millis)
+        .ok_or_else(bad)
 }
 
 /// The shortest of our duration forms that says `d` exactly.

@@ -38,12 +38,40 @@ pub fn is_our_temp_name(name: &str) -> bool {
             .is_some_and(|r| r.len() == 12 && r.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-/// Creates each directory (and its parents).
+/// Creates each directory (and its parents), refusing one that exists as
+/// a link or a file: a planted link would lead our writes out of the root.
 pub fn create_dirs(dirs: &[PathBuf]) -> Result<()> {
     for d in dirs {
+        check_real_dir(d)?;
         std::fs::create_dir_all(d).map_err(|e| Error::io("create directory", d, &e))?;
     }
     Ok(())
+}
+
+/// Refuses a folder that exists but is not a real directory (a symbolic
+/// link could lead reads, writes and deletes outside the root).
+pub fn check_real_dir(dir: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if !m.file_type().is_dir() => Err(Error::forbidden(format!(
+            "{} is not a real folder ({}); a folder of the layout must not be a link or a file",
+            dir.display(),
+            not_a_file(&m).unwrap_or("file")
+        ))
+        .hint("move it away; the listener makes the folder again")),
+        _ => Ok(()),
+    }
+}
+
+/// Creates a fresh log file at `path` for writing: whatever entry had that
+/// name (a planted link or hard link to a file elsewhere) is removed first,
+/// and the new file is created without following links.
+pub fn create_log(path: &Path) -> std::io::Result<File> {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    crate::platform::create_new_no_follow(path)
 }
 
 fn write_temp(path: &Path, bytes: &[u8], durable: bool) -> Result<PathBuf> {

@@ -70,6 +70,14 @@ impl TargetDirs {
         self.base.join("listener.json")
     }
 
+    /// Refuses the layout when the target folder or any folder in it (or
+    /// `archive/`) is a link or a file.
+    pub fn check_real(&self) -> Result<()> {
+        check_real_dir(&self.base)?;
+        check_real_dir(&self.base.join("archive"))?;
+        self.all_dirs().iter().try_for_each(|d| check_real_dir(d))
+    }
+
     /// Every directory the listener needs, created on its first start.
     pub fn all_dirs(&self) -> Vec<PathBuf> {
         vec![
@@ -236,17 +244,9 @@ pub fn resolve_target(root: &Path, name: &str, fleet: &[String]) -> Result<Targe
     .hint("a target's folder appears when its listener first starts; or name it in FLEET_DISPATCH_FLEET"))
 }
 
-/// Refuses a target folder that exists but is not a real directory (a
-/// symbolic link could lead writes and deletes outside the root).
+/// Refuses a target folder that exists but is not a real directory.
 pub fn check_real_dir(base: &Path) -> Result<()> {
-    match std::fs::symlink_metadata(base) {
-        Ok(m) if !m.file_type().is_dir() => Err(Error::forbidden(format!(
-            "{} is not a real folder ({}); a target folder must not be a link or a file",
-            base.display(),
-            crate::fsops::not_a_file(&m).unwrap_or("file")
-        ))),
-        _ => Ok(()),
-    }
+    crate::fsops::check_real_dir(base)
 }
 
 /// True when `inner` lies inside `outer` (both made absolute and, where

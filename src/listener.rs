@@ -31,7 +31,7 @@ use crate::layout::{StateDirs, TargetDirs};
 use crate::names::JobId;
 use crate::platform::{self, Signal};
 use crate::runner::{self, Control, Exit, Report, StopReason};
-use crate::state::{Journal, JournalEntry, Ledger, Lock};
+use crate::state::{Journal, JournalEntry, Ledger, LedgerView, Lock};
 use crate::watcher::{Watch, Watcher};
 
 /// Listener settings from the command line.
@@ -97,6 +97,31 @@ pub struct Summary {
     pub counters: Counters,
     /// True when it stopped on Ctrl-C or SIGTERM.
     pub interrupted: bool,
+}
+
+/// What the HTTP intake holds to feed a running listener from its own
+/// threads: the same folders, key and replay guard, and the same control
+/// channel, so a job or marker taken over HTTP meets the folder's rules.
+#[derive(Clone)]
+pub struct Handle {
+    /// The listener's target folders.
+    pub dirs: TargetDirs,
+    /// The dispatch root.
+    pub root: PathBuf,
+    /// The fleet key.
+    pub key: Arc<Key>,
+    /// Jobs older than this are stale.
+    pub max_age: Duration,
+    /// Wakes the idle listener, or reaches the running job's runner.
+    pub control: Sender<Control>,
+    ledger: LedgerView,
+}
+
+impl Handle {
+    /// Where `id` was already processed, if anywhere (the replay guard).
+    pub fn processed_where(&self, id: &JobId) -> Option<&'static str> {
+        processed_where(&self.dirs, id, || self.ledger.contains(id.as_str()))
+    }
 }
 
 /// Where the listener runs and with what.
@@ -177,6 +202,7 @@ impl Listener {
         shutdown: Arc<Shutdown>,
     ) -> Result<Listener> {
         let lock = Lock::acquire(&state, dirs.target().as_str())?;
+        dirs.check_real()?;
         fsops::create_dirs(&dirs.all_dirs())?;
         platform::become_subreaper();
         let now = clock::now();
@@ -213,6 +239,18 @@ impl Listener {
         l.recover()?;
         l.heartbeat(None, "listening");
         Ok(l)
+    }
+
+    /// What another thread needs to feed this listener (the HTTP intake).
+    pub fn handle(&self) -> Handle {
+        Handle {
+            dirs: self.dirs.clone(),
+            root: self.root.clone(),
+            key: Arc::clone(&self.key),
+            max_age: self.settings.max_age,
+            control: self.tx.clone(),
+            ledger: self.ledger.view(),
+        }
     }
 
     fn say(&self, line: impl AsRef<str>) {
@@ -340,6 +378,9 @@ impl Listener {
     /// and returns the runnable jobs. Names that are not `<id>.json` are
     /// never read, moved or deleted.
     fn scan(&mut self) -> Result<Vec<Candidate>> {
+        // A folder of ours swapped for a link since the last look would lead
+        // reads and moves out of the root: stop rather than follow it.
+        self.dirs.check_real()?;
         let inbox = self.dirs.inbox();
         let entries = match std::fs::read_dir(&inbox) {
             Ok(e) => e,
@@ -437,15 +478,7 @@ impl Listener {
 
     /// Where `id` was already processed, if anywhere.
     fn seen_where(&self, id: &JobId) -> Option<&'static str> {
-        if std::fs::symlink_metadata(self.dirs.result_file(id)).is_ok() {
-            Some("results/")
-        } else if std::fs::symlink_metadata(self.dirs.done_file(id)).is_ok() {
-            Some("archive/done/")
-        } else if self.ledger.contains(id.as_str()) {
-            Some("the local ledger")
-        } else {
-            None
-        }
+        processed_where(&self.dirs, id, || self.ledger.contains(id.as_str()))
     }
 
     /// True when a file that does not parse has stayed unchanged for the
@@ -561,7 +594,9 @@ impl Listener {
 
     /// Result (durable) → job archived → marker consumed → ledger → journal cleared.
     fn finish(&mut self, id: &JobId, job_path: &std::path::Path, outcome: &Outcome) -> Result<()> {
-        // Our folders may have vanished under a sync engine meanwhile.
+        // Our folders may have vanished under a sync engine meanwhile, or
+        // been swapped for links.
+        self.dirs.check_real()?;
         if !self.dirs.results().is_dir() || !self.dirs.done().is_dir() {
             fsops::create_dirs(&self.dirs.all_dirs())?;
         }
@@ -843,6 +878,24 @@ impl Listener {
     fn heartbeat(&mut self, job: Option<&JobId>, state: &str) {
         self.last_heartbeat = Instant::now();
         self.beat.write(job.map(JobId::as_str), state);
+    }
+}
+
+/// Where `id` was already processed, if anywhere: the replay guard's places
+/// (SPEC §7), for the inbox drain and the HTTP intake alike.
+pub fn processed_where(
+    dirs: &TargetDirs,
+    id: &JobId,
+    in_ledger: impl FnOnce() -> bool,
+) -> Option<&'static str> {
+    if std::fs::symlink_metadata(dirs.result_file(id)).is_ok() {
+        Some("results/")
+    } else if std::fs::symlink_metadata(dirs.done_file(id)).is_ok() {
+        Some("archive/done/")
+    } else if in_ledger() {
+        Some("the local ledger")
+    } else {
+        None
     }
 }
 

@@ -40,6 +40,9 @@ pub enum Control {
     Cancel(JobId, Box<Marker>),
     /// The listener is shutting down (first Ctrl-C or SIGTERM).
     Shutdown,
+    /// New work may be waiting (from the HTTP intake): an idle listener
+    /// rescans at once instead of at its next poll; the runner ignores it.
+    Wake,
 }
 
 /// Why the runner stopped a job.
@@ -135,8 +138,10 @@ pub fn run(
         stderr_tail: String::new(),
         output_bytes: (0, 0),
     };
-    let (out_file, err_file) = match (File::create(&req.stdout_log), File::create(&req.stderr_log))
-    {
+    let (out_file, err_file) = match (
+        crate::fsops::create_log(&req.stdout_log),
+        crate::fsops::create_log(&req.stderr_log),
+    ) {
         (Ok(o), Ok(e)) => (o, e),
         (Err(e), _) | (_, Err(e)) => {
             return blank(Exit::SpawnFailed(format!("cannot create log file: {e}")));

@@ -90,6 +90,16 @@ pub fn sync_dir(dir: &Path) {
     }
 }
 
+/// Creates a new file for writing, failing if anything (a link included)
+/// already has the name.
+pub fn create_new_no_follow(path: &Path) -> io::Result<File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
 /// Opens for reading without following a final symlink and without
 /// blocking on a FIFO.
 pub fn open_no_follow(path: &Path) -> io::Result<File> {
