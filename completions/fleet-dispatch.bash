@@ -113,7 +113,7 @@ _fleet__dispatch() {
             return 0
             ;;
         fleet__subcmd__dispatch__subcmd__cancel)
-            opts="-t -h --target --job-id --wait --wait-timeout --root --key-file --machine --state-dir --json --help"
+            opts="-t -h --target --job-id --wait --wait-timeout --via --root --key-file --machine --state-dir --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -132,6 +132,10 @@ _fleet__dispatch() {
                     return 0
                     ;;
                 --wait-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --via)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -189,7 +193,7 @@ _fleet__dispatch() {
             return 0
             ;;
         fleet__subcmd__dispatch__subcmd__enqueue)
-            opts="-t -h --target --job-id --cwd --env --timeout --grace --priority --label --interrupt --wait --wait-timeout --root --key-file --machine --state-dir --json --help"
+            opts="-t -h --target --job-id --cwd --env --timeout --grace --priority --label --interrupt --wait --wait-timeout --via --root --key-file --machine --state-dir --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -236,6 +240,10 @@ _fleet__dispatch() {
                     return 0
                     ;;
                 --wait-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --via)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -447,7 +455,7 @@ _fleet__dispatch() {
             return 0
             ;;
         fleet__subcmd__dispatch__subcmd__listen)
-            opts="-h --once --poll-interval --settle --max-job-age --governor-file --root --key-file --machine --state-dir --json --help"
+            opts="-h --once --poll-interval --settle --max-job-age --governor-file --http --root --key-file --machine --state-dir --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -466,6 +474,10 @@ _fleet__dispatch() {
                     return 0
                     ;;
                 --governor-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --http)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

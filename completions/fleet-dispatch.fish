@@ -59,6 +59,7 @@ high\t'Before every normal job'"
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand enqueue" -l label -d 'A short description shown by status and results' -r
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand enqueue" -l interrupt -d 'Stop and steer: queue this job at high priority, then cancel JOBID' -r
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand enqueue" -l wait-timeout -d 'Give up waiting after this long (exit 124)' -r
+complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand enqueue" -l via -d 'Send the job to the target\'s `listen --http` at this URL (http://HOST:PORT); the shared folder is used only when it cannot be reached' -r
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand enqueue" -l root -d 'The dispatch root, the shared folder [default: $OneDrive/fleet-dispatch]' -r -F
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand enqueue" -l key-file -d 'The fleet key file [default: ~/.claude/fleet-dispatch.key]' -r -F
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand enqueue" -l machine -d 'This machine\'s name [default: the host name]' -r
@@ -70,6 +71,7 @@ complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand listen" -l
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand listen" -l settle -d 'How long a file that does not parse may stay unchanged before it is rejected' -r
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand listen" -l max-job-age -d 'Jobs older than this are refused as stale' -r
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand listen" -l governor-file -d 'Governor file: first word GREEN, YELLOW (only high jobs run) or RED (none)' -r -F
+complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand listen" -l http -d 'Also take jobs and cancels over HTTP on ADDR (HOST:PORT; a bare port means 127.0.0.1:PORT). Plain HTTP, no TLS [default: off]' -r
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand listen" -l root -d 'The dispatch root, the shared folder [default: $OneDrive/fleet-dispatch]' -r -F
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand listen" -l key-file -d 'The fleet key file [default: ~/.claude/fleet-dispatch.key]' -r -F
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand listen" -l machine -d 'This machine\'s name [default: the host name]' -r
@@ -90,6 +92,7 @@ complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand result" -s
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand cancel" -s t -l target -d 'The machine running the job' -r
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand cancel" -l job-id -d 'The job to stop' -r
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand cancel" -l wait-timeout -d 'Give up waiting after this long (exit 124)' -r
+complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand cancel" -l via -d 'Send the marker to the target\'s `listen --http` at this URL (http://HOST:PORT); the shared folder is used only when it cannot be reached' -r
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand cancel" -l root -d 'The dispatch root, the shared folder [default: $OneDrive/fleet-dispatch]' -r -F
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand cancel" -l key-file -d 'The fleet key file [default: ~/.claude/fleet-dispatch.key]' -r -F
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand cancel" -l machine -d 'This machine\'s name [default: the host name]' -r

@@ -78,12 +78,12 @@ pub enum Cmd {
     Keygen(KeygenArgs),
     /// Sign a job and drop it into a target's inbox; prints its id
     #[command(
-        after_help = "Examples:\n  fleet-dispatch enqueue --target PC -- claude -p \"fix the flaky test\"\n  fleet-dispatch enqueue --target PC --timeout 1h --label nightly --wait -- make test\n  fleet-dispatch enqueue --target PC --interrupt 20261129-193000-9f2c4e1ab37d5c08 -- claude -p \"do this instead\""
+        after_help = "Examples:\n  fleet-dispatch enqueue --target PC -- claude -p \"fix the flaky test\"\n  fleet-dispatch enqueue --target PC --timeout 1h --label nightly --wait -- make test\n  fleet-dispatch enqueue --target PC --interrupt 20261129-193000-9f2c4e1ab37d5c08 -- claude -p \"do this instead\"\n  fleet-dispatch enqueue --target PC --via http://pc.lan:7070 -- make test   # straight to PC's listen --http"
     )]
     Enqueue(EnqueueArgs),
     /// Run this machine's jobs: drain its inbox one job at a time
     #[command(
-        after_help = "Examples:\n  fleet-dispatch listen                 # forever, rescanning every 2 s\n  fleet-dispatch listen --once --json   # drain once, print the counters"
+        after_help = "Examples:\n  fleet-dispatch listen                 # forever, rescanning every 2 s\n  fleet-dispatch listen --once --json   # drain once, print the counters\n  fleet-dispatch listen --http 7070     # also take jobs and cancels over HTTP on 127.0.0.1:7070"
     )]
     Listen(ListenArgs),
     /// Show a job's verified result
@@ -93,7 +93,7 @@ pub enum Cmd {
     Result(ResultArgs),
     /// Ask a target to stop a job (running or still queued)
     #[command(
-        after_help = "Example:\n  fleet-dispatch cancel --target PC --job-id 20261129-193000-9f2c4e1ab37d5c08 --wait"
+        after_help = "Examples:\n  fleet-dispatch cancel --target PC --job-id 20261129-193000-9f2c4e1ab37d5c08 --wait\n  fleet-dispatch cancel --target PC --job-id 20261129-193000-9f2c4e1ab37d5c08 --via http://pc.lan:7070"
     )]
     Cancel(CancelArgs),
     /// Remove stale cancel markers and our stale temp files (for cron)
@@ -169,6 +169,9 @@ pub struct EnqueueArgs {
     /// Give up waiting after this long (exit 124)
     #[arg(long, value_name = "D", requires = "wait")]
     pub wait_timeout: Option<String>,
+    /// Send the job to the target's `listen --http` at this URL (http://HOST:PORT); the shared folder is used only when it cannot be reached
+    #[arg(long, value_name = "URL")]
+    pub via: Option<String>,
     /// The program and its arguments, after `--`
     #[arg(last = true, required = true, value_name = "PROGRAM [ARG]...")]
     pub argv: Vec<String>,
@@ -197,6 +200,9 @@ pub struct ListenArgs {
     /// Governor file: first word GREEN, YELLOW (only high jobs run) or RED (none)
     #[arg(long, value_name = "F")]
     pub governor_file: Option<PathBuf>,
+    /// Also take jobs and cancels over HTTP on ADDR (HOST:PORT; a bare port means 127.0.0.1:PORT). Plain HTTP, no TLS [default: off]
+    #[arg(long, value_name = "ADDR", conflicts_with = "once")]
+    pub http: Option<String>,
 }
 
 /// `result`.
@@ -231,6 +237,9 @@ pub struct CancelArgs {
     /// Give up waiting after this long (exit 124)
     #[arg(long, value_name = "D", requires = "wait")]
     pub wait_timeout: Option<String>,
+    /// Send the marker to the target's `listen --http` at this URL (http://HOST:PORT); the shared folder is used only when it cannot be reached
+    #[arg(long, value_name = "URL")]
+    pub via: Option<String>,
 }
 
 /// `sweep`.

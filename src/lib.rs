@@ -17,6 +17,7 @@
 //!   other pure rules;
 //! - [`layout`], [`fsops`], [`state`], [`observe`]: the folder and local state;
 //! - [`runner`], [`watcher`], [`listener`]: running and stopping jobs;
+//! - [`http`]: the HTTP intake, a second door into the same listener;
 //! - [`cli`], [`config`], [`cmd`], [`wait`], [`out`]: the command line.
 
 #![deny(missing_docs)]
@@ -31,6 +32,7 @@ pub mod error;
 pub mod fsops;
 pub mod governor;
 pub mod heartbeat;
+pub mod http;
 pub mod key;
 pub mod layout;
 pub mod listener;

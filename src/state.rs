@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -138,7 +139,25 @@ struct LedgerLine {
 #[derive(Debug)]
 pub struct Ledger {
     path: PathBuf,
-    seen: HashMap<String, OffsetDateTime>,
+    seen: Seen,
+}
+
+/// The ids in memory, shared with [`LedgerView`]s on other threads.
+type Seen = Arc<RwLock<HashMap<String, OffsetDateTime>>>;
+
+/// A read-only view of a [`Ledger`]'s ids for another thread (the HTTP
+/// intake's replay guard): it sees every id the ledger records, at once.
+#[derive(Clone, Debug)]
+pub struct LedgerView(Seen);
+
+impl LedgerView {
+    /// True when `id` was processed within the retention.
+    pub fn contains(&self, id: &str) -> bool {
+        self.0
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(id)
+    }
 }
 
 impl Ledger {
@@ -163,8 +182,12 @@ impl Ledger {
                 seen.insert(l.job_id, at);
             }
         }
-        let ledger = Ledger { path, seen };
-        if lines > ledger.seen.len() {
+        let kept = seen.len();
+        let ledger = Ledger {
+            path,
+            seen: Arc::new(RwLock::new(seen)),
+        };
+        if lines > kept {
             ledger.compact()?;
         }
         Ok(ledger)
@@ -172,7 +195,8 @@ impl Ledger {
 
     fn compact(&self) -> Result<()> {
         let mut out = Vec::new();
-        let mut rows: Vec<_> = self.seen.iter().collect();
+        let seen = self.seen.read().unwrap_or_else(|p| p.into_inner());
+        let mut rows: Vec<_> = seen.iter().collect();
         rows.sort_by_key(|(_, at)| **at);
         for (id, at) in rows {
             out.extend(line(id, *at));
@@ -182,7 +206,15 @@ impl Ledger {
 
     /// True when `id` was processed within the retention.
     pub fn contains(&self, id: &str) -> bool {
-        self.seen.contains_key(id)
+        self.seen
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(id)
+    }
+
+    /// A view of the ids for another thread.
+    pub fn view(&self) -> LedgerView {
+        LedgerView(Arc::clone(&self.seen))
     }
 
     /// Records `id` durably.
@@ -191,7 +223,10 @@ impl Ledger {
         f.write_all(&line(id, now))
             .and_then(|_| f.sync_data())
             .map_err(|e| Error::io("append to", &self.path, &e))?;
-        self.seen.insert(id.to_string(), now);
+        self.seen
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.to_string(), now);
         Ok(())
     }
 

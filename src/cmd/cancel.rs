@@ -10,6 +10,7 @@ use crate::config::Context;
 use crate::doc::{Marker, Outcome, Termination, job};
 use crate::error::{Error, Result};
 use crate::fsops;
+use crate::http::client::{self, Sent, Url};
 use crate::key::Key;
 use crate::layout::TargetDirs;
 use crate::names::{JobId, Machine};
@@ -122,12 +123,14 @@ fn check_parent(dirs: &TargetDirs, id: &JobId, key: &Key, caller: &JobId) -> Res
 }
 
 /// Requests a cancel of `id` on `dirs`' target; applies the parent rule when
-/// called from inside a job.
+/// called from inside a job. With `via`, the signed marker goes over HTTP,
+/// and into the folder only when the target cannot be reached.
 pub fn request_cancel(
     dirs: &TargetDirs,
     id: &JobId,
     key: &Key,
     origin: &Machine,
+    via: Option<&Url>,
 ) -> Result<CancelStatus> {
     let caller = match std::env::var("FLEET_DISPATCH_JOB_ID") {
         Ok(v) if !v.is_empty() => Some(JobId::parse(&v)?),
@@ -136,14 +139,82 @@ pub fn request_cancel(
     if let Some(caller) = &caller {
         check_parent(dirs, id, key, caller)?;
     }
+    let marker = Marker::sign(key, id, dirs.target(), origin, &clock::format(clock::now()));
+    let Some(url) = via else {
+        return place_marker(dirs, id, key, &marker);
+    };
+    let bytes = crate::doc::to_file_bytes(&marker);
+    match client::post_cancel(url, id, &bytes)? {
+        Sent::Answer { status, body } => status_from_answer(dirs, id, key, url, status, &body),
+        Sent::Unreachable(why) => {
+            let status = place_marker(dirs, id, key, &marker)?;
+            let wrote = matches!(status, CancelStatus::Requested { existing: None, .. });
+            client::say_fallback(url, &why, wrote);
+            Ok(status)
+        }
+    }
+}
+
+/// The target's answer to a cancel over HTTP, as a status. Documents in it
+/// (a result, an earlier marker) count only when they verify here.
+fn status_from_answer(
+    dirs: &TargetDirs,
+    id: &JobId,
+    key: &Key,
+    url: &Url,
+    status: u16,
+    body: &Value,
+) -> Result<CancelStatus> {
+    let target = dirs.target().as_str();
+    let doc = |v: &Value| accept::FileRead::Bytes(v.to_string().into_bytes());
+    match (status, body["status"].as_str()) {
+        (202, Some("requested")) => Ok(CancelStatus::Requested {
+            observed: match body["job"].as_str() {
+                Some("running") => Observed::Running,
+                Some("queued") => Observed::Queued,
+                _ => Observed::NotSeen,
+            },
+            existing: body
+                .get("marker")
+                .and_then(|m| accept::marker(&id.file_name(), doc(m), target, key).ok()),
+        }),
+        (202, Some("not_running")) => accept::outcome(
+            id.as_str(),
+            doc(&body["result"]),
+            target,
+            key,
+        )
+        .map(|o| CancelStatus::NotRunning(Box::new(o)))
+        .map_err(|r| {
+            Error::forbidden(format!(
+                "{url} says {id} already finished, but the result it sent does not verify ({}: {})",
+                r.verdict.as_str(),
+                r.message
+            ))
+        }),
+        (409, Some("blocked")) => Ok(CancelStatus::Blocked(
+            body["reason"].as_str().unwrap_or_default().to_string(),
+        )),
+        _ => Err(client::refusal(url, status, body)),
+    }
+}
+
+/// Places a signed `marker` for `id` in `cancel/`, unless the job has a
+/// verified result (then nothing is written); never replaces a marker. The
+/// folder path and the HTTP intake both decide here.
+pub fn place_marker(
+    dirs: &TargetDirs,
+    id: &JobId,
+    key: &Key,
+    marker: &Marker,
+) -> Result<CancelStatus> {
     let observed = observe::job(dirs, id, key);
     if let Observed::Done(o) = observed {
         return Ok(CancelStatus::NotRunning(o));
     }
     let path = dirs.marker_file(id);
-    let marker = Marker::sign(key, id, dirs.target(), origin, &clock::format(clock::now()));
     fsops::create_dirs(&[dirs.cancel()])?;
-    if fsops::publish(&path, &crate::doc::to_file_bytes(&marker), true)? {
+    if fsops::publish(&path, &crate::doc::to_file_bytes(marker), true)? {
         return Ok(CancelStatus::Requested {
             observed,
             existing: None,
@@ -167,13 +238,14 @@ pub fn request_cancel(
 pub fn run(ctx: &Context, args: CancelArgs) -> Result<u8> {
     let id = JobId::parse(&args.job_id)?;
     let limit = super::duration_flag(&args.wait_timeout, "--wait-timeout")?;
+    let via = args.via.as_deref().map(Url::parse).transpose()?;
     let root = ctx.root()?;
     // Key and identity first: a refusal must not leave a fleet member's
     // folder behind.
     let key = ctx.key(Some(&root))?;
     let origin = ctx.machine()?;
     let dirs = ctx.target(&root, &args.target)?;
-    let status = request_cancel(&dirs, &id, &key, &origin)?;
+    let status = request_cancel(&dirs, &id, &key, &origin, via.as_ref())?;
     let mut out = status.to_json(&id);
     out["target"] = json!(dirs.target().as_str());
     let human = status.sentence(&id);

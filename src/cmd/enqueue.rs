@@ -11,6 +11,7 @@ use crate::config::Context;
 use crate::doc::{Job, Priority, Spec};
 use crate::error::{Error, Result};
 use crate::fsops;
+use crate::http::client::{self, Sent, Url};
 use crate::names::{self, JobId};
 use crate::wait::{self, Waited};
 
@@ -69,6 +70,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
         None => JobId::generate(clock::now()),
     };
     let interrupt = args.interrupt.as_deref().map(JobId::parse).transpose()?;
+    let via = args.via.as_deref().map(Url::parse).transpose()?;
     let root = ctx.root()?;
     // Key and identity first: a refusal must not leave a fleet member's
     // folder behind.
@@ -102,21 +104,38 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
         spec,
     );
     let path = dirs.job_file(&id);
-    fsops::create_dirs(&[dirs.inbox()])?;
-    if !fsops::publish(&path, &job.to_file_bytes(), true)? {
-        return Err(Error::validation(format!(
-            "job id {id} is already queued for {} ({}); nothing was overwritten",
-            dirs.target(),
-            path.display()
-        ))
-        .hint("omit --job-id to get a fresh one"));
+    // Over HTTP when asked; the folder when the target cannot be reached.
+    let unreachable = match &via {
+        Some(url) => match client::post_job(url, &job.to_file_bytes())? {
+            Sent::Answer { status: 202, .. } => None,
+            Sent::Answer { status, body } => return Err(client::refusal(url, status, &body)),
+            Sent::Unreachable(why) => Some((url, why)),
+        },
+        None => None,
+    };
+    if via.is_none() || unreachable.is_some() {
+        fsops::create_dirs(&[dirs.inbox()])?;
+        if !fsops::publish(&path, &job.to_file_bytes(), true)? {
+            return Err(Error::validation(format!(
+                "job id {id} is already queued for {} ({}); nothing was overwritten",
+                dirs.target(),
+                path.display()
+            ))
+            .hint("omit --job-id to get a fresh one"));
+        }
+    }
+    if let Some((url, why)) = &unreachable {
+        client::say_fallback(url, why, true);
     }
 
     // Steer: the new job is queued first, so a cancel that cannot land
     // leaves it simply waiting its turn.
-    let steer = interrupt
-        .as_ref()
-        .map(|old| (old, cancel::request_cancel(&dirs, old, &key, &origin)));
+    let steer = interrupt.as_ref().map(|old| {
+        (
+            old,
+            cancel::request_cancel(&dirs, old, &key, &origin, via.as_ref()),
+        )
+    });
     let mut out = json!({
         "jobId": id.as_str(),
         "target": dirs.target().as_str(),

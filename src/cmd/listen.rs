@@ -1,6 +1,7 @@
 //! `listen`: run this machine's listener, once or until Ctrl-C / SIGTERM.
 //! The first signal stops the running job gracefully and exits 130; a second
-//! one kills the job's process group at once.
+//! one kills the job's process group at once. With `--http ADDR` the HTTP
+//! intake ([`crate::http`]) runs beside it, feeding the same listener.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -62,6 +63,11 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
     if settings.poll.is_zero() {
         return Err(Error::validation("--poll-interval must be more than 0"));
     }
+    let http = args
+        .http
+        .as_deref()
+        .map(crate::http::bind_addr)
+        .transpose()?;
     let root = ctx.root()?;
     let machine = ctx.machine()?;
     let key = ctx.key(Some(&root))?;
@@ -80,7 +86,28 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
     };
     crate::layout::check_real_dir(dirs.base())?;
     let shutdown = install_handler()?;
+    let verbose = settings.verbose;
     let listener = Listener::start(root, dirs, state, key, key_path, settings, shutdown)?;
+    // After the lock: a second listener must say BUSY, not "address in use".
+    let _intake = match http {
+        Some(addr) => {
+            let server = crate::http::serve(addr, listener.handle(), verbose)?;
+            if verbose {
+                let bound = server.local_addr();
+                let note = if bound.ip().is_loopback() {
+                    ""
+                } else {
+                    " (plain HTTP: across networks use a VPN or an SSH tunnel)"
+                };
+                crate::out::line(&format!(
+                    "{} HTTP intake on http://{bound}{note}",
+                    crate::clock::format(crate::clock::now())
+                ));
+            }
+            Some(server)
+        }
+        None => None,
+    };
     let summary = listener.run()?;
     let c = &summary.counters;
     super::emit(

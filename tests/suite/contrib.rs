@@ -591,6 +591,7 @@ fn found() -> Vec<Found> {
 }
 
 /// Waits for `child` up to `limit`, killing it past that.
+#[cfg_attr(not(unix), allow(dead_code))] // only the Unix-only cron test uses it
 fn wait_for(mut child: std::process::Child, limit: Duration) -> std::process::ExitStatus {
     let start = Instant::now();
     loop {

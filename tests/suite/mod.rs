@@ -8,15 +8,28 @@ mod cancel;
 mod cli;
 mod config;
 mod contrib;
+// Unix only (SIGKILL, `sh` jobs and `/proc`). Windows: see `windows`.
+#[cfg(unix)]
+mod crash_loop;
 mod generated;
+// Unix only (`sh` jobs and `/proc`). Windows: see `windows`.
+#[cfg(unix)]
+mod http;
+// Unix only (symlinks, FIFOs, `sh` jobs and `kill`). Windows: see `windows`.
+#[cfg(unix)]
+mod hostile;
 // Unix only (`sh` jobs, FIFOs, `/proc` and `kill`). Windows: see `windows`.
 #[cfg(unix)]
 mod listen;
 mod manners;
+mod properties;
 mod status;
 // Unix only (symlinks, `utimensat` and Unix paths). Windows: see `windows`.
 #[cfg(unix)]
 mod sweep_verify;
+// Unix only (`chattr`, `sh` jobs and `kill`). Windows: see `windows`.
+#[cfg(unix)]
+mod sync_races;
 mod vectors;
 #[cfg(windows)]
 mod windows;

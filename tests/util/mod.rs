@@ -90,8 +90,7 @@ impl World {
         std::fs::create_dir_all(&home).unwrap();
         let key = dir.path().join("keys").join("fleet.key");
         std::fs::create_dir_all(key.parent().unwrap()).unwrap();
-        std::fs::write(&key, VECTOR_KEY).unwrap();
-        set_mode(&key, 0o600);
+        write_private(&key, VECTOR_KEY);
         World {
             dir,
             root,
@@ -292,6 +291,7 @@ impl ListenerGuard {
     }
 
     /// Sends `sig` to the listener.
+    #[cfg(unix)]
     pub fn signal(&self, sig: i32) {
         // SAFETY: kill(2) on our own child.
         unsafe {
@@ -349,12 +349,30 @@ pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// Writes a file only its owner may read: mode 600 on Unix, the crate's own
+/// owner-only DACL on Windows (a plain write would inherit the folder's).
+pub fn write_private(p: &Path, text: &str) {
+    #[cfg(unix)]
+    {
+        std::fs::write(p, text).unwrap();
+        set_mode(p, 0o600);
+    }
+    #[cfg(windows)]
+    {
+        use std::io::Write;
+        let mut f = fleet_dispatch::platform::create_private(p).unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    }
+}
+
+#[cfg(unix)]
 pub fn set_mode(p: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
 /// True while a process with this pid exists and is not a zombie.
+#[cfg(unix)]
 pub fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(s) => s

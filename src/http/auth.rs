@@ -1,0 +1,113 @@
+//! The signature on GET requests: `X-Fleet-Signature: t=<unix seconds>,
+//! sig=<hex HMAC-SHA256 of "get|<path>|<t>">` with the fleet key, accepted
+//! within ±[`MAX_SKEW_SECS`] of this machine's clock and checked in
+//! constant time. POST bodies need nothing more: they are signed documents.
+//!
+//! The path is signed so an answer cannot be swapped for another endpoint's;
+//! the time limits how long a captured header can be replayed.
+
+use crate::key::Key;
+
+/// The request header carrying the signature.
+pub const HEADER: &str = "X-Fleet-Signature";
+
+/// How far `t` may be from this machine's clock, either way.
+pub const MAX_SKEW_SECS: i64 = 300;
+
+/// `get|{path}|{t}`.
+pub fn canonical(path: &str, t: &str) -> String {
+    format!("get|{path}|{t}")
+}
+
+/// The header value signing a GET of `path` at unix time `t`.
+pub fn sign(key: &Key, path: &str, t: i64) -> String {
+    let t = t.to_string();
+    format!("t={t},sig={}", key.sign(&canonical(path, &t)))
+}
+
+/// Checks a GET of `path` received at unix time `now`; `Err` says why not.
+pub fn check(header: Option<&str>, path: &str, now: i64, key: &Key) -> Result<(), String> {
+    let header = header.ok_or_else(|| format!("a GET needs an {HEADER} header"))?;
+    let (mut t, mut sig) = (None, None);
+    for part in header.split(',').map(str::trim) {
+        match part.split_once('=') {
+            Some(("t", v)) if t.is_none() => t = Some(v),
+            Some(("sig", v)) if sig.is_none() => sig = Some(v),
+            _ => return Err(format!("{HEADER} is not t=<unix seconds>,sig=<hex>")),
+        }
+    }
+    let (Some(t), Some(sig)) = (t, sig) else {
+        return Err(format!("{HEADER} is not t=<unix seconds>,sig=<hex>"));
+    };
+    if t.is_empty() || t.len() > 12 || !t.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("{HEADER}: t {t:?} is not unix seconds"));
+    }
+    let secs: i64 = t.parse().map_err(|_| format!("{HEADER}: bad t"))?;
+    if (now - secs).abs() > MAX_SKEW_SECS {
+        return Err(format!(
+            "{HEADER}: t is {}s from this machine's clock, beyond ±{MAX_SKEW_SECS}s (replayed, or a clock is wrong)",
+            now - secs
+        ));
+    }
+    if sig.len() != 64 || !key.verify(&canonical(path, t), sig) {
+        return Err(format!(
+            "{HEADER}: the signature does not verify with this fleet key"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> Key {
+        Key::from_file_text(b"3f6c2a9e1b7d4c58a0e9f2b6d1c7e4a89b3d5f7a1c2e4b6d8f0a1b3c5d7e9f21\n")
+            .unwrap()
+    }
+
+    #[test]
+    fn accepts_a_fresh_signature_for_its_path_only() {
+        let k = key();
+        let h = sign(&k, "/v1/status", 1_800_000_000);
+        assert_eq!(check(Some(&h), "/v1/status", 1_800_000_000, &k), Ok(()));
+        assert_eq!(check(Some(&h), "/v1/status", 1_800_000_300, &k), Ok(()));
+        assert_eq!(check(Some(&h), "/v1/status", 1_799_999_700, &k), Ok(()));
+        assert!(check(Some(&h), "/v1/jobs/abc", 1_800_000_000, &k).is_err());
+        assert!(
+            check(
+                Some(&h.to_uppercase().replace("T=", "t=").replace("SIG=", "sig=")),
+                "/v1/status",
+                1_800_000_000,
+                &k
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn refuses_old_future_forged_and_garbled_headers() {
+        let k = key();
+        let h = sign(&k, "/v1/status", 1_800_000_000);
+        assert!(check(Some(&h), "/v1/status", 1_800_000_301, &k).is_err());
+        assert!(check(Some(&h), "/v1/status", 1_799_999_699, &k).is_err());
+        let other = Key::from_bytes(&[7u8; 32]).unwrap();
+        let forged = sign(&other, "/v1/status", 1_800_000_000);
+        assert!(check(Some(&forged), "/v1/status", 1_800_000_000, &k).is_err());
+        for bad in [
+            "",
+            "t=1800000000",
+            "sig=00",
+            "t=-5,sig=00",
+            "t=1800000000,sig=zz",
+            "t=1800000000,t=1800000000,sig=00",
+            "x=1,t=1800000000,sig=00",
+        ] {
+            assert!(
+                check(Some(bad), "/v1/status", 1_800_000_000, &k).is_err(),
+                "{bad}"
+            );
+        }
+        assert!(check(None, "/v1/status", 1_800_000_000, &k).is_err());
+    }
+}

@@ -1,0 +1,426 @@
+//! The endpoints of the HTTP intake, each a thin door onto the library
+//! functions the folder path uses: a job is judged by [`accept::job`] and
+//! the replay guard, then published into `inbox/` like any other; a marker
+//! is judged by [`accept::marker`] and placed by [`cmd::place_marker`]; the
+//! GETs answer from [`observe::job`] and [`cmd::target_status`].
+//!
+//! Routing and the verdict-to-status table are pure functions; the
+//! handlers are the effects.
+
+use std::io::Write;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::accept::{self, FileRead, Verdict};
+use crate::clock;
+use crate::cmd::{self, CancelStatus};
+use crate::doc::{Job, job, marker};
+use crate::error::{Code, Error};
+use crate::fsops;
+use crate::listener::Handle;
+use crate::names::JobId;
+use crate::observe::{self, Observed};
+use crate::runner::Control;
+
+use super::auth;
+use super::server::{Handler, Request, Response};
+
+/// Every refused signature (a forged document, a bad or replayed GET
+/// signature) is answered only after this long, so guessing is slow.
+pub const REFUSAL_DELAY: Duration = Duration::from_millis(200);
+
+/// What a request line asks for.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Route<'a> {
+    /// `POST /v1/jobs`.
+    SubmitJob,
+    /// `POST /v1/jobs/{id}/cancel`.
+    Cancel(&'a str),
+    /// `GET /v1/jobs/{id}`.
+    JobState(&'a str),
+    /// `GET /v1/status`.
+    Status,
+    /// Anything else.
+    Unknown,
+}
+
+/// Where jobs are posted.
+pub const JOBS_PATH: &str = "/v1/jobs";
+
+/// Routes a request line (the path without its query).
+pub fn route<'a>(method: &str, path: &'a str) -> Route<'a> {
+    let job = path
+        .strip_prefix("/v1/jobs/")
+        .filter(|s| !s.is_empty() && !s.contains('/'));
+    let cancel = path
+        .strip_prefix("/v1/jobs/")
+        .and_then(|s| s.strip_suffix("/cancel"))
+        .filter(|s| !s.is_empty() && !s.contains('/'));
+    match (method, path) {
+        ("POST", JOBS_PATH) => Route::SubmitJob,
+        ("GET", "/v1/status") => Route::Status,
+        ("POST", _) if cancel.is_some() => Route::Cancel(cancel.unwrap_or_default()),
+        ("GET", _) if job.is_some() => Route::JobState(job.unwrap_or_default()),
+        _ => Route::Unknown,
+    }
+}
+
+/// The HTTP status and error code for an acceptance verdict: a signature or
+/// target refusal is 403, a document that does not parse 400, one over its
+/// size 413, and every other refusal (names, spec, replay, age) 422.
+pub fn verdict_answer(v: Verdict) -> (u16, Code) {
+    match v {
+        Verdict::BadSignature | Verdict::TargetMismatch | Verdict::WrongTarget => {
+            (403, Code::Forbidden)
+        }
+        Verdict::Malformed => (400, Code::BadRequest),
+        Verdict::TooLarge => (413, Code::BadRequest),
+        Verdict::InvalidJobId
+        | Verdict::InvalidTarget
+        | Verdict::InvalidOrigin
+        | Verdict::InvalidCreatedAt
+        | Verdict::JobIdMismatch
+        | Verdict::UnsupportedSpec
+        | Verdict::AlreadyProcessed
+        | Verdict::Stale => (422, Code::Validation),
+        // A body in hand is never these; if one shows up it is our fault.
+        Verdict::Valid | Verdict::NotAFile | Verdict::Unreadable | Verdict::Missing => {
+            (500, Code::Internal)
+        }
+    }
+}
+
+/// The HTTP status of an error code (SPEC §9 vocabulary).
+pub fn code_status(code: Code) -> u16 {
+    match code {
+        Code::Validation => 422,
+        Code::BadRequest => 400,
+        Code::NotFound => 404,
+        Code::Forbidden => 403,
+        Code::Busy => 503,
+        Code::Internal | Code::Config => 500,
+    }
+}
+
+/// What a job's signature covers: equal texts are the same job.
+fn signed_text(j: &Job) -> String {
+    job::canonical(
+        j.id.as_str(),
+        &j.target,
+        &j.created_at,
+        &j.origin,
+        &j.spec_text,
+    )
+}
+
+/// `POST` path of a job's cancel.
+pub fn cancel_path(id: &JobId) -> String {
+    format!("/v1/jobs/{id}/cancel")
+}
+
+/// The endpoints, bound to one listener.
+pub struct Routes {
+    handle: Handle,
+    verbose: bool,
+}
+
+type Answer = Result<(u16, Value), Response>;
+
+fn refused(status: u16, err: Error) -> Response {
+    Response::error(status, &err)
+}
+
+fn from_error(err: Error) -> Response {
+    refused(code_status(err.code), err)
+}
+
+fn from_rejection(what: &str, r: &accept::Rejection) -> Response {
+    let (status, code) = verdict_answer(r.verdict);
+    refused(
+        status,
+        Error::new(
+            code,
+            format!(
+                "{what}: {}: {}; nothing was written",
+                r.verdict.as_str(),
+                r.message
+            ),
+        ),
+    )
+}
+
+impl Routes {
+    /// The endpoints feeding the listener behind `handle`.
+    pub fn new(handle: Handle, verbose: bool) -> Routes {
+        Routes { handle, verbose }
+    }
+
+    fn say(&self, line: &str) {
+        if self.verbose {
+            // As the listener's own lines: a closed stdout never stops it.
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{} http: {line}", clock::format(clock::now()));
+            let _ = out.flush();
+        }
+    }
+
+    fn target(&self) -> &str {
+        self.handle.dirs.target().as_str()
+    }
+
+    /// `POST /v1/jobs`: acceptance → replay guard → age → publish into the
+    /// inbox (never replacing) → wake the listener.
+    fn submit(&self, body: &[u8]) -> Answer {
+        let h = &self.handle;
+        // The file-name rule holds by construction: the name is the body's id.
+        let name = serde_json::from_slice::<Value>(body)
+            .ok()
+            .and_then(|v| v.get("jobId")?.as_str().map(|id| format!("{id}.json")))
+            .unwrap_or_default();
+        let job = accept::job(&name, FileRead::Bytes(body.to_vec()), self.target(), &h.key)
+            .map_err(|r| from_rejection("job", &r))?;
+        let what = format!("job {}", job.id);
+        accept::replay(&job.id, h.processed_where(&job.id))
+            .and_then(|()| accept::freshness(job.created, clock::now(), h.max_age))
+            .map_err(|r| from_rejection(&what, &r))?;
+        let path = h.dirs.job_file(&job.id);
+        fsops::create_dirs(&[h.dirs.inbox()]).map_err(from_error)?;
+        if !fsops::publish(&path, &job.to_file_bytes(), true).map_err(from_error)? {
+            // The same signed job sent twice (a retry, or the folder path
+            // too) is the same job: queued once.
+            let there = fsops::read_limited(&path, job::MAX_BYTES);
+            let same = accept::job(&job.id.file_name(), there, self.target(), &h.key)
+                .is_ok_and(|t| signed_text(&t) == signed_text(&job));
+            if !same {
+                return Err(refused(
+                    422,
+                    Error::validation(format!(
+                        "{what} is already queued on {} with other content; nothing was overwritten",
+                        self.target()
+                    )),
+                ));
+            }
+        }
+        let _ = h.control.send(Control::Wake);
+        Ok((
+            202,
+            json!({"jobId": job.id.as_str(), "target": self.target(), "status": "queued"}),
+        ))
+    }
+
+    /// `POST /v1/jobs/{id}/cancel`: acceptance (the path's id is the file
+    /// name) → the folder path's marker rule → a direct word to the runner,
+    /// so a running job stops without waiting for the watcher's poll.
+    fn cancel(&self, raw_id: &str, body: &[u8]) -> Answer {
+        let h = &self.handle;
+        let id = JobId::parse(raw_id).map_err(from_error)?;
+        let m = accept::marker(
+            &id.file_name(),
+            FileRead::Bytes(body.to_vec()),
+            self.target(),
+            &h.key,
+        )
+        .map_err(|r| from_rejection(&format!("marker for {id}"), &r))?;
+        let status = cmd::place_marker(&h.dirs, &id, &h.key, &m).map_err(from_error)?;
+        let mut out = status.to_json(&id);
+        out["target"] = json!(self.target());
+        match &status {
+            CancelStatus::Requested { existing, .. } => {
+                let acting = existing.clone().unwrap_or(m);
+                if let Some(e) = existing {
+                    out["marker"] = json!(e);
+                }
+                // A runner busy with another job ignores this; an idle
+                // listener takes it as a wake-up and cancels before start.
+                let _ = h.control.send(Control::Cancel(id, Box::new(acting)));
+                Ok((202, out))
+            }
+            CancelStatus::NotRunning(o) => {
+                out["result"] = json!(o);
+                Ok((202, out))
+            }
+            CancelStatus::Blocked(_) => Ok((409, out)),
+        }
+    }
+
+    /// `GET /v1/jobs/{id}`.
+    fn job_state(&self, raw_id: &str) -> Answer {
+        let h = &self.handle;
+        let id = JobId::parse(raw_id).map_err(from_error)?;
+        let mut out = json!({"jobId": id.as_str(), "target": self.target()});
+        let state = match observe::job(&h.dirs, &id, &h.key) {
+            Observed::Done(o) => {
+                out["result"] = json!(o);
+                "done"
+            }
+            Observed::ForgedResult(why) => {
+                return Err(refused(
+                    403,
+                    Error::forbidden(format!(
+                        "the result for {id} does not verify ({why}); it is not shown"
+                    )),
+                ));
+            }
+            Observed::Running => "running",
+            Observed::Queued => "queued",
+            Observed::NotSeen => match self.rejection_of(&id) {
+                Some(reason) => {
+                    out["reason"] = reason;
+                    "rejected"
+                }
+                None => "unknown",
+            },
+        };
+        out["state"] = json!(state);
+        Ok((200, out))
+    }
+
+    /// The reason a job file named after `id` was rejected, if one was.
+    /// Markers are rejected into the same folder: their reasons say so.
+    fn rejection_of(&self, id: &JobId) -> Option<Value> {
+        (0..100).find_map(|n| {
+            let (_, reason_path) = self.handle.dirs.rejected_files(&id.file_name(), n);
+            let FileRead::Bytes(b) = fsops::read_limited(&reason_path, 64 * 1024) else {
+                return None;
+            };
+            let v: Value = serde_json::from_slice(&b).ok()?;
+            (v["kind"] != "marker")
+                .then(|| json!({"verdict": v["verdict"], "message": v["message"], "rejectedAt": v["rejectedAt"]}))
+        })
+    }
+
+    fn status(&self) -> Answer {
+        let h = &self.handle;
+        Ok((
+            200,
+            json!({
+                "root": h.root.display().to_string(),
+                "targets": [cmd::target_status(&h.dirs, &h.key)],
+            }),
+        ))
+    }
+
+    fn answer(&self, req: &Request) -> Answer {
+        let route = route(&req.method, &req.path);
+        if matches!(route, Route::JobState(_) | Route::Status) {
+            let now = clock::now().unix_timestamp();
+            auth::check(req.header(auth::HEADER), &req.path, now, &self.handle.key)
+                .map_err(|m| refused(403, Error::forbidden(format!("{m}; nothing is shown"))))?;
+        }
+        match route {
+            Route::SubmitJob => self.submit(&req.body),
+            Route::Cancel(id) => self.cancel(id, &req.body),
+            Route::JobState(id) => self.job_state(id),
+            Route::Status => self.status(),
+            Route::Unknown => Err(refused(
+                404,
+                Error::not_found(format!(
+                    "no endpoint {} {}: POST /v1/jobs, POST /v1/jobs/ID/cancel, GET /v1/jobs/ID, GET /v1/status",
+                    req.method, req.path
+                )),
+            )),
+        }
+    }
+}
+
+impl Handler for Routes {
+    fn body_limit(&self, method: &str, path: &str) -> Option<u64> {
+        match route(method, path) {
+            Route::SubmitJob => Some(job::MAX_BYTES),
+            Route::Cancel(_) => Some(marker::MAX_BYTES),
+            _ => None,
+        }
+    }
+
+    fn handle(&self, req: &Request) -> Response {
+        let answer = match self.answer(req) {
+            Ok((status, body)) => Response::json(status, body),
+            Err(r) => r,
+        };
+        if answer.status == 403 {
+            std::thread::sleep(REFUSAL_DELAY);
+        }
+        if req.method != "GET" || answer.status >= 300 {
+            let word = answer.body["status"]
+                .as_str()
+                .or(answer.body["state"].as_str())
+                .or(answer.body["error"]["message"].as_str())
+                .unwrap_or("");
+            self.say(&format!(
+                "{} {} {} from {}: {word}",
+                answer.status, req.method, req.path, req.peer
+            ));
+        }
+        answer
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_the_four_endpoints_and_nothing_else() {
+        assert_eq!(route("POST", "/v1/jobs"), Route::SubmitJob);
+        assert_eq!(route("POST", "/v1/jobs/abc/cancel"), Route::Cancel("abc"));
+        assert_eq!(route("GET", "/v1/jobs/abc"), Route::JobState("abc"));
+        assert_eq!(route("GET", "/v1/status"), Route::Status);
+        for (m, p) in [
+            ("GET", "/v1/jobs"),
+            ("POST", "/v1/jobs/abc"),
+            ("GET", "/v1/jobs/abc/cancel"),
+            ("POST", "/v1/jobs//cancel"),
+            ("POST", "/v1/jobs/a/b/cancel"),
+            ("GET", "/v1/jobs/"),
+            ("GET", "/v1/jobs/a/b"),
+            ("DELETE", "/v1/jobs/abc"),
+            ("POST", "/v1/status"),
+            ("GET", "/"),
+        ] {
+            assert_eq!(route(m, p), Route::Unknown, "{m} {p}");
+        }
+    }
+
+    #[test]
+    fn verdicts_map_to_http_statuses() {
+        let table = [
+            (Verdict::BadSignature, 403, Code::Forbidden),
+            (Verdict::TargetMismatch, 403, Code::Forbidden),
+            (Verdict::WrongTarget, 403, Code::Forbidden),
+            (Verdict::Malformed, 400, Code::BadRequest),
+            (Verdict::TooLarge, 413, Code::BadRequest),
+            (Verdict::InvalidJobId, 422, Code::Validation),
+            (Verdict::InvalidTarget, 422, Code::Validation),
+            (Verdict::InvalidOrigin, 422, Code::Validation),
+            (Verdict::InvalidCreatedAt, 422, Code::Validation),
+            (Verdict::JobIdMismatch, 422, Code::Validation),
+            (Verdict::UnsupportedSpec, 422, Code::Validation),
+            (Verdict::AlreadyProcessed, 422, Code::Validation),
+            (Verdict::Stale, 422, Code::Validation),
+            (Verdict::NotAFile, 500, Code::Internal),
+            (Verdict::Unreadable, 500, Code::Internal),
+            (Verdict::Missing, 500, Code::Internal),
+            (Verdict::Valid, 500, Code::Internal),
+        ];
+        for (v, status, code) in table {
+            assert_eq!(verdict_answer(v), (status, code), "{}", v.as_str());
+        }
+    }
+
+    #[test]
+    fn codes_map_to_http_statuses() {
+        let table = [
+            (Code::Validation, 422),
+            (Code::BadRequest, 400),
+            (Code::NotFound, 404),
+            (Code::Forbidden, 403),
+            (Code::Busy, 503),
+            (Code::Internal, 500),
+            (Code::Config, 500),
+        ];
+        for (c, s) in table {
+            assert_eq!(code_status(c), s, "{}", c.as_str());
+        }
+    }
+}

@@ -1,0 +1,419 @@
+//! The crash loop (issue 5 point 2, SPEC §7 "a crash at any point"): a
+//! listener draining and cancelling a stream of real jobs is killed with
+//! SIGKILL at random moments and restarted, again and again. Afterwards:
+//! every job has exactly one signed result, no job's side effect happened
+//! twice, every job that was running at a kill is `interrupted` (and no other
+//! job is), and no process of any job is left alive.
+//!
+//! The moments come from a tiny xorshift with a fixed seed, so a failure
+//! replays. `FD_CRASH_SEED` and `FD_CRASH_ITERATIONS` run other or longer
+//! loops (`FD_CRASH_ITERATIONS=500 cargo test --test tests crash_loop --
+//! --nocapture`); the figures are printed on stderr.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::util::*;
+
+/// Kills per run unless `FD_CRASH_ITERATIONS` says otherwise.
+const ITERATIONS: u64 = 50;
+const SEED: u64 = 0x5eed_f1ee_7d15_9a7c;
+
+/// xorshift64: deterministic, and no crate needed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    /// Uniform enough in `0..n`.
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn one_in(&mut self, n: u64) -> bool {
+        self.below(n) == 0
+    }
+}
+
+fn env_u64(name: &str) -> Option<u64> {
+    let text = std::env::var(name).ok()?;
+    let text = text.trim();
+    match text.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
+}
+
+/// What the test asked of one job.
+struct Job {
+    id: String,
+    /// Enqueued with a timeout far shorter than its sleep.
+    times_out: bool,
+    /// `cancel` was run for it (whatever it answered).
+    cancel_requested: bool,
+}
+
+/// The job's script: pid file first, then the side effect, then the nap.
+/// Everything it touches lies outside the root.
+const SCRIPT: &str = concat!(
+    r#"echo $$ > "$1/$FLEET_DISPATCH_JOB_ID.pid"; "#,
+    r#"echo "$FLEET_DISPATCH_JOB_ID" >> "$2"; "#,
+    r#"sleep "$3""#,
+);
+
+struct Loop<'w> {
+    w: &'w World,
+    rng: Rng,
+    pid_dir: PathBuf,
+    side: PathBuf,
+    jobs: Vec<Job>,
+}
+
+impl Loop<'_> {
+    /// Enqueues one job with the real `enqueue`: a quick one sleeping
+    /// 0–400 ms, or (one in five) one that outlives its 100–300 ms timeout.
+    fn enqueue(&mut self) {
+        let times_out = self.rng.one_in(5);
+        let (nap, timeout) = if times_out {
+            // Sleeps far beyond its timeout, so `timeout` is the only honest
+            // ending even on a loaded machine; the kill comes at the timeout.
+            (
+                "5".to_string(),
+                Some(format!("{}ms", 100 + self.rng.below(201))),
+            )
+        } else {
+            let ms = self.rng.below(401);
+            (format!("{}.{:03}", ms / 1000, ms % 1000), None)
+        };
+        let mut extra = vec!["--grace", "1s"];
+        if let Some(t) = &timeout {
+            extra.extend(["--timeout", t.as_str()]);
+        }
+        let id = self.w.enqueue(
+            &extra,
+            &[
+                "sh",
+                "-c",
+                SCRIPT,
+                "sh",
+                self.pid_dir.to_str().unwrap(),
+                self.side.to_str().unwrap(),
+                &nap,
+            ],
+        );
+        self.jobs.push(Job {
+            id,
+            times_out,
+            cancel_requested: false,
+        });
+    }
+
+    /// Cancels, with the real `cancel`, the running job (when there is one
+    /// and the dice say so) or a random job that has no result yet.
+    fn cancel_one(&mut self) {
+        let running = running_ids(self.w);
+        let id = match running.first() {
+            Some(id) if self.rng.one_in(2) => id.clone(),
+            _ => {
+                let open: Vec<&Job> = self
+                    .jobs
+                    .iter()
+                    .filter(|j| !j.cancel_requested && !self.w.result_path(&j.id).exists())
+                    .collect();
+                if open.is_empty() {
+                    return;
+                }
+                open[self.rng.below(open.len() as u64) as usize].id.clone()
+            }
+        };
+        let (code, out, err) = self
+            .w
+            .run(&["--json", "cancel", "--target", "PC", "--job-id", &id]);
+        assert_eq!(code, 0, "cancel {id}: {out}{err}");
+        let v: Value = serde_json::from_str(out.trim()).unwrap();
+        assert!(
+            v["status"] == "requested" || v["status"] == "not_running",
+            "cancel {id}: {v}"
+        );
+        if let Some(j) = self.jobs.iter_mut().find(|j| j.id == id) {
+            j.cancel_requested = true;
+        }
+    }
+
+    fn nap(&mut self, max_ms: u64) {
+        std::thread::sleep(Duration::from_millis(self.rng.below(max_ms + 1)));
+    }
+}
+
+/// The job ids in `running/` (SPEC §3), temp files aside.
+fn running_ids(w: &World) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(w.pc().join("running")) else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let id = name.strip_suffix(".json")?;
+            (!id.starts_with('.')).then(|| id.to_string())
+        })
+        .collect()
+}
+
+/// The job the journal names, if any (local state for target `PC`).
+fn journal_job(w: &World) -> Option<(String, i64)> {
+    let bytes = std::fs::read(w.state.join("pc").join("journal.json")).ok()?;
+    let v: Value = serde_json::from_slice(&bytes).ok()?;
+    Some((v["jobId"].as_str()?.to_string(), v["pid"].as_i64()?))
+}
+
+/// The lines of the side-effect log.
+fn lines(p: &Path) -> Vec<String> {
+    std::fs::read_to_string(p)
+        .map(|t| t.lines().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// Recomputes a result's signature with the independent signer (SPEC §5.3).
+fn verifies(r: &Value) -> bool {
+    let s = |k: &str| r[k].as_str().unwrap_or_else(|| panic!("{k} in {r}"));
+    let canonical = format!(
+        "result|{}|{}|{}|{}|{}|{}|{}|{}",
+        s("jobId"),
+        s("target"),
+        r["ok"].as_bool().unwrap(),
+        r["exitCode"].as_i64().unwrap(),
+        s("error"),
+        s("startedAt"),
+        s("finishedAt"),
+        s("detail"),
+    );
+    s("sig").to_ascii_lowercase() == independent_sig(&canonical)
+}
+
+/// A process that is alive and carries this job's id: pid reuse by a
+/// stranger is not a leftover.
+fn job_process_alive(pid: i32, id: &str) -> bool {
+    let needle = format!("FLEET_DISPATCH_JOB_ID={id}");
+    alive(pid)
+        && std::fs::read(format!("/proc/{pid}/environ"))
+            .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
+}
+
+/// Every live process carrying one of `ids` in its environment.
+fn live_job_processes(ids: &BTreeSet<&str>) -> Vec<(i32, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        for kv in env.split(|&b| b == 0) {
+            if let Some(id) = kv.strip_prefix(b"FLEET_DISPATCH_JOB_ID=")
+                && let Ok(id) = std::str::from_utf8(id)
+                && ids.contains(id)
+                && alive(pid)
+            {
+                out.push((pid, id.to_string()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn sigkill_at_random_moments_loses_no_job_runs_none_twice_and_leaves_no_process() {
+    let started = Instant::now();
+    let iterations = env_u64("FD_CRASH_ITERATIONS").unwrap_or(ITERATIONS);
+    let seed = env_u64("FD_CRASH_SEED").unwrap_or(SEED).max(1);
+    let w = World::with_target();
+    let pid_dir = w.dir.path().join("pids");
+    std::fs::create_dir_all(&pid_dir).unwrap();
+    let mut l = Loop {
+        w: &w,
+        rng: Rng(seed),
+        pid_dir,
+        side: w.dir.path().join("side-effects.log"),
+        jobs: Vec::new(),
+    };
+
+    // A backlog, so the first listeners start busy.
+    for _ in 0..4 {
+        l.enqueue();
+    }
+    // Jobs that were running (journalled, no durable result) when a kill
+    // landed: exactly these must end `interrupted`.
+    let mut interrupted_by_kill: BTreeSet<String> = BTreeSet::new();
+    let mut kills_mid_job = 0;
+    let mut kills_before_spawn = 0;
+    let mut kills_after_result = 0;
+    for _ in 0..iterations {
+        for _ in 0..2 + l.rng.below(3) {
+            l.enqueue();
+        }
+        if l.rng.one_in(4) {
+            l.cancel_one();
+        }
+        let g = w.spawn_listener(&[]);
+        l.nap(350);
+        if l.rng.one_in(2) {
+            l.cancel_one();
+        }
+        l.nap(450);
+
+        // What was running just before the kill, then what the dead
+        // listener left in its journal (the truth the restart acts on).
+        let mut seen: BTreeSet<String> = running_ids(&w).into_iter().collect();
+        seen.extend(journal_job(&w).map(|(id, _)| id));
+        g.signal(libc::SIGKILL);
+        let _ = g.wait(Duration::from_secs(10));
+        let after = journal_job(&w);
+        if after.as_ref().is_some_and(|(_, pid)| *pid == 0) {
+            kills_before_spawn += 1;
+        }
+        seen.extend(after.map(|(id, _)| id));
+        let (mut mid_job, mut after_result) = (false, false);
+        for id in seen {
+            // A result written before the kill is kept; only the bookkeeping
+            // after it is left to the restart.
+            if w.result_path(&id).exists() {
+                after_result = true;
+            } else {
+                mid_job = true;
+                interrupted_by_kill.insert(id);
+            }
+        }
+        kills_mid_job += u32::from(mid_job);
+        kills_after_result += u32::from(after_result && !mid_job);
+    }
+    let loop_time = started.elapsed();
+
+    // A final clean drain of whatever is left.
+    let counters = w.listen_once(&["--settle", "1s"]);
+
+    let ids: BTreeSet<&str> = l.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids.len(), l.jobs.len(), "enqueue gave a duplicate id");
+
+    // Every job has exactly one result, and the results folder holds nothing
+    // else named like a result.
+    let result_names: BTreeSet<String> = std::fs::read_dir(w.pc().join("results"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json") && !n.starts_with('.'))
+        .collect();
+    let expected: BTreeSet<String> = ids.iter().map(|id| format!("{id}.json")).collect();
+    assert_eq!(
+        result_names, expected,
+        "results/ does not hold exactly one result per job"
+    );
+    assert!(
+        running_ids(&w).is_empty(),
+        "running/ not empty: {:?}",
+        running_ids(&w)
+    );
+    assert!(journal_job(&w).is_none(), "journal left behind");
+    let queued = files(&w.pc().join("inbox"));
+    assert!(queued.is_empty(), "still queued: {queued:?}");
+
+    // No side effect happened twice, and only jobs of this test wrote one.
+    let log = lines(&l.side);
+    let mut runs: BTreeMap<&str, u32> = BTreeMap::new();
+    for id in &log {
+        assert!(ids.contains(id.as_str()), "unknown id {id:?} in the log");
+        *runs.entry(id.as_str()).or_default() += 1;
+    }
+    let twice: Vec<_> = runs.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        twice.is_empty(),
+        "side effects that happened twice: {twice:?}"
+    );
+
+    let mut by_error: BTreeMap<String, u32> = BTreeMap::new();
+    for j in &l.jobs {
+        let r = w.result(&j.id);
+        assert!(verifies(&r), "result signature does not verify: {r}");
+        assert_eq!(r["jobId"], j.id.as_str(), "{r}");
+        let error = r["error"].as_str().unwrap();
+        *by_error.entry(error.to_string()).or_default() += 1;
+        let ran = runs.contains_key(j.id.as_str());
+        if interrupted_by_kill.contains(&j.id) {
+            assert_eq!(error, "interrupted", "running at a kill: {r}");
+            continue;
+        }
+        assert_ne!(
+            error, "interrupted",
+            "interrupted, but no kill found it running: {r}"
+        );
+        let allowed: &[&str] = match (j.cancel_requested, j.times_out) {
+            (false, false) => &[""],
+            (false, true) => &["timeout"],
+            // A cancel may land before the start, mid-run, or lose an
+            // honest race with the job's own end (or its timeout).
+            (true, false) => &["", "cancelled", "cancelled-before-start"],
+            (true, true) => &["timeout", "cancelled", "cancelled-before-start"],
+        };
+        assert!(allowed.contains(&error), "expected one of {allowed:?}: {r}");
+        if error.is_empty() {
+            assert_eq!(
+                (r["ok"].as_bool(), r["exitCode"].as_i64()),
+                (Some(true), Some(0)),
+                "{r}"
+            );
+        }
+        if error == "cancelled-before-start" {
+            assert!(!ran, "cancelled before start, yet it ran: {r}");
+            assert_eq!(r["startedAt"], "", "{r}");
+        } else {
+            assert!(ran, "{error:?} but its side effect never happened: {r}");
+        }
+    }
+
+    // No process of any job is left alive.
+    let leftovers = || -> Vec<(i32, String)> {
+        let mut v: Vec<(i32, String)> = l
+            .jobs
+            .iter()
+            .filter_map(|j| {
+                let text = std::fs::read_to_string(l.pid_dir.join(format!("{}.pid", j.id))).ok()?;
+                let pid = text.trim().parse::<i32>().ok()?;
+                job_process_alive(pid, &j.id).then(|| (pid, j.id.clone()))
+            })
+            .collect();
+        v.extend(live_job_processes(&ids));
+        v
+    };
+    let until = Instant::now() + Duration::from_secs(2);
+    while !leftovers().is_empty() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        leftovers().is_empty(),
+        "processes of jobs left alive: {:?}",
+        leftovers()
+    );
+
+    eprintln!(
+        "crash loop (seed {seed:#x}): {iterations} SIGKILLs, {kills_mid_job} mid-job \
+         ({kills_before_spawn} between journal and spawn), {kills_after_result} after a \
+         job's result but before its bookkeeping; {} jobs, {} cancels requested, {} ran, \
+         0 ran twice; results by error: {by_error:?}; final drain {counters}; loop {:.1}s, \
+         total {:.1}s",
+        l.jobs.len(),
+        l.jobs.iter().filter(|j| j.cancel_requested).count(),
+        runs.len(),
+        loop_time.as_secs_f64(),
+        started.elapsed().as_secs_f64(),
+    );
+}

@@ -1,0 +1,213 @@
+//! Windows (run under Wine by `ci/windows`): a job's whole process tree
+//! stops together on a cancel, a timeout and the listener's death; moves
+//! never replace; the key, enqueue and listen basics on Windows paths.
+//!
+//! A job tree here is `cmd /C tree.cmd`: the script starts `child.cmd` in the
+//! background with `start /B`, and each of the two scripts writes
+//! `<name>.started` at once and `<name>.finished` a few seconds later (the
+//! child first, after 8 s; the parent after 10 s). A tree that was stopped
+//! whole never writes a `.finished` file; one left alone writes both.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::util::{World, wait_until};
+
+const TREE: &str = "@echo off\r\n\
+    echo started> parent.started\r\n\
+    start /B cmd /C child.cmd\r\n\
+    ping -n 11 127.0.0.1 >nul\r\n\
+    echo late> parent.finished\r\n";
+const CHILD: &str = "@echo off\r\n\
+    echo started> child.started\r\n\
+    ping -n 9 127.0.0.1 >nul\r\n\
+    echo late> child.finished\r\n";
+
+/// A folder holding the tree scripts, to run jobs in.
+fn tree_dir(w: &World) -> PathBuf {
+    let dir = w.dir.path().join("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("tree.cmd"), TREE).unwrap();
+    std::fs::write(dir.join("child.cmd"), CHILD).unwrap();
+    dir
+}
+
+/// Waits until both scripts of the tree are running.
+fn wait_tree_started(dir: &Path) -> Instant {
+    wait_until(Duration::from_secs(30), || {
+        dir.join("parent.started").exists() && dir.join("child.started").exists()
+    });
+    Instant::now()
+}
+
+/// Waits until the tree would have finished had it run on, then checks that
+/// neither script got there.
+fn assert_tree_never_finished(dir: &Path, started: Instant) {
+    let finish_by = started + Duration::from_secs(13);
+    std::thread::sleep(finish_by.saturating_duration_since(Instant::now()));
+    for f in ["parent.finished", "child.finished"] {
+        assert!(
+            !dir.join(f).exists(),
+            "{f} was written: part of the tree outlived its stop"
+        );
+    }
+}
+
+#[test]
+fn a_job_tree_left_alone_finishes_both_scripts() {
+    // The control for the tests below: the scripts do write `.finished`.
+    let w = World::with_target();
+    let dir = tree_dir(&w);
+    let id = w.enqueue(
+        &["--cwd", dir.to_str().unwrap()],
+        &["cmd", "/C", "tree.cmd"],
+    );
+    let c = w.listen_once(&[]);
+    assert_eq!(c["done"], 1, "{c}");
+    assert_eq!(w.result(&id)["exitCode"], 0);
+    for f in ["parent.finished", "child.finished"] {
+        assert!(dir.join(f).exists(), "{f} missing");
+    }
+}
+
+#[test]
+fn a_cancel_stops_the_whole_job_tree() {
+    let w = World::new();
+    let dir = tree_dir(&w);
+    let _listener = w.spawn_listener(&[]);
+    let id = w.enqueue(
+        &["--cwd", dir.to_str().unwrap(), "--grace", "1s"],
+        &["cmd", "/C", "tree.cmd"],
+    );
+    let started = wait_tree_started(&dir);
+    let (code, out, err) = w.run(&["cancel", "--target", "PC", "--job-id", &id]);
+    assert_eq!(code, 0, "cancel failed: {out}{err}");
+    let r = w.wait_result(&id, Duration::from_secs(30));
+    assert_eq!(r["error"], "cancelled", "{r}");
+    assert_eq!(r["exitCode"], -1);
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "the stop took {:?}",
+        started.elapsed()
+    );
+    assert!(w.consumed(&id).exists());
+    assert_tree_never_finished(&dir, started);
+}
+
+#[test]
+fn a_timeout_stops_the_whole_job_tree() {
+    let w = World::with_target();
+    let dir = tree_dir(&w);
+    let id = w.enqueue(
+        &[
+            "--cwd",
+            dir.to_str().unwrap(),
+            "--timeout",
+            "3s",
+            "--grace",
+            "1s",
+        ],
+        &["cmd", "/C", "tree.cmd"],
+    );
+    let t = Instant::now();
+    let c = w.listen_once(&[]);
+    assert_eq!(c["failed"], 1, "{c}");
+    let r = w.result(&id);
+    assert_eq!(r["error"], "timeout", "{r}");
+    assert_eq!(r["ok"], false);
+    assert!(dir.join("parent.started").exists() && dir.join("child.started").exists());
+    assert_tree_never_finished(&dir, t);
+}
+
+#[test]
+fn the_listeners_death_takes_its_job_tree_with_it() {
+    let w = World::new();
+    let dir = tree_dir(&w);
+    let listener = w.spawn_listener(&[]);
+    w.enqueue(
+        &["--cwd", dir.to_str().unwrap()],
+        &["cmd", "/C", "tree.cmd"],
+    );
+    let started = wait_tree_started(&dir);
+    // TerminateProcess: no handler runs, only the kill-on-close Job Objects
+    // can stop the tree.
+    drop(listener);
+    assert_tree_never_finished(&dir, started);
+}
+
+#[test]
+fn a_job_runs_and_its_exit_code_comes_back() {
+    let w = World::with_target();
+    let id = w.enqueue(&[], &["cmd", "/C", "echo hello from windows& exit 3"]);
+    let c = w.listen_once(&[]);
+    assert_eq!(c["failed"], 1, "{c}");
+    let r = w.result(&id);
+    assert_eq!(r["exitCode"], 3, "{r}");
+    assert_eq!(r["ok"], false);
+    assert_eq!(r["error"], "");
+    assert!(
+        w.detail(&id)["stdoutTail"]
+            .as_str()
+            .unwrap()
+            .contains("hello from windows")
+    );
+    assert!(w.done(&id).exists());
+}
+
+#[test]
+fn keygen_writes_a_private_key_that_signs() {
+    let w = World::with_target();
+    let key = w
+        .dir
+        .path()
+        .join("profile")
+        .join(".claude")
+        .join("fleet.key");
+    let k = key.to_str().unwrap();
+    let (code, out, err) =
+        crate::util::output(w.cmd().env("FLEET_DISPATCH_KEY_FILE", k).args(["keygen"]));
+    assert_eq!(code, 0, "keygen failed: {out}{err}");
+    fleet_dispatch::platform::check_key_permissions(&key).unwrap();
+    assert_eq!(std::fs::read_to_string(&key).unwrap().trim().len(), 64);
+    // A second keygen refuses to replace it.
+    let (code, ..) =
+        crate::util::output(w.cmd().env("FLEET_DISPATCH_KEY_FILE", k).args(["keygen"]));
+    assert_ne!(code, 0);
+    let (code, out, err) = crate::util::output(
+        w.cmd()
+            .env("FLEET_DISPATCH_KEY_FILE", k)
+            .args(["enqueue", "--target", "PC", "--", "cmd", "/C", "exit", "0"]),
+    );
+    assert_eq!(code, 0, "enqueue with the new key failed: {out}{err}");
+}
+
+#[test]
+fn publishing_never_replaces_a_name_in_any_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("job.json");
+    assert!(fleet_dispatch::fsops::publish(&p, b"one", true).unwrap());
+    assert!(!fleet_dispatch::fsops::publish(&p, b"two", true).unwrap());
+    // Windows folders are case-insensitive: JOB.JSON is job.json.
+    assert!(!fleet_dispatch::fsops::publish(&dir.path().join("JOB.JSON"), b"three", true).unwrap());
+    assert_eq!(std::fs::read(&p).unwrap(), b"one");
+    let other = dir.path().join("other.json");
+    std::fs::write(&other, "other").unwrap();
+    let e = fleet_dispatch::platform::rename_no_replace(&other, &p).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists);
+    assert_eq!(std::fs::read(&other).unwrap(), b"other");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        2,
+        "no temp file left"
+    );
+}
+
+#[test]
+fn reserved_device_names_are_refused_as_targets() {
+    let w = World::new();
+    for name in ["CON", "nul", "Com1", "LPT9"] {
+        let (code, _, err) = w.run(&["enqueue", "--target", name, "--", "cmd", "/C", "exit"]);
+        assert_eq!(code, 64, "{name}: {err}");
+        assert!(err.contains("reserved"), "{name}: {err}");
+    }
+}
