@@ -449,26 +449,11 @@ fn job_processes(root: i32, pgid: i32) -> Vec<i32> {
     found
 }
 
-/// What a dead listener's journal says about the job it ran.
-#[derive(Clone, Debug)]
-pub struct Orphaned<'a> {
-    /// The job id.
-    pub job_id: &'a str,
-    /// The dispatch root and target the job ran for (its environment says).
-    pub root: &'a str,
-    /// The target.
-    pub target: &'a str,
-    /// The job's process group (its leader's pid); 0 if never spawned.
-    pub group: i32,
-    /// When the job started.
-    pub started: std::time::SystemTime,
-}
-
 /// After a crash, the live processes of the job that was running: those
 /// whose environment names this job, root and target (set by the listener,
 /// inherited by descendants), and the members of its recorded process group
 /// unless that group id was visibly reused by a process started later.
-pub fn orphans(o: &Orphaned<'_>) -> Vec<i32> {
+pub fn orphans(o: &super::Orphaned<'_>) -> Vec<i32> {
     let wanted = [
         format!("FLEET_DISPATCH_JOB_ID={}", o.job_id),
         format!("FLEET_DISPATCH_ROOT={}", o.root),

@@ -691,28 +691,13 @@ pub fn become_subreaper() {
     });
 }
 
-/// What a dead listener's journal says about the job it ran.
-#[derive(Clone, Debug)]
-pub struct Orphaned<'a> {
-    /// The job id.
-    pub job_id: &'a str,
-    /// The dispatch root and target the job ran for (its environment says).
-    pub root: &'a str,
-    /// The target.
-    pub target: &'a str,
-    /// The job's leader pid; 0 if never spawned.
-    pub group: i32,
-    /// When the job started.
-    pub started: std::time::SystemTime,
-}
-
 /// After a crash, the live processes of the job that was running. On
 /// Windows there are normally none: a job's processes all sit in its
 /// kill-on-close Job Object, whose only handle the listener held, so the
 /// system ended them when the listener died. What is left to check is the
 /// recorded leader itself, and only if it is the same process (started when
 /// the job did), never a stranger that reused the pid.
-pub fn orphans(o: &Orphaned<'_>) -> Vec<i32> {
+pub fn orphans(o: &super::Orphaned<'_>) -> Vec<i32> {
     if o.group > 0 && is_alive(o.group) && started_near(o.group, o.started) {
         vec![o.group]
     } else {
@@ -1140,7 +1125,7 @@ mod tests {
             .spawn()
             .unwrap();
         let pid = child.id() as i32;
-        let o = |started| Orphaned {
+        let o = |started| super::super::Orphaned {
             job_id: "20261129-193000-9f2c4e1ab37d5c08",
             root: "C:\\root",
             target: "PC",
