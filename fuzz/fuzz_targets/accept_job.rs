@@ -1,0 +1,58 @@
+//! Fuzzes `accept::job` (SPEC §5.2, §6): no input panics it, a `valid` job's
+//! own fields verify independently, and a re-signed job (which reaches the
+//! spec parser) is never refused for its signature.
+
+#![no_main]
+
+use fleet_dispatch::accept::{self, FileRead, Verdict};
+use fleet_dispatch::doc::job;
+use fleet_dispatch_fuzz::{file_name, folder, key, object, text, verifies};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    let k = key();
+    let (bytes, doc, resigned) = if mode & 1 == 0 {
+        (rest.to_vec(), object(rest), false)
+    } else {
+        let Some(mut doc) = object(rest) else { return };
+        let canonical = job::canonical(
+            text(&doc, "jobId"),
+            text(&doc, "target"),
+            text(&doc, "createdAt"),
+            text(&doc, "origin"),
+            text(&doc, "spec"),
+        );
+        doc.insert("sig".into(), k.sign(&canonical).into());
+        (serde_json::to_vec(&doc).unwrap(), Some(doc), true)
+    };
+    let name = file_name(doc.as_ref(), resigned || mode & 2 == 0);
+    let target = folder(doc.as_ref(), resigned || mode & 4 == 0);
+    match accept::job(&name, FileRead::Bytes(bytes), &target, &k) {
+        Ok(j) => {
+            let doc = doc.expect("a valid job is a JSON object");
+            let canonical = format!(
+                "job|{}|{}|{}|{}|{}",
+                text(&doc, "jobId"),
+                text(&doc, "target"),
+                text(&doc, "createdAt"),
+                text(&doc, "origin"),
+                text(&doc, "spec")
+            );
+            assert!(
+                verifies(&doc, &canonical),
+                "valid but not verified: {doc:?}"
+            );
+            assert_eq!(j.spec_text, text(&doc, "spec"));
+            assert!(!j.spec.argv.is_empty());
+            assert_eq!(name, format!("{}.json", j.id));
+            assert!(j.target.eq_ignore_ascii_case(&target));
+        }
+        Err(r) => assert!(
+            !(resigned && r.verdict == Verdict::BadSignature),
+            "a re-signed job was refused for its signature: {r:?}"
+        ),
+    }
+});
