@@ -716,7 +716,7 @@ impl Listener {
         let report = runner::run(&req, &self.tx, &self.rx, |pid| {
             entry.pid = pid;
             // If this write fails the start-up scan by job id still finds the orphans.
-            let _ = journal.write(&entry);
+            let _ = journal.note_pid(&entry);
         });
         let watched = watcher.stop();
         if watched.beat_written {

@@ -111,12 +111,24 @@ impl Journal {
         }
     }
 
-    /// Records `entry` durably.
+    /// Records `entry` durably: done before a job is spawned, so that even
+    /// a power loss cannot forget that it started.
     pub fn write(&self, entry: &JournalEntry) -> Result<()> {
         fsops::replace(
             &self.path,
             &serde_json::to_vec(entry).expect("serialises"),
             true,
+        )
+    }
+
+    /// Adds the spawned process's id, without flushing: the id matters after
+    /// the listener dies while the machine lives on (the page cache keeps
+    /// the write); after a power loss the job's processes are gone anyway.
+    pub fn note_pid(&self, entry: &JournalEntry) -> Result<()> {
+        fsops::replace(
+            &self.path,
+            &serde_json::to_vec(entry).expect("serialises"),
+            false,
         )
     }
 
