@@ -136,3 +136,40 @@ fn every_command_speaks_json() {
         "{out}"
     );
 }
+
+#[test]
+fn waiting_shows_one_progress_line_on_a_terminal_and_nothing_otherwise() {
+    let w = World::with_target();
+    let id = w.enqueue(&[], &["true"]);
+    let args = format!("result --target PC --job-id {id} --wait --wait-timeout 600ms");
+    // Not a terminal: only the verdict on stderr, no progress line.
+    let (code, out, err) = w.run(&[
+        "result",
+        "--target",
+        "PC",
+        "--job-id",
+        &id,
+        "--wait",
+        "--wait-timeout",
+        "300ms",
+    ]);
+    assert_eq!(code, 124, "{out}{err}");
+    assert!(
+        !err.contains('\r'),
+        "no progress line off a terminal: {err:?}"
+    );
+    assert!(err.contains("still queued"), "{err}");
+    let Some(tty) = on_a_terminal(&w, &args, false) else {
+        return;
+    };
+    assert!(
+        tty.contains(&format!("\r\u{1b}[2K{id}: queued ")),
+        "progress line on a terminal: {tty:?}"
+    );
+    // The same wait with --json prints one document and no progress line.
+    let Some(json) = on_a_terminal(&w, &format!("--json {args}"), false) else {
+        return;
+    };
+    assert!(!json.contains("\u{1b}[2K"), "{json:?}");
+    assert!(json.contains("\"timedOut\":true"), "{json:?}");
+}
