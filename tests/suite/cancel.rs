@@ -4,7 +4,7 @@
 //! signals. A cancel must land every time it should and never when it should
 //! not, so each rule has a test whose job would visibly behave otherwise.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -26,11 +26,6 @@ fn p(path: &Path) -> &str {
 /// `--env NAME=<path>`, so scripts never quote paths themselves.
 fn env_flag(name: &str, path: &Path) -> String {
     format!("{name}={}", path.display())
-}
-
-/// A scratch file path outside the dispatch root.
-fn scratch(w: &World, name: &str) -> PathBuf {
-    w.dir.path().join(name)
 }
 
 /// Waits for a job to write its pid (`echo $$ > FILE`) and returns it.

@@ -11,7 +11,7 @@
 //! --nocapture`); the figures are printed on stderr.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -174,13 +174,6 @@ fn journal_job(w: &World) -> Option<(String, i64)> {
     let bytes = std::fs::read(w.state.join("pc").join("journal.json")).ok()?;
     let v: Value = serde_json::from_slice(&bytes).ok()?;
     Some((v["jobId"].as_str()?.to_string(), v["pid"].as_i64()?))
-}
-
-/// The lines of the side-effect log.
-fn lines(p: &Path) -> Vec<String> {
-    std::fs::read_to_string(p)
-        .map(|t| t.lines().map(str::to_string).collect())
-        .unwrap_or_default()
 }
 
 /// Recomputes a result's signature with the independent signer (SPEC §5.3).

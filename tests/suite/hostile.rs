@@ -1300,12 +1300,6 @@ fn dir_of(w: &World, place: Place) -> PathBuf {
     })
 }
 
-fn lines(f: &Path) -> Vec<String> {
-    std::fs::read_to_string(f)
-        .map(|t| t.lines().map(str::to_string).collect())
-        .unwrap_or_default()
-}
-
 /// Every verdict SPEC §6 and §7 name.
 const VERDICTS: &[&str] = &[
     "not-a-file",

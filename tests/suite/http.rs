@@ -233,10 +233,6 @@ fn read_pid(path: &Path, limit: Duration) -> i32 {
     pid
 }
 
-fn scratch(w: &World, name: &str) -> PathBuf {
-    w.dir.path().join(name)
-}
-
 fn entries(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .map(|rd| {

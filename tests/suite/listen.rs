@@ -8,7 +8,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
@@ -17,47 +16,13 @@ use crate::util::*;
 
 // ---------------------------------------------------------------- helpers
 
-/// A job id unique on this machine: crash recovery finds orphans by job id
-/// across the whole process table, so tests running in parallel must never
-/// share one.
-fn uid(tag: &str) -> String {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!(
-        "{tag}-{:x}-{nanos:x}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    )
-}
-
 /// The key's text as it would appear if it leaked.
 fn key_hex() -> &'static str {
     VECTOR_KEY.trim_end()
 }
 
-/// A file in the world's temp dir (outside the root).
-fn scratch(w: &World, name: &str) -> PathBuf {
-    w.dir.path().join(name)
-}
-
 fn path_str(p: &Path) -> &str {
     p.to_str().unwrap()
-}
-
-/// A spec whose job appends `word` to `file` (passed as `$1`, never quoted
-/// into the script).
-fn appends(file: &Path, word: &str) -> Value {
-    json!({"argv": ["sh", "-c", format!("echo {word} >> \"$1\""), "sh", path_str(file)]})
-}
-
-/// The lines of a side-effect file; none when it does not exist.
-fn lines(p: &Path) -> Vec<String> {
-    std::fs::read_to_string(p)
-        .map(|t| t.lines().map(str::to_string).collect())
-        .unwrap_or_default()
 }
 
 /// The envelope of a job signed independently with the vector key.

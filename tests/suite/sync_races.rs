@@ -24,33 +24,8 @@ use crate::util::*;
 
 const HOUR: u64 = 3600;
 
-/// A job id unique on this machine (crash recovery looks for a job's
-/// processes by id across the whole process table).
-fn uid(tag: &str) -> String {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!(
-        "{tag}-{:x}-{nanos:x}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    )
-}
-
-/// A file in the world's temp dir, outside the root.
-fn scratch(w: &World, name: &str) -> PathBuf {
-    w.dir.path().join(name)
-}
-
 fn p(path: &Path) -> &str {
     path.to_str().unwrap()
-}
-
-/// A spec whose job appends `word` to `file`.
-fn appends(file: &Path, word: &str) -> Value {
-    json!({"argv": ["sh", "-c", format!("echo {word} >> \"$1\""), "sh", p(file)]})
 }
 
 /// A spec whose job appends `word`, then waits for `release` to exist.
@@ -61,13 +36,6 @@ fn appends_then_waits(file: &Path, word: &str, release: &Path) -> Value {
             "sh", p(file), p(release)],
         "timeoutSec": 60,
     })
-}
-
-/// The lines of a side-effect file; none when it does not exist.
-fn lines(f: &Path) -> Vec<String> {
-    std::fs::read_to_string(f)
-        .map(|t| t.lines().map(str::to_string).collect())
-        .unwrap_or_default()
 }
 
 /// A job envelope signed independently with the vector key.

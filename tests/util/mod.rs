@@ -394,3 +394,38 @@ pub fn files(dir: &Path) -> Vec<String> {
     v.sort();
     v
 }
+
+/// A job id unique on this machine: crash recovery finds orphans by job id
+/// across the whole process table, so tests running in parallel must never
+/// share one.
+pub fn uid(tag: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!(
+        "{tag}-{:x}-{nanos:x}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+/// A file in the world's temp dir, outside the root.
+pub fn scratch(w: &World, name: &str) -> PathBuf {
+    w.dir.path().join(name)
+}
+
+/// A spec whose job appends `word` to `file` (passed as `$1`, never quoted
+/// into the script).
+pub fn appends(file: &Path, word: &str) -> Value {
+    json!({"argv": ["sh", "-c", format!("echo {word} >> \"$1\""), "sh", file.to_str().unwrap()]})
+}
+
+/// The lines of a side-effect file; none when it does not exist.
+pub fn lines(p: &Path) -> Vec<String> {
+    std::fs::read_to_string(p)
+        .map(|t| t.lines().map(str::to_string).collect())
+        .unwrap_or_default()
+}
