@@ -365,7 +365,7 @@ pub const FILES: &[(&str, &str)] = &[
     ),
     ("<root>/<TARGET>/listener.json", "listener heartbeat"),
     (
-        "<state>/<TARGET>/listener.lock, journal.json, ledger.jsonl",
+        "<state>/<target in lower case>/listener.lock, journal.json, ledger.jsonl",
         "local state: the one-listener lock, the job in progress, processed ids",
     ),
     (
