@@ -138,15 +138,6 @@ pub fn run(
         stderr_tail: String::new(),
         output_bytes: (0, 0),
     };
-    let (out_file, err_file) = match (
-        crate::fsops::create_log(&req.stdout_log),
-        crate::fsops::create_log(&req.stderr_log),
-    ) {
-        (Ok(o), Ok(e)) => (o, e),
-        (Err(e), _) | (_, Err(e)) => {
-            return blank(Exit::SpawnFailed(format!("cannot create log file: {e}")));
-        }
-    };
     let mut cmd = Command::new(&req.argv[0]);
     cmd.args(&req.argv[1..])
         .stdin(Stdio::null())
@@ -187,8 +178,8 @@ pub fn run(
     CURRENT_GROUP.store(id, Ordering::SeqCst);
     on_spawn(id);
 
-    let out = Capture::start(child.stdout.take(), out_file);
-    let err = Capture::start(child.stderr.take(), err_file);
+    let out = Capture::start(child.stdout.take(), req.stdout_log.clone());
+    let err = Capture::start(child.stderr.take(), req.stderr_log.clone());
     let waiter_tx = tx.clone();
     let wait_exit = tree.exit_waiter();
     std::thread::spawn(move || {
@@ -305,33 +296,45 @@ fn wait_tree_gone(tree: &platform::Tree, until: Instant) -> bool {
 }
 
 /// One output stream: copied to its log up to [`LOG_CAP`], its end kept.
+/// The log file is made when the first byte arrives: a silent job (most
+/// quick ones) then costs no file creation in the synced folder.
 struct Capture {
     state: Arc<Mutex<(VecDeque<u8>, u64)>>,
     done: Receiver<()>,
 }
 
 impl Capture {
-    fn start(pipe: Option<impl Read + Send + 'static>, mut log: File) -> Capture {
+    fn start(pipe: Option<impl Read + Send + 'static>, path: PathBuf) -> Capture {
         let state = Arc::new(Mutex::new((VecDeque::with_capacity(TAIL_BYTES), 0u64)));
         let (done_tx, done) = std::sync::mpsc::channel();
         let shared = Arc::clone(&state);
         std::thread::spawn(move || {
+            let mut log: Option<File> = None;
             if let Some(mut pipe) = pipe {
                 let mut buf = [0u8; 8192];
                 let mut truncated = false;
+                let mut tried = false;
                 while let Ok(n) = pipe.read(&mut buf) {
                     if n == 0 {
                         break;
                     }
+                    if !tried {
+                        // A log that cannot be made loses the file copy only:
+                        // the tail still goes into the result.
+                        tried = true;
+                        log = crate::fsops::create_log(&path).ok();
+                    }
                     let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
                     let room = LOG_CAP.saturating_sub(s.1) as usize;
-                    let _ = log.write_all(&buf[..n.min(room)]);
-                    if n > room && !truncated {
-                        truncated = true;
-                        let _ = writeln!(
-                            log,
-                            "\n[fleet-dispatch: output truncated at {LOG_CAP} bytes]"
-                        );
+                    if let Some(log) = log.as_mut() {
+                        let _ = log.write_all(&buf[..n.min(room)]);
+                        if n > room && !truncated {
+                            truncated = true;
+                            let _ = writeln!(
+                                log,
+                                "\n[fleet-dispatch: output truncated at {LOG_CAP} bytes]"
+                            );
+                        }
                     }
                     s.1 += n as u64;
                     s.0.extend(&buf[..n]);
@@ -339,7 +342,9 @@ impl Capture {
                     s.0.drain(..excess);
                 }
             }
-            let _ = log.flush();
+            if let Some(log) = log.as_mut() {
+                let _ = log.flush();
+            }
             let _ = done_tx.send(());
         });
         Capture { state, done }
