@@ -73,9 +73,11 @@ impl TargetDirs {
     /// Refuses the layout when the target folder or any folder in it (or
     /// `archive/`) is a link or a file.
     pub fn check_real(&self) -> Result<()> {
-        check_real_dir(&self.base)?;
-        check_real_dir(&self.base.join("archive"))?;
-        self.all_dirs().iter().try_for_each(|d| check_real_dir(d))
+        crate::fsops::check_real_dir(&self.base)?;
+        crate::fsops::check_real_dir(&self.base.join("archive"))?;
+        self.all_dirs()
+            .iter()
+            .try_for_each(|d| crate::fsops::check_real_dir(d))
     }
 
     /// Every directory the listener needs, created on its first start.
@@ -222,7 +224,7 @@ pub fn resolve_target(root: &Path, name: &str, fleet: &[String]) -> Result<Targe
     }
     if let Some(member) = fleet.iter().find(|n| wanted.same(n)) {
         let dirs = TargetDirs::new(root, &Machine::parse(member, "target")?);
-        check_real_dir(dirs.base())?;
+        crate::fsops::check_real_dir(dirs.base())?;
         crate::fsops::create_dirs(&dirs.all_dirs())?;
         return Ok(dirs);
     }
@@ -242,11 +244,6 @@ pub fn resolve_target(root: &Path, name: &str, fleet: &[String]) -> Result<Targe
         root.display()
     ))
     .hint("a target's folder appears when its listener first starts; or name it in FLEET_DISPATCH_FLEET"))
-}
-
-/// Refuses a target folder that exists but is not a real directory.
-pub fn check_real_dir(base: &Path) -> Result<()> {
-    crate::fsops::check_real_dir(base)
 }
 
 /// True when `inner` lies inside `outer` (both made absolute and, where

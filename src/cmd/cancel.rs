@@ -123,20 +123,17 @@ fn check_parent(dirs: &TargetDirs, id: &JobId, key: &Key, caller: &JobId) -> Res
 }
 
 /// Requests a cancel of `id` on `dirs`' target; applies the parent rule when
-/// called from inside a job. With `via`, the signed marker goes over HTTP,
+/// called from inside job `caller` ([`Context::enclosing_job`]). With `via`, the signed marker goes over HTTP,
 /// and into the folder only when the target cannot be reached.
 pub fn request_cancel(
     dirs: &TargetDirs,
     id: &JobId,
     key: &Key,
     origin: &Machine,
+    caller: Option<&JobId>,
     via: Option<&Url>,
 ) -> Result<CancelStatus> {
-    let caller = match std::env::var("FLEET_DISPATCH_JOB_ID") {
-        Ok(v) if !v.is_empty() => Some(JobId::parse(&v)?),
-        _ => None,
-    };
-    if let Some(caller) = &caller {
+    if let Some(caller) = caller {
         check_parent(dirs, id, key, caller)?;
     }
     let marker = Marker::sign(key, id, dirs.target(), origin, &clock::format(clock::now()));
@@ -239,13 +236,14 @@ pub fn run(ctx: &Context, args: CancelArgs) -> Result<u8> {
     let id = JobId::parse(&args.job_id)?;
     let limit = super::duration_flag(&args.wait_timeout, "--wait-timeout")?;
     let via = args.via.as_deref().map(Url::parse).transpose()?;
+    let caller = ctx.enclosing_job()?;
     let root = ctx.root()?;
     // Key and identity first: a refusal must not leave a fleet member's
     // folder behind.
     let key = ctx.key(Some(&root))?;
     let origin = ctx.machine()?;
     let dirs = ctx.target(&root, &args.target)?;
-    let status = request_cancel(&dirs, &id, &key, &origin, via.as_ref())?;
+    let status = request_cancel(&dirs, &id, &key, &origin, caller.as_ref(), via.as_ref())?;
     let mut out = status.to_json(&id);
     out["target"] = json!(dirs.target().as_str());
     let human = status.sentence(&id);

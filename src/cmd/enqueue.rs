@@ -133,7 +133,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     let steer = interrupt.as_ref().map(|old| {
         (
             old,
-            cancel::request_cancel(&dirs, old, &key, &origin, via.as_ref()),
+            cancel::request_cancel(&dirs, old, &key, &origin, parent.as_ref(), via.as_ref()),
         )
     });
     let mut out = json!({

@@ -84,7 +84,6 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
         ),
         None => crate::layout::TargetDirs::new(&root, &machine),
     };
-    crate::layout::check_real_dir(dirs.base())?;
     let shutdown = install_handler()?;
     let verbose = settings.verbose;
     let listener = Listener::start(root, dirs, state, key, key_path, settings, shutdown)?;
