@@ -74,12 +74,26 @@ pub fn create_log(path: &Path) -> std::io::Result<File> {
     crate::platform::create_new_no_follow(path)
 }
 
-fn write_temp(path: &Path, bytes: &[u8], durable: bool) -> Result<PathBuf> {
+/// How much of a write reaches the disk before the call returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flush {
+    /// Nothing: informational files a crash may lose.
+    Nothing,
+    /// The file's bytes, before its name appears: after a crash the name
+    /// never shows a half-written file. The name itself may be lost, for
+    /// writes whose content is kept durably elsewhere (results, in the
+    /// ledger).
+    Data,
+    /// The bytes and the directory entry: the write survives a power loss.
+    DataAndName,
+}
+
+fn write_temp(path: &Path, bytes: &[u8], flush: Flush) -> Result<PathBuf> {
     let tmp = temp_path(path);
     let written = (|| -> io::Result<()> {
         let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
         f.write_all(bytes)?;
-        if durable {
+        if flush != Flush::Nothing {
             f.sync_all()?;
         }
         Ok(())
@@ -95,14 +109,13 @@ fn write_temp(path: &Path, bytes: &[u8], durable: bool) -> Result<PathBuf> {
 
 /// Publishes `bytes` at `path` unless something is already there: `Ok(true)`
 /// when placed, `Ok(false)` when the name was taken (nothing is changed).
-/// `durable` flushes the data and the directory entry to disk.
-pub fn publish(path: &Path, bytes: &[u8], durable: bool) -> Result<bool> {
-    let tmp = write_temp(path, bytes, durable)?;
+pub fn publish(path: &Path, bytes: &[u8], flush: Flush) -> Result<bool> {
+    let tmp = write_temp(path, bytes, flush)?;
     let placed = move_no_replace(&tmp, path);
     if !matches!(placed, Ok(true)) {
         let _ = std::fs::remove_file(&tmp);
     }
-    if placed.as_ref().is_ok_and(|p| *p) && durable {
+    if placed.as_ref().is_ok_and(|p| *p) && flush == Flush::DataAndName {
         sync_parent(path);
     }
     placed
@@ -110,13 +123,13 @@ pub fn publish(path: &Path, bytes: &[u8], durable: bool) -> Result<bool> {
 
 /// Writes `bytes` at `path`, replacing it: only for our informational files
 /// (heartbeat, `running/`) and local state, never for published documents.
-pub fn replace(path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
-    let tmp = write_temp(path, bytes, durable)?;
+pub fn replace(path: &Path, bytes: &[u8], flush: Flush) -> Result<()> {
+    let tmp = write_temp(path, bytes, flush)?;
     retry(|| std::fs::rename(&tmp, path)).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         Error::io("replace", path, &e)
     })?;
-    if durable {
+    if flush == Flush::DataAndName {
         sync_parent(path);
     }
     Ok(())
@@ -240,8 +253,8 @@ mod tests {
     fn publish_never_replaces() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("a.json");
-        assert!(publish(&p, b"one", true).unwrap());
-        assert!(!publish(&p, b"two", true).unwrap());
+        assert!(publish(&p, b"one", Flush::DataAndName).unwrap());
+        assert!(!publish(&p, b"two", Flush::DataAndName).unwrap());
         assert_eq!(std::fs::read(&p).unwrap(), b"one");
         let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temp file is left behind");

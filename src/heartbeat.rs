@@ -72,7 +72,11 @@ impl Heartbeat {
             poll_interval_ms: self.poll.as_millis() as u64,
             version: env!("CARGO_PKG_VERSION").to_string(),
         };
-        let _ = fsops::replace(&self.path, &crate::doc::to_file_bytes(&beat), false);
+        let _ = fsops::replace(
+            &self.path,
+            &crate::doc::to_file_bytes(&beat),
+            fsops::Flush::Nothing,
+        );
     }
 }
 

@@ -145,7 +145,7 @@ pub struct StateDirs {
 
 impl StateDirs {
     /// `<state>/<target>/`, the name in lower case: `PC` and `pc` are one
-    /// target, so they must share one lock, journal and ledger.
+    /// target, so they must share one lock and ledger.
     pub fn new(state: &Path, target: &Machine) -> StateDirs {
         StateDirs {
             base: state.join(target.as_str().to_ascii_lowercase()),
@@ -159,11 +159,7 @@ impl StateDirs {
     pub fn lock_file(&self) -> PathBuf {
         self.base.join("listener.lock")
     }
-    /// The job in progress, for crash recovery.
-    pub fn journal(&self) -> PathBuf {
-        self.base.join("journal.json")
-    }
-    /// Processed job ids.
+    /// Processed job ids, and the journal of the job in progress.
     pub fn ledger(&self) -> PathBuf {
         self.base.join("ledger.jsonl")
     }

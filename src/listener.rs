@@ -2,17 +2,25 @@
 //!
 //! Per job, in this order: acceptance (§6) → replay guard (results,
 //! archive/done, ledger) → age → cancel check (a valid marker ends a queued
-//! job before anything is spawned) → governor gate → run. Writes go result
-//! (durable) → job to archive/done → marker to archive/consumed → ledger →
-//! journal cleared, so a crash at any point neither loses a job nor runs it
-//! twice: a journal found at start-up names the job that was running, which
-//! gets an `interrupted` result and is never re-run.
+//! job before anything is spawned) → governor gate → run.
+//!
+//! Writes: the job's start line in the ledger, flushed, before the spawn;
+//! when it ends, its result in the ledger (durable) → result file → job to
+//! archive/done → marker to archive/consumed. A crash at any point neither
+//! loses a job nor runs it twice: a started job without a result gets an
+//! `interrupted` result and is never re-run; a recorded result that did not
+//! reach `results/` is published again.
+//!
+//! One flush per job: a result is recorded unflushed, and the next job's
+//! start line flushes both; the previous job's result is then published
+//! and archived while the next one runs. A listener with nothing to start
+//! flushes at once.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -30,9 +38,9 @@ use crate::key::Key;
 use crate::layout::{StateDirs, TargetDirs};
 use crate::names::JobId;
 use crate::platform::{self, Signal};
-use crate::runner::{self, Control, Exit, Report, StopReason};
-use crate::state::{Journal, JournalEntry, Ledger, LedgerView, Lock};
-use crate::watcher::{Watch, Watcher};
+use crate::runner::{self, Control, Exit, Mailbox, Report, StopReason};
+use crate::state::{Ledger, LedgerView, Lock, Unfinished};
+use crate::watcher::Watch;
 
 /// Listener settings from the command line.
 #[derive(Clone, Debug)]
@@ -72,15 +80,15 @@ pub struct Counters {
 #[derive(Default)]
 pub struct Shutdown {
     requested: AtomicBool,
-    wake: Mutex<Option<Sender<Control>>>,
+    wake: Mutex<Option<Mailbox>>,
 }
 
 impl Shutdown {
     /// Asks the listener to stop: the running job is stopped gracefully.
     pub fn request(&self) {
         self.requested.store(true, Ordering::SeqCst);
-        if let Some(tx) = self.wake.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
-            let _ = tx.send(Control::Shutdown);
+        if let Some(mail) = self.wake.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            mail.send(Control::Shutdown);
         }
     }
 
@@ -113,7 +121,7 @@ pub struct Handle {
     /// Jobs older than this are stale.
     pub max_age: Duration,
     /// Wakes the idle listener, or reaches the running job's runner.
-    pub control: Sender<Control>,
+    pub control: Mailbox,
     ledger: LedgerView,
 }
 
@@ -132,7 +140,11 @@ pub struct Listener {
     root: PathBuf,
     settings: Settings,
     ledger: Ledger,
-    journal: Journal,
+    /// A finished job whose result is recorded in the ledger but not yet
+    /// published: settled after the next spawn, or when nothing starts.
+    pending: Option<Pending>,
+    /// Results were published since the last checkpoint.
+    published: bool,
     counters: Counters,
     unsettled: HashMap<String, (u64, Option<SystemTime>, Instant)>,
     deferred: HashSet<JobId>,
@@ -142,12 +154,21 @@ pub struct Listener {
     queue: Queue,
     /// Names already reported as left in place, so a stuck file is said once.
     noted: HashSet<String>,
-    tx: Sender<Control>,
+    mail: Mailbox,
+    bell: platform::Bell,
     rx: Receiver<Control>,
     shutdown: Arc<Shutdown>,
     beat: Heartbeat,
     last_heartbeat: Instant,
     _lock: Lock,
+}
+
+/// A finished job waiting for its result to be published and its file
+/// archived.
+struct Pending {
+    id: JobId,
+    job_path: PathBuf,
+    result: Vec<u8>,
 }
 
 /// A job that passed acceptance (steps 1 to 8).
@@ -210,11 +231,17 @@ impl Listener {
         // a job file resurrected by sync must meet the ledger or its age.
         let retention =
             settings.max_age.max(Duration::from_secs(30 * 86400)) + Duration::from_secs(86400);
-        let ledger = Ledger::load(&state, now, retention)?;
-        let journal = Journal::new(&state);
+        let (ledger, unfinished) = Ledger::load(&state, now, retention)?;
         let (tx, rx) = mpsc::channel();
+        let bell = platform::Bell::new().map_err(|e| {
+            crate::error::Error::new(
+                crate::error::Code::Internal,
+                format!("cannot make the listener's wake-up pipe: {e}"),
+            )
+        })?;
+        let mail = Mailbox::new(tx, bell.clone());
         let beat = Heartbeat::new(dirs.listener_json(), dirs.target().as_str(), settings.poll);
-        *shutdown.wake.lock().unwrap_or_else(|p| p.into_inner()) = Some(tx.clone());
+        *shutdown.wake.lock().unwrap_or_else(|p| p.into_inner()) = Some(mail.clone());
         let mut l = Listener {
             dirs,
             key: Arc::new(key),
@@ -222,21 +249,23 @@ impl Listener {
             root,
             settings,
             ledger,
-            journal,
+            pending: None,
+            published: false,
             counters: Counters::default(),
             unsettled: HashMap::new(),
             deferred: HashSet::new(),
             parsed: HashMap::new(),
             queue: Queue::default(),
             noted: HashSet::new(),
-            tx,
+            mail,
+            bell,
             rx,
             shutdown,
             beat,
             last_heartbeat: Instant::now(),
             _lock: lock,
         };
-        l.recover()?;
+        l.recover(unfinished)?;
         l.heartbeat(None, "listening");
         Ok(l)
     }
@@ -248,7 +277,7 @@ impl Listener {
             root: self.root.clone(),
             key: Arc::clone(&self.key),
             max_age: self.settings.max_age,
-            control: self.tx.clone(),
+            control: self.mail.clone(),
             ledger: self.ledger.view(),
         }
     }
@@ -275,13 +304,22 @@ impl Listener {
             if self.shutdown.requested() {
                 break;
             }
-            let acted = self.pass()?;
+            let acted = match self.pass() {
+                Ok(a) => a,
+                Err(e) => {
+                    // Whatever can still be published is; the rest is in
+                    // the ledger for the next start.
+                    let _ = self.checkpoint();
+                    return Err(e);
+                }
+            };
             if self.shutdown.requested() {
                 break;
             }
             if acted {
                 continue;
             }
+            self.checkpoint()?;
             if self.settings.once {
                 break;
             }
@@ -293,6 +331,7 @@ impl Listener {
                 break;
             }
         }
+        self.checkpoint()?;
         let interrupted = self.shutdown.requested();
         self.heartbeat(None, "stopped");
         Ok(Summary {
@@ -324,6 +363,10 @@ impl Listener {
 
     fn rescan(&mut self) -> Result<()> {
         let mut jobs = self.scan()?;
+        // The finished job not yet archived is no longer queued.
+        if let Some(p) = &self.pending {
+            jobs.retain(|c| c.job.id != p.id);
+        }
         jobs.sort_by_key(|c| c.job.drain_key());
         self.queue.reset(jobs, &self.dirs.inbox());
         Ok(())
@@ -521,7 +564,7 @@ impl Listener {
             {
                 continue;
             }
-            if !fsops::publish(&reason_path, &body, false)? {
+            if !fsops::publish(&reason_path, &body, fsops::Flush::Nothing)? {
                 continue;
             }
             if fsops::move_no_replace(path, &dest)? {
@@ -592,23 +635,67 @@ impl Listener {
         self.finish(&c.job.id, &c.path, &outcome)
     }
 
-    /// Result (durable) → job archived → marker consumed → ledger → journal cleared.
+    /// Records `outcome` in the ledger; it is published by [`Self::settle`].
     fn finish(&mut self, id: &JobId, job_path: &std::path::Path, outcome: &Outcome) -> Result<()> {
+        self.settle()?;
+        let result = doc::to_file_bytes(outcome);
+        self.ledger.record(id.as_str(), clock::now(), &result)?;
+        self.pending = Some(Pending {
+            id: id.clone(),
+            job_path: job_path.to_path_buf(),
+            result,
+        });
+        Ok(())
+    }
+
+    /// The pending result made durable (a no-op after the next job's start
+    /// flushed it) → published → job archived → marker consumed.
+    fn settle(&mut self) -> Result<()> {
+        let Some(p) = self.pending.take() else {
+            return Ok(());
+        };
+        self.ledger.sync()?;
+        self.publish_result(&p.id, &p.result)?;
+        self.archive(&p.id, &p.job_path)?;
+        self.queue.note(&self.dirs.inbox());
+        Ok(())
+    }
+
+    /// Places a result file. Its bytes are flushed before its name appears
+    /// (no reader ever sees half a result); the name itself is made durable
+    /// by the next checkpoint, and until then the ledger holds the result.
+    fn publish_result(&mut self, id: &JobId, result: &[u8]) -> Result<()> {
         // Our folders may have vanished under a sync engine meanwhile, or
         // been swapped for links.
         self.dirs.check_real()?;
         if !self.dirs.results().is_dir() || !self.dirs.done().is_dir() {
             fsops::create_dirs(&self.dirs.all_dirs())?;
         }
-        let result_path = self.dirs.result_file(id);
-        if !fsops::publish(&result_path, &doc::to_file_bytes(outcome), true)? {
+        self.published = true;
+        if !fsops::publish(&self.dirs.result_file(id), result, fsops::Flush::Data)? {
             self.say(format!("a result for {id} already exists; keeping it"));
         }
-        self.archive(id, job_path)
+        Ok(())
+    }
+
+    /// Settles the pending result, flushes the folders results were
+    /// published and archived into, and notes that in the ledger (which
+    /// compacts itself then if it should).
+    fn checkpoint(&mut self) -> Result<()> {
+        self.settle()?;
+        if !self.published && !self.ledger.wants_checkpoint() {
+            return Ok(());
+        }
+        for dir in [self.dirs.results(), self.dirs.done(), self.dirs.consumed()] {
+            platform::sync_dir(&dir);
+        }
+        self.ledger.checkpoint(clock::now())?;
+        self.published = false;
+        Ok(())
     }
 
     /// Everything after the result: job to `archive/done/`, marker to
-    /// `archive/consumed/`, ledger, journal cleared. Safe to repeat.
+    /// `archive/consumed/`. Safe to repeat.
     fn archive(&mut self, id: &JobId, job_path: &std::path::Path) -> Result<()> {
         self.parsed.remove(&id.file_name());
         if std::fs::symlink_metadata(job_path).is_ok() {
@@ -618,14 +705,10 @@ impl Listener {
                 // this one is a duplicate of processed work.
                 fsops::remove(job_path)?;
             }
-            // No directory flush here: if a power loss undoes this move,
-            // the durable result and ledger still refuse the job.
+            // Flushed at the next checkpoint; if a power loss undoes this
+            // move first, the ledger still refuses the job.
         }
-        self.consume_marker(id)?;
-        if !self.ledger.contains(id.as_str()) {
-            self.ledger.append(id.as_str(), clock::now())?;
-        }
-        self.journal.clear()
+        self.consume_marker(id)
     }
 
     /// Moves a valid marker for a finished job to `archive/consumed/`.
@@ -652,12 +735,7 @@ impl Listener {
         let id = c.job.id.clone();
         let started = clock::now();
         let started_at = clock::format(started);
-        let mut entry = JournalEntry {
-            job_id: id.to_string(),
-            started_at: started_at.clone(),
-            pid: 0,
-        };
-        self.journal.write(&entry)?;
+        self.ledger.start(id.as_str(), started)?;
         let spec = &c.job.spec;
         let running = json!({
             "jobId": id.as_str(),
@@ -670,7 +748,7 @@ impl Listener {
         fsops::replace(
             &self.dirs.running_file(&id),
             &doc::to_file_bytes(&running),
-            false,
+            fsops::Flush::Nothing,
         )?;
         self.say(format!("running {id}: {}", summary_argv(&spec.argv)));
 
@@ -703,26 +781,29 @@ impl Listener {
             stdout_log: self.dirs.log_file(&id, "stdout"),
             stderr_log: self.dirs.log_file(&id, "stderr"),
         };
-        let watcher = Watcher::start(Watch {
-            job: id.clone(),
-            marker: self.dirs.marker_file(&id),
-            target: self.dirs.target().to_string(),
-            key: Arc::clone(&self.key),
-            poll: self.settings.poll,
-            to_runner: self.tx.clone(),
-            beat: self.beat.clone(),
-        });
-        let journal = self.journal.clone();
-        let report = runner::run(&req, &self.tx, &self.rx, |pid| {
-            entry.pid = pid;
-            // If this write fails the start-up scan by job id still finds the orphans.
-            let _ = journal.note_pid(&entry);
-        });
-        let watched = watcher.stop();
-        if watched.beat_written {
+        let mut watch = Watch::new(
+            id.clone(),
+            self.dirs.marker_file(&id),
+            self.dirs.target().to_string(),
+            Arc::clone(&self.key),
+            self.settings.poll,
+            self.beat.clone(),
+        );
+        // The previous job's result is published while this one runs; a
+        // failure there is reported once this job is recorded.
+        let (report, settled) = match runner::start(&req, &self.bell) {
+            Ok(running) => {
+                // If this write fails the start-up scan by job id still finds the orphans.
+                let _ = self.ledger.note_pid(id.as_str(), running.id());
+                let settled = self.settle();
+                (running.wait(&self.rx, &mut watch), settled)
+            }
+            Err(report) => (*report, self.settle()),
+        };
+        if watch.beat_written() {
             self.heartbeat(None, "listening");
         }
-        if let Some(r) = watched.refusal {
+        if let Some(r) = watch.refusal.take() {
             self.say(format!(
                 "ignored marker for {id}: {} ({})",
                 r.verdict.as_str(),
@@ -743,7 +824,8 @@ impl Listener {
             clock::human(report.duration)
         ));
         let _ = fsops::remove(&self.dirs.running_file(&id));
-        self.finish(&id, &c.path, &outcome)
+        self.finish(&id, &c.path, &outcome)?;
+        settled
     }
 
     /// The signed result of a run.
@@ -813,27 +895,42 @@ impl Listener {
         )
     }
 
-    /// Start-up recovery: a journal means the previous listener died while a
-    /// job ran. Its leftover processes are stopped and it gets one
-    /// `interrupted` result; it is never run again.
-    fn recover(&mut self) -> Result<()> {
-        let Some(entry) = self.journal.read()? else {
-            return Ok(());
-        };
-        let id = match JobId::parse(&entry.job_id) {
-            Ok(id) => id,
-            Err(_) => return self.journal.clear(),
-        };
+    /// Start-up recovery from what the ledger says the previous listener
+    /// left unfinished: recorded results missing from `results/` are
+    /// published again and their jobs archived; a job started without a
+    /// result has its leftover processes stopped and gets one `interrupted`
+    /// result; it is never run again.
+    fn recover(&mut self, left: Unfinished) -> Result<()> {
+        for r in left.recorded {
+            let Ok(id) = JobId::parse(&r.job_id) else {
+                continue;
+            };
+            if std::fs::symlink_metadata(self.dirs.result_file(&id)).is_err() {
+                self.say(format!("publishing the recorded result of {id}"));
+                self.publish_result(&id, &r.result)?;
+            }
+            self.archive(&id, &self.dirs.job_file(&id))?;
+        }
+        for entry in left.started {
+            let Ok(id) = JobId::parse(&entry.job_id) else {
+                continue;
+            };
+            self.recover_started(&id, &entry.started_at, entry.pid)?;
+        }
+        self.checkpoint()
+    }
+
+    fn recover_started(&mut self, id: &JobId, started_at: &str, pid: i32) -> Result<()> {
         self.say(format!(
             "recovering {id}: the previous listener stopped while it ran"
         ));
-        let started = clock::parse(&entry.started_at).map_or(std::time::UNIX_EPOCH, Into::into);
+        let started = clock::parse(started_at).map_or(std::time::UNIX_EPOCH, Into::into);
         let root = self.root.display().to_string();
         let pids = platform::orphans(&platform::Orphaned {
             job_id: id.as_str(),
             root: &root,
             target: self.dirs.target().as_str(),
-            group: entry.pid,
+            group: pid,
             started,
         });
         if !pids.is_empty() {
@@ -848,17 +945,17 @@ impl Listener {
             }
             platform::signal_pids(&pids, Signal::Kill);
         }
-        let _ = fsops::remove(&self.dirs.running_file(&id));
-        let job_path = self.dirs.job_file(&id);
-        if std::fs::symlink_metadata(self.dirs.result_file(&id)).is_ok() {
-            // The result was written before the crash: only the bookkeeping
-            // after it is left to do.
-            return self.archive(&id, &job_path);
+        let _ = fsops::remove(&self.dirs.running_file(id));
+        let job_path = self.dirs.job_file(id);
+        if std::fs::symlink_metadata(self.dirs.result_file(id)).is_ok() {
+            // A result is there already (placed by hand, or by another
+            // copy): only the bookkeeping after it is left to do.
+            return self.archive(id, &job_path);
         }
         let detail = json!({
             "recovered": true,
             "note": "the listener stopped while this job ran; it is not run again",
-            "pid": entry.pid,
+            "pid": pid,
         });
         let outcome = Outcome::sign(
             &self.key,
@@ -866,13 +963,13 @@ impl Listener {
             self.dirs.target().as_str(),
             Termination::Interrupted,
             None,
-            Some(&entry.started_at),
+            Some(started_at),
             &clock::format(clock::now()),
             &detail,
         );
         self.counters.failed += 1;
         self.say(format!("finished {id}: interrupted"));
-        self.finish(&id, &job_path, &outcome)
+        self.finish(id, &job_path, &outcome)
     }
 
     fn heartbeat(&mut self, job: Option<&JobId>, state: &str) {

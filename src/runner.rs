@@ -3,24 +3,26 @@
 //! path used by cancels, timeouts and listener shutdown alike: a graceful
 //! signal to the whole tree, then, after the grace, a forced kill.
 //!
-//! Threads: a waiter blocks in `waitid(WNOWAIT)` and reports the exit without
-//! reaping, so the group id stays reserved while we may still signal it; two
-//! readers drain stdout and stderr. The caller's watcher and signal handler
-//! speak to the runner through the same [`Control`] channel.
+//! It waits in the listener's own thread: [`platform::JobIo`] waits on the
+//! output pipes, the exit (not reaped, so the group id stays reserved while
+//! we may still signal it) and the [`Mailbox`]'s bell at once, and the
+//! cancel [`Watch`] is looked at between waits. A short job thus costs no
+//! thread and no hand-over between threads, which on a virtual machine
+//! costs as much as the spawn itself.
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{Receiver, Sender};
 use std::time::{Duration, Instant};
 
 use crate::doc::Marker;
 use crate::names::JobId;
-use crate::platform::{self, Signal};
+use crate::platform::{self, IoEvent, JobIo, Signal, Stream};
+use crate::watcher::Watch;
 
 /// Bytes of each stream kept in the log file; the rest is counted, not kept.
 pub const LOG_CAP: u64 = 10 * 1024 * 1024;
@@ -31,11 +33,30 @@ pub const TAIL_BYTES: usize = 4096;
 /// signal handler for a second Ctrl-C, which kills it at once.
 pub static CURRENT_GROUP: AtomicI32 = AtomicI32::new(0);
 
+/// Where control messages for the listener and its runner go: a channel,
+/// and a bell that wakes a runner waiting on its job.
+#[derive(Clone, Debug)]
+pub struct Mailbox {
+    tx: Sender<Control>,
+    bell: platform::Bell,
+}
+
+impl Mailbox {
+    /// A mailbox sending into `tx`, ringing `bell`.
+    pub fn new(tx: Sender<Control>, bell: platform::Bell) -> Mailbox {
+        Mailbox { tx, bell }
+    }
+
+    /// Sends `msg`; a listener that is gone is not an error.
+    pub fn send(&self, msg: Control) {
+        let _ = self.tx.send(msg);
+        self.bell.ring();
+    }
+}
+
 /// Messages the runner acts on while a job runs.
 #[derive(Debug)]
 pub enum Control {
-    /// The process with this pid exited (from the waiter thread).
-    Exited(i32),
     /// A valid cancel marker for this job (from the watcher).
     Cancel(JobId, Box<Marker>),
     /// The listener is shutting down (first Ctrl-C or SIGTERM).
@@ -119,24 +140,43 @@ pub struct Report {
     pub output_bytes: (u64, u64),
 }
 
-/// Runs `req` to its end. `on_spawn` is told the pid (= group id) as soon as
-/// the process exists, before anything else can happen to it.
-pub fn run(
-    req: &Request,
-    tx: &Sender<Control>,
-    rx: &Receiver<Control>,
-    on_spawn: impl FnOnce(i32),
-) -> Report {
+/// A job process that was started, and its output being captured.
+pub struct Running<'a> {
+    req: &'a Request,
+    started: Instant,
+    child: std::process::Child,
+    tree: platform::Tree,
+    io: JobIo,
+    exited: bool,
+    out: Tail,
+    err: Tail,
+    buf: Vec<u8>,
+}
+
+/// What the runner wakes up for.
+enum Wake {
+    Exited,
+    Message(Control),
+    Timeout,
+}
+
+/// Starts `req`'s process, or reports at once why it could not start.
+pub fn start<'a>(
+    req: &'a Request,
+    bell: &platform::Bell,
+) -> std::result::Result<Running<'a>, Box<Report>> {
     let started = Instant::now();
-    let blank = |exit: Exit| Report {
-        exit,
-        stop: None,
-        raced: None,
-        duration: Duration::ZERO,
-        leftovers_stopped: 0,
-        stdout_tail: String::new(),
-        stderr_tail: String::new(),
-        output_bytes: (0, 0),
+    let blank = |exit: Exit| {
+        Box::new(Report {
+            exit,
+            stop: None,
+            raced: None,
+            duration: Duration::ZERO,
+            leftovers_stopped: 0,
+            stdout_tail: String::new(),
+            stderr_tail: String::new(),
+            output_bytes: (0, 0),
+        })
     };
     let mut cmd = Command::new(&req.argv[0]);
     cmd.args(&req.argv[1..])
@@ -158,10 +198,10 @@ pub fn run(
                 .as_ref()
                 .map(|c| format!(" in {}", c.display()))
                 .unwrap_or_default();
-            return blank(Exit::SpawnFailed(format!(
+            return Err(blank(Exit::SpawnFailed(format!(
                 "cannot start {:?}{place}: {e}",
                 req.argv[0]
-            )));
+            ))));
         }
     };
     let tree = match platform::Tree::adopt(&child) {
@@ -169,191 +209,221 @@ pub fn run(
         Err(e) => {
             let _ = child.kill();
             let _ = child.wait();
-            return blank(Exit::SpawnFailed(format!(
+            return Err(blank(Exit::SpawnFailed(format!(
                 "cannot take charge of the process: {e}"
-            )));
+            ))));
         }
     };
-    let id = tree.id();
-    CURRENT_GROUP.store(id, Ordering::SeqCst);
-    on_spawn(id);
+    CURRENT_GROUP.store(tree.id(), Ordering::SeqCst);
+    let io = JobIo::new(&mut child, &tree, bell);
+    Ok(Running {
+        req,
+        started,
+        child,
+        tree,
+        io,
+        exited: false,
+        out: Tail::new(req.stdout_log.clone()),
+        err: Tail::new(req.stderr_log.clone()),
+        buf: vec![0; 8192],
+    })
+}
 
-    let out = Capture::start(child.stdout.take(), req.stdout_log.clone());
-    let err = Capture::start(child.stderr.take(), req.stderr_log.clone());
-    let waiter_tx = tx.clone();
-    let wait_exit = tree.exit_waiter();
-    std::thread::spawn(move || {
-        wait_exit();
-        let _ = waiter_tx.send(Control::Exited(id));
-    });
+impl Running<'_> {
+    /// The process (and group) id.
+    pub fn id(&self) -> i32 {
+        self.tree.id()
+    }
 
-    let deadline = req.timeout.map(|t| started + t);
-    let mut stop: Option<Stop> = None;
-    let mut raced = None;
-    // Phase 1: wait for an exit or a reason to stop.
-    let reason = loop {
-        let msg = match deadline {
-            Some(d) => match rx.recv_timeout(d.saturating_duration_since(Instant::now())) {
-                Ok(m) => Some(m),
-                Err(RecvTimeoutError::Timeout) => break Some(StopReason::Timeout),
-                Err(RecvTimeoutError::Disconnected) => None,
-            },
-            None => rx.recv().ok(),
+    /// Waits for the next exit, message or `until`, copying output meanwhile.
+    fn next(&mut self, rx: &Receiver<Control>, until: Instant) -> Wake {
+        loop {
+            if let Ok(m) = rx.try_recv() {
+                return Wake::Message(m);
+            }
+            match self.io.next(until, &mut self.buf) {
+                IoEvent::Output(Stream::Out, n) => self.out.take(&self.buf[..n]),
+                IoEvent::Output(Stream::Err, n) => self.err.take(&self.buf[..n]),
+                IoEvent::Exited => {
+                    self.exited = true;
+                    return Wake::Exited;
+                }
+                IoEvent::Bell => {}
+                IoEvent::Timeout => return Wake::Timeout,
+            }
+        }
+    }
+
+    /// Waits until the main process exits or `until` passes; messages
+    /// meanwhile are dropped (a stop is already under way).
+    fn wait_for_exit(&mut self, rx: &Receiver<Control>, until: Instant) -> bool {
+        while !self.exited {
+            if let Wake::Timeout = self.next(rx, until) {
+                return self.tree.leader_exited();
+            }
+        }
+        true
+    }
+
+    /// Waits until no process of the tree but the exited leader is left, or
+    /// `until` passes.
+    fn wait_tree_gone(&mut self, rx: &Receiver<Control>, until: Instant) -> bool {
+        loop {
+            if self.tree.others().is_empty() {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= until {
+                return false;
+            }
+            let slice = (now + Duration::from_millis(20)).min(until);
+            while !matches!(self.next(rx, slice), Wake::Timeout) {}
+        }
+    }
+
+    /// Waits for the process to end, stopping it on an accepted cancel
+    /// marker, its timeout or a shutdown met on `rx`, and reports how it
+    /// went.
+    pub fn wait(mut self, rx: &Receiver<Control>, watch: &mut Watch) -> Report {
+        let req = self.req;
+        let deadline = req.timeout.map(|t| self.started + t);
+        let mut stop: Option<Stop> = None;
+        let mut raced = None;
+        // Phase 1: wait for an exit or a reason to stop.
+        let reason = loop {
+            if Instant::now() >= watch.due()
+                && let Some(m) = watch.look()
+            {
+                break Some(StopReason::Cancel(Box::new(m)));
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break Some(StopReason::Timeout);
+            }
+            let until = deadline.map_or(watch.due(), |d| d.min(watch.due()));
+            match self.next(rx, until) {
+                Wake::Exited => break None,
+                Wake::Message(Control::Cancel(job, marker)) if job == req.job_id => {
+                    break Some(StopReason::Cancel(marker));
+                }
+                Wake::Message(Control::Shutdown) => break Some(StopReason::Shutdown),
+                Wake::Message(_) | Wake::Timeout => continue,
+            }
         };
-        match msg {
-            Some(Control::Exited(p)) if p == id => break None,
-            Some(Control::Cancel(job, marker)) if job == req.job_id => {
-                break Some(StopReason::Cancel(marker));
+        if let Some(reason) = reason {
+            if self.tree.leader_exited() {
+                // It ended by itself before we sent anything: keep its honest exit.
+                raced = Some(reason);
+            } else {
+                self.tree.signal(Signal::Term);
+                let grace_end = Instant::now() + req.grace;
+                let exited = self.wait_for_exit(rx, grace_end);
+                let tree_gone = exited && self.wait_tree_gone(rx, grace_end);
+                let grace_expired = !tree_gone;
+                if grace_expired {
+                    self.tree.signal(Signal::Kill);
+                }
+                if !exited {
+                    self.wait_for_exit(rx, Instant::now() + Duration::from_secs(3600));
+                }
+                stop = Some(Stop {
+                    reason,
+                    grace_expired,
+                });
             }
-            Some(Control::Shutdown) => break Some(StopReason::Shutdown),
-            Some(_) => continue,
-            None => break None,
         }
-    };
-    if let Some(reason) = reason {
-        if tree.leader_exited() {
-            // It ended by itself before we sent anything: keep its honest exit.
-            raced = Some(reason);
-        } else {
-            tree.signal(Signal::Term);
-            let grace_end = Instant::now() + req.grace;
-            let exited = wait_for_exit(rx, &tree, grace_end);
-            let tree_gone = exited && wait_tree_gone(&tree, grace_end);
-            let grace_expired = !tree_gone;
-            if grace_expired {
-                tree.signal(Signal::Kill);
+        // The main process has exited (not yet reaped): stop what it left behind.
+        let leftovers_stopped = self.tree.others().len();
+        if leftovers_stopped > 0 {
+            self.tree.signal(Signal::Term);
+            if !self.wait_tree_gone(rx, Instant::now() + req.grace) {
+                self.tree.signal(Signal::Kill);
+                self.wait_tree_gone(rx, Instant::now() + Duration::from_secs(2));
             }
-            if !exited {
-                wait_for_exit(rx, &tree, Instant::now() + Duration::from_secs(3600));
-            }
-            stop = Some(Stop {
-                reason,
-                grace_expired,
-            });
         }
-    }
-    // The main process has exited (not yet reaped): stop what it left behind.
-    let leftovers_stopped = tree.others().len();
-    if leftovers_stopped > 0 {
-        tree.signal(Signal::Term);
-        if !wait_tree_gone(&tree, Instant::now() + req.grace) {
-            tree.signal(Signal::Kill);
-            wait_tree_gone(&tree, Instant::now() + Duration::from_secs(2));
+        let status = self.child.wait();
+        CURRENT_GROUP.store(0, Ordering::SeqCst);
+        let duration = self.started.elapsed();
+        // Output pipes close once every holder is gone; don't hang on one that
+        // escaped where no process table can find it.
+        let drained = Instant::now() + Duration::from_secs(2);
+        while self.io.streams_open() && Instant::now() < drained {
+            self.next(rx, drained);
         }
-    }
-    let status = child.wait();
-    CURRENT_GROUP.store(0, Ordering::SeqCst);
-    tree.release();
-    let duration = started.elapsed();
-    let exit = match status {
-        Ok(s) => match (s.code(), platform::exit_signal(&s)) {
-            (Some(c), _) => Exit::Code(c),
-            (None, Some(sig)) => Exit::Signal(sig),
-            (None, None) => Exit::Code(-1),
-        },
-        Err(e) => Exit::SpawnFailed(format!("lost track of the process: {e}")),
-    };
-    // Output pipes close once every holder is gone; don't hang on one that
-    // escaped where no process table can find it.
-    let (stdout_tail, out_n) = out.finish(Duration::from_secs(2));
-    let (stderr_tail, err_n) = err.finish(Duration::from_secs(2));
-    Report {
-        exit,
-        stop,
-        raced,
-        duration,
-        leftovers_stopped,
-        stdout_tail,
-        stderr_tail,
-        output_bytes: (out_n, err_n),
-    }
-}
-
-/// Waits until the waiter reports the leader's exit or `until` passes.
-fn wait_for_exit(rx: &Receiver<Control>, tree: &platform::Tree, until: Instant) -> bool {
-    loop {
-        let left = until.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(Control::Exited(p)) if p == tree.id() => return true,
-            Ok(_) => continue,
-            Err(_) => return tree.leader_exited(),
+        let Running { tree, out, err, .. } = self;
+        tree.release();
+        let exit = match status {
+            Ok(s) => match (s.code(), platform::exit_signal(&s)) {
+                (Some(c), _) => Exit::Code(c),
+                (None, Some(sig)) => Exit::Signal(sig),
+                (None, None) => Exit::Code(-1),
+            },
+            Err(e) => Exit::SpawnFailed(format!("lost track of the process: {e}")),
+        };
+        let (stdout_tail, out_n) = out.finish();
+        let (stderr_tail, err_n) = err.finish();
+        Report {
+            exit,
+            stop,
+            raced,
+            duration,
+            leftovers_stopped,
+            stdout_tail,
+            stderr_tail,
+            output_bytes: (out_n, err_n),
         }
-    }
-}
-
-/// Waits until no process of the tree but the exited leader is left, or
-/// `until` passes.
-fn wait_tree_gone(tree: &platform::Tree, until: Instant) -> bool {
-    loop {
-        if tree.others().is_empty() {
-            return true;
-        }
-        if Instant::now() >= until {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
 /// One output stream: copied to its log up to [`LOG_CAP`], its end kept.
 /// The log file is made when the first byte arrives: a silent job (most
 /// quick ones) then costs no file creation in the synced folder.
-struct Capture {
-    state: Arc<Mutex<(VecDeque<u8>, u64)>>,
-    done: Receiver<()>,
+struct Tail {
+    path: PathBuf,
+    log: Option<File>,
+    tried: bool,
+    truncated: bool,
+    end: VecDeque<u8>,
+    bytes: u64,
 }
 
-impl Capture {
-    fn start(pipe: Option<impl Read + Send + 'static>, path: PathBuf) -> Capture {
-        let state = Arc::new(Mutex::new((VecDeque::with_capacity(TAIL_BYTES), 0u64)));
-        let (done_tx, done) = std::sync::mpsc::channel();
-        let shared = Arc::clone(&state);
-        std::thread::spawn(move || {
-            let mut log: Option<File> = None;
-            if let Some(mut pipe) = pipe {
-                let mut buf = [0u8; 8192];
-                let mut truncated = false;
-                let mut tried = false;
-                while let Ok(n) = pipe.read(&mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    if !tried {
-                        // A log that cannot be made loses the file copy only:
-                        // the tail still goes into the result.
-                        tried = true;
-                        log = crate::fsops::create_log(&path).ok();
-                    }
-                    let mut s = shared.lock().unwrap_or_else(|p| p.into_inner());
-                    let room = LOG_CAP.saturating_sub(s.1) as usize;
-                    if let Some(log) = log.as_mut() {
-                        let _ = log.write_all(&buf[..n.min(room)]);
-                        if n > room && !truncated {
-                            truncated = true;
-                            let _ = writeln!(
-                                log,
-                                "\n[fleet-dispatch: output truncated at {LOG_CAP} bytes]"
-                            );
-                        }
-                    }
-                    s.1 += n as u64;
-                    s.0.extend(&buf[..n]);
-                    let excess = s.0.len().saturating_sub(TAIL_BYTES);
-                    s.0.drain(..excess);
-                }
-            }
-            if let Some(log) = log.as_mut() {
-                let _ = log.flush();
-            }
-            let _ = done_tx.send(());
-        });
-        Capture { state, done }
+impl Tail {
+    fn new(path: PathBuf) -> Tail {
+        Tail {
+            path,
+            log: None,
+            tried: false,
+            truncated: false,
+            end: VecDeque::new(),
+            bytes: 0,
+        }
     }
 
-    fn finish(self, wait: Duration) -> (String, u64) {
-        let _ = self.done.recv_timeout(wait);
-        let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let bytes: Vec<u8> = s.0.iter().copied().collect();
-        (String::from_utf8_lossy(&bytes).into_owned(), s.1)
+    fn take(&mut self, chunk: &[u8]) {
+        if !self.tried {
+            // A log that cannot be made loses the file copy only: the tail
+            // still goes into the result.
+            self.tried = true;
+            self.log = crate::fsops::create_log(&self.path).ok();
+        }
+        let room = LOG_CAP.saturating_sub(self.bytes) as usize;
+        if let Some(log) = self.log.as_mut() {
+            let _ = log.write_all(&chunk[..chunk.len().min(room)]);
+            if chunk.len() > room && !self.truncated {
+                self.truncated = true;
+                let _ = writeln!(
+                    log,
+                    "\n[fleet-dispatch: output truncated at {LOG_CAP} bytes]"
+                );
+            }
+        }
+        self.bytes += chunk.len() as u64;
+        self.end.extend(chunk);
+        let excess = self.end.len().saturating_sub(TAIL_BYTES);
+        self.end.drain(..excess);
+    }
+
+    fn finish(self) -> (String, u64) {
+        let bytes: Vec<u8> = self.end.into_iter().collect();
+        (String::from_utf8_lossy(&bytes).into_owned(), self.bytes)
     }
 }

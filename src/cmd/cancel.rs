@@ -211,7 +211,11 @@ pub fn place_marker(
     }
     let path = dirs.marker_file(id);
     fsops::create_dirs(&[dirs.cancel()])?;
-    if fsops::publish(&path, &crate::doc::to_file_bytes(marker), true)? {
+    if fsops::publish(
+        &path,
+        &crate::doc::to_file_bytes(marker),
+        fsops::Flush::DataAndName,
+    )? {
         return Ok(CancelStatus::Requested {
             observed,
             existing: None,

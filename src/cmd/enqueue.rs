@@ -115,7 +115,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     };
     if via.is_none() || unreachable.is_some() {
         fsops::create_dirs(&[dirs.inbox()])?;
-        if !fsops::publish(&path, &job.to_file_bytes(), true)? {
+        if !fsops::publish(&path, &job.to_file_bytes(), fsops::Flush::DataAndName)? {
             return Err(Error::validation(format!(
                 "job id {id} is already queued for {} ({}); nothing was overwritten",
                 dirs.target(),

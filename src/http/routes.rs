@@ -186,7 +186,9 @@ impl Routes {
             .map_err(|r| from_rejection(&what, &r))?;
         let path = h.dirs.job_file(&job.id);
         fsops::create_dirs(&[h.dirs.inbox()]).map_err(from_error)?;
-        if !fsops::publish(&path, &job.to_file_bytes(), true).map_err(from_error)? {
+        if !fsops::publish(&path, &job.to_file_bytes(), fsops::Flush::DataAndName)
+            .map_err(from_error)?
+        {
             // The same signed job sent twice (a retry, or the folder path
             // too) is the same job: queued once.
             let there = fsops::read_limited(&path, job::MAX_BYTES);
@@ -202,7 +204,7 @@ impl Routes {
                 ));
             }
         }
-        let _ = h.control.send(Control::Wake);
+        h.control.send(Control::Wake);
         Ok((
             202,
             json!({"jobId": job.id.as_str(), "target": self.target(), "status": "queued"}),
@@ -233,7 +235,7 @@ impl Routes {
                 }
                 // A runner busy with another job ignores this; an idle
                 // listener takes it as a wake-up and cancels before start.
-                let _ = h.control.send(Control::Cancel(id, Box::new(acting)));
+                h.control.send(Control::Cancel(id, Box::new(acting)));
                 Ok((202, out))
             }
             CancelStatus::NotRunning(o) => {

@@ -12,6 +12,33 @@ mod windows;
 #[cfg(windows)]
 pub use windows::*;
 
+#[cfg(windows)]
+mod threaded;
+#[cfg(windows)]
+pub use threaded::{Bell, JobIo};
+
+/// Which output stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stream {
+    /// Standard output.
+    Out = 0,
+    /// Standard error.
+    Err,
+}
+
+/// What [`JobIo::next`] saw.
+#[derive(Debug, PartialEq, Eq)]
+pub enum IoEvent {
+    /// This many bytes of a stream are at the start of the buffer.
+    Output(Stream, usize),
+    /// The job's main process exited (reported once; it is not reaped).
+    Exited,
+    /// The bell rang: a control message may be waiting.
+    Bell,
+    /// The deadline passed.
+    Timeout,
+}
+
 /// What a dead listener's journal says about the job it ran, for
 /// [`orphans`] to find what is left of it.
 #[derive(Clone, Debug)]

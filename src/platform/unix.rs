@@ -152,15 +152,6 @@ impl Tree {
         self.leader
     }
 
-    /// A blocking wait for the leader's exit that does not reap it, to run
-    /// on a thread of its own.
-    pub fn exit_waiter(&self) -> impl FnOnce() + Send + 'static {
-        let pid = self.leader;
-        move || {
-            let _ = wait_exit_keep_zombie(pid);
-        }
-    }
-
     /// True once the leader has exited (it stays unreaped until its owner
     /// waits for it, keeping the group id reserved).
     pub fn leader_exited(&self) -> bool {
@@ -259,31 +250,6 @@ pub fn signal_pids(pids: &[i32], sig: Signal) {
                 libc::kill(pid, libc::SIGCONT);
             }
             libc::kill(pid, sig.number());
-        }
-    }
-}
-
-/// Blocks until process `pid` (our child) has exited, without reaping it: the
-/// zombie keeps its pid and group id reserved, so signalling the group
-/// afterwards can never reach a stranger that reused the number.
-fn wait_exit_keep_zombie(pid: i32) -> io::Result<()> {
-    loop {
-        // SAFETY: siginfo_t is plain data; waitid fills it.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        if rc == 0 {
-            return Ok(());
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
         }
     }
 }
@@ -549,4 +515,170 @@ pub fn terminate(child: &mut std::process::Child) {
     if let Ok(pid) = i32::try_from(child.id()) {
         signal_pids(&[pid], Signal::Term);
     }
+}
+
+/// Wakes a runner waiting in [`JobIo::next`] when a control message is
+/// sent: a non-blocking pipe whose read end the runner polls.
+#[derive(Clone, Debug)]
+pub struct Bell {
+    ends: std::sync::Arc<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)>,
+}
+
+impl Bell {
+    /// A new bell.
+    pub fn new() -> io::Result<Bell> {
+        use std::os::fd::FromRawFd;
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 fills both descriptors on success.
+        let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: both descriptors are new and ours alone.
+        let ends = unsafe {
+            (
+                std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+                std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+            )
+        };
+        Ok(Bell {
+            ends: std::sync::Arc::new(ends),
+        })
+    }
+
+    /// Rings: never blocks (a full pipe is rung enough).
+    pub fn ring(&self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: writes one byte from a valid buffer to our pipe.
+        let _ = unsafe { libc::write(self.ends.1.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
+    }
+
+    fn drain(&self) {
+        use std::os::fd::AsRawFd;
+        let mut buf = [0u8; 256];
+        // SAFETY: reads into a valid buffer from our non-blocking pipe.
+        while unsafe { libc::read(self.ends.0.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) } > 0
+        {
+        }
+    }
+}
+
+/// A running job's output pipes and exit, and the bell, waited on together
+/// by one `poll(2)` in the runner's own thread: no thread per job, and no
+/// hand-over between threads on the way from an exit to the next spawn.
+/// The exit is seen through a pidfd on Linux; elsewhere (or on a kernel
+/// without pidfds) by a look every 20 ms.
+pub struct JobIo {
+    out: Option<std::process::ChildStdout>,
+    err: Option<std::process::ChildStderr>,
+    pidfd: Option<std::os::fd::OwnedFd>,
+    leader: i32,
+    exited: bool,
+    bell: Bell,
+}
+
+impl JobIo {
+    /// Takes over `child`'s output pipes.
+    pub fn new(child: &mut std::process::Child, tree: &Tree, bell: &Bell) -> JobIo {
+        JobIo {
+            out: child.stdout.take(),
+            err: child.stderr.take(),
+            pidfd: pidfd(tree.leader),
+            leader: tree.leader,
+            exited: false,
+            bell: bell.clone(),
+        }
+    }
+
+    /// True while an output pipe is open.
+    pub fn streams_open(&self) -> bool {
+        self.out.is_some() || self.err.is_some()
+    }
+
+    /// Waits until output arrives, the main process exits, the bell rings or
+    /// `until` passes.
+    pub fn next(&mut self, until: std::time::Instant, buf: &mut [u8]) -> super::IoEvent {
+        use super::{IoEvent, Stream};
+        use std::io::Read;
+        use std::os::fd::AsRawFd;
+        loop {
+            if !self.exited && self.pidfd.is_none() && has_exited(self.leader) {
+                self.exited = true;
+                return IoEvent::Exited;
+            }
+            let none = -1;
+            let fd = |o: Option<i32>| libc::pollfd {
+                fd: o.unwrap_or(none),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let mut fds = [
+                fd(self.out.as_ref().map(|p| p.as_raw_fd())),
+                fd(self.err.as_ref().map(|p| p.as_raw_fd())),
+                fd(self
+                    .pidfd
+                    .as_ref()
+                    .filter(|_| !self.exited)
+                    .map(|p| p.as_raw_fd())),
+                fd(Some(self.bell.ends.0.as_raw_fd())),
+            ];
+            let now = std::time::Instant::now();
+            if now >= until {
+                return IoEvent::Timeout;
+            }
+            let mut wait = until - now;
+            if !self.exited && self.pidfd.is_none() {
+                wait = wait.min(std::time::Duration::from_millis(20));
+            }
+            // Round up, so a wake-up is never early and spinning.
+            let ms = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+            // SAFETY: fds is a valid array of pollfd; negative fds are ignored.
+            let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+            if rc <= 0 {
+                // A timeout or EINTR: look at the clock again. Any other
+                // failure would repeat: wait the slice out instead.
+                if rc < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                    std::thread::sleep(wait.min(std::time::Duration::from_millis(20)));
+                }
+                continue;
+            }
+            let ready = |i: usize| fds[i].revents != 0;
+            if ready(0) {
+                match self.out.as_mut().map(|p| p.read(buf)) {
+                    Some(Ok(n)) if n > 0 => return IoEvent::Output(Stream::Out, n),
+                    _ => self.out = None,
+                }
+            }
+            if ready(1) {
+                match self.err.as_mut().map(|p| p.read(buf)) {
+                    Some(Ok(n)) if n > 0 => return IoEvent::Output(Stream::Err, n),
+                    _ => self.err = None,
+                }
+            }
+            if ready(2) {
+                self.exited = true;
+                return IoEvent::Exited;
+            }
+            if ready(3) {
+                self.bell.drain();
+                return IoEvent::Bell;
+            }
+        }
+    }
+}
+
+/// A pidfd for our child `pid` (Linux 5.3+), or None.
+fn pidfd(pid: i32) -> Option<std::os::fd::OwnedFd> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::FromRawFd;
+        // SAFETY: pidfd_open takes a pid and flags and returns a new fd.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        if fd >= 0 {
+            // SAFETY: the descriptor is new and ours alone.
+            return Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) });
+        }
+    }
+    let _ = pid;
+    None
 }

@@ -169,13 +169,6 @@ fn running_ids(w: &World) -> Vec<String> {
         .collect()
 }
 
-/// The job the journal names, if any (local state for target `PC`).
-fn journal_job(w: &World) -> Option<(String, i64)> {
-    let bytes = std::fs::read(w.state.join("pc").join("journal.json")).ok()?;
-    let v: Value = serde_json::from_slice(&bytes).ok()?;
-    Some((v["jobId"].as_str()?.to_string(), v["pid"].as_i64()?))
-}
-
 /// Recomputes a result's signature with the independent signer (SPEC §5.3).
 fn verifies(r: &Value) -> bool {
     let s = |k: &str| r[k].as_str().unwrap_or_else(|| panic!("{k} in {r}"));
@@ -245,7 +238,7 @@ fn sigkill_at_random_moments_loses_no_job_runs_none_twice_and_leaves_no_process(
     for _ in 0..4 {
         l.enqueue();
     }
-    // Jobs that were running (journalled, no durable result) when a kill
+    // Jobs that were running (started in the ledger, no result recorded) when a kill
     // landed: exactly these must end `interrupted`.
     let mut interrupted_by_kill: BTreeSet<String> = BTreeSet::new();
     let mut kills_mid_job = 0;
@@ -266,21 +259,21 @@ fn sigkill_at_random_moments_loses_no_job_runs_none_twice_and_leaves_no_process(
         l.nap(450);
 
         // What was running just before the kill, then what the dead
-        // listener left in its journal (the truth the restart acts on).
+        // listener left open in its ledger (the truth the restart acts on).
         let mut seen: BTreeSet<String> = running_ids(&w).into_iter().collect();
-        seen.extend(journal_job(&w).map(|(id, _)| id));
+        seen.extend(open_job(&w).map(|(id, _)| id));
         g.signal(libc::SIGKILL);
         let _ = g.wait(Duration::from_secs(10));
-        let after = journal_job(&w);
+        let after = open_job(&w);
         if after.as_ref().is_some_and(|(_, pid)| *pid == 0) {
             kills_before_spawn += 1;
         }
         seen.extend(after.map(|(id, _)| id));
         let (mut mid_job, mut after_result) = (false, false);
         for id in seen {
-            // A result written before the kill is kept; only the bookkeeping
-            // after it is left to the restart.
-            if w.result_path(&id).exists() {
+            // A result recorded before the kill is kept; only publishing it
+            // and the bookkeeping after it are left to the restart.
+            if w.result_path(&id).exists() || result_recorded(&w, &id) {
                 after_result = true;
             } else {
                 mid_job = true;
@@ -316,7 +309,7 @@ fn sigkill_at_random_moments_loses_no_job_runs_none_twice_and_leaves_no_process(
         "running/ not empty: {:?}",
         running_ids(&w)
     );
-    assert!(journal_job(&w).is_none(), "journal left behind");
+    assert!(open_job(&w).is_none(), "a job left open in the ledger");
     let queued = files(&w.pc().join("inbox"));
     assert!(queued.is_empty(), "still queued: {queued:?}");
 
@@ -399,7 +392,7 @@ fn sigkill_at_random_moments_loses_no_job_runs_none_twice_and_leaves_no_process(
 
     eprintln!(
         "crash loop (seed {seed:#x}): {iterations} SIGKILLs, {kills_mid_job} mid-job \
-         ({kills_before_spawn} between journal and spawn), {kills_after_result} after a \
+         ({kills_before_spawn} between start line and spawn), {kills_after_result} after a \
          job's result but before its bookkeeping; {} jobs, {} cancels requested, {} ran, \
          0 ran twice; results by error: {by_error:?}; final drain {counters}; loop {:.1}s, \
          total {:.1}s",

@@ -6,7 +6,7 @@
 //! Every job that must *not* run appends to a side-effect file when it does,
 //! so "never run" is checked, not assumed.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -139,14 +139,6 @@ fn log_text(w: &World, id: &str, stream: &str) -> String {
         &w.pc().join("logs").join(format!("{id}.{stream}.log")),
     ))
     .into_owned()
-}
-
-fn journal_path(w: &World) -> PathBuf {
-    w.state.join("pc").join("journal.json")
-}
-
-fn ledger_path(w: &World) -> PathBuf {
-    w.state.join("pc").join("ledger.jsonl")
 }
 
 /// Live processes carrying `FLEET_DISPATCH_JOB_ID=<id>`: a job's tree.
@@ -1107,20 +1099,15 @@ fn a_listener_killed_mid_job_leaves_one_interrupted_result_and_no_second_run() {
     );
     wait_until(Duration::from_secs(10), || w.running(&id).exists());
     wait_until(Duration::from_secs(5), || lines(&side).len() == 1);
-    let journal = journal_path(&w);
     let mut pid = 0;
     wait_until(Duration::from_secs(5), || {
-        pid = std::fs::read(&journal)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-            .and_then(|v| v["pid"].as_i64())
-            .unwrap_or(0) as i32;
+        pid = open_job(&w).map_or(0, |(_, p)| p) as i32;
         pid > 0
     });
     let tree = job_pids(&id);
     assert!(
         tree.contains(&pid),
-        "journal pid {pid} not in the job's tree {tree:?}"
+        "ledger pid {pid} not in the job's tree {tree:?}"
     );
 
     g.signal(libc::SIGKILL);
@@ -1145,7 +1132,7 @@ fn a_listener_killed_mid_job_leaves_one_interrupted_result_and_no_second_run() {
     assert_eq!(lines(&side).len(), 1, "the job ran twice");
     assert!(w.done(&id).exists() && !w.inbox(&id).exists());
     assert!(!w.running(&id).exists(), "running/ file left behind");
-    assert!(!journal.exists(), "journal left behind");
+    assert_eq!(open_job(&w), None, "the job is still open in the ledger");
 
     let result = read(&w.result_path(&id));
     assert_counters(&w.listen_once(&[]), &[]);
@@ -1379,7 +1366,7 @@ fn a_loop_listener_rejects_an_unparseable_file_once_the_settle_time_has_passed()
 }
 
 #[test]
-fn a_crash_after_the_journal_but_before_the_spawn_gives_interrupted_and_no_run() {
+fn a_crash_after_the_start_line_but_before_the_spawn_gives_interrupted_and_no_run() {
     let w = World::with_target();
     let side = scratch(&w, "side");
     let id = uid("prespawn");
@@ -1387,8 +1374,8 @@ fn a_crash_after_the_journal_but_before_the_spawn_gives_interrupted_and_no_run()
     let started = ts_offset(-3);
     std::fs::create_dir_all(w.state.join("pc")).unwrap();
     std::fs::write(
-        journal_path(&w),
-        json!({"jobId": id, "startedAt": started, "pid": 0}).to_string(),
+        ledger_path(&w),
+        json!({"jobId": id, "processedAt": started, "run": true}).to_string() + "\n",
     )
     .unwrap();
     assert_counters(&w.listen_once(&[]), &[("failed", 1)]);
@@ -1398,7 +1385,7 @@ fn a_crash_after_the_journal_but_before_the_spawn_gives_interrupted_and_no_run()
     assert_eq!(r["startedAt"], started.as_str());
     assert!(lines(&side).is_empty(), "the interrupted job was run");
     assert!(w.done(&id).exists() && !w.inbox(&id).exists());
-    assert!(!journal_path(&w).exists());
+    assert_eq!(open_job(&w), None);
     assert_counters(&w.listen_once(&[]), &[]);
     assert!(lines(&side).is_empty());
 }
@@ -1409,25 +1396,31 @@ fn a_crash_after_the_result_finishes_the_bookkeeping_without_a_second_run() {
     let side = scratch(&w, "side");
     let (id, _) = processed_job(&w, &side);
     let result = read(&w.result_path(&id));
-    // As if the listener died right after writing the result: the job is
-    // still in the inbox, the ledger lacks it, the journal names it.
-    std::fs::rename(w.done(&id), w.inbox(&id)).unwrap();
-    std::fs::remove_file(ledger_path(&w)).unwrap();
-    std::fs::write(
-        journal_path(&w),
-        json!({"jobId": id, "startedAt": ts_offset(-1), "pid": 0}).to_string(),
-    )
-    .unwrap();
-    assert_counters(&w.listen_once(&[]), &[]);
-    assert_eq!(
-        read(&w.result_path(&id)),
-        result,
-        "the result was rewritten"
-    );
-    assert!(w.done(&id).exists() && !w.inbox(&id).exists());
-    assert!(!journal_path(&w).exists());
-    assert_eq!(lines(&side), ["ran"]);
-    // The ledger has it again: with result and archive gone, it still refuses.
+    let at = ts_offset(-1);
+    let recorded = [
+        json!({"jobId": id, "processedAt": at, "run": true}),
+        json!({"jobId": id, "pid": 1}),
+        json!({"jobId": id, "processedAt": at, "result": String::from_utf8(result.clone()).unwrap()}),
+    ]
+    .map(|l| l.to_string() + "\n")
+    .concat();
+    // As if the listener died once the result was recorded in the ledger,
+    // first before publishing it, then before archiving the job.
+    for published in [false, true] {
+        std::fs::rename(w.done(&id), w.inbox(&id)).unwrap();
+        if !published {
+            std::fs::remove_file(w.result_path(&id)).unwrap();
+        }
+        std::fs::write(ledger_path(&w), &recorded).unwrap();
+        assert_counters(&w.listen_once(&[]), &[]);
+        assert_eq!(read(&w.result_path(&id)), result, "published: {published}");
+        assert!(w.done(&id).exists() && !w.inbox(&id).exists());
+        assert_eq!(open_job(&w), None);
+        assert_eq!(lines(&side), ["ran"]);
+        let ledger = std::fs::read_to_string(ledger_path(&w)).unwrap();
+        assert!(!ledger.contains("result"), "not rewritten: {ledger}");
+    }
+    // The ledger has it: with result and archive gone, it still refuses.
     let bytes = read(&w.done(&id));
     std::fs::remove_file(w.result_path(&id)).unwrap();
     std::fs::remove_file(w.done(&id)).unwrap();
@@ -1639,7 +1632,7 @@ fn a_closed_stdout_never_costs_a_job_its_run() {
         // It stopped quietly: then the job must be untouched, still queued.
         assert!(exited.is_some(), "neither a result nor an exit");
         assert!(w.inbox(&id).exists(), "the job left the inbox unfinished");
-        assert!(!journal_path(&w).exists(), "the job was started and lost");
+        assert_eq!(open_job(&w), None, "the job was started and lost");
         assert!(lines(&side).is_empty());
     }
 }
@@ -1681,14 +1674,9 @@ fn crash_recovery_kills_the_orphaned_group_even_when_it_dropped_its_environment(
     );
     wait_until(Duration::from_secs(10), || w.running(&id).exists());
     wait_until(Duration::from_secs(5), || lines(&side).len() == 1);
-    let journal = journal_path(&w);
     let mut pid = 0;
     wait_until(Duration::from_secs(5), || {
-        pid = std::fs::read(&journal)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-            .and_then(|v| v["pid"].as_i64())
-            .unwrap_or(0) as i32;
+        pid = open_job(&w).map_or(0, |(_, p)| p) as i32;
         pid > 0
     });
     // The job's process is now `sleep` with an empty environment.

@@ -91,10 +91,6 @@ fn ledger(w: &World) -> String {
     std::fs::read_to_string(w.state.join("pc").join("ledger.jsonl")).unwrap_or_default()
 }
 
-fn journal(w: &World) -> PathBuf {
-    w.state.join("pc").join("journal.json")
-}
-
 /// The `.reason.json` beside a rejected input.
 fn reason(w: &World, name: &str) -> Value {
     let f = w.rejected(&format!("{name}.reason.json"));
@@ -228,7 +224,7 @@ fn processed(w: &World, l: &mut Listener, side: &Path) -> (String, Vec<u8>) {
     let r = w.wait_result(&id, Duration::from_secs(15));
     assert_eq!(r["ok"], true, "{r}");
     wait_until(Duration::from_secs(5), || {
-        exists(&w.done(&id)) && ledger(w).contains(&id) && !exists(&journal(w))
+        exists(&w.done(&id)) && ledger(w).contains(&id) && open_job(w).is_none()
     });
     assert!(l.running());
     assert_eq!(lines(side), ["ran"]);
@@ -804,7 +800,7 @@ fn held_for_two_seconds(dir: impl Fn(&World) -> PathBuf) {
     );
     drop(lock);
     wait_until(Duration::from_secs(5), || {
-        exists(&w.done(&id)) && !exists(&w.inbox(&id)) && !exists(&journal(&w))
+        exists(&w.done(&id)) && !exists(&w.inbox(&id)) && open_job(&w).is_none()
     });
     assert!(ledger(&w).contains(&id), "the ledger lacks {id}");
     // Still listening, and healthy: a second job runs.
@@ -895,7 +891,7 @@ fn a_folder_held_past_the_retry_bound_is_a_clear_error_naming_it_and_a_restart_n
     drop(lock);
     let l = Listener::start(&w, "2s");
     wait_until(Duration::from_secs(10), || {
-        exists(&w.done(&id)) && !exists(&w.inbox(&id)) && !exists(&journal(&w))
+        exists(&w.done(&id)) && !exists(&w.inbox(&id)) && open_job(&w).is_none()
     });
     assert!(ledger(&w).contains(&id), "the ledger lacks {id}");
     let next = uid("next");

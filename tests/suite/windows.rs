@@ -186,10 +186,23 @@ fn keygen_writes_a_private_key_that_signs() {
 fn publishing_never_replaces_a_name_in_any_case() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("job.json");
-    assert!(fleet_dispatch::fsops::publish(&p, b"one", true).unwrap());
-    assert!(!fleet_dispatch::fsops::publish(&p, b"two", true).unwrap());
+    assert!(
+        fleet_dispatch::fsops::publish(&p, b"one", fleet_dispatch::fsops::Flush::DataAndName)
+            .unwrap()
+    );
+    assert!(
+        !fleet_dispatch::fsops::publish(&p, b"two", fleet_dispatch::fsops::Flush::DataAndName)
+            .unwrap()
+    );
     // Windows folders are case-insensitive: JOB.JSON is job.json.
-    assert!(!fleet_dispatch::fsops::publish(&dir.path().join("JOB.JSON"), b"three", true).unwrap());
+    assert!(
+        !fleet_dispatch::fsops::publish(
+            &dir.path().join("JOB.JSON"),
+            b"three",
+            fleet_dispatch::fsops::Flush::DataAndName
+        )
+        .unwrap()
+    );
     assert_eq!(std::fs::read(&p).unwrap(), b"one");
     let other = dir.path().join("other.json");
     std::fs::write(&other, "other").unwrap();

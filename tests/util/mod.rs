@@ -429,3 +429,44 @@ pub fn lines(p: &Path) -> Vec<String> {
         .map(|t| t.lines().map(str::to_string).collect())
         .unwrap_or_default()
 }
+
+/// Target `PC`'s ledger (local state).
+pub fn ledger_path(w: &World) -> PathBuf {
+    w.state.join("pc").join("ledger.jsonl")
+}
+
+/// The job the ledger says is running for target `PC` (a start line and no
+/// result line yet), with its pid (0 until the listener noted it).
+pub fn open_job(w: &World) -> Option<(String, i64)> {
+    let text = std::fs::read_to_string(ledger_path(w)).unwrap_or_default();
+    let mut open: Vec<(String, i64)> = Vec::new();
+    for v in text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    {
+        let Some(id) = v["jobId"].as_str() else {
+            continue;
+        };
+        if v["run"] == true {
+            open.push((id.to_string(), 0));
+        }
+        if let Some(pid) = v["pid"].as_i64()
+            && let Some(o) = open.iter_mut().find(|o| o.0 == id)
+        {
+            o.1 = pid;
+        }
+        if v.get("result").is_some() {
+            open.retain(|o| o.0 != id);
+        }
+    }
+    open.pop()
+}
+
+/// True when target `PC`'s ledger holds a result for `id` (recorded, maybe
+/// not yet published).
+pub fn result_recorded(w: &World, id: &str) -> bool {
+    let text = std::fs::read_to_string(ledger_path(w)).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .any(|v| v["jobId"] == id && v.get("result").is_some())
+}
