@@ -138,7 +138,9 @@ struct Line {
 #[derive(Debug)]
 pub struct Ledger {
     path: PathBuf,
-    file: File,
+    /// Open for appending; closed while compaction replaces the file
+    /// (Windows refuses to replace an open file).
+    file: Option<File>,
     seen: Seen,
     /// Bytes of the file that compaction would drop (everything but plain
     /// records), and bytes it would keep.
@@ -237,7 +239,7 @@ impl Ledger {
                 });
             }
         }
-        let file = fsops::open_append(&path)?;
+        let file = Some(fsops::open_append(&path)?);
         let mut ledger = Ledger {
             path,
             file,
@@ -273,8 +275,8 @@ impl Ledger {
                 out.extend(plain(id, *at));
             }
         }
+        self.file = None;
         fsops::replace(&self.path, &out, fsops::Flush::DataAndName)?;
-        self.file = fsops::open_append(&self.path)?;
         self.plain_bytes = out.len() as u64;
         self.extra_bytes = 0;
         self.stale = false;
@@ -298,7 +300,7 @@ impl Ledger {
     fn append(&mut self, line: &Line) -> Result<()> {
         let mut bytes = serde_json::to_vec(line).expect("serialises");
         bytes.push(b'\n');
-        self.file
+        self.file()?
             .write_all(&bytes)
             .map_err(|e| Error::io("append to", &self.path, &e))?;
         self.extra_bytes += bytes.len() as u64;
@@ -362,8 +364,15 @@ impl Ledger {
         Ok(())
     }
 
+    fn file(&mut self) -> Result<&mut File> {
+        if self.file.is_none() {
+            self.file = Some(fsops::open_append(&self.path)?);
+        }
+        Ok(self.file.as_mut().expect("just opened"))
+    }
+
     fn flush(&mut self) -> Result<()> {
-        self.file
+        self.file()?
             .sync_data()
             .map_err(|e| Error::io("flush", &self.path, &e))?;
         self.unsynced = false;
@@ -433,10 +442,12 @@ mod tests {
         l.record("new", t0 + time::Duration::days(9), b"r2")
             .unwrap();
         l.checkpoint(t0).unwrap();
+        let path = l.path().to_path_buf();
+        drop(l);
         // A torn line from a crash is skipped.
         std::fs::OpenOptions::new()
             .append(true)
-            .open(l.path())
+            .open(&path)
             .unwrap()
             .write_all(b"{\"jobId\":\"x")
             .unwrap();
