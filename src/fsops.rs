@@ -88,7 +88,8 @@ pub enum Flush {
     DataAndName,
 }
 
-fn write_temp(path: &Path, bytes: &[u8], flush: Flush) -> Result<PathBuf> {
+/// Writes `bytes` to a new temp file beside `path` (see [`temp_path`]).
+pub fn write_temp(path: &Path, bytes: &[u8], flush: Flush) -> Result<PathBuf> {
     let tmp = temp_path(path);
     let written = (|| -> io::Result<()> {
         let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;

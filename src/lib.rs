@@ -16,7 +16,8 @@
 //! - [`accept`]: the acceptance verdicts; [`governor`], [`retention`]: the
 //!   other pure rules;
 //! - [`layout`], [`fsops`], [`state`], [`observe`]: the folder and local state;
-//! - [`runner`], [`watcher`], [`listener`]: running and stopping jobs;
+//! - [`runner`], [`watcher`], [`listener`], [`publisher`]: running and
+//!   stopping jobs, and placing their results;
 //! - [`http`]: the HTTP intake, a second door into the same listener;
 //! - [`cli`], [`config`], [`cmd`], [`wait`], [`out`]: the command line.
 
@@ -40,6 +41,7 @@ pub mod names;
 pub mod observe;
 pub mod out;
 pub mod platform;
+pub mod publisher;
 pub mod retention;
 pub mod runner;
 pub mod state;

@@ -11,10 +11,10 @@
 //! `interrupted` result and is never re-run; a recorded result that did not
 //! reach `results/` is published again.
 //!
-//! One flush per job: a result is recorded unflushed, and the next job's
-//! start line flushes both; the previous job's result is then published
-//! and archived while the next one runs. A listener with nothing to start
-//! flushes at once.
+//! One flush per job on the way from one spawn to the next: a result is
+//! recorded unflushed, and the next job's start line flushes both (a
+//! listener with nothing to start flushes at once); the [`Publisher`]
+//! thread then places the result and archives the job, in batches.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -38,6 +38,7 @@ use crate::key::Key;
 use crate::layout::{StateDirs, TargetDirs};
 use crate::names::JobId;
 use crate::platform::{self, Signal};
+use crate::publisher::{self, Finished, Publisher};
 use crate::runner::{self, Control, Exit, Mailbox, Report, StopReason};
 use crate::state::{Ledger, LedgerView, Lock, Unfinished};
 use crate::watcher::Watch;
@@ -141,9 +142,11 @@ pub struct Listener {
     settings: Settings,
     ledger: Ledger,
     /// A finished job whose result is recorded in the ledger but not yet
-    /// published: settled after the next spawn, or when nothing starts.
-    pending: Option<Pending>,
-    /// Results were published since the last checkpoint.
+    /// flushed: handed to the publisher after the next start line, or when
+    /// nothing starts.
+    pending: Option<Finished>,
+    publisher: Publisher,
+    /// Results were handed over since the last checkpoint.
     published: bool,
     counters: Counters,
     unsettled: HashMap<String, (u64, Option<SystemTime>, Instant)>,
@@ -161,14 +164,6 @@ pub struct Listener {
     beat: Heartbeat,
     last_heartbeat: Instant,
     _lock: Lock,
-}
-
-/// A finished job waiting for its result to be published and its file
-/// archived.
-struct Pending {
-    id: JobId,
-    job_path: PathBuf,
-    result: Vec<u8>,
 }
 
 /// A job that passed acceptance (steps 1 to 8).
@@ -192,10 +187,13 @@ impl Queue {
     }
 
     /// True when the listing must be redone: never listed, the folder
-    /// changed, or a poll interval passed (coarse mtimes on network
-    /// filesystems can hide a change).
-    fn stale(&self, inbox: &std::path::Path, poll: Duration) -> bool {
-        self.listed.is_none_or(|t| t.elapsed() >= poll) || Queue::mtime(inbox) != self.inbox_mtime
+    /// changed (other than by our own archiving, whose mtime is `ours`), or
+    /// a poll interval passed (coarse mtimes on network filesystems can hide
+    /// a change).
+    fn stale(&self, inbox: &std::path::Path, poll: Duration, ours: Option<SystemTime>) -> bool {
+        let now = Queue::mtime(inbox);
+        self.listed.is_none_or(|t| t.elapsed() >= poll)
+            || (now != self.inbox_mtime && (now.is_none() || now != ours))
     }
 
     fn reset(&mut self, jobs: Vec<Candidate>, inbox: &std::path::Path) {
@@ -242,6 +240,7 @@ impl Listener {
         let mail = Mailbox::new(tx, bell.clone());
         let beat = Heartbeat::new(dirs.listener_json(), dirs.target().as_str(), settings.poll);
         *shutdown.wake.lock().unwrap_or_else(|p| p.into_inner()) = Some(mail.clone());
+        let publisher = Publisher::start(dirs.clone());
         let mut l = Listener {
             dirs,
             key: Arc::new(key),
@@ -250,6 +249,7 @@ impl Listener {
             settings,
             ledger,
             pending: None,
+            publisher,
             published: false,
             counters: Counters::default(),
             unsettled: HashMap::new(),
@@ -347,7 +347,11 @@ impl Listener {
     /// not n listings of n files. Before saying "nothing to do" the pass
     /// always looks at a fresh listing.
     fn pass(&mut self) -> Result<bool> {
-        let fresh = self.queue.stale(&self.dirs.inbox(), self.settings.poll);
+        let fresh = self.queue.stale(
+            &self.dirs.inbox(),
+            self.settings.poll,
+            self.publisher.inbox_mtime(),
+        );
         if fresh {
             self.rescan()?;
         }
@@ -363,10 +367,11 @@ impl Listener {
 
     fn rescan(&mut self) -> Result<()> {
         let mut jobs = self.scan()?;
-        // The finished job not yet archived is no longer queued.
-        if let Some(p) = &self.pending {
-            jobs.retain(|c| c.job.id != p.id);
-        }
+        // Finished jobs not yet archived are no longer queued.
+        jobs.retain(|c| {
+            self.pending.as_ref().is_none_or(|p| p.id != c.job.id)
+                && !self.publisher.in_flight(&c.job.id)
+        });
         jobs.sort_by_key(|c| c.job.drain_key());
         self.queue.reset(jobs, &self.dirs.inbox());
         Ok(())
@@ -635,12 +640,13 @@ impl Listener {
         self.finish(&c.job.id, &c.path, &outcome)
     }
 
-    /// Records `outcome` in the ledger; it is published by [`Self::settle`].
+    /// Records `outcome` in the ledger; it is handed on by [`Self::settle`].
     fn finish(&mut self, id: &JobId, job_path: &std::path::Path, outcome: &Outcome) -> Result<()> {
         self.settle()?;
         let result = doc::to_file_bytes(outcome);
         self.ledger.record(id.as_str(), clock::now(), &result)?;
-        self.pending = Some(Pending {
+        self.parsed.remove(&id.file_name());
+        self.pending = Some(Finished {
             id: id.clone(),
             job_path: job_path.to_path_buf(),
             result,
@@ -649,40 +655,29 @@ impl Listener {
     }
 
     /// The pending result made durable (a no-op after the next job's start
-    /// flushed it) → published → job archived → marker consumed.
+    /// line flushed it) → its marker consumed → handed to the publisher.
     fn settle(&mut self) -> Result<()> {
-        let Some(p) = self.pending.take() else {
+        let Some(f) = self.pending.take() else {
             return Ok(());
         };
         self.ledger.sync()?;
-        self.publish_result(&p.id, &p.result)?;
-        self.archive(&p.id, &p.job_path)?;
-        self.queue.note(&self.dirs.inbox());
-        Ok(())
-    }
-
-    /// Places a result file. Its bytes are flushed before its name appears
-    /// (no reader ever sees half a result); the name itself is made durable
-    /// by the next checkpoint, and until then the ledger holds the result.
-    fn publish_result(&mut self, id: &JobId, result: &[u8]) -> Result<()> {
-        // Our folders may have vanished under a sync engine meanwhile, or
-        // been swapped for links.
-        self.dirs.check_real()?;
-        if !self.dirs.results().is_dir() || !self.dirs.done().is_dir() {
-            fsops::create_dirs(&self.dirs.all_dirs())?;
-        }
+        // Only now: a marker consumed before the result is durable could
+        // let a crash run a job that was cancelled before it started.
+        self.consume_marker(&f.id)?;
         self.published = true;
-        if !fsops::publish(&self.dirs.result_file(id), result, fsops::Flush::Data)? {
-            self.say(format!("a result for {id} already exists; keeping it"));
-        }
-        Ok(())
+        self.publisher.publish(f)
     }
 
-    /// Settles the pending result, flushes the folders results were
-    /// published and archived into, and notes that in the ledger (which
-    /// compacts itself then if it should).
+    /// Settles the pending result, waits for the publisher, flushes the
+    /// folders results were placed and archived in, and notes that in the
+    /// ledger (which compacts itself then if it should).
     fn checkpoint(&mut self) -> Result<()> {
         self.settle()?;
+        let waited = self.publisher.wait();
+        for note in self.publisher.notes() {
+            self.say(note);
+        }
+        waited?;
         if !self.published && !self.ledger.wants_checkpoint() {
             return Ok(());
         }
@@ -692,23 +687,6 @@ impl Listener {
         self.ledger.checkpoint(clock::now())?;
         self.published = false;
         Ok(())
-    }
-
-    /// Everything after the result: job to `archive/done/`, marker to
-    /// `archive/consumed/`. Safe to repeat.
-    fn archive(&mut self, id: &JobId, job_path: &std::path::Path) -> Result<()> {
-        self.parsed.remove(&id.file_name());
-        if std::fs::symlink_metadata(job_path).is_ok() {
-            let done = self.dirs.done_file(id);
-            if !fsops::move_no_replace(job_path, &done)? {
-                // An earlier copy is archived already (a resurrected file):
-                // this one is a duplicate of processed work.
-                fsops::remove(job_path)?;
-            }
-            // Flushed at the next checkpoint; if a power loss undoes this
-            // move first, the ledger still refuses the job.
-        }
-        self.consume_marker(id)
     }
 
     /// Moves a valid marker for a finished job to `archive/consumed/`.
@@ -737,7 +715,7 @@ impl Listener {
         let started_at = clock::format(started);
         self.ledger.start(id.as_str(), started)?;
         let spec = &c.job.spec;
-        let running = json!({
+        let shown = json!({
             "jobId": id.as_str(),
             "label": spec.label,
             "argv": spec.argv,
@@ -745,11 +723,6 @@ impl Listener {
             "startedAt": started_at,
             "listenerPid": std::process::id(),
         });
-        fsops::replace(
-            &self.dirs.running_file(&id),
-            &doc::to_file_bytes(&running),
-            fsops::Flush::Nothing,
-        )?;
         self.say(format!("running {id}: {}", summary_argv(&spec.argv)));
 
         let mut env = vec![
@@ -796,6 +769,8 @@ impl Listener {
                 // If this write fails the start-up scan by job id still finds the orphans.
                 let _ = self.ledger.note_pid(id.as_str(), running.id());
                 let settled = self.settle();
+                self.publisher
+                    .show_running(self.dirs.running_file(&id), doc::to_file_bytes(&shown));
                 (running.wait(&self.rx, &mut watch), settled)
             }
             Err(report) => (*report, self.settle()),
@@ -823,7 +798,6 @@ impl Listener {
             outcome.exit_code,
             clock::human(report.duration)
         ));
-        let _ = fsops::remove(&self.dirs.running_file(&id));
         self.finish(&id, &c.path, &outcome)?;
         settled
     }
@@ -901,16 +875,32 @@ impl Listener {
     /// result has its leftover processes stopped and gets one `interrupted`
     /// result; it is never run again.
     fn recover(&mut self, left: Unfinished) -> Result<()> {
-        for r in left.recorded {
-            let Ok(id) = JobId::parse(&r.job_id) else {
-                continue;
-            };
-            if std::fs::symlink_metadata(self.dirs.result_file(&id)).is_err() {
-                self.say(format!("publishing the recorded result of {id}"));
-                self.publish_result(&id, &r.result)?;
-            }
-            self.archive(&id, &self.dirs.job_file(&id))?;
+        let recorded: Vec<Finished> = left
+            .recorded
+            .into_iter()
+            .filter_map(|r| {
+                let id = JobId::parse(&r.job_id).ok()?;
+                Some(Finished {
+                    job_path: self.dirs.job_file(&id),
+                    id,
+                    result: r.result,
+                })
+            })
+            .collect();
+        let (missing, placed): (Vec<_>, Vec<_>) = recorded
+            .into_iter()
+            .partition(|f| std::fs::symlink_metadata(self.dirs.result_file(&f.id)).is_err());
+        for f in &missing {
+            self.say(format!("publishing the recorded result of {}", f.id));
         }
+        for note in publisher::publish_batch(&self.dirs, &missing)? {
+            self.say(note);
+        }
+        for f in missing.iter().chain(&placed) {
+            publisher::archive(&self.dirs, &f.id, &f.job_path)?;
+            self.consume_marker(&f.id)?;
+        }
+        self.published |= !missing.is_empty() || !placed.is_empty();
         for entry in left.started {
             let Ok(id) = JobId::parse(&entry.job_id) else {
                 continue;
@@ -950,7 +940,8 @@ impl Listener {
         if std::fs::symlink_metadata(self.dirs.result_file(id)).is_ok() {
             // A result is there already (placed by hand, or by another
             // copy): only the bookkeeping after it is left to do.
-            return self.archive(id, &job_path);
+            publisher::archive(&self.dirs, id, &job_path)?;
+            return self.consume_marker(id);
         }
         let detail = json!({
             "recovered": true,

@@ -90,6 +90,38 @@ pub fn sync_dir(dir: &Path) {
     }
 }
 
+/// Flushes the files at `paths`, all in `dir`'s file system: one `syncfs`
+/// for a batch on Linux (one flush instead of one per file), each file
+/// otherwise.
+pub fn sync_files<'a>(
+    dir: &Path,
+    paths: impl ExactSizeIterator<Item = &'a Path>,
+) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    if paths.len() >= SYNCFS_FROM {
+        use std::os::fd::AsRawFd;
+        let d = File::open(dir)?;
+        // SAFETY: syncfs takes any open descriptor on the file system.
+        if unsafe { libc::syncfs(d.as_raw_fd()) } == 0 {
+            return Ok(());
+        }
+        return Err(io::Error::last_os_error());
+    }
+    let _ = dir;
+    for p in paths {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(p)?
+            .sync_all()?;
+    }
+    Ok(())
+}
+
+/// From this many files one `syncfs` beats a flush per file (it also writes
+/// back whatever else is pending on the file system, so not for one or two).
+#[cfg(target_os = "linux")]
+const SYNCFS_FROM: usize = 3;
+
 /// Creates a new file for writing, failing if anything (a link included)
 /// already has the name.
 pub fn create_new_no_follow(path: &Path) -> io::Result<File> {

@@ -1,0 +1,225 @@
+//! The publisher: a thread that places finished jobs' result files and
+//! archives their job files, off the listener's path from one job to the
+//! next; it also writes and removes the `running/` files.
+//!
+//! By the time a job reaches it, its result is durable in the ledger, so
+//! nothing here is on the way to the next spawn. It takes whatever has
+//! queued up as one batch: writes the results' temp files, flushes them
+//! with one call (`syncfs` on Linux; each file elsewhere), then renames
+//! them into `results/` (SPEC §3: a reader never sees half a result) and
+//! moves the job files to `archive/done/`. A burst of short jobs thus costs
+//! one flush per batch instead of one per result, and no `running/` file
+//! for a job that is over before the publisher gets to it.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use crate::error::Result;
+use crate::fsops;
+use crate::layout::TargetDirs;
+use crate::names::JobId;
+
+/// A finished job whose result is recorded in the ledger.
+#[derive(Debug)]
+pub struct Finished {
+    /// The job.
+    pub id: JobId,
+    /// Where its job file is (in the inbox).
+    pub job_path: PathBuf,
+    /// Its result file's bytes.
+    pub result: Vec<u8>,
+}
+
+enum Work {
+    /// A job started: its `running/` file and the file's bytes.
+    Running(PathBuf, Vec<u8>),
+    Publish(Finished),
+    /// Answered once everything sent before it is done.
+    Barrier(Sender<()>),
+}
+
+/// What the listener and the publisher thread share.
+#[derive(Default)]
+struct Shared {
+    /// Jobs handed over and not yet archived: a listing of the inbox must
+    /// not take them for queued work.
+    in_flight: HashSet<JobId>,
+    /// The first failure, reported to the listener at its next call.
+    failed: Option<crate::error::Error>,
+    /// The inbox's mtime right after the publisher's last archiving, so
+    /// that change is not taken for new work.
+    inbox_mtime: Option<SystemTime>,
+    /// What the publisher says about results that were there already.
+    notes: Vec<String>,
+}
+
+/// The listener's side of the publisher thread.
+pub struct Publisher {
+    tx: Sender<Work>,
+    shared: Arc<Mutex<Shared>>,
+}
+
+impl Publisher {
+    /// Starts the thread for `dirs`.
+    pub fn start(dirs: TargetDirs) -> Publisher {
+        let (tx, rx) = mpsc::channel();
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let theirs = Arc::clone(&shared);
+        std::thread::spawn(move || serve(&dirs, &rx, &theirs));
+        Publisher { tx, shared }
+    }
+
+    fn shared(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Hands over a finished job; a failure of an earlier one is returned
+    /// instead (the listener then stops, and its next start redoes the work
+    /// from the ledger).
+    pub fn publish(&self, job: Finished) -> Result<()> {
+        self.check()?;
+        self.shared().in_flight.insert(job.id.clone());
+        let _ = self.tx.send(Work::Publish(job));
+        Ok(())
+    }
+
+    /// Shows a started job in `running/` (informational: a failure to write
+    /// it is not reported).
+    pub fn show_running(&self, path: PathBuf, bytes: Vec<u8>) {
+        let _ = self.tx.send(Work::Running(path, bytes));
+    }
+
+    /// Waits until everything handed over is published and archived.
+    pub fn wait(&self) -> Result<()> {
+        let (done, wait) = mpsc::channel();
+        if self.tx.send(Work::Barrier(done)).is_ok() {
+            let _ = wait.recv();
+        }
+        self.check()
+    }
+
+    fn check(&self) -> Result<()> {
+        match self.shared().failed.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// True while `id` is handed over and not yet archived.
+    pub fn in_flight(&self, id: &JobId) -> bool {
+        self.shared().in_flight.contains(id)
+    }
+
+    /// The inbox's mtime right after the last archiving, if any.
+    pub fn inbox_mtime(&self) -> Option<SystemTime> {
+        self.shared().inbox_mtime
+    }
+
+    /// Notes the publisher made since the last call (for the listener's log).
+    pub fn notes(&self) -> Vec<String> {
+        std::mem::take(&mut self.shared().notes)
+    }
+}
+
+fn serve(dirs: &TargetDirs, rx: &Receiver<Work>, shared: &Mutex<Shared>) {
+    let lock = || shared.lock().unwrap_or_else(|p| p.into_inner());
+    while let Ok(first) = rx.recv() {
+        let mut batch = Vec::new();
+        let mut shows = Vec::new();
+        let mut barriers = Vec::new();
+        for work in std::iter::once(first).chain(rx.try_iter()) {
+            match work {
+                Work::Running(path, bytes) => shows.push((path, bytes)),
+                Work::Publish(f) => batch.push(f),
+                Work::Barrier(b) => barriers.push(b),
+            }
+        }
+        let over: HashSet<PathBuf> = batch.iter().map(|f| dirs.running_file(&f.id)).collect();
+        for (path, bytes) in shows.iter().filter(|(p, _)| !over.contains(p)) {
+            let _ = fsops::replace(path, bytes, fsops::Flush::Nothing);
+        }
+        // After a failure nothing more is placed: the listener stops, and
+        // its next start publishes from the ledger in order.
+        if !batch.is_empty() && lock().failed.is_none() {
+            match publish_batch(dirs, &batch) {
+                Ok(notes) => {
+                    let mtime = std::fs::metadata(dirs.inbox()).and_then(|m| m.modified());
+                    let mut s = lock();
+                    s.notes.extend(notes);
+                    s.inbox_mtime = mtime.ok();
+                }
+                Err(e) => lock().failed = Some(e),
+            }
+            let mut s = lock();
+            for f in &batch {
+                s.in_flight.remove(&f.id);
+            }
+        }
+        for b in barriers {
+            let _ = b.send(());
+        }
+    }
+}
+
+/// Places the results of `batch` (flushed before they get their names) and
+/// archives the job files; returns notes for the log. Safe to repeat.
+pub fn publish_batch(dirs: &TargetDirs, batch: &[Finished]) -> Result<Vec<String>> {
+    // Our folders may have vanished under a sync engine meanwhile, or been
+    // swapped for links.
+    dirs.check_real()?;
+    if !dirs.results().is_dir() || !dirs.done().is_dir() {
+        fsops::create_dirs(&dirs.all_dirs())?;
+    }
+    let mut notes = Vec::new();
+    let mut temps = Vec::with_capacity(batch.len());
+    for f in batch {
+        let dest = dirs.result_file(&f.id);
+        temps.push((
+            fsops::write_temp(&dest, &f.result, fsops::Flush::Nothing)?,
+            dest,
+        ));
+    }
+    let flushed =
+        crate::platform::sync_files(&dirs.results(), temps.iter().map(|(tmp, _)| tmp.as_path()));
+    if let Err(e) = flushed {
+        for (tmp, _) in &temps {
+            let _ = std::fs::remove_file(tmp);
+        }
+        return Err(crate::error::Error::io(
+            "flush results in",
+            &dirs.results(),
+            &e,
+        ));
+    }
+    for ((tmp, dest), f) in temps.iter().zip(batch) {
+        let placed = fsops::move_no_replace(tmp, dest);
+        if !matches!(placed, Ok(true)) {
+            let _ = std::fs::remove_file(tmp);
+        }
+        if !placed? {
+            notes.push(format!("a result for {} already exists; keeping it", f.id));
+        }
+    }
+    for f in batch {
+        archive(dirs, &f.id, &f.job_path)?;
+        let _ = fsops::remove(&dirs.running_file(&f.id));
+    }
+    Ok(notes)
+}
+
+/// Moves a finished job's file to `archive/done/`. Safe to repeat.
+pub fn archive(dirs: &TargetDirs, id: &JobId, job_path: &std::path::Path) -> Result<()> {
+    if std::fs::symlink_metadata(job_path).is_ok()
+        && !fsops::move_no_replace(job_path, &dirs.done_file(id))?
+    {
+        // An earlier copy is archived already (a resurrected file): this
+        // one is a duplicate of processed work.
+        fsops::remove(job_path)?;
+    }
+    // Flushed at the next checkpoint; if a power loss undoes this move
+    // first, the ledger still refuses the job.
+    Ok(())
+}
