@@ -3,8 +3,9 @@
 //! next; it also writes and removes the `running/` files.
 //!
 //! By the time a job reaches it, its result is durable in the ledger, so
-//! nothing here is on the way to the next spawn. It takes whatever has
-//! queued up as one batch: writes the results' temp files, flushes them
+//! nothing here is on the way to the next spawn; it runs at a lower
+//! priority than the jobs. It gathers work for up to [`GATHER`] and takes
+//! it as one batch: writes the results' temp files, flushes them
 //! with one call (`syncfs` on Linux; each file elsewhere), then renames
 //! them into `results/` (SPEC §3: a reader never sees half a result) and
 //! moves the job files to `archive/done/`. A burst of short jobs thus costs
@@ -15,12 +16,17 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::error::Result;
 use crate::fsops;
 use crate::layout::TargetDirs;
 use crate::names::JobId;
+
+/// How long the publisher gathers work into one batch (unless the listener
+/// waits for it): results appear this much later, and a drain of short jobs
+/// costs one flush per batch rather than one per job.
+pub const GATHER: Duration = Duration::from_millis(20);
 
 /// A finished job whose result is recorded in the ledger.
 #[derive(Debug)]
@@ -125,12 +131,21 @@ impl Publisher {
 }
 
 fn serve(dirs: &TargetDirs, rx: &Receiver<Work>, shared: &Mutex<Shared>) {
+    crate::platform::lower_thread_priority();
     let lock = || shared.lock().unwrap_or_else(|p| p.into_inner());
     while let Ok(first) = rx.recv() {
+        let mut gathered = vec![first];
+        let until = Instant::now() + GATHER;
+        while !matches!(gathered.last(), Some(Work::Barrier(_))) {
+            match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+                Ok(work) => gathered.push(work),
+                Err(_) => break,
+            }
+        }
         let mut batch = Vec::new();
         let mut shows = Vec::new();
         let mut barriers = Vec::new();
-        for work in std::iter::once(first).chain(rx.try_iter()) {
+        for work in gathered {
             match work {
                 Work::Running(path, bytes) => shows.push((path, bytes)),
                 Work::Publish(f) => batch.push(f),

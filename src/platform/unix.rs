@@ -117,6 +117,18 @@ pub fn sync_files<'a>(
     Ok(())
 }
 
+/// Lowers the calling thread's scheduling priority (nice 10 on Linux, where
+/// nice is per thread): bookkeeping that may wait must not take a core from
+/// the job the listener just started.
+pub fn lower_thread_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid has no arguments; setpriority on our own thread id.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+    }
+}
+
 /// From this many files one `syncfs` beats a flush per file (it also writes
 /// back whatever else is pending on the file system, so not for one or two).
 #[cfg(target_os = "linux")]

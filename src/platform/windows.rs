@@ -444,6 +444,16 @@ pub fn is_transient(e: &io::Error) -> bool {
 /// for flushing without privileges.
 pub fn sync_dir(_dir: &Path) {}
 
+/// Lowers the calling thread's scheduling priority: bookkeeping that may
+/// wait must not take a core from the job the listener just started.
+pub fn lower_thread_priority() {
+    use windows_sys::Win32::System::Threading::{
+        GetCurrentThread, SetThreadPriority, THREAD_PRIORITY_BELOW_NORMAL,
+    };
+    // SAFETY: the pseudo-handle of the calling thread is always valid.
+    unsafe { SetThreadPriority(GetCurrentThread(), THREAD_PRIORITY_BELOW_NORMAL) };
+}
+
 /// Flushes the files at `paths` (`FlushFileBuffers` on each).
 pub fn sync_files<'a>(
     _dir: &Path,
