@@ -210,7 +210,10 @@ impl Tree {
 
     /// Live processes of the tree other than the leader.
     pub fn others(&self) -> Vec<i32> {
-        job_processes(std::process::id() as i32, self.leader)
+        // An exited leader has no children left (they were re-parented to
+        // us, the subreaper): its part of the walk can be skipped.
+        let exited = has_exited(self.leader);
+        job_processes(std::process::id() as i32, self.leader, exited)
             .into_iter()
             .filter(|&p| p != self.leader)
             .collect()
@@ -392,7 +395,7 @@ fn process_table() -> Vec<Proc> {
 /// `/proc/<pid>/task/<tid>/children`: cost grows with the job's tree, not
 /// with the machine's process count. None where the kernel lacks that file.
 #[cfg(target_os = "linux")]
-fn descendants(root: i32) -> Option<Vec<i32>> {
+fn descendants(root: i32, skip: Option<i32>) -> Option<Vec<i32>> {
     static SUPPORTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let supported = *SUPPORTED.get_or_init(|| {
         let me = std::process::id();
@@ -417,7 +420,7 @@ fn descendants(root: i32) -> Option<Vec<i32>> {
                 .split_whitespace()
                 .filter_map(|c| c.parse::<i32>().ok())
             {
-                if !found.contains(&child) {
+                if Some(child) != skip && !found.contains(&child) {
                     found.push(child);
                     frontier.push(child);
                 }
@@ -431,10 +434,12 @@ fn descendants(root: i32) -> Option<Vec<i32>> {
 /// process group `pgid`, excluding `root` itself. As the listener is a child
 /// subreaper, every process a job starts stays below it, so the walk from
 /// `root` finds them all; without `/proc/.../children` the whole process
-/// table is scanned instead. Empty where there is no `/proc`.
-fn job_processes(root: i32, pgid: i32) -> Vec<i32> {
+/// table is scanned instead. Empty where there is no `/proc`. The leader's
+/// pid is `pgid`; once it has exited, its entry is not walked.
+fn job_processes(root: i32, pgid: i32, leader_exited: bool) -> Vec<i32> {
+    let _ = leader_exited;
     #[cfg(target_os = "linux")]
-    if let Some(desc) = descendants(root) {
+    if let Some(desc) = descendants(root, leader_exited.then_some(pgid)) {
         return desc
             .into_iter()
             .filter(|&p| p != root && p > 1 && proc_row(p).is_some())

@@ -180,6 +180,9 @@ fn cancel_of_a_running_job_stops_it_and_archives_job_and_marker() {
     let _g = w.spawn_listener(&[]);
     let pid = read_pid(&pidfile);
     assert!(alive(pid));
+    // `running/` is written by the listener's publisher, a moment after
+    // the spawn: only then does the folder say "running".
+    wait_until(Duration::from_secs(5), || w.running(&id).exists());
 
     let started = Instant::now();
     let (code, out, err) = cancel_as(&w, "LAPTOP", &id, &[]);
@@ -545,6 +548,7 @@ fn cancel_wait_exits_1_when_the_job_finished_first() {
     );
     let _g = listener_polling(&w, "4s");
     wait_until(Duration::from_secs(10), || started.exists());
+    wait_until(Duration::from_secs(5), || w.running(&id).exists());
     let (code, out, err) = cancel_as(&w, "LAPTOP", &id, &["--wait", "--wait-timeout", "20s"]);
     assert!(
         out.starts_with(&format!("cancel of {id} requested (job running)")),
@@ -1105,6 +1109,7 @@ fn enqueue_interrupt_cancels_the_old_job_and_runs_before_older_normal_jobs() {
     );
     let _g = w.spawn_listener(&[]);
     let pid = read_pid(&pidfile);
+    wait_until(Duration::from_secs(5), || w.running(&old).exists());
     let normal = w.enqueue(
         &["--env", &env_flag("ORDER", &order)],
         &sh(r#"echo normal >> "$ORDER""#),

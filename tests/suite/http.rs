@@ -856,6 +856,7 @@ fn enqueue_and_cancel_via_http_use_the_intake() {
     assert_eq!(err, "", "no fallback");
     let id = out.trim().to_string();
     let pid = read_pid(&pidfile, Duration::from_secs(3));
+    wait_until(Duration::from_secs(5), || w.running(&id).exists());
     let log = std::fs::read_to_string(w.dir.path().join("listener.log")).unwrap();
     assert!(log.contains("http: 202 POST /v1/jobs"), "{log}");
 
