@@ -24,7 +24,8 @@ Register-ArgumentCompleter -Native -CommandName 'fleet-dispatch' -ScriptBlock {
             [CompletionResult]::new('--root', '--root', [CompletionResultType]::ParameterName, 'The dispatch root, the shared folder [default: $OneDrive/fleet-dispatch]')
             [CompletionResult]::new('--key-file', '--key-file', [CompletionResultType]::ParameterName, 'The fleet key file [default: ~/.claude/fleet-dispatch.key]')
             [CompletionResult]::new('--machine', '--machine', [CompletionResultType]::ParameterName, 'This machine''s name [default: the host name]')
-            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Local state (lock, journal, ledger) [default: ~/.local/state/fleet-dispatch]')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Local state (lock, ledger) [default: ~/.local/state/fleet-dispatch]')
+            [CompletionResult]::new('--durability', '--durability', [CompletionResultType]::ParameterName, 'How much reaches the disk before going on: full, or relaxed (a power loss may repeat or lose the last moments'' work) [default: full]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout, for programs')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -46,11 +47,12 @@ Register-ArgumentCompleter -Native -CommandName 'fleet-dispatch' -ScriptBlock {
             [CompletionResult]::new('--root', '--root', [CompletionResultType]::ParameterName, 'The dispatch root, the shared folder [default: $OneDrive/fleet-dispatch]')
             [CompletionResult]::new('--key-file', '--key-file', [CompletionResultType]::ParameterName, 'The fleet key file [default: ~/.claude/fleet-dispatch.key]')
             [CompletionResult]::new('--machine', '--machine', [CompletionResultType]::ParameterName, 'This machine''s name [default: the host name]')
-            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Local state (lock, journal, ledger) [default: ~/.local/state/fleet-dispatch]')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Local state (lock, ledger) [default: ~/.local/state/fleet-dispatch]')
+            [CompletionResult]::new('--durability', '--durability', [CompletionResultType]::ParameterName, 'How much reaches the disk before going on: full, or relaxed (a power loss may repeat or lose the last moments'' work) [default: full]')
             [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Replace an existing key file')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout, for programs')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'fleet-dispatch;enqueue' {
@@ -69,7 +71,8 @@ Register-ArgumentCompleter -Native -CommandName 'fleet-dispatch' -ScriptBlock {
             [CompletionResult]::new('--root', '--root', [CompletionResultType]::ParameterName, 'The dispatch root, the shared folder [default: $OneDrive/fleet-dispatch]')
             [CompletionResult]::new('--key-file', '--key-file', [CompletionResultType]::ParameterName, 'The fleet key file [default: ~/.claude/fleet-dispatch.key]')
             [CompletionResult]::new('--machine', '--machine', [CompletionResultType]::ParameterName, 'This machine''s name [default: the host name]')
-            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Local state (lock, journal, ledger) [default: ~/.local/state/fleet-dispatch]')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Local state (lock, ledger) [default: ~/.local/state/fleet-dispatch]')
+            [CompletionResult]::new('--durability', '--durability', [CompletionResultType]::ParameterName, 'How much reaches the disk before going on: full, or relaxed (a power loss may repeat or lose the last moments'' work) [default: full]')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait for the result and exit with the job''s exit code')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout, for programs')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -85,11 +88,12 @@ Register-ArgumentCompleter -Native -CommandName 'fleet-dispatch' -ScriptBlock {
             [CompletionResult]::new('--root', '--root', [CompletionResultType]::ParameterName, 'The dispatch root, the shared folder [default: $OneDrive/fleet-dispatch]')
             [CompletionResult]::new('--key-file', '--key-file', [CompletionResultType]::ParameterName, 'The fleet key file [default: ~/.claude/fleet-dispatch.key]')
             [CompletionResult]::new('--machine', '--machine', [CompletionResultType]::ParameterName, 'This machine''s name [default: the host name]')
-            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Local state (lock, journal, ledger) [default: ~/.local/state/fleet-dispatch]')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Local state (lock, ledger) [default: ~/.local/state/fleet-dispatch]')
+            [CompletionResult]::new('--durability', '--durability', [CompletionResultType]::ParameterName, 'How much reaches the disk before going on: full, or relaxed (a power loss may repeat or lose the last moments'' work) [default: full]')
             [CompletionResult]::new('--once', '--once', [CompletionResultType]::ParameterName, 'Drain the inbox once and exit')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout, for programs')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'fleet-dispatch;result' {
@@ -100,11 +104,12 @@ Register-ArgumentCompleter -Native -CommandName 'fleet-dispatch' -ScriptBlock {
             [CompletionResult]::new('--root', '--root', [CompletionResultType]::ParameterName, 'The dispatch root, the shared folder [default: $OneDrive/fleet-dispatch]')
             [CompletionResult]::new('--key-file', '--key-file', [CompletionResultType]::ParameterName, 'The fleet key file [default: ~/.claude/fleet-dispatch.key]')
             [CompletionResult]::new('--machine', '--machine', [CompletionResultType]::ParameterName, 'This machine''s name [default: the host name]')
-            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Local state (lock, journal, ledger) [default: ~/.local/state/fleet-dispatch]')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Local state (lock, ledger) [default: ~/.local/state/fleet-dispatch]')
+            [CompletionResult]::new('--durability', '--durability', [CompletionResultType]::ParameterName, 'How much reaches the disk before going on: full, or relaxed (a power loss may repeat or lose the last moments'' work) [default: full]')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait for the result and exit with the job''s exit code')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout, for programs')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'fleet-dispatch;cancel' {
@@ -116,11 +121,12 @@ Register-ArgumentCompleter -Native -CommandName 'fleet-dispatch' -ScriptBlock {
             [CompletionResult]::new('--root', '--root', [CompletionResultType]::ParameterName, 'The dispatch root, the shared folder [default: $OneDrive/fleet-dispatch]')
             [CompletionResult]::new('--key-file', '--key-file', [CompletionResultType]::ParameterName, 'The fleet key file [default: ~/.claude/fleet-dispatch.key]')
             [CompletionResult]::new('--machine', '--machine', [CompletionResultType]::ParameterName, 'This machine''s name [default: the host name]')
-            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Local state (lock, journal, ledger) [default: ~/.local/state/fleet-dispatch]')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Local state (lock, ledger) [default: ~/.local/state/fleet-dispatch]')
+            [CompletionResult]::new('--durability', '--durability', [CompletionResultType]::ParameterName, 'How much reaches the disk before going on: full, or relaxed (a power loss may repeat or lose the last moments'' work) [default: full]')
             [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Wait until the job has stopped (or finished first)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout, for programs')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'fleet-dispatch;sweep' {
@@ -130,12 +136,13 @@ Register-ArgumentCompleter -Native -CommandName 'fleet-dispatch' -ScriptBlock {
             [CompletionResult]::new('--root', '--root', [CompletionResultType]::ParameterName, 'The dispatch root, the shared folder [default: $OneDrive/fleet-dispatch]')
             [CompletionResult]::new('--key-file', '--key-file', [CompletionResultType]::ParameterName, 'The fleet key file [default: ~/.claude/fleet-dispatch.key]')
             [CompletionResult]::new('--machine', '--machine', [CompletionResultType]::ParameterName, 'This machine''s name [default: the host name]')
-            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Local state (lock, journal, ledger) [default: ~/.local/state/fleet-dispatch]')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Local state (lock, ledger) [default: ~/.local/state/fleet-dispatch]')
+            [CompletionResult]::new('--durability', '--durability', [CompletionResultType]::ParameterName, 'How much reaches the disk before going on: full, or relaxed (a power loss may repeat or lose the last moments'' work) [default: full]')
             [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'Sweep every target under the root')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Say what would be removed, remove nothing')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout, for programs')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'fleet-dispatch;status' {
@@ -144,11 +151,12 @@ Register-ArgumentCompleter -Native -CommandName 'fleet-dispatch' -ScriptBlock {
             [CompletionResult]::new('--root', '--root', [CompletionResultType]::ParameterName, 'The dispatch root, the shared folder [default: $OneDrive/fleet-dispatch]')
             [CompletionResult]::new('--key-file', '--key-file', [CompletionResultType]::ParameterName, 'The fleet key file [default: ~/.claude/fleet-dispatch.key]')
             [CompletionResult]::new('--machine', '--machine', [CompletionResultType]::ParameterName, 'This machine''s name [default: the host name]')
-            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Local state (lock, journal, ledger) [default: ~/.local/state/fleet-dispatch]')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Local state (lock, ledger) [default: ~/.local/state/fleet-dispatch]')
+            [CompletionResult]::new('--durability', '--durability', [CompletionResultType]::ParameterName, 'How much reaches the disk before going on: full, or relaxed (a power loss may repeat or lose the last moments'' work) [default: full]')
             [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'Show every target under the root')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout, for programs')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'fleet-dispatch;verify-marker' {
@@ -157,21 +165,23 @@ Register-ArgumentCompleter -Native -CommandName 'fleet-dispatch' -ScriptBlock {
             [CompletionResult]::new('--root', '--root', [CompletionResultType]::ParameterName, 'The dispatch root, the shared folder [default: $OneDrive/fleet-dispatch]')
             [CompletionResult]::new('--key-file', '--key-file', [CompletionResultType]::ParameterName, 'The fleet key file [default: ~/.claude/fleet-dispatch.key]')
             [CompletionResult]::new('--machine', '--machine', [CompletionResultType]::ParameterName, 'This machine''s name [default: the host name]')
-            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Local state (lock, journal, ledger) [default: ~/.local/state/fleet-dispatch]')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Local state (lock, ledger) [default: ~/.local/state/fleet-dispatch]')
+            [CompletionResult]::new('--durability', '--durability', [CompletionResultType]::ParameterName, 'How much reaches the disk before going on: full, or relaxed (a power loss may repeat or lose the last moments'' work) [default: full]')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout, for programs')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'fleet-dispatch;demo' {
             [CompletionResult]::new('--root', '--root', [CompletionResultType]::ParameterName, 'The dispatch root, the shared folder [default: $OneDrive/fleet-dispatch]')
             [CompletionResult]::new('--key-file', '--key-file', [CompletionResultType]::ParameterName, 'The fleet key file [default: ~/.claude/fleet-dispatch.key]')
             [CompletionResult]::new('--machine', '--machine', [CompletionResultType]::ParameterName, 'This machine''s name [default: the host name]')
-            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Local state (lock, journal, ledger) [default: ~/.local/state/fleet-dispatch]')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Local state (lock, ledger) [default: ~/.local/state/fleet-dispatch]')
+            [CompletionResult]::new('--durability', '--durability', [CompletionResultType]::ParameterName, 'How much reaches the disk before going on: full, or relaxed (a power loss may repeat or lose the last moments'' work) [default: full]')
             [CompletionResult]::new('--keep', '--keep', [CompletionResultType]::ParameterName, 'Keep the temporary folder and print where it is')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print one JSON document on stdout, for programs')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'fleet-dispatch;help' {

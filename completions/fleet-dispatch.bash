@@ -83,7 +83,7 @@ _fleet__dispatch() {
 
     case "${cmd}" in
         fleet__dispatch)
-            opts="-h -V --root --key-file --machine --state-dir --json --help --version keygen enqueue listen result cancel sweep status verify-marker demo help"
+            opts="-h -V --root --key-file --machine --state-dir --json --durability --help --version keygen enqueue listen result cancel sweep status verify-marker demo help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -105,6 +105,10 @@ _fleet__dispatch() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --durability)
+                    COMPREPLY=($(compgen -W "full relaxed" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -113,7 +117,7 @@ _fleet__dispatch() {
             return 0
             ;;
         fleet__subcmd__dispatch__subcmd__cancel)
-            opts="-t -h --target --job-id --wait --wait-timeout --via --root --key-file --machine --state-dir --json --help"
+            opts="-t -h --target --job-id --wait --wait-timeout --via --root --key-file --machine --state-dir --json --durability --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -155,6 +159,10 @@ _fleet__dispatch() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --durability)
+                    COMPREPLY=($(compgen -W "full relaxed" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -163,7 +171,7 @@ _fleet__dispatch() {
             return 0
             ;;
         fleet__subcmd__dispatch__subcmd__demo)
-            opts="-h --keep --root --key-file --machine --state-dir --json --help"
+            opts="-h --keep --root --key-file --machine --state-dir --json --durability --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -185,6 +193,10 @@ _fleet__dispatch() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --durability)
+                    COMPREPLY=($(compgen -W "full relaxed" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -193,7 +205,7 @@ _fleet__dispatch() {
             return 0
             ;;
         fleet__subcmd__dispatch__subcmd__enqueue)
-            opts="-t -h --target --job-id --cwd --env --timeout --grace --priority --label --interrupt --wait --wait-timeout --via --root --key-file --machine --state-dir --json --help"
+            opts="-t -h --target --job-id --cwd --env --timeout --grace --priority --label --interrupt --wait --wait-timeout --via --root --key-file --machine --state-dir --json --durability --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -261,6 +273,10 @@ _fleet__dispatch() {
                     ;;
                 --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --durability)
+                    COMPREPLY=($(compgen -W "full relaxed" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -425,7 +441,7 @@ _fleet__dispatch() {
             return 0
             ;;
         fleet__subcmd__dispatch__subcmd__keygen)
-            opts="-h --force --root --key-file --machine --state-dir --json --help"
+            opts="-h --force --root --key-file --machine --state-dir --json --durability --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -447,6 +463,10 @@ _fleet__dispatch() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --durability)
+                    COMPREPLY=($(compgen -W "full relaxed" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -455,7 +475,7 @@ _fleet__dispatch() {
             return 0
             ;;
         fleet__subcmd__dispatch__subcmd__listen)
-            opts="-h --once --poll-interval --settle --max-job-age --governor-file --http --root --key-file --machine --state-dir --json --help"
+            opts="-h --once --poll-interval --settle --max-job-age --governor-file --http --root --key-file --machine --state-dir --json --durability --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -497,6 +517,10 @@ _fleet__dispatch() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --durability)
+                    COMPREPLY=($(compgen -W "full relaxed" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -505,7 +529,7 @@ _fleet__dispatch() {
             return 0
             ;;
         fleet__subcmd__dispatch__subcmd__result)
-            opts="-t -h --target --job-id --wait --wait-timeout --root --key-file --machine --state-dir --json --help"
+            opts="-t -h --target --job-id --wait --wait-timeout --root --key-file --machine --state-dir --json --durability --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -543,6 +567,10 @@ _fleet__dispatch() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --durability)
+                    COMPREPLY=($(compgen -W "full relaxed" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -551,7 +579,7 @@ _fleet__dispatch() {
             return 0
             ;;
         fleet__subcmd__dispatch__subcmd__status)
-            opts="-t -h --target --all --root --key-file --machine --state-dir --json --help"
+            opts="-t -h --target --all --root --key-file --machine --state-dir --json --durability --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -581,6 +609,10 @@ _fleet__dispatch() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --durability)
+                    COMPREPLY=($(compgen -W "full relaxed" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -589,7 +621,7 @@ _fleet__dispatch() {
             return 0
             ;;
         fleet__subcmd__dispatch__subcmd__sweep)
-            opts="-t -h --target --all --max-age --dry-run --root --key-file --machine --state-dir --json --help"
+            opts="-t -h --target --all --max-age --dry-run --root --key-file --machine --state-dir --json --durability --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -623,6 +655,10 @@ _fleet__dispatch() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --durability)
+                    COMPREPLY=($(compgen -W "full relaxed" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -631,7 +667,7 @@ _fleet__dispatch() {
             return 0
             ;;
         fleet__subcmd__dispatch__subcmd__verify__subcmd__marker)
-            opts="-t -h --target --root --key-file --machine --state-dir --json --help"
+            opts="-t -h --target --root --key-file --machine --state-dir --json --durability --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -659,6 +695,10 @@ _fleet__dispatch() {
                     ;;
                 --state-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --durability)
+                    COMPREPLY=($(compgen -W "full relaxed" -- "${cur}"))
                     return 0
                     ;;
                 *)

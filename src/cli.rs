@@ -55,7 +55,7 @@ pub struct Global {
         value_name = "NAME"
     )]
     pub machine: Option<String>,
-    /// Local state (lock, journal, ledger) [default: ~/.local/state/fleet-dispatch]
+    /// Local state (lock, ledger) [default: ~/.local/state/fleet-dispatch]
     #[arg(
         long,
         global = true,
@@ -66,6 +66,30 @@ pub struct Global {
     /// Print one JSON document on stdout, for programs
     #[arg(long, global = true)]
     pub json: bool,
+    /// How much reaches the disk before going on: full, or relaxed (a power loss may repeat or lose the last moments' work) [default: full]
+    #[arg(
+        long,
+        global = true,
+        env = "FLEET_DISPATCH_DURABILITY",
+        value_name = "LEVEL"
+    )]
+    pub durability: Option<Durability>,
+}
+
+/// How much of the lane's state reaches the disk before it goes on.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Durability {
+    /// Every job's start and result are flushed before the next step, and
+    /// a queued job's folder entry before `enqueue` returns
+    #[default]
+    Full,
+    /// The listener flushes its ledger at most every 20 ms and `enqueue`
+    /// flushes the job's bytes but not its folder entry: a crash of the
+    /// listener changes nothing, but a power loss may run a job started in
+    /// the last moments a second time, or lose one queued in the last
+    /// seconds
+    Relaxed,
 }
 
 /// The subcommands.
@@ -314,6 +338,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "the local state directory (--state-dir)",
     ),
     (
+        "FLEET_DISPATCH_DURABILITY",
+        "full (the default) or relaxed (--durability)",
+    ),
+    (
         "FLEET_DISPATCH_FLEET",
         "a comma list of machine names that are valid targets before their listener first starts",
     ),
@@ -365,8 +393,8 @@ pub const FILES: &[(&str, &str)] = &[
     ),
     ("<root>/<TARGET>/listener.json", "listener heartbeat"),
     (
-        "<state>/<target in lower case>/listener.lock, journal.json, ledger.jsonl",
-        "local state: the one-listener lock, the job in progress, processed ids",
+        "<state>/<target in lower case>/listener.lock, ledger.jsonl",
+        "local state: the one-listener lock; the ledger of processed ids, which also records the job in progress",
     ),
     (
         "~/.claude/fleet-dispatch.key",

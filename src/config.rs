@@ -34,6 +34,8 @@ pub struct FileConfig {
     pub fleet: Option<Vec<String>>,
     /// The listener's poll interval, e.g. "2s".
     pub poll_interval: Option<String>,
+    /// `full` or `relaxed`.
+    pub durability: Option<crate::cli::Durability>,
 }
 
 /// Where the config file is looked for: `FLEET_DISPATCH_CONFIG`, else
@@ -68,7 +70,7 @@ pub fn parse_config(text: &str, path: &Path) -> Result<FileConfig> {
             path.display(),
             e.message()
         ))
-        .hint("keys: root, key_file, machine, state_dir, fleet (a list), poll_interval")
+        .hint("keys: root, key_file, machine, state_dir, fleet (a list), poll_interval, durability")
     })?;
     let home = std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" });
     for p in [&mut cfg.root, &mut cfg.key_file, &mut cfg.state_dir]
@@ -126,6 +128,7 @@ impl Context {
         global.key_file = global.key_file.or_else(|| file.key_file.clone());
         global.machine = global.machine.or_else(|| file.machine.clone());
         global.state_dir = global.state_dir.or_else(|| file.state_dir.clone());
+        global.durability = global.durability.or(file.durability);
         Context { global, file }
     }
 
@@ -136,6 +139,12 @@ impl Context {
                 .map_err(|e| Error::validation(format!("--poll-interval: {}", e.message))),
             None => Ok(Duration::from_secs(2)),
         }
+    }
+
+    /// The durability level: the flag or its variable, else the file, else
+    /// full.
+    pub fn durability(&self) -> crate::cli::Durability {
+        self.global.durability.unwrap_or_default()
     }
 
     /// True when output should be one JSON document.
@@ -295,13 +304,30 @@ mod tests {
             machine: None,
             state_dir: None,
             json: false,
+            durability: None,
         };
         let f = FileConfig {
             root: Some(PathBuf::from("/file")),
             machine: Some("FILEPC".into()),
             poll_interval: Some("5s".into()),
+            durability: Some(crate::cli::Durability::Relaxed),
             ..FileConfig::default()
         };
+        let ctx = Context::with_file(g.clone(), f.clone());
+        assert_eq!(ctx.durability(), crate::cli::Durability::Relaxed);
+        let full = Global {
+            durability: Some(crate::cli::Durability::Full),
+            ..g.clone()
+        };
+        assert_eq!(
+            Context::with_file(full, f.clone()).durability(),
+            crate::cli::Durability::Full
+        );
+        assert_eq!(
+            Context::with_file(g.clone(), FileConfig::default()).durability(),
+            crate::cli::Durability::Full
+        );
+        assert!(parse_config("durability = \"sometimes\"", Path::new("/c.toml")).is_err());
         let ctx = Context::with_file(g, f);
         assert_eq!(ctx.global.root, Some(PathBuf::from("/flag")));
         assert_eq!(ctx.global.machine.as_deref(), Some("FILEPC"));

@@ -28,6 +28,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::accept::{self, Rejection, Verdict};
+use crate::cli::Durability;
 use crate::clock;
 use crate::doc::{self, Job, Marker, Outcome, Termination};
 use crate::error::Result;
@@ -58,6 +59,10 @@ pub struct Settings {
     pub governor: Option<PathBuf>,
     /// Print a line per event (off with `--json`).
     pub verbose: bool,
+    /// Full: a job's start line is flushed before its spawn. Relaxed: the
+    /// publisher flushes the ledger once per batch, before it places the
+    /// batch's results.
+    pub durability: Durability,
 }
 
 /// The summary counters of SPEC §7.
@@ -141,10 +146,10 @@ pub struct Listener {
     root: PathBuf,
     settings: Settings,
     ledger: Ledger,
-    /// A finished job whose result is recorded in the ledger but not yet
+    /// Finished jobs whose results are recorded in the ledger but not yet
     /// flushed: handed to the publisher after the next start line, or when
     /// nothing starts.
-    pending: Option<Finished>,
+    pending: Vec<Finished>,
     publisher: Publisher,
     /// Results were handed over since the last checkpoint.
     published: bool,
@@ -240,7 +245,10 @@ impl Listener {
         let mail = Mailbox::new(tx, bell.clone());
         let beat = Heartbeat::new(dirs.listener_json(), dirs.target().as_str(), settings.poll);
         *shutdown.wake.lock().unwrap_or_else(|p| p.into_inner()) = Some(mail.clone());
-        let publisher = Publisher::start(dirs.clone());
+        let publisher = Publisher::start(
+            dirs.clone(),
+            (settings.durability == Durability::Relaxed).then(|| state.ledger()),
+        );
         let mut l = Listener {
             dirs,
             key: Arc::new(key),
@@ -248,7 +256,7 @@ impl Listener {
             root,
             settings,
             ledger,
-            pending: None,
+            pending: Vec::new(),
             publisher,
             published: false,
             counters: Counters::default(),
@@ -369,8 +377,7 @@ impl Listener {
         let mut jobs = self.scan()?;
         // Finished jobs not yet archived are no longer queued.
         jobs.retain(|c| {
-            self.pending.as_ref().is_none_or(|p| p.id != c.job.id)
-                && !self.publisher.in_flight(&c.job.id)
+            !self.pending.iter().any(|p| p.id == c.job.id) && !self.publisher.in_flight(&c.job.id)
         });
         jobs.sort_by_key(|c| c.job.drain_key());
         self.queue.reset(jobs, &self.dirs.inbox());
@@ -642,30 +649,31 @@ impl Listener {
 
     /// Records `outcome` in the ledger; it is handed on by [`Self::settle`].
     fn finish(&mut self, id: &JobId, job_path: &std::path::Path, outcome: &Outcome) -> Result<()> {
-        self.settle()?;
         let result = doc::to_file_bytes(outcome);
         self.ledger.record(id.as_str(), clock::now(), &result)?;
         self.parsed.remove(&id.file_name());
-        self.pending = Some(Finished {
+        let marker = self.has_valid_marker(id);
+        self.pending.push(Finished {
             id: id.clone(),
             job_path: job_path.to_path_buf(),
             result,
+            marker,
         });
         Ok(())
     }
 
-    /// The pending result made durable (a no-op after the next job's start
-    /// line flushed it) → its marker consumed → handed to the publisher.
+    /// Pending results made durable (a no-op after the next job's start
+    /// line flushed them; at the relaxed level the publisher flushes) →
+    /// handed to the publisher.
     fn settle(&mut self) -> Result<()> {
-        let Some(f) = self.pending.take() else {
-            return Ok(());
-        };
-        self.ledger.sync()?;
-        // Only now: a marker consumed before the result is durable could
-        // let a crash run a job that was cancelled before it started.
-        self.consume_marker(&f.id)?;
-        self.published = true;
-        self.publisher.publish(f)
+        if self.settings.durability == Durability::Full {
+            self.ledger.sync()?;
+        }
+        for f in std::mem::take(&mut self.pending) {
+            self.published = true;
+            self.publisher.publish(f)?;
+        }
+        Ok(())
     }
 
     /// Settles the pending result, waits for the publisher, flushes the
@@ -673,6 +681,10 @@ impl Listener {
     /// ledger (which compacts itself then if it should).
     fn checkpoint(&mut self) -> Result<()> {
         self.settle()?;
+        // At the relaxed level the publisher has flushed the ledger with
+        // its last batch; flushing here too covers a listener with nothing
+        // published (start lines of jobs that failed to spawn, say).
+        self.ledger.sync()?;
         let waited = self.publisher.wait();
         for note in self.publisher.notes() {
             self.say(note);
@@ -689,18 +701,13 @@ impl Listener {
         Ok(())
     }
 
-    /// Moves a valid marker for a finished job to `archive/consumed/`.
-    fn consume_marker(&mut self, id: &JobId) -> Result<()> {
-        let path = self.dirs.marker_file(id);
-        if std::fs::symlink_metadata(&path).is_err() {
-            return Ok(());
-        }
-        if self.valid_marker(id).is_some()
-            && !fsops::move_no_replace(&path, &self.dirs.consumed_file(id))?
-        {
-            fsops::remove(&path)?;
-        }
-        Ok(())
+    /// True when a valid marker for a finished job waits to be moved to
+    /// `archive/consumed/` (by the publisher, once the result is durable:
+    /// a marker consumed before that could let a crash run a job that was
+    /// cancelled before it started).
+    fn has_valid_marker(&mut self, id: &JobId) -> bool {
+        std::fs::symlink_metadata(self.dirs.marker_file(id)).is_ok()
+            && self.valid_marker(id).is_some()
     }
 
     fn run_job(&mut self, c: Candidate) -> Result<()> {
@@ -713,7 +720,8 @@ impl Listener {
         let id = c.job.id.clone();
         let started = clock::now();
         let started_at = clock::format(started);
-        self.ledger.start(id.as_str(), started)?;
+        let full = self.settings.durability == Durability::Full;
+        self.ledger.start(id.as_str(), started, full)?;
         let spec = &c.job.spec;
         let shown = json!({
             "jobId": id.as_str(),
@@ -875,32 +883,25 @@ impl Listener {
     /// result has its leftover processes stopped and gets one `interrupted`
     /// result; it is never run again.
     fn recover(&mut self, left: Unfinished) -> Result<()> {
-        let recorded: Vec<Finished> = left
-            .recorded
-            .into_iter()
-            .filter_map(|r| {
-                let id = JobId::parse(&r.job_id).ok()?;
-                Some(Finished {
-                    job_path: self.dirs.job_file(&id),
-                    id,
-                    result: r.result,
-                })
-            })
-            .collect();
-        let (missing, placed): (Vec<_>, Vec<_>) = recorded
-            .into_iter()
-            .partition(|f| std::fs::symlink_metadata(self.dirs.result_file(&f.id)).is_err());
-        for f in &missing {
-            self.say(format!("publishing the recorded result of {}", f.id));
+        let mut recorded = Vec::new();
+        for r in left.recorded {
+            let Ok(id) = JobId::parse(&r.job_id) else {
+                continue;
+            };
+            if std::fs::symlink_metadata(self.dirs.result_file(&id)).is_err() {
+                self.say(format!("publishing the recorded result of {id}"));
+            }
+            recorded.push(Finished {
+                job_path: self.dirs.job_file(&id),
+                marker: self.has_valid_marker(&id),
+                id,
+                result: r.result,
+            });
         }
-        for note in publisher::publish_batch(&self.dirs, &missing)? {
-            self.say(note);
-        }
-        for f in missing.iter().chain(&placed) {
-            publisher::archive(&self.dirs, &f.id, &f.job_path)?;
-            self.consume_marker(&f.id)?;
-        }
-        self.published |= !missing.is_empty() || !placed.is_empty();
+        // A result already in place is kept as it is (publishing never
+        // replaces); only the bookkeeping after it is redone.
+        publisher::publish_batch(&self.dirs, None, &recorded)?;
+        self.published |= !recorded.is_empty();
         for entry in left.started {
             let Ok(id) = JobId::parse(&entry.job_id) else {
                 continue;
@@ -941,7 +942,10 @@ impl Listener {
             // A result is there already (placed by hand, or by another
             // copy): only the bookkeeping after it is left to do.
             publisher::archive(&self.dirs, id, &job_path)?;
-            return self.consume_marker(id);
+            if self.has_valid_marker(id) {
+                publisher::consume_marker(&self.dirs, id)?;
+            }
+            return Ok(());
         }
         let detail = json!({
             "recovered": true,

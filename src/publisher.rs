@@ -37,6 +37,8 @@ pub struct Finished {
     pub job_path: PathBuf,
     /// Its result file's bytes.
     pub result: Vec<u8>,
+    /// A valid cancel marker is waiting to be moved to `archive/consumed/`.
+    pub marker: bool,
 }
 
 enum Work {
@@ -69,12 +71,13 @@ pub struct Publisher {
 }
 
 impl Publisher {
-    /// Starts the thread for `dirs`.
-    pub fn start(dirs: TargetDirs) -> Publisher {
+    /// Starts the thread for `dirs`. With `ledger` (the relaxed level) it
+    /// flushes that file before each batch: the listener did not.
+    pub fn start(dirs: TargetDirs, ledger: Option<PathBuf>) -> Publisher {
         let (tx, rx) = mpsc::channel();
         let shared = Arc::new(Mutex::new(Shared::default()));
         let theirs = Arc::clone(&shared);
-        std::thread::spawn(move || serve(&dirs, &rx, &theirs));
+        std::thread::spawn(move || serve(&dirs, ledger.as_deref(), &rx, &theirs));
         Publisher { tx, shared }
     }
 
@@ -130,7 +133,12 @@ impl Publisher {
     }
 }
 
-fn serve(dirs: &TargetDirs, rx: &Receiver<Work>, shared: &Mutex<Shared>) {
+fn serve(
+    dirs: &TargetDirs,
+    ledger: Option<&std::path::Path>,
+    rx: &Receiver<Work>,
+    shared: &Mutex<Shared>,
+) {
     crate::platform::lower_thread_priority();
     let lock = || shared.lock().unwrap_or_else(|p| p.into_inner());
     while let Ok(first) = rx.recv() {
@@ -158,8 +166,8 @@ fn serve(dirs: &TargetDirs, rx: &Receiver<Work>, shared: &Mutex<Shared>) {
         }
         // After a failure nothing more is placed: the listener stops, and
         // its next start publishes from the ledger in order.
-        if !batch.is_empty() && lock().failed.is_none() {
-            match publish_batch(dirs, &batch) {
+        if (!batch.is_empty() || !shows.is_empty()) && lock().failed.is_none() {
+            match publish_batch(dirs, ledger, &batch) {
                 Ok(notes) => {
                     let mtime = std::fs::metadata(dirs.inbox()).and_then(|m| m.modified());
                     let mut s = lock();
@@ -179,9 +187,25 @@ fn serve(dirs: &TargetDirs, rx: &Receiver<Work>, shared: &Mutex<Shared>) {
     }
 }
 
-/// Places the results of `batch` (flushed before they get their names) and
-/// archives the job files; returns notes for the log. Safe to repeat.
-pub fn publish_batch(dirs: &TargetDirs, batch: &[Finished]) -> Result<Vec<String>> {
+/// Flushes `ledger` if given (the relaxed level: the start lines and
+/// results in it), places the results of `batch` (flushed before they get
+/// their names), archives the job files and consumes their markers; returns
+/// notes for the log. Safe to repeat.
+pub fn publish_batch(
+    dirs: &TargetDirs,
+    ledger: Option<&std::path::Path>,
+    batch: &[Finished],
+) -> Result<Vec<String>> {
+    if let Some(ledger) = ledger {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(ledger)
+            .and_then(|f| f.sync_data())
+            .map_err(|e| crate::error::Error::io("flush", ledger, &e))?;
+    }
+    if batch.is_empty() {
+        return Ok(Vec::new());
+    }
     // Our folders may have vanished under a sync engine meanwhile, or been
     // swapped for links.
     dirs.check_real()?;
@@ -220,9 +244,24 @@ pub fn publish_batch(dirs: &TargetDirs, batch: &[Finished]) -> Result<Vec<String
     }
     for f in batch {
         archive(dirs, &f.id, &f.job_path)?;
+        if f.marker {
+            consume_marker(dirs, &f.id)?;
+        }
         let _ = fsops::remove(&dirs.running_file(&f.id));
     }
     Ok(notes)
+}
+
+/// Moves a finished job's (valid) marker to `archive/consumed/`. Safe to
+/// repeat.
+pub fn consume_marker(dirs: &TargetDirs, id: &JobId) -> Result<()> {
+    let path = dirs.marker_file(id);
+    if std::fs::symlink_metadata(&path).is_ok()
+        && !fsops::move_no_replace(&path, &dirs.consumed_file(id))?
+    {
+        fsops::remove(&path)?;
+    }
+    Ok(())
 }
 
 /// Moves a finished job's file to `archive/done/`. Safe to repeat.

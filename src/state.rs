@@ -149,7 +149,7 @@ pub struct Ledger {
     /// Expired ids or damaged lines were found: compact at the next
     /// checkpoint.
     stale: bool,
-    /// A result was appended and not flushed yet.
+    /// A start or result line was appended and not flushed yet.
     unsynced: bool,
 }
 
@@ -314,17 +314,23 @@ impl Ledger {
         }
     }
 
-    /// Records that `id` starts now and flushes the ledger, with whatever
-    /// was appended before (the previous job's result): done before a job
-    /// is spawned, so that even a power loss cannot forget that it started.
-    pub fn start(&mut self, id: &str, at: OffsetDateTime) -> Result<()> {
+    /// Records that `id` starts now and, with `flush`, flushes the ledger
+    /// with whatever was appended before (the previous job's result): done
+    /// before a job is spawned, so that even a power loss cannot forget
+    /// that it started. Without `flush` the line is safe from a crash of
+    /// the listener (the page cache keeps it), not from a power loss.
+    pub fn start(&mut self, id: &str, at: OffsetDateTime, flush: bool) -> Result<()> {
         self.append(&Line {
             job_id: Some(id.to_string()),
             processed_at: Some(crate::clock::format(at)),
             run: true,
             ..Line::default()
         })?;
-        self.flush()?;
+        if flush {
+            self.flush()?;
+        } else {
+            self.unsynced = true;
+        }
         self.consume(id, at);
         Ok(())
     }
@@ -355,8 +361,8 @@ impl Ledger {
         Ok(())
     }
 
-    /// Makes every recorded result durable (a no-op when [`Ledger::start`]
-    /// flushed them already).
+    /// Makes every recorded line that matters durable (a no-op when
+    /// [`Ledger::start`] flushed them already).
     pub fn sync(&mut self) -> Result<()> {
         if self.unsynced {
             self.flush()?;
@@ -468,14 +474,14 @@ mod tests {
         let (_dir, state) = state();
         let t0 = datetime!(2026-11-01 00:00 UTC);
         let (mut l, _) = Ledger::load(&state, t0, TEN_DAYS).unwrap();
-        l.start("a", t0).unwrap();
+        l.start("a", t0, true).unwrap();
         l.note_pid("a", 41).unwrap();
         l.record("a", t0, b"result a").unwrap();
         l.checkpoint(t0).unwrap();
-        l.start("b", t0).unwrap();
+        l.start("b", t0, true).unwrap();
         l.note_pid("b", 42).unwrap();
         l.record("b", t0, b"result b").unwrap();
-        l.start("c", t0).unwrap();
+        l.start("c", t0, true).unwrap();
         l.note_pid("c", 43).unwrap();
         drop(l);
         let (l, left) = Ledger::load(&state, t0, TEN_DAYS).unwrap();
@@ -506,7 +512,7 @@ mod tests {
         let big = vec![b'x'; 64 * 1024];
         for i in 0..100 {
             let id = format!("j{i}");
-            l.start(&id, t0).unwrap();
+            l.start(&id, t0, true).unwrap();
             l.record(&id, t0, &big).unwrap();
         }
         let before = std::fs::metadata(l.path()).unwrap().len();
@@ -516,7 +522,7 @@ mod tests {
         assert_eq!(text.lines().count(), 100, "compacted");
         assert!(!text.contains("result"), "{}", &text[..200]);
         // Appends go on to the new file.
-        l.start("after", t0).unwrap();
+        l.start("after", t0, true).unwrap();
         drop(l);
         let (l, left) = Ledger::load(&state, t0, TEN_DAYS).unwrap();
         assert!(l.contains("j0") && l.contains("j99") && l.contains("after"));

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use crate::cli::{EnqueueArgs, PriorityArg};
+use crate::cli::{Durability, EnqueueArgs, PriorityArg};
 use crate::clock;
 use crate::config::Context;
 use crate::doc::{Job, Priority, Spec};
@@ -115,7 +115,11 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     };
     if via.is_none() || unreachable.is_some() {
         fsops::create_dirs(&[dirs.inbox()])?;
-        if !fsops::publish(&path, &job.to_file_bytes(), fsops::Flush::DataAndName)? {
+        let flush = match ctx.durability() {
+            Durability::Full => fsops::Flush::DataAndName,
+            Durability::Relaxed => fsops::Flush::Data,
+        };
+        if !fsops::publish(&path, &job.to_file_bytes(), flush)? {
             return Err(Error::validation(format!(
                 "job id {id} is already queued for {} ({}); nothing was overwritten",
                 dirs.target(),

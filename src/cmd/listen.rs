@@ -59,6 +59,7 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
             .map_err(|e| Error::validation(format!("--max-job-age: {}", e.message)))?,
         governor: args.governor_file.clone(),
         verbose: !ctx.json(),
+        durability: ctx.durability(),
     };
     if settings.poll.is_zero() {
         return Err(Error::validation("--poll-interval must be more than 0"));

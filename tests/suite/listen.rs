@@ -1733,3 +1733,86 @@ fn a_job_signed_in_upper_case_hex_runs() {
     assert_counters(&w.listen_once(&[]), &[("done", 1)]);
     assert_eq!(lines(&side), ["ran"]);
 }
+
+// ---------------------------------------------------------------- durability
+
+/// `sh -c` appending `word` to `file`, as a job's argv.
+fn append_argv(file: &Path, word: &str) -> Vec<String> {
+    [
+        "sh",
+        "-c",
+        r#"echo "$1" >> "$2""#,
+        "sh",
+        word,
+        path_str(file),
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+#[test]
+fn a_relaxed_listener_runs_every_job_once_and_places_every_result() {
+    let w = World::with_target();
+    let side = scratch(&w, "side");
+    let ids: Vec<String> = (0..20)
+        .map(|i| {
+            let argv = append_argv(&side, &format!("j{i}"));
+            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+            w.enqueue(&["--durability", "relaxed"], &argv)
+        })
+        .collect();
+    let c = w.listen_once(&["--durability", "relaxed"]);
+    assert_counters(&c, &[("done", 20)]);
+    let mut ran = lines(&side);
+    ran.sort();
+    let mut want: Vec<String> = (0..20).map(|i| format!("j{i}")).collect();
+    want.sort();
+    assert_eq!(ran, want, "each job ran exactly once");
+    for id in &ids {
+        let r = w.result(id);
+        assert_signed(&r);
+        assert_eq!(r["ok"], true, "{r}");
+        assert!(w.done(id).exists() && !w.inbox(id).exists());
+    }
+    assert_eq!(open_job(&w), None);
+    // A second pass finds nothing to do.
+    assert_counters(&w.listen_once(&["--durability", "relaxed"]), &[]);
+}
+
+#[test]
+fn a_relaxed_listener_killed_mid_job_still_never_runs_it_twice() {
+    // The start line is not flushed before the spawn, but a crash of the
+    // listener alone loses nothing the kernel was given.
+    let w = World::with_target();
+    let side = scratch(&w, "side");
+    let g = w.spawn_listener(&["--durability", "relaxed"]);
+    let id = w.enqueue(
+        &[],
+        &[
+            "sh",
+            "-c",
+            "echo x >> \"$1\"; sleep 30",
+            "sh",
+            path_str(&side),
+        ],
+    );
+    wait_until(Duration::from_secs(10), || lines(&side).len() == 1);
+    wait_until(Duration::from_secs(5), || {
+        open_job(&w).is_some_and(|(open, pid)| open == id && pid > 0)
+    });
+    g.signal(libc::SIGKILL);
+    let _ = g.wait(Duration::from_secs(5));
+    let c = w.listen_once(&["--durability", "relaxed"]);
+    assert_counters(&c, &[("failed", 1)]);
+    assert_eq!(w.result(&id)["error"], "interrupted");
+    assert_eq!(lines(&side).len(), 1, "the job ran twice");
+    assert_eq!(open_job(&w), None);
+}
+
+#[test]
+fn an_unknown_durability_level_is_a_usage_error_naming_the_choices() {
+    let w = World::with_target();
+    let (code, out, err) = w.run(&["--durability", "sometimes", "status"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("full") && err.contains("relaxed"), "{err}");
+}
