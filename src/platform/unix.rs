@@ -404,16 +404,33 @@ fn descendants(root: i32, skip: Option<i32>) -> Option<Vec<i32>> {
     if !supported {
         return None;
     }
+    let me = std::process::id() as i32;
     let mut found = Vec::new();
     let mut frontier = vec![root];
     while let Some(parent) = frontier.pop() {
-        // A process or thread that ends meanwhile simply has no children.
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{parent}/task")) else {
-            continue;
+        let tasks: Vec<String> = if parent == me {
+            // Our own children are the calling thread's (it spawned the
+            // job) and the main thread's (a subreaper adopts orphans into
+            // its first live thread, the main one); no other thread of ours
+            // starts processes.
+            // SAFETY: gettid has no arguments.
+            let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+            let mut t = vec![format!("/proc/{me}/task/{me}/children")];
+            if tid != me {
+                t.push(format!("/proc/{me}/task/{tid}/children"));
+            }
+            t
+        } else {
+            // A process or thread that ends meanwhile simply has no children.
+            let Ok(dir) = std::fs::read_dir(format!("/proc/{parent}/task")) else {
+                continue;
+            };
+            dir.flatten()
+                .filter_map(|t| t.path().join("children").to_str().map(String::from))
+                .collect()
         };
-        for task in tasks.flatten() {
-            let path = task.path().join("children");
-            let Some(list) = path.to_str().and_then(read_proc) else {
+        for path in tasks {
+            let Some(list) = read_proc(&path) else {
                 continue;
             };
             for child in list
