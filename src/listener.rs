@@ -163,7 +163,6 @@ pub struct Listener {
     /// Names already reported as left in place, so a stuck file is said once.
     noted: HashSet<String>,
     mail: Mailbox,
-    bell: platform::Bell,
     rx: Receiver<Control>,
     shutdown: Arc<Shutdown>,
     beat: Heartbeat,
@@ -242,7 +241,7 @@ impl Listener {
                 format!("cannot make the listener's wake-up pipe: {e}"),
             )
         })?;
-        let mail = Mailbox::new(tx, bell.clone());
+        let mail = Mailbox::new(tx, bell);
         let beat = Heartbeat::new(dirs.listener_json(), dirs.target().as_str(), settings.poll);
         *shutdown.wake.lock().unwrap_or_else(|p| p.into_inner()) = Some(mail.clone());
         let publisher = Publisher::start(
@@ -266,7 +265,6 @@ impl Listener {
             queue: Queue::default(),
             noted: HashSet::new(),
             mail,
-            bell,
             rx,
             shutdown,
             beat,
@@ -772,7 +770,7 @@ impl Listener {
         );
         // The previous job's result is published while this one runs; a
         // failure there is reported once this job is recorded.
-        let (report, settled) = match runner::start(&req, &self.bell) {
+        let (report, settled) = match runner::start(&req, self.mail.bell()) {
             Ok(running) => {
                 // If this write fails the start-up scan by job id still finds the orphans.
                 let _ = self.ledger.note_pid(id.as_str(), running.id());

@@ -47,6 +47,11 @@ impl Mailbox {
         Mailbox { tx, bell }
     }
 
+    /// The bell a runner waits on.
+    pub fn bell(&self) -> &platform::Bell {
+        &self.bell
+    }
+
     /// Sends `msg`; a listener that is gone is not an error.
     pub fn send(&self, msg: Control) {
         let _ = self.tx.send(msg);
