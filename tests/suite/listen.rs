@@ -1080,7 +1080,7 @@ fn a_job_that_exits_on_sigterm_at_its_timeout_ends_within_the_grace() {
     assert!((900..4000).contains(&ms), "{d}");
 }
 
-// ---------------------------------------------------------------- crash journal
+// ---------------------------------------------------------------- crash recovery
 
 #[test]
 fn a_listener_killed_mid_job_leaves_one_interrupted_result_and_no_second_run() {
@@ -1099,11 +1099,7 @@ fn a_listener_killed_mid_job_leaves_one_interrupted_result_and_no_second_run() {
     );
     wait_until(Duration::from_secs(10), || w.running(&id).exists());
     wait_until(Duration::from_secs(5), || lines(&side).len() == 1);
-    let mut pid = 0;
-    wait_until(Duration::from_secs(5), || {
-        pid = open_job(&w).map_or(0, |(_, p)| p) as i32;
-        pid > 0
-    });
+    let pid = wait_open_pid(&w, &id);
     let tree = job_pids(&id);
     assert!(
         tree.contains(&pid),
@@ -1674,11 +1670,7 @@ fn crash_recovery_kills_the_orphaned_group_even_when_it_dropped_its_environment(
     );
     wait_until(Duration::from_secs(10), || w.running(&id).exists());
     wait_until(Duration::from_secs(5), || lines(&side).len() == 1);
-    let mut pid = 0;
-    wait_until(Duration::from_secs(5), || {
-        pid = open_job(&w).map_or(0, |(_, p)| p) as i32;
-        pid > 0
-    });
+    let pid = wait_open_pid(&w, &id);
     // The job's process is now `sleep` with an empty environment.
     wait_until(Duration::from_secs(5), || {
         std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|e| e.is_empty())
@@ -1797,9 +1789,7 @@ fn a_relaxed_listener_killed_mid_job_still_never_runs_it_twice() {
         ],
     );
     wait_until(Duration::from_secs(10), || lines(&side).len() == 1);
-    wait_until(Duration::from_secs(5), || {
-        open_job(&w).is_some_and(|(open, pid)| open == id && pid > 0)
-    });
+    wait_open_pid(&w, &id);
     g.signal(libc::SIGKILL);
     let _ = g.wait(Duration::from_secs(5));
     let c = w.listen_once(&["--durability", "relaxed"]);

@@ -470,3 +470,17 @@ pub fn result_recorded(w: &World, id: &str) -> bool {
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .any(|v| v["jobId"] == id && v.get("result").is_some())
 }
+
+/// Waits until target `PC`'s ledger shows `id` running with its pid noted,
+/// and returns the pid.
+pub fn wait_open_pid(w: &World, id: &str) -> i32 {
+    let mut pid = 0;
+    wait_until(Duration::from_secs(5), || {
+        pid = match open_job(w) {
+            Some((open, p)) if open == id => p as i32,
+            _ => 0,
+        };
+        pid > 0
+    });
+    pid
+}
