@@ -897,8 +897,12 @@ impl Listener {
             });
         }
         // A result already in place is kept as it is (publishing never
-        // replaces); only the bookkeeping after it is redone.
-        publisher::publish_batch(&self.dirs, None, &recorded)?;
+        // replaces); only the bookkeeping after it is redone. The ledger
+        // lines are flushed first: after a crash of a relaxed listener they
+        // may be in the page cache only.
+        if !recorded.is_empty() {
+            publisher::publish_batch(&self.dirs, Some(self.ledger.path()), &recorded)?;
+        }
         self.published |= !recorded.is_empty();
         for entry in left.started {
             let Ok(id) = JobId::parse(&entry.job_id) else {
