@@ -169,23 +169,6 @@ fn running_ids(w: &World) -> Vec<String> {
         .collect()
 }
 
-/// Recomputes a result's signature with the independent signer (SPEC §5.3).
-fn verifies(r: &Value) -> bool {
-    let s = |k: &str| r[k].as_str().unwrap_or_else(|| panic!("{k} in {r}"));
-    let canonical = format!(
-        "result|{}|{}|{}|{}|{}|{}|{}|{}",
-        s("jobId"),
-        s("target"),
-        r["ok"].as_bool().unwrap(),
-        r["exitCode"].as_i64().unwrap(),
-        s("error"),
-        s("startedAt"),
-        s("finishedAt"),
-        s("detail"),
-    );
-    s("sig").to_ascii_lowercase() == independent_sig(&canonical)
-}
-
 /// A process that is alive and carries this job's id: pid reuse by a
 /// stranger is not a leftover.
 fn job_process_alive(pid: i32, id: &str) -> bool {
@@ -329,7 +312,7 @@ fn sigkill_at_random_moments_loses_no_job_runs_none_twice_and_leaves_no_process(
     let mut by_error: BTreeMap<String, u32> = BTreeMap::new();
     for j in &l.jobs {
         let r = w.result(&j.id);
-        assert!(verifies(&r), "result signature does not verify: {r}");
+        assert!(result_sig_ok(&r), "result signature does not verify: {r}");
         assert_eq!(r["jobId"], j.id.as_str(), "{r}");
         let error = r["error"].as_str().unwrap();
         *by_error.entry(error.to_string()).or_default() += 1;

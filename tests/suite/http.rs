@@ -338,18 +338,7 @@ fn get_job_says_queued_running_done_rejected_and_unknown() {
     // The signed result as stored, which verifies independently.
     assert_eq!(body["result"], w.result("g-job"));
     let r = &body["result"];
-    let canonical = format!(
-        "result|{}|{}|{}|{}|{}|{}|{}|{}",
-        r["jobId"].as_str().unwrap(),
-        r["target"].as_str().unwrap(),
-        r["ok"],
-        r["exitCode"],
-        r["error"].as_str().unwrap(),
-        r["startedAt"].as_str().unwrap(),
-        r["finishedAt"].as_str().unwrap(),
-        r["detail"].as_str().unwrap()
-    );
-    assert_eq!(r["sig"], independent_sig(&canonical));
+    assert!(result_sig_ok(r), "{r}");
 
     // A job file refused by the listener (dropped into the folder, forged).
     std::fs::write(w.inbox("g-forged"), foreign_job_text("g-forged")).unwrap();

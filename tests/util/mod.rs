@@ -484,3 +484,26 @@ pub fn wait_open_pid(w: &World, id: &str) -> i32 {
     });
     pid
 }
+
+/// A result's canonical string (SPEC §5.3), built by hand from the document.
+pub fn result_canonical(r: &Value) -> String {
+    let s = |k: &str| r[k].as_str().unwrap_or_else(|| panic!("{k} in {r}"));
+    format!(
+        "result|{}|{}|{}|{}|{}|{}|{}|{}",
+        s("jobId"),
+        s("target"),
+        r["ok"].as_bool().unwrap_or_else(|| panic!("ok in {r}")),
+        r["exitCode"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("exitCode in {r}")),
+        s("error"),
+        s("startedAt"),
+        s("finishedAt"),
+        s("detail"),
+    )
+}
+
+/// True when a result's signature verifies with the independent signer.
+pub fn result_sig_ok(r: &Value) -> bool {
+    r["sig"].as_str().map(str::to_ascii_lowercase) == Some(independent_sig(&result_canonical(r)))
+}
