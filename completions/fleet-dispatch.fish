@@ -29,7 +29,7 @@ complete -c fleet-dispatch -n "__fish_fleet_dispatch_needs_command" -l key-file 
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_needs_command" -l machine -d 'This machine\'s name [default: the host name]' -r
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_needs_command" -l state-dir -d 'Local state (lock, ledger) [default: ~/.local/state/fleet-dispatch]' -r -F
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_needs_command" -l durability -d 'How much reaches the disk before going on: full, or relaxed (a power loss may repeat or lose the last moments\' work) [default: full]' -r -f -a "full\t'Every job\'s start and result are flushed before the next step, and a queued job\'s folder entry before `enqueue` returns'
-relaxed\t'The listener flushes its ledger at most every 20 ms and `enqueue` flushes the job\'s bytes but not its folder entry: a crash of the listener changes nothing, but a power loss may run a job started in the last moments a second time, or lose one queued in the last seconds'"
+relaxed\t'The listener flushes its ledger at most every 20 ms and `enqueue` flushes nothing: a crash of the listener changes nothing, but a power loss may run a job started in the last moments a second time, or lose one queued in the last seconds (or leave it torn, and then rejected)'"
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_needs_command" -l json -d 'Print one JSON document on stdout, for programs'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_needs_command" -s V -l version -d 'Print version'
@@ -48,7 +48,7 @@ complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand keygen" -l
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand keygen" -l machine -d 'This machine\'s name [default: the host name]' -r
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand keygen" -l state-dir -d 'Local state (lock, ledger) [default: ~/.local/state/fleet-dispatch]' -r -F
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand keygen" -l durability -d 'How much reaches the disk before going on: full, or relaxed (a power loss may repeat or lose the last moments\' work) [default: full]' -r -f -a "full\t'Every job\'s start and result are flushed before the next step, and a queued job\'s folder entry before `enqueue` returns'
-relaxed\t'The listener flushes its ledger at most every 20 ms and `enqueue` flushes the job\'s bytes but not its folder entry: a crash of the listener changes nothing, but a power loss may run a job started in the last moments a second time, or lose one queued in the last seconds'"
+relaxed\t'The listener flushes its ledger at most every 20 ms and `enqueue` flushes nothing: a crash of the listener changes nothing, but a power loss may run a job started in the last moments a second time, or lose one queued in the last seconds (or leave it torn, and then rejected)'"
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand keygen" -l force -d 'Replace an existing key file'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand keygen" -l json -d 'Print one JSON document on stdout, for programs'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand keygen" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -69,7 +69,7 @@ complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand enqueue" -
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand enqueue" -l machine -d 'This machine\'s name [default: the host name]' -r
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand enqueue" -l state-dir -d 'Local state (lock, ledger) [default: ~/.local/state/fleet-dispatch]' -r -F
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand enqueue" -l durability -d 'How much reaches the disk before going on: full, or relaxed (a power loss may repeat or lose the last moments\' work) [default: full]' -r -f -a "full\t'Every job\'s start and result are flushed before the next step, and a queued job\'s folder entry before `enqueue` returns'
-relaxed\t'The listener flushes its ledger at most every 20 ms and `enqueue` flushes the job\'s bytes but not its folder entry: a crash of the listener changes nothing, but a power loss may run a job started in the last moments a second time, or lose one queued in the last seconds'"
+relaxed\t'The listener flushes its ledger at most every 20 ms and `enqueue` flushes nothing: a crash of the listener changes nothing, but a power loss may run a job started in the last moments a second time, or lose one queued in the last seconds (or leave it torn, and then rejected)'"
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand enqueue" -l wait -d 'Wait for the result and exit with the job\'s exit code'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand enqueue" -l json -d 'Print one JSON document on stdout, for programs'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand enqueue" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -83,7 +83,7 @@ complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand listen" -l
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand listen" -l machine -d 'This machine\'s name [default: the host name]' -r
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand listen" -l state-dir -d 'Local state (lock, ledger) [default: ~/.local/state/fleet-dispatch]' -r -F
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand listen" -l durability -d 'How much reaches the disk before going on: full, or relaxed (a power loss may repeat or lose the last moments\' work) [default: full]' -r -f -a "full\t'Every job\'s start and result are flushed before the next step, and a queued job\'s folder entry before `enqueue` returns'
-relaxed\t'The listener flushes its ledger at most every 20 ms and `enqueue` flushes the job\'s bytes but not its folder entry: a crash of the listener changes nothing, but a power loss may run a job started in the last moments a second time, or lose one queued in the last seconds'"
+relaxed\t'The listener flushes its ledger at most every 20 ms and `enqueue` flushes nothing: a crash of the listener changes nothing, but a power loss may run a job started in the last moments a second time, or lose one queued in the last seconds (or leave it torn, and then rejected)'"
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand listen" -l once -d 'Drain the inbox once and exit'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand listen" -l json -d 'Print one JSON document on stdout, for programs'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand listen" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -95,7 +95,7 @@ complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand result" -l
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand result" -l machine -d 'This machine\'s name [default: the host name]' -r
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand result" -l state-dir -d 'Local state (lock, ledger) [default: ~/.local/state/fleet-dispatch]' -r -F
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand result" -l durability -d 'How much reaches the disk before going on: full, or relaxed (a power loss may repeat or lose the last moments\' work) [default: full]' -r -f -a "full\t'Every job\'s start and result are flushed before the next step, and a queued job\'s folder entry before `enqueue` returns'
-relaxed\t'The listener flushes its ledger at most every 20 ms and `enqueue` flushes the job\'s bytes but not its folder entry: a crash of the listener changes nothing, but a power loss may run a job started in the last moments a second time, or lose one queued in the last seconds'"
+relaxed\t'The listener flushes its ledger at most every 20 ms and `enqueue` flushes nothing: a crash of the listener changes nothing, but a power loss may run a job started in the last moments a second time, or lose one queued in the last seconds (or leave it torn, and then rejected)'"
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand result" -l wait -d 'Wait for the result and exit with the job\'s exit code'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand result" -l json -d 'Print one JSON document on stdout, for programs'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand result" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -108,7 +108,7 @@ complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand cancel" -l
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand cancel" -l machine -d 'This machine\'s name [default: the host name]' -r
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand cancel" -l state-dir -d 'Local state (lock, ledger) [default: ~/.local/state/fleet-dispatch]' -r -F
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand cancel" -l durability -d 'How much reaches the disk before going on: full, or relaxed (a power loss may repeat or lose the last moments\' work) [default: full]' -r -f -a "full\t'Every job\'s start and result are flushed before the next step, and a queued job\'s folder entry before `enqueue` returns'
-relaxed\t'The listener flushes its ledger at most every 20 ms and `enqueue` flushes the job\'s bytes but not its folder entry: a crash of the listener changes nothing, but a power loss may run a job started in the last moments a second time, or lose one queued in the last seconds'"
+relaxed\t'The listener flushes its ledger at most every 20 ms and `enqueue` flushes nothing: a crash of the listener changes nothing, but a power loss may run a job started in the last moments a second time, or lose one queued in the last seconds (or leave it torn, and then rejected)'"
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand cancel" -l wait -d 'Wait until the job has stopped (or finished first)'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand cancel" -l json -d 'Print one JSON document on stdout, for programs'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand cancel" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -119,7 +119,7 @@ complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand sweep" -l 
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand sweep" -l machine -d 'This machine\'s name [default: the host name]' -r
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand sweep" -l state-dir -d 'Local state (lock, ledger) [default: ~/.local/state/fleet-dispatch]' -r -F
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand sweep" -l durability -d 'How much reaches the disk before going on: full, or relaxed (a power loss may repeat or lose the last moments\' work) [default: full]' -r -f -a "full\t'Every job\'s start and result are flushed before the next step, and a queued job\'s folder entry before `enqueue` returns'
-relaxed\t'The listener flushes its ledger at most every 20 ms and `enqueue` flushes the job\'s bytes but not its folder entry: a crash of the listener changes nothing, but a power loss may run a job started in the last moments a second time, or lose one queued in the last seconds'"
+relaxed\t'The listener flushes its ledger at most every 20 ms and `enqueue` flushes nothing: a crash of the listener changes nothing, but a power loss may run a job started in the last moments a second time, or lose one queued in the last seconds (or leave it torn, and then rejected)'"
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand sweep" -l all -d 'Sweep every target under the root'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand sweep" -l dry-run -d 'Say what would be removed, remove nothing'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand sweep" -l json -d 'Print one JSON document on stdout, for programs'
@@ -130,7 +130,7 @@ complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand status" -l
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand status" -l machine -d 'This machine\'s name [default: the host name]' -r
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand status" -l state-dir -d 'Local state (lock, ledger) [default: ~/.local/state/fleet-dispatch]' -r -F
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand status" -l durability -d 'How much reaches the disk before going on: full, or relaxed (a power loss may repeat or lose the last moments\' work) [default: full]' -r -f -a "full\t'Every job\'s start and result are flushed before the next step, and a queued job\'s folder entry before `enqueue` returns'
-relaxed\t'The listener flushes its ledger at most every 20 ms and `enqueue` flushes the job\'s bytes but not its folder entry: a crash of the listener changes nothing, but a power loss may run a job started in the last moments a second time, or lose one queued in the last seconds'"
+relaxed\t'The listener flushes its ledger at most every 20 ms and `enqueue` flushes nothing: a crash of the listener changes nothing, but a power loss may run a job started in the last moments a second time, or lose one queued in the last seconds (or leave it torn, and then rejected)'"
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand status" -l all -d 'Show every target under the root'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand status" -l json -d 'Print one JSON document on stdout, for programs'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -140,7 +140,7 @@ complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand verify-mar
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand verify-marker" -l machine -d 'This machine\'s name [default: the host name]' -r
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand verify-marker" -l state-dir -d 'Local state (lock, ledger) [default: ~/.local/state/fleet-dispatch]' -r -F
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand verify-marker" -l durability -d 'How much reaches the disk before going on: full, or relaxed (a power loss may repeat or lose the last moments\' work) [default: full]' -r -f -a "full\t'Every job\'s start and result are flushed before the next step, and a queued job\'s folder entry before `enqueue` returns'
-relaxed\t'The listener flushes its ledger at most every 20 ms and `enqueue` flushes the job\'s bytes but not its folder entry: a crash of the listener changes nothing, but a power loss may run a job started in the last moments a second time, or lose one queued in the last seconds'"
+relaxed\t'The listener flushes its ledger at most every 20 ms and `enqueue` flushes nothing: a crash of the listener changes nothing, but a power loss may run a job started in the last moments a second time, or lose one queued in the last seconds (or leave it torn, and then rejected)'"
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand verify-marker" -l json -d 'Print one JSON document on stdout, for programs'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand verify-marker" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand demo" -l root -d 'The dispatch root, the shared folder [default: $OneDrive/fleet-dispatch]' -r -F
@@ -148,7 +148,7 @@ complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand demo" -l k
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand demo" -l machine -d 'This machine\'s name [default: the host name]' -r
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand demo" -l state-dir -d 'Local state (lock, ledger) [default: ~/.local/state/fleet-dispatch]' -r -F
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand demo" -l durability -d 'How much reaches the disk before going on: full, or relaxed (a power loss may repeat or lose the last moments\' work) [default: full]' -r -f -a "full\t'Every job\'s start and result are flushed before the next step, and a queued job\'s folder entry before `enqueue` returns'
-relaxed\t'The listener flushes its ledger at most every 20 ms and `enqueue` flushes the job\'s bytes but not its folder entry: a crash of the listener changes nothing, but a power loss may run a job started in the last moments a second time, or lose one queued in the last seconds'"
+relaxed\t'The listener flushes its ledger at most every 20 ms and `enqueue` flushes nothing: a crash of the listener changes nothing, but a power loss may run a job started in the last moments a second time, or lose one queued in the last seconds (or leave it torn, and then rejected)'"
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand demo" -l keep -d 'Keep the temporary folder and print where it is'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand demo" -l json -d 'Print one JSON document on stdout, for programs'
 complete -c fleet-dispatch -n "__fish_fleet_dispatch_using_subcommand demo" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -85,10 +85,10 @@ pub enum Durability {
     #[default]
     Full,
     /// The listener flushes its ledger at most every 20 ms and `enqueue`
-    /// flushes the job's bytes but not its folder entry: a crash of the
-    /// listener changes nothing, but a power loss may run a job started in
-    /// the last moments a second time, or lose one queued in the last
-    /// seconds
+    /// flushes nothing: a crash of the listener changes nothing, but a
+    /// power loss may run a job started in the last moments a second time,
+    /// or lose one queued in the last seconds (or leave it torn, and then
+    /// rejected)
     Relaxed,
 }
 

@@ -77,13 +77,9 @@ pub fn create_log(path: &Path) -> std::io::Result<File> {
 /// How much of a write reaches the disk before the call returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flush {
-    /// Nothing: informational files a crash may lose.
+    /// Nothing: files whose loss, or whose torn copy after a power loss,
+    /// is acceptable (informational files, or the caller flushes them).
     Nothing,
-    /// The file's bytes, before its name appears: after a crash the name
-    /// never shows a half-written file. The name itself may be lost, for
-    /// writes whose content is kept durably elsewhere (results, in the
-    /// ledger).
-    Data,
     /// The bytes and the directory entry: the write survives a power loss.
     DataAndName,
 }

@@ -115,9 +115,11 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     };
     if via.is_none() || unreachable.is_some() {
         fsops::create_dirs(&[dirs.inbox()])?;
+        // Relaxed: a power loss may lose the job or leave it torn, which
+        // the listener rejects once settled; a crash of this process cannot.
         let flush = match ctx.durability() {
             Durability::Full => fsops::Flush::DataAndName,
-            Durability::Relaxed => fsops::Flush::Data,
+            Durability::Relaxed => fsops::Flush::Nothing,
         };
         if !fsops::publish(&path, &job.to_file_bytes(), flush)? {
             return Err(Error::validation(format!(
