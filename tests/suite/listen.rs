@@ -125,6 +125,13 @@ fn log_text(w: &World, id: &str, stream: &str) -> String {
     .into_owned()
 }
 
+/// Enqueues a job that appends a line to `side` each time it starts (after
+/// `prelude`, a shell fragment), then sleeps: `lines(side)` counts its runs.
+fn enqueue_counted(w: &World, flags: &[&str], prelude: &str, side: &Path) -> String {
+    let script = format!("{prelude}echo x >> \"$1\"; sleep 30");
+    w.enqueue(flags, &["sh", "-c", &script, "sh", path_str(side)])
+}
+
 /// Live processes carrying `FLEET_DISPATCH_JOB_ID=<id>`: a job's tree.
 fn job_pids(id: &str) -> Vec<i32> {
     let needle = format!("FLEET_DISPATCH_JOB_ID={id}");
@@ -1071,16 +1078,7 @@ fn a_listener_killed_mid_job_leaves_one_interrupted_result_and_no_second_run() {
     let w = World::with_target();
     let side = scratch(&w, "side");
     let g = w.spawn_listener(&[]);
-    let id = w.enqueue(
-        &[],
-        &[
-            "sh",
-            "-c",
-            "echo x >> \"$1\"; sleep 30",
-            "sh",
-            path_str(&side),
-        ],
-    );
+    let id = enqueue_counted(&w, &[], "", &side);
     wait_until(Duration::from_secs(10), || w.running(&id).exists());
     wait_until(Duration::from_secs(5), || lines(&side).len() == 1);
     let pid = wait_open_pid(&w, &id);
@@ -1196,16 +1194,7 @@ fn sigterm_while_a_job_runs_interrupts_it_and_exits_130() {
     let w = World::with_target();
     let side = scratch(&w, "side");
     let g = spawn(&w, &["--json", "listen", "--poll-interval", "100ms"]);
-    let id = w.enqueue(
-        &["--grace", "1s"],
-        &[
-            "sh",
-            "-c",
-            "echo x >> \"$1\"; sleep 30",
-            "sh",
-            path_str(&side),
-        ],
-    );
+    let id = enqueue_counted(&w, &["--grace", "1s"], "", &side);
     wait_until(Duration::from_secs(10), || w.running(&id).exists());
     wait_until(Duration::from_secs(5), || lines(&side).len() == 1);
     let tree = job_pids(&id);
@@ -1239,16 +1228,7 @@ fn a_second_sigint_kills_the_job_at_once_and_the_restart_records_it_interrupted(
     let w = World::with_target();
     let side = scratch(&w, "side");
     let mut g = w.spawn_listener(&[]);
-    let id = w.enqueue(
-        &["--grace", "30s"],
-        &[
-            "sh",
-            "-c",
-            "trap '' TERM INT; echo x >> \"$1\"; sleep 30",
-            "sh",
-            path_str(&side),
-        ],
-    );
+    let id = enqueue_counted(&w, &["--grace", "30s"], "trap '' TERM INT; ", &side);
     wait_until(Duration::from_secs(10), || w.running(&id).exists());
     wait_until(Duration::from_secs(5), || lines(&side).len() == 1);
     let tree = job_pids(&id);
@@ -1762,16 +1742,7 @@ fn a_relaxed_listener_killed_mid_job_still_never_runs_it_twice() {
     let w = World::with_target();
     let side = scratch(&w, "side");
     let g = w.spawn_listener(&["--durability", "relaxed"]);
-    let id = w.enqueue(
-        &[],
-        &[
-            "sh",
-            "-c",
-            "echo x >> \"$1\"; sleep 30",
-            "sh",
-            path_str(&side),
-        ],
-    );
+    let id = enqueue_counted(&w, &[], "", &side);
     wait_until(Duration::from_secs(10), || lines(&side).len() == 1);
     wait_open_pid(&w, &id);
     g.signal(libc::SIGKILL);
