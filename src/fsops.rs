@@ -177,12 +177,17 @@ pub fn sync_parent(path: &Path) {
 /// never blocks on a FIFO, and refuses anything over `limit` before reading
 /// more than `limit + 1` bytes.
 pub fn read_limited(path: &Path, limit: u64) -> FileRead {
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return FileRead::Missing,
-        Err(e) => return FileRead::Unreadable(e.to_string()),
-    };
-    if let Some(kind) = not_a_file(&meta) {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) => read_limited_seen(path, &meta, limit),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => FileRead::Missing,
+        Err(e) => FileRead::Unreadable(e.to_string()),
+    }
+}
+
+/// [`read_limited`] for a caller that has just taken the entry's
+/// `symlink_metadata` itself.
+pub fn read_limited_seen(path: &Path, meta: &std::fs::Metadata, limit: u64) -> FileRead {
+    if let Some(kind) = not_a_file(meta) {
         return FileRead::NotAFile(kind);
     }
     if meta.len() > limit {
@@ -195,12 +200,14 @@ pub fn read_limited(path: &Path, limit: u64) -> FileRead {
         Err(e) => return FileRead::Unreadable(e.to_string()),
     };
     // The entry may have been swapped between lstat and open: check again.
-    match f.metadata() {
+    let size = match f.metadata() {
         Ok(m) if !m.is_file() => return FileRead::NotAFile("special file"),
-        Ok(_) => {}
+        Ok(m) => m.len().min(limit),
         Err(e) => return FileRead::Unreadable(e.to_string()),
-    }
-    let mut buf = Vec::new();
+    };
+    // Room for the whole file and one byte more: one read takes it all and
+    // the next sees the end (an empty buffer would start with small probes).
+    let mut buf = Vec::with_capacity(size as usize + 1);
     match (&mut f).take(limit + 1).read_to_end(&mut buf) {
         Ok(_) if buf.len() as u64 > limit => FileRead::TooLarge(buf.len() as u64),
         Ok(_) => FileRead::Bytes(buf),

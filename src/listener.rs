@@ -506,7 +506,9 @@ impl Listener {
     /// Steps 1 to 8 of acceptance for one inbox entry. A file already
     /// accepted and unchanged since (same size and mtime) is not read again.
     fn judge(&mut self, name: &str, path: &std::path::Path) -> Result<Job, Rejection> {
-        let stamp = std::fs::symlink_metadata(path)
+        let meta = std::fs::symlink_metadata(path);
+        let stamp = meta
+            .as_ref()
             .ok()
             .filter(|m| m.is_file())
             .map(|m| (m.len(), m.modified().ok()));
@@ -515,7 +517,10 @@ impl Listener {
         {
             return Ok(job.clone());
         }
-        let read = fsops::read_limited(path, doc::job::MAX_BYTES);
+        let read = match &meta {
+            Ok(m) => fsops::read_limited_seen(path, m, doc::job::MAX_BYTES),
+            Err(_) => fsops::read_limited(path, doc::job::MAX_BYTES),
+        };
         let job = accept::job(name, read, self.dirs.target().as_str(), &self.key)?;
         if let Some(stamp) = stamp {
             self.parsed.insert(name.to_string(), (stamp, job.clone()));

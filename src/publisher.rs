@@ -14,8 +14,8 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::error::Result;
@@ -62,27 +62,43 @@ struct Shared {
     inbox_mtime: Option<SystemTime>,
     /// What the publisher says about results that were there already.
     notes: Vec<String>,
+    /// Work handed over and not yet taken by the thread.
+    work: Vec<Work>,
+    /// The listener's side is gone: finish what is queued, then end.
+    closed: bool,
 }
 
 /// The listener's side of the publisher thread.
 pub struct Publisher {
-    tx: Sender<Work>,
-    shared: Arc<Mutex<Shared>>,
+    shared: Arc<(Mutex<Shared>, Condvar)>,
+    thread: std::thread::JoinHandle<()>,
 }
 
 impl Publisher {
     /// Starts the thread for `dirs`. With `ledger` (the relaxed level) it
     /// flushes that file before each batch: the listener did not.
     pub fn start(dirs: TargetDirs, ledger: Option<PathBuf>) -> Publisher {
-        let (tx, rx) = mpsc::channel();
-        let shared = Arc::new(Mutex::new(Shared::default()));
+        let shared = Arc::new((Mutex::new(Shared::default()), Condvar::new()));
         let theirs = Arc::clone(&shared);
-        std::thread::spawn(move || serve(&dirs, ledger.as_deref(), &rx, &theirs));
-        Publisher { tx, shared }
+        let thread = std::thread::spawn(move || serve(&dirs, ledger.as_deref(), &theirs));
+        Publisher { shared, thread }
     }
 
     fn shared(&self) -> std::sync::MutexGuard<'_, Shared> {
-        self.shared.lock().unwrap_or_else(|p| p.into_inner())
+        self.shared.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues `work`, waking the thread only when it waits for a first
+    /// item or for a barrier: work that arrives while a batch gathers
+    /// costs no wake-up (two per job on a busy lane otherwise).
+    fn send(&self, work: Work) {
+        let mut s = self.shared();
+        let wake = s.work.is_empty() || matches!(work, Work::Barrier(_));
+        s.work.push(work);
+        drop(s);
+        if wake {
+            self.shared.1.notify_one();
+        }
     }
 
     /// Hands over a finished job; a failure of an earlier one is returned
@@ -91,21 +107,27 @@ impl Publisher {
     pub fn publish(&self, job: Finished) -> Result<()> {
         self.check()?;
         self.shared().in_flight.insert(job.id.clone());
-        let _ = self.tx.send(Work::Publish(job));
+        self.send(Work::Publish(job));
         Ok(())
     }
 
     /// Shows a started job in `running/` (informational: a failure to write
     /// it is not reported).
     pub fn show_running(&self, path: PathBuf, bytes: Vec<u8>) {
-        let _ = self.tx.send(Work::Running(path, bytes));
+        self.send(Work::Running(path, bytes));
     }
 
     /// Waits until everything handed over is published and archived.
     pub fn wait(&self) -> Result<()> {
         let (done, wait) = mpsc::channel();
-        if self.tx.send(Work::Barrier(done)).is_ok() {
-            let _ = wait.recv();
+        self.send(Work::Barrier(done));
+        // A thread that died (it never should) cannot answer: don't hang.
+        while let Err(mpsc::RecvTimeoutError::Timeout) =
+            wait.recv_timeout(Duration::from_millis(100))
+        {
+            if self.thread.is_finished() {
+                break;
+            }
         }
         self.check()
     }
@@ -133,23 +155,43 @@ impl Publisher {
     }
 }
 
-fn serve(
-    dirs: &TargetDirs,
-    ledger: Option<&std::path::Path>,
-    rx: &Receiver<Work>,
-    shared: &Mutex<Shared>,
-) {
-    crate::platform::lower_thread_priority();
-    let lock = || shared.lock().unwrap_or_else(|p| p.into_inner());
-    while let Ok(first) = rx.recv() {
-        let mut gathered = vec![first];
-        let until = Instant::now() + GATHER;
-        while !matches!(gathered.last(), Some(Work::Barrier(_))) {
-            match rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
-                Ok(work) => gathered.push(work),
-                Err(_) => break,
-            }
+impl Drop for Publisher {
+    /// Lets the thread finish what it holds and end.
+    fn drop(&mut self) {
+        self.shared().closed = true;
+        self.shared.1.notify_one();
+    }
+}
+
+/// Waits for work, then gathers for up to [`GATHER`] (less when a barrier
+/// comes); None once the listener is gone and nothing is left.
+fn gather(shared: &(Mutex<Shared>, Condvar)) -> Option<Vec<Work>> {
+    let (lock, cv) = shared;
+    let mut s = lock.lock().unwrap_or_else(|p| p.into_inner());
+    while s.work.is_empty() {
+        if s.closed {
+            return None;
         }
+        s = cv.wait(s).unwrap_or_else(|p| p.into_inner());
+    }
+    let until = Instant::now() + GATHER;
+    while !s.closed && !s.work.iter().any(|w| matches!(w, Work::Barrier(_))) {
+        let now = Instant::now();
+        if now >= until {
+            break;
+        }
+        s = cv
+            .wait_timeout(s, until - now)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+    }
+    Some(std::mem::take(&mut s.work))
+}
+
+fn serve(dirs: &TargetDirs, ledger: Option<&std::path::Path>, shared: &(Mutex<Shared>, Condvar)) {
+    crate::platform::lower_thread_priority();
+    let lock = || shared.0.lock().unwrap_or_else(|p| p.into_inner());
+    while let Some(gathered) = gather(shared) {
         let mut batch = Vec::new();
         let mut shows = Vec::new();
         let mut barriers = Vec::new();

@@ -56,7 +56,8 @@ impl Watch {
             key,
             poll,
             beat,
-            next_look: now,
+            // The listener looked for a marker just before the spawn.
+            next_look: now + poll,
             next_beat: now + FIRST_BEAT,
             last_seen: None,
             last_beat: None,
