@@ -170,6 +170,12 @@ pub struct Listener {
     _lock: Lock,
 }
 
+/// Held while a result is written to the ledger. The handler of a second
+/// Ctrl-C takes it for good before it kills the running job and exits, so a
+/// job it kills is never recorded as having ended: the next start records it
+/// `interrupted`, as for any listener that died mid-job.
+pub static RECORDING: Mutex<()> = Mutex::new(());
+
 /// A job that passed acceptance (steps 1 to 8).
 struct Candidate {
     job: Job,
@@ -653,7 +659,10 @@ impl Listener {
     /// Records `outcome` in the ledger; it is handed on by [`Self::settle`].
     fn finish(&mut self, id: &JobId, job_path: &std::path::Path, outcome: &Outcome) -> Result<()> {
         let result = doc::to_file_bytes(outcome);
-        self.ledger.record(id.as_str(), clock::now(), &result)?;
+        {
+            let _recording = RECORDING.lock().unwrap_or_else(|p| p.into_inner());
+            self.ledger.record(id.as_str(), clock::now(), &result)?;
+        }
         self.parsed.remove(&id.file_name());
         let marker = self.has_valid_marker(id);
         self.pending.push(Finished {

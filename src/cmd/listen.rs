@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::cli::ListenArgs;
 use crate::config::Context;
 use crate::error::{Error, Result};
-use crate::listener::{Listener, Settings, Shutdown};
+use crate::listener::{Listener, RECORDING, Settings, Shutdown};
 use crate::platform;
 use crate::runner::CURRENT_GROUP;
 
@@ -34,6 +34,9 @@ fn install_handler() -> Result<Arc<Shutdown>> {
                     s.request();
                 }
             } else {
+                // Kept until the exit: the listener cannot record the end of
+                // the job killed here (see RECORDING).
+                let _recording = RECORDING.lock().unwrap_or_else(|p| p.into_inner());
                 platform::kill_tree_now(CURRENT_GROUP.load(Ordering::SeqCst));
                 std::process::exit(INTERRUPTED as i32);
             }

@@ -348,27 +348,19 @@ struct Proc {
     pgrp: i32,
 }
 
-/// Reads a small `/proc` file with plain reads into a page-sized buffer:
-/// `read_to_end` would first ask for the size (`statx`, `lseek`), which
-/// `/proc` does not know, and we read one or two of these per job.
+/// Reads a small `/proc` file. Through `Take`, `read_to_end` skips the size
+/// probe (`statx`, `lseek`) a `File` makes first, which `/proc` cannot
+/// answer, and the page-sized buffer takes the file in one read; we read one
+/// or two of these per job.
 #[cfg(target_os = "linux")]
 fn read_proc(path: &str) -> Option<String> {
     use std::io::Read;
-    let mut file = std::fs::File::open(path).ok()?;
-    let mut buf = vec![0; 4096];
-    let mut len = 0;
-    loop {
-        if len == buf.len() {
-            buf.resize(len * 2, 0);
-        }
-        match file.read(&mut buf[len..]) {
-            Ok(0) => break,
-            Ok(n) => len += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
-        }
-    }
-    buf.truncate(len);
+    let mut buf = Vec::with_capacity(4096);
+    std::fs::File::open(path)
+        .ok()?
+        .take(u64::MAX)
+        .read_to_end(&mut buf)
+        .ok()?;
     String::from_utf8(buf).ok()
 }
 
