@@ -177,17 +177,18 @@ pub fn sync_parent(path: &Path) {
 /// never blocks on a FIFO, and refuses anything over `limit` before reading
 /// more than `limit + 1` bytes.
 pub fn read_limited(path: &Path, limit: u64) -> FileRead {
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) => read_limited_seen(path, &meta, limit),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => FileRead::Missing,
-        Err(e) => FileRead::Unreadable(e.to_string()),
-    }
+    read_limited_with(path, std::fs::symlink_metadata(path), limit)
 }
 
 /// [`read_limited`] for a caller that has just taken the entry's
-/// `symlink_metadata` itself.
-pub fn read_limited_seen(path: &Path, meta: &std::fs::Metadata, limit: u64) -> FileRead {
-    if let Some(kind) = not_a_file(meta) {
+/// `symlink_metadata` itself, so the entry is looked up once.
+pub fn read_limited_with(path: &Path, meta: io::Result<std::fs::Metadata>, limit: u64) -> FileRead {
+    let meta = match meta {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return FileRead::Missing,
+        Err(e) => return FileRead::Unreadable(e.to_string()),
+    };
+    if let Some(kind) = not_a_file(&meta) {
         return FileRead::NotAFile(kind);
     }
     if meta.len() > limit {

@@ -523,10 +523,7 @@ impl Listener {
         {
             return Ok(job.clone());
         }
-        let read = match &meta {
-            Ok(m) => fsops::read_limited_seen(path, m, doc::job::MAX_BYTES),
-            Err(_) => fsops::read_limited(path, doc::job::MAX_BYTES),
-        };
+        let read = fsops::read_limited_with(path, meta, doc::job::MAX_BYTES);
         let job = accept::job(name, read, self.dirs.target().as_str(), &self.key)?;
         if let Some(stamp) = stamp {
             self.parsed.insert(name.to_string(), (stamp, job.clone()));
