@@ -15,21 +15,7 @@ use time::OffsetDateTime;
 use crate::doc::{Job, Marker, Outcome, Spec, Termination, job, marker, outcome};
 use crate::key::Key;
 use crate::names::{self, JobId};
-
-/// What reading a candidate file gave (steps 1 and 2 of SPEC §6).
-#[derive(Debug)]
-pub enum FileRead {
-    /// The whole content of a regular file within the size limit.
-    Bytes(Vec<u8>),
-    /// A link, directory, FIFO or device: never followed or read.
-    NotAFile(&'static str),
-    /// The file exists but cannot be read right now.
-    Unreadable(String),
-    /// Larger than the kind's limit (the size found).
-    TooLarge(u64),
-    /// Gone between listing and reading.
-    Missing,
-}
+use crate::read::FileRead;
 
 /// A verdict word of SPEC §6.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -73,23 +73,7 @@ pub struct Global {
         env = "FLEET_DISPATCH_DURABILITY",
         value_name = "LEVEL"
     )]
-    pub durability: Option<Durability>,
-}
-
-/// How much of the lane's state reaches the disk before it goes on.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Durability {
-    /// Every job's start and result are flushed before the next step, and
-    /// a queued job's folder entry before `enqueue` returns
-    #[default]
-    Full,
-    /// The listener flushes its ledger at most every 20 ms and `enqueue`
-    /// flushes nothing: a crash of the listener changes nothing, but a
-    /// power loss may run a job started in the last moments a second time,
-    /// or lose one queued in the last seconds (or leave it torn, and then
-    /// rejected)
-    Relaxed,
+    pub durability: Option<crate::fsops::Durability>,
 }
 
 /// The subcommands.

@@ -35,7 +35,7 @@ pub struct FileConfig {
     /// The listener's poll interval, e.g. "2s".
     pub poll_interval: Option<String>,
     /// `full` or `relaxed`.
-    pub durability: Option<crate::cli::Durability>,
+    pub durability: Option<crate::fsops::Durability>,
 }
 
 /// Where the config file is looked for: `FLEET_DISPATCH_CONFIG`, else
@@ -143,7 +143,7 @@ impl Context {
 
     /// The durability level: the flag or its variable, else the file, else
     /// full.
-    pub fn durability(&self) -> crate::cli::Durability {
+    pub fn durability(&self) -> crate::fsops::Durability {
         self.global.durability.unwrap_or_default()
     }
 
@@ -310,22 +310,22 @@ mod tests {
             root: Some(PathBuf::from("/file")),
             machine: Some("FILEPC".into()),
             poll_interval: Some("5s".into()),
-            durability: Some(crate::cli::Durability::Relaxed),
+            durability: Some(crate::fsops::Durability::Relaxed),
             ..FileConfig::default()
         };
         let ctx = Context::with_file(g.clone(), f.clone());
-        assert_eq!(ctx.durability(), crate::cli::Durability::Relaxed);
+        assert_eq!(ctx.durability(), crate::fsops::Durability::Relaxed);
         let full = Global {
-            durability: Some(crate::cli::Durability::Full),
+            durability: Some(crate::fsops::Durability::Full),
             ..g.clone()
         };
         assert_eq!(
             Context::with_file(full, f.clone()).durability(),
-            crate::cli::Durability::Full
+            crate::fsops::Durability::Full
         );
         assert_eq!(
             Context::with_file(g.clone(), FileConfig::default()).durability(),
-            crate::cli::Durability::Full
+            crate::fsops::Durability::Full
         );
         assert!(parse_config("durability = \"sometimes\"", Path::new("/c.toml")).is_err());
         let ctx = Context::with_file(g, f);

@@ -10,8 +10,8 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::accept::FileRead;
 use crate::error::{Error, Result};
+use crate::read::FileRead;
 
 /// How long a move or delete keeps retrying a transient failure.
 pub const RETRY_BOUND: Duration = Duration::from_secs(5);
@@ -24,7 +24,7 @@ pub fn temp_path(path: &Path) -> PathBuf {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let mut r = [0u8; 6];
-    crate::key::random_bytes(&mut r);
+    crate::random::fill(&mut r);
     path.with_file_name(format!(".{name}.{}.tmp", hex::encode(r)))
 }
 
@@ -72,6 +72,35 @@ pub fn create_log(path: &Path) -> std::io::Result<File> {
         Err(e) => return Err(e),
     }
     crate::platform::create_new_no_follow(path)
+}
+
+/// How much of the lane's state reaches the disk before it goes on: a
+/// setting of the file layer, chosen by `--durability` or the config file.
+#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Durability {
+    /// Every job's start and result are flushed before the next step, and
+    /// a queued job's folder entry before `enqueue` returns
+    #[default]
+    Full,
+    /// The listener flushes its ledger at most every 20 ms and `enqueue`
+    /// flushes nothing: a crash of the listener changes nothing, but a
+    /// power loss may run a job started in the last moments a second time,
+    /// or lose one queued in the last seconds (or leave it torn, and then
+    /// rejected)
+    Relaxed,
+}
+
+impl Durability {
+    /// How a newly queued job is published: relaxed, a power loss may lose
+    /// the job or leave it torn (the listener rejects it once settled); a
+    /// crash of the process cannot.
+    pub fn enqueue_flush(self) -> Flush {
+        match self {
+            Durability::Full => Flush::DataAndName,
+            Durability::Relaxed => Flush::Nothing,
+        }
+    }
 }
 
 /// How much of a write reaches the disk before the call returns.

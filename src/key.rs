@@ -9,7 +9,6 @@ use std::io::Write;
 use std::path::Path;
 
 use ring::hmac;
-use ring::rand::{SecureRandom, SystemRandom};
 
 use crate::error::{Error, Result};
 
@@ -25,15 +24,6 @@ impl fmt::Debug for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Key(<redacted>)")
     }
-}
-
-/// Fills `buf` from the operating system's random source.
-pub fn random_bytes(buf: &mut [u8]) {
-    // SystemRandom only fails when the OS has no entropy source at all, in
-    // which case nothing this program does could be trusted anyway.
-    SystemRandom::new()
-        .fill(buf)
-        .expect("the operating system's random source failed");
 }
 
 impl Key {
@@ -107,7 +97,7 @@ pub fn generate(path: &Path, force: bool) -> Result<()> {
         std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, &e))?;
     }
     let mut raw = [0u8; 32];
-    random_bytes(&mut raw);
+    crate::random::fill(&mut raw);
     let text = format!("{}\n", hex::encode(raw));
     // Write beside the target with owner-only permissions from the start, then
     // move into place, so the secret is never briefly readable by others.

@@ -42,6 +42,8 @@ pub mod observe;
 pub mod out;
 pub mod platform;
 pub mod publisher;
+pub mod random;
+pub mod read;
 pub mod retention;
 pub mod runner;
 pub mod state;

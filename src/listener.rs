@@ -28,11 +28,11 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::accept::{self, Rejection, Verdict};
-use crate::cli::Durability;
 use crate::clock;
 use crate::doc::{self, Job, Marker, Outcome, Termination};
 use crate::error::Result;
 use crate::fsops;
+use crate::fsops::Durability;
 use crate::governor::Tier;
 use crate::heartbeat::{self, Heartbeat};
 use crate::key::Key;

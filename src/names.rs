@@ -55,7 +55,7 @@ impl JobId {
     pub fn generate(now: time::OffsetDateTime) -> JobId {
         let now = now.to_offset(time::UtcOffset::UTC);
         let mut bytes = [0u8; 8];
-        crate::key::random_bytes(&mut bytes);
+        crate::random::fill(&mut bytes);
         JobId(format!(
             "{:04}{:02}{:02}-{:02}{:02}{:02}-{}",
             now.year(),

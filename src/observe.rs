@@ -41,7 +41,7 @@ impl Observed {
 pub fn job(dirs: &TargetDirs, id: &JobId, key: &Key) -> Observed {
     let result = dirs.result_file(id);
     match fsops::read_limited(&result, outcome::MAX_BYTES) {
-        accept::FileRead::Missing => {}
+        crate::read::FileRead::Missing => {}
         read => {
             return match accept::outcome(id.as_str(), read, dirs.target().as_str(), key) {
                 Ok(o) => Observed::Done(Box::new(o)),

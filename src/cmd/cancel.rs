@@ -95,7 +95,7 @@ impl CancelStatus {
 fn check_parent(dirs: &TargetDirs, id: &JobId, key: &Key, caller: &JobId) -> Result<()> {
     for path in [dirs.job_file(id), dirs.done_file(id)] {
         let read = fsops::read_limited(&path, job::MAX_BYTES);
-        if matches!(read, accept::FileRead::Missing) {
+        if matches!(read, crate::read::FileRead::Missing) {
             continue;
         }
         let name = id.file_name();
@@ -163,7 +163,7 @@ fn status_from_answer(
     body: &Value,
 ) -> Result<CancelStatus> {
     let target = dirs.target().as_str();
-    let doc = |v: &Value| accept::FileRead::Bytes(v.to_string().into_bytes());
+    let doc = |v: &Value| crate::read::FileRead::Bytes(v.to_string().into_bytes());
     match (status, body["status"].as_str()) {
         (202, Some("requested")) => Ok(CancelStatus::Requested {
             observed: match body["job"].as_str() {

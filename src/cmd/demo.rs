@@ -145,7 +145,7 @@ fn enqueue_args<'a>(extra: &[&'a str], argv: &'a [String]) -> Vec<&'a str> {
 /// Runs `demo`.
 pub fn run(_ctx: &Context, args: DemoArgs) -> Result<u8> {
     let mut r = [0u8; 4];
-    crate::key::random_bytes(&mut r);
+    crate::random::fill(&mut r);
     let scratch = Scratch {
         dir: std::env::temp_dir().join(format!("fleet-dispatch-demo-{}", hex::encode(r))),
         keep: args.keep,

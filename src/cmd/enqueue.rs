@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use crate::cli::{Durability, EnqueueArgs, PriorityArg};
+use crate::cli::{EnqueueArgs, PriorityArg};
 use crate::clock;
 use crate::config::Context;
 use crate::doc::{Job, Priority, Spec};
@@ -115,12 +115,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     };
     if via.is_none() || unreachable.is_some() {
         fsops::create_dirs(&[dirs.inbox()])?;
-        // Relaxed: a power loss may lose the job or leave it torn, which
-        // the listener rejects once settled; a crash of this process cannot.
-        let flush = match ctx.durability() {
-            Durability::Full => fsops::Flush::DataAndName,
-            Durability::Relaxed => fsops::Flush::Nothing,
-        };
+        let flush = ctx.durability().enqueue_flush();
         if !fsops::publish(&path, &job.to_file_bytes(), flush)? {
             return Err(Error::validation(format!(
                 "job id {id} is already queued for {} ({}); nothing was overwritten",

@@ -46,7 +46,7 @@ fn age_since(ts: &str) -> Option<Duration> {
 
 fn listener(dirs: &TargetDirs) -> Value {
     let read = fsops::read_limited(&dirs.listener_json(), 64 * 1024);
-    let accept::FileRead::Bytes(b) = read else {
+    let crate::read::FileRead::Bytes(b) = read else {
         return json!({"alive": false, "seen": false});
     };
     match serde_json::from_slice::<Beat>(&b) {
@@ -71,7 +71,8 @@ fn running(dirs: &TargetDirs) -> Vec<Value> {
     entries(&dirs.running())
         .into_iter()
         .filter_map(|(id, _)| {
-            let accept::FileRead::Bytes(b) = fsops::read_limited(&dirs.running_file(&id), 1 << 20)
+            let crate::read::FileRead::Bytes(b) =
+                fsops::read_limited(&dirs.running_file(&id), 1 << 20)
             else {
                 return None;
             };

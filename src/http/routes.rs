@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::accept::{self, FileRead, Verdict};
+use crate::accept::{self, Verdict};
 use crate::clock;
 use crate::cmd::{self, CancelStatus};
 use crate::doc::{Job, job, marker};
@@ -21,6 +21,7 @@ use crate::fsops;
 use crate::listener::Handle;
 use crate::names::JobId;
 use crate::observe::{self, Observed};
+use crate::read::FileRead;
 use crate::runner::Control;
 
 use super::auth;

@@ -19,11 +19,12 @@
 
 use std::time::Duration;
 
-use fleet_dispatch::accept::{self, FileRead, Verdict};
+use fleet_dispatch::accept::{self, Verdict};
 use fleet_dispatch::clock::{format_duration, parse_duration};
 use fleet_dispatch::doc::{job, marker, outcome};
 use fleet_dispatch::key::Key;
 use fleet_dispatch::names::{JobId, Machine, is_job_id, is_machine};
+use fleet_dispatch::read::FileRead;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::{Map, Value, json};

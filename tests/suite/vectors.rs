@@ -2,8 +2,9 @@
 //! yields its verdict — markers through the real `verify-marker` binary and
 //! the library's acceptance function, jobs and results through the library.
 
-use fleet_dispatch::accept::{self, FileRead};
+use fleet_dispatch::accept;
 use fleet_dispatch::key::Key;
+use fleet_dispatch::read::FileRead;
 use serde_json::Value;
 
 use crate::util::{World, vectors};
