@@ -297,21 +297,6 @@ pub struct DemoArgs {
     pub keep: bool,
 }
 
-/// Exit statuses that are not errors, for the man page and the README.
-pub const OTHER_EXIT_STATUSES: &[(u8, &str)] = &[
-    (0, "success; `listen` exits 0 whatever its jobs' outcomes"),
-    (
-        1,
-        "a plain no: `verify-marker` on an invalid marker, `cancel --wait` when the job finished first, a job that was cancelled, timed out or never started under `enqueue --wait`/`result --wait`",
-    ),
-    (2, "a command line that cannot be parsed"),
-    (
-        124,
-        "a `--wait` that reached its `--wait-timeout`; the job is still queued or running",
-    ),
-    (130, "interrupted (Ctrl-C or SIGTERM)"),
-];
-
 /// Environment variables read or set, for the man page.
 pub const ENVIRONMENT: &[(&str, &str)] = &[
     ("FLEET_DISPATCH_ROOT", "the dispatch root (--root)"),

@@ -65,19 +65,6 @@ impl Code {
             Code::Config => "CONFIG",
         }
     }
-
-    /// The process exit status for this code.
-    pub fn exit_status(self) -> u8 {
-        match self {
-            Code::Validation => 64,
-            Code::BadRequest => 65,
-            Code::NotFound => 66,
-            Code::Internal => 70,
-            Code::Busy => 75,
-            Code::Forbidden => 77,
-            Code::Config => 78,
-        }
-    }
 }
 
 /// An error with its SPEC code, a message and an optional hint.
@@ -183,7 +170,7 @@ mod tests {
         ];
         for (code, name, status) in table {
             assert_eq!(code.as_str(), name);
-            assert_eq!(code.exit_status(), status);
+            assert_eq!(crate::exit::of(code), status);
         }
     }
 

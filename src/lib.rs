@@ -24,12 +24,14 @@
 #![deny(missing_docs)]
 
 pub mod accept;
+pub mod cancel;
 pub mod cli;
 pub mod clock;
 pub mod cmd;
 pub mod config;
 pub mod doc;
 pub mod error;
+pub mod exit;
 pub mod fsops;
 pub mod governor;
 pub mod heartbeat;
@@ -47,5 +49,6 @@ pub mod read;
 pub mod retention;
 pub mod runner;
 pub mod state;
+pub mod submit;
 pub mod wait;
 pub mod watcher;

@@ -31,7 +31,7 @@ fn main() -> ExitCode {
             } else {
                 let _ = writeln!(std::io::stderr(), "fleet-dispatch: error: {err}");
             }
-            ExitCode::from(err.code.exit_status())
+            ExitCode::from(fleet_dispatch::exit::of(err.code))
         }
     }
 }

@@ -16,9 +16,6 @@ use crate::observe::{self, Observed};
 /// How often the folder is looked at while waiting.
 const POLL: Duration = Duration::from_millis(200);
 
-/// Exit status of a wait that timed out (as `timeout(1)`).
-pub const TIMED_OUT: u8 = 124;
-
 /// How a wait ended.
 pub enum Waited {
     /// The verified result.

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use crate::cli::DemoArgs;
 use crate::config::Context;
 use crate::error::{Code, Error, Result};
+use crate::exit;
 
 const TARGET: &str = "DEMO-PC";
 
@@ -211,7 +212,7 @@ pub fn run(_ctx: &Context, args: DemoArgs) -> Result<u8> {
             demo.started.elapsed().as_secs_f64()
         );
     }
-    Ok(0)
+    Ok(exit::SUCCESS)
 }
 
 fn drive(demo: &Demo, listener: &mut Child) -> Result<()> {

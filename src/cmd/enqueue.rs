@@ -5,17 +5,17 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
+use crate::cancel::{self, CancelStatus};
 use crate::cli::{EnqueueArgs, PriorityArg};
 use crate::clock;
 use crate::config::Context;
 use crate::doc::{Job, Priority, Spec};
 use crate::error::{Error, Result};
-use crate::fsops;
-use crate::http::client::{self, Sent, Url};
+use crate::exit;
+use crate::http::client::{self, Url};
 use crate::names::{self, JobId};
+use crate::submit;
 use crate::wait::{self, Waited};
-
-use super::cancel::{self, CancelStatus};
 
 /// Builds the spec from the flags; every value is checked before anything
 /// is written.
@@ -78,23 +78,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     let origin = ctx.machine()?;
     let dirs = ctx.target(&root, &args.target)?;
 
-    // Ids are single-use forever: refuse one this target has seen.
-    for (place, path) in [
-        ("results/", dirs.result_file(&id)),
-        ("archive/done/", dirs.done_file(&id)),
-        (
-            "archive/rejected/",
-            dirs.rejected_files(&id.file_name(), 0).0,
-        ),
-    ] {
-        if std::fs::symlink_metadata(&path).is_ok() {
-            return Err(Error::validation(format!(
-                "job id {id} was already used on {} (found in {place})",
-                dirs.target()
-            ))
-            .hint("job ids are single-use; omit --job-id to get a fresh one"));
-        }
-    }
+    submit::check_unused(&dirs, &id)?;
     let job = Job::sign(
         &key,
         id.clone(),
@@ -104,37 +88,21 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
         spec,
     );
     let path = dirs.job_file(&id);
-    // Over HTTP when asked; the folder when the target cannot be reached.
-    let unreachable = match &via {
-        Some(url) => match client::post_job(url, &job.to_file_bytes())? {
-            Sent::Answer { status: 202, .. } => None,
-            Sent::Answer { status, body } => return Err(client::refusal(url, status, &body)),
-            Sent::Unreachable(why) => Some((url, why)),
-        },
-        None => None,
-    };
-    if via.is_none() || unreachable.is_some() {
-        fsops::create_dirs(&[dirs.inbox()])?;
-        let flush = ctx.durability().enqueue_flush();
-        if !fsops::publish(&path, &job.to_file_bytes(), flush)? {
-            return Err(Error::validation(format!(
-                "job id {id} is already queued for {} ({}); nothing was overwritten",
-                dirs.target(),
-                path.display()
-            ))
-            .hint("omit --job-id to get a fresh one"));
-        }
-    }
-    if let Some((url, why)) = &unreachable {
-        client::say_fallback(url, why, true);
-    }
+    client::deliver_job(
+        via.as_ref(),
+        &dirs,
+        &job,
+        &key,
+        ctx.durability().enqueue_flush(),
+    )?;
 
     // Steer: the new job is queued first, so a cancel that cannot land
     // leaves it simply waiting its turn.
     let steer = interrupt.as_ref().map(|old| {
         (
             old,
-            cancel::request_cancel(&dirs, old, &key, &origin, parent.as_ref(), via.as_ref()),
+            cancel::sign(&dirs, old, &key, &origin, parent.as_ref())
+                .and_then(|m| client::deliver_marker(via.as_ref(), &dirs, old, &key, &m)),
         )
     });
     let mut out = json!({
@@ -166,7 +134,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     }
     if !args.wait {
         super::emit(ctx, &out, &human);
-        return Ok(0);
+        return Ok(exit::SUCCESS);
     }
     if !ctx.json() {
         crate::out::line(&human.to_string());
@@ -190,7 +158,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
             } else {
                 eprintln!("fleet-dispatch: {msg}");
             }
-            Ok(wait::TIMED_OUT)
+            Ok(exit::TIMED_OUT)
         }
     }
 }

@@ -5,6 +5,7 @@ use serde_json::json;
 use crate::cli::KeygenArgs;
 use crate::config::Context;
 use crate::error::{Error, Result};
+use crate::exit;
 
 /// Writes a new key; refuses to overwrite without `--force`, and refuses a
 /// key path inside the dispatch root.
@@ -28,5 +29,5 @@ pub fn run(ctx: &Context, args: KeygenArgs) -> Result<u8> {
             path.display()
         ),
     );
-    Ok(0)
+    Ok(exit::SUCCESS)
 }

@@ -15,9 +15,6 @@ use crate::cli::{Cli, Cmd};
 use crate::config::Context;
 use crate::error::Result;
 
-pub use cancel::{CancelStatus, place_marker, request_cancel};
-pub use status::target_status;
-
 /// Runs the command; returns the process exit status.
 pub fn dispatch(cli: Cli) -> Result<u8> {
     let ctx = Context::load(cli.global)?;

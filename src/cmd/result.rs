@@ -8,6 +8,7 @@ use crate::clock;
 use crate::config::Context;
 use crate::doc::Outcome;
 use crate::error::{Error, Result};
+use crate::exit;
 use crate::names::JobId;
 use crate::observe::{self, Observed};
 use crate::wait::{self, Waited};
@@ -84,7 +85,7 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
                 } else {
                     eprintln!("fleet-dispatch: {msg}");
                 }
-                return Ok(wait::TIMED_OUT);
+                return Ok(exit::TIMED_OUT);
             }
         }
     } else {
@@ -109,6 +110,6 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
     Ok(if args.wait {
         outcome.wait_exit_status()
     } else {
-        0
+        exit::SUCCESS
     })
 }

@@ -11,6 +11,7 @@ use walkdir::WalkDir;
 use crate::cli::SweepArgs;
 use crate::config::Context;
 use crate::error::{Error, Result};
+use crate::exit;
 use crate::fsops;
 use crate::layout::{self, TargetDirs};
 use crate::names::{JobId, Machine};
@@ -121,5 +122,9 @@ pub fn run(ctx: &Context, args: SweepArgs) -> Result<u8> {
         }),
         &human.join("\n"),
     );
-    Ok(if failed.is_empty() { 0 } else { 70 })
+    Ok(if failed.is_empty() {
+        exit::SUCCESS
+    } else {
+        exit::INTERNAL
+    })
 }

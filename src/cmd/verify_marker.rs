@@ -7,6 +7,7 @@ use crate::accept;
 use crate::cli::VerifyMarkerArgs;
 use crate::config::Context;
 use crate::error::{Error, Result};
+use crate::exit;
 use crate::fsops;
 use crate::names::Machine;
 
@@ -47,7 +48,7 @@ pub fn run(ctx: &Context, args: VerifyMarkerArgs) -> Result<u8> {
             crate::out::paint(verdict, crate::out::outcome_tone(verdict))
         ),
     );
-    Ok(if verdict == "valid" { 0 } else { 1 })
+    Ok(exit::no_if(verdict != "valid"))
 }
 
 /// `<root>/<TARGET>/cancel/<file>` → `TARGET`.

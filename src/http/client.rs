@@ -1,6 +1,7 @@
 //! The sending side of `--via http://HOST:PORT`: one POST over a plain
 //! `TcpStream`, with a connect timeout and a read timeout, and the rule for
-//! falling back to the folder.
+//! falling back to the folder ([`deliver_job`], [`deliver_marker`]: the one
+//! way `enqueue` and `cancel` hand a document to a target).
 //!
 //! Only a target that cannot be reached at all (no address, connection
 //! refused or timed out) falls back to the shared folder, because then
@@ -14,8 +15,17 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::accept;
+use crate::cancel::{self, CancelStatus};
+use crate::doc::{self, Job, Marker};
 use crate::error::{Code, Error, Result};
+use crate::fsops::Flush;
+use crate::key::Key;
+use crate::layout::TargetDirs;
 use crate::names::JobId;
+use crate::observe::Observed;
+use crate::read::FileRead;
+use crate::submit;
 
 /// How long to try to connect to each address of the target.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -221,6 +231,97 @@ pub fn say_fallback(url: &Url, why: &str, wrote: bool) {
         "used the shared folder instead"
     };
     eprintln!("fleet-dispatch: could not reach {url} ({why}); {did}");
+}
+
+/// Delivers a signed job: over HTTP to `via` when given, into the folder
+/// otherwise or when the target cannot be reached (then said on stderr).
+pub fn deliver_job(
+    via: Option<&Url>,
+    dirs: &TargetDirs,
+    job: &Job,
+    key: &Key,
+    flush: Flush,
+) -> Result<()> {
+    if let Some(url) = via {
+        match post_job(url, &job.to_file_bytes())? {
+            Sent::Answer { status: 202, .. } => return Ok(()),
+            Sent::Answer { status, body } => return Err(refusal(url, status, &body)),
+            Sent::Unreachable(why) => {
+                submit::publish(dirs, job, key, flush)?;
+                say_fallback(url, &why, true);
+                return Ok(());
+            }
+        }
+    }
+    submit::publish(dirs, job, key, flush)
+}
+
+/// Delivers a signed cancel marker: over HTTP to `via` when given, into the
+/// folder otherwise or when the target cannot be reached (then said on
+/// stderr).
+pub fn deliver_marker(
+    via: Option<&Url>,
+    dirs: &TargetDirs,
+    id: &JobId,
+    key: &Key,
+    marker: &Marker,
+) -> Result<CancelStatus> {
+    let Some(url) = via else {
+        return cancel::place_marker(dirs, id, key, marker);
+    };
+    match post_cancel(url, id, &doc::to_file_bytes(marker))? {
+        Sent::Answer { status, body } => cancel_answer(dirs, id, key, url, status, &body),
+        Sent::Unreachable(why) => {
+            let status = cancel::place_marker(dirs, id, key, marker)?;
+            let wrote = matches!(status, CancelStatus::Requested { existing: None, .. });
+            say_fallback(url, &why, wrote);
+            Ok(status)
+        }
+    }
+}
+
+/// The target's answer to a cancel, as a status. Documents in it (a
+/// result, an earlier marker) count only when they verify here.
+fn cancel_answer(
+    dirs: &TargetDirs,
+    id: &JobId,
+    key: &Key,
+    url: &Url,
+    status: u16,
+    body: &Value,
+) -> Result<CancelStatus> {
+    let target = dirs.target().as_str();
+    let doc = |v: &Value| FileRead::Bytes(v.to_string().into_bytes());
+    match (status, body["status"].as_str()) {
+        (202, Some("requested")) => Ok(CancelStatus::Requested {
+            observed: match body["job"].as_str() {
+                Some("running") => Observed::Running,
+                Some("queued") => Observed::Queued,
+                _ => Observed::NotSeen,
+            },
+            existing: body
+                .get("marker")
+                .and_then(|m| accept::marker(&id.file_name(), doc(m), target, key).ok()),
+        }),
+        (202, Some("not_running")) => accept::outcome(
+            id.as_str(),
+            doc(&body["result"]),
+            target,
+            key,
+        )
+        .map(|o| CancelStatus::NotRunning(Box::new(o)))
+        .map_err(|r| {
+            Error::forbidden(format!(
+                "{url} says {id} already finished, but the result it sent does not verify ({}: {})",
+                r.verdict.as_str(),
+                r.message
+            ))
+        }),
+        (409, Some("blocked")) => Ok(CancelStatus::Blocked(
+            body["reason"].as_str().unwrap_or_default().to_string(),
+        )),
+        _ => Err(refusal(url, status, body)),
+    }
 }
 
 #[cfg(test)]

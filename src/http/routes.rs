@@ -13,9 +13,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::accept::{self, Verdict};
+use crate::cancel::{self, CancelStatus};
 use crate::clock;
-use crate::cmd::{self, CancelStatus};
-use crate::doc::{Job, job, marker};
+use crate::doc::{job, marker};
 use crate::error::{Code, Error};
 use crate::fsops;
 use crate::listener::Handle;
@@ -23,6 +23,7 @@ use crate::names::JobId;
 use crate::observe::{self, Observed};
 use crate::read::FileRead;
 use crate::runner::Control;
+use crate::submit;
 
 use super::auth;
 use super::server::{Handler, Request, Response};
@@ -104,17 +105,6 @@ pub fn code_status(code: Code) -> u16 {
     }
 }
 
-/// What a job's signature covers: equal texts are the same job.
-fn signed_text(j: &Job) -> String {
-    job::canonical(
-        j.id.as_str(),
-        &j.target,
-        &j.created_at,
-        &j.origin,
-        &j.spec_text,
-    )
-}
-
 /// `POST` path of a job's cancel.
 pub fn cancel_path(id: &JobId) -> String {
     format!("/v1/jobs/{id}/cancel")
@@ -174,37 +164,9 @@ impl Routes {
     /// inbox (never replacing) → wake the listener.
     fn submit(&self, body: &[u8]) -> Answer {
         let h = &self.handle;
-        // The file-name rule holds by construction: the name is the body's id.
-        let name = serde_json::from_slice::<Value>(body)
-            .ok()
-            .and_then(|v| v.get("jobId")?.as_str().map(|id| format!("{id}.json")))
-            .unwrap_or_default();
-        let job = accept::job(&name, FileRead::Bytes(body.to_vec()), self.target(), &h.key)
-            .map_err(|r| from_rejection("job", &r))?;
-        let what = format!("job {}", job.id);
-        accept::replay(&job.id, h.processed_where(&job.id))
-            .and_then(|()| accept::freshness(job.created, clock::now(), h.max_age))
-            .map_err(|r| from_rejection(&what, &r))?;
-        let path = h.dirs.job_file(&job.id);
-        fsops::create_dirs(&[h.dirs.inbox()]).map_err(from_error)?;
-        if !fsops::publish(&path, &job.to_file_bytes(), fsops::Flush::DataAndName)
-            .map_err(from_error)?
-        {
-            // The same signed job sent twice (a retry, or the folder path
-            // too) is the same job: queued once.
-            let there = fsops::read_limited(&path, job::MAX_BYTES);
-            let same = accept::job(&job.id.file_name(), there, self.target(), &h.key)
-                .is_ok_and(|t| signed_text(&t) == signed_text(&job));
-            if !same {
-                return Err(refused(
-                    422,
-                    Error::validation(format!(
-                        "{what} is already queued on {} with other content; nothing was overwritten",
-                        self.target()
-                    )),
-                ));
-            }
-        }
+        let job = submit::admit(&h.dirs, &h.key, body, h.max_age, |id| h.processed_where(id))
+            .map_err(|r| from_rejection(&r.what, &r.rejection))?;
+        submit::publish(&h.dirs, &job, &h.key, fsops::Flush::DataAndName).map_err(from_error)?;
         h.control.send(Control::Wake);
         Ok((
             202,
@@ -225,7 +187,7 @@ impl Routes {
             &h.key,
         )
         .map_err(|r| from_rejection(&format!("marker for {id}"), &r))?;
-        let status = cmd::place_marker(&h.dirs, &id, &h.key, &m).map_err(from_error)?;
+        let status = cancel::place_marker(&h.dirs, &id, &h.key, &m).map_err(from_error)?;
         let mut out = status.to_json(&id);
         out["target"] = json!(self.target());
         match &status {
@@ -299,7 +261,7 @@ impl Routes {
             200,
             json!({
                 "root": h.root.display().to_string(),
-                "targets": [cmd::target_status(&h.dirs, &h.key)],
+                "targets": [observe::target(&h.dirs, &h.key)],
             }),
         ))
     }

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use clap::CommandFactory;
 use clap_complete::Shell;
 use fleet_dispatch::cli::{self, Cli};
-use fleet_dispatch::error::Code;
 
 const REGENERATE: &str = "FLEET_DISPATCH_REGENERATE";
 
@@ -60,16 +59,7 @@ fn man_page(cmd: clap::Command, title: &str) -> String {
         out.push_str(".fi\n");
     }
     out.push_str(".SH \"EXIT STATUS\"\n");
-    let mut statuses: Vec<(u8, String)> = cli::OTHER_EXIT_STATUSES
-        .iter()
-        .map(|(n, t)| (*n, t.to_string()))
-        .collect();
-    statuses.extend(
-        Code::ALL
-            .iter()
-            .map(|c| (c.exit_status(), format!("{}: {}", c.as_str(), c.meaning()))),
-    );
-    statuses.sort_by_key(|(n, _)| *n);
+    let statuses = fleet_dispatch::exit::table();
     tagged(
         &mut out,
         statuses.into_iter().map(|(n, t)| (n.to_string(), t)),

@@ -1,6 +1,14 @@
 //! What the folder says about one job, as seen from any machine: done (a
-//! verified result), running, queued, or not seen yet (sync may lag). Used by
-//! `cancel`, `enqueue --interrupt` and the waiting loop.
+//! verified result), running, queued, or not seen yet (sync may lag). The
+//! one answer to "what state is this job in?", for `result`, `cancel`,
+//! `enqueue --interrupt`, the waiting loop, `status` and the HTTP intake;
+//! [`target`] looks at a whole target the same way.
+
+mod target;
+
+pub use target::{
+    ListenerState, PendingCancel, QueuedJob, RECENT, RecentResult, RunningJob, TargetStatus, target,
+};
 
 use crate::accept;
 use crate::doc::{Outcome, outcome};

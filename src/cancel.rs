@@ -1,0 +1,182 @@
+//! Asking a target to stop a job (docs/protocol.md §5.1, §7.4): the parent
+//! rule, signing the marker, and placing it in `cancel/` — the one place
+//! where a cancel request is decided, for `cancel`, `enqueue --interrupt`
+//! and the HTTP intake alike. The listener's side (honouring a marker) is
+//! in [`crate::watcher`] and [`crate::listener`].
+
+use serde_json::{Value, json};
+
+use crate::accept;
+use crate::clock;
+use crate::doc::{self, Marker, Outcome, job};
+use crate::error::{Error, Result};
+use crate::fsops;
+use crate::key::Key;
+use crate::layout::TargetDirs;
+use crate::names::{JobId, Machine};
+use crate::observe::{self, Observed};
+use crate::read::FileRead;
+
+/// What a cancel request did.
+#[derive(Debug)]
+pub enum CancelStatus {
+    /// A marker is in place (`existing`: it was there already); the job's
+    /// state as seen when asking.
+    Requested {
+        /// What the folder said about the job.
+        observed: Observed,
+        /// The marker was already there and was left as it was.
+        existing: Option<Marker>,
+    },
+    /// A verified result exists: nothing was written.
+    NotRunning(Box<Outcome>),
+    /// A marker file that does not verify occupies the slot.
+    Blocked(String),
+}
+
+impl CancelStatus {
+    /// The status word.
+    pub fn word(&self) -> &'static str {
+        match self {
+            CancelStatus::Requested { .. } => "requested",
+            CancelStatus::NotRunning(_) => "not_running",
+            CancelStatus::Blocked(_) => "blocked",
+        }
+    }
+
+    /// One sentence for people.
+    pub fn sentence(&self, id: &JobId) -> String {
+        match self {
+            CancelStatus::Requested {
+                observed,
+                existing: None,
+            } => {
+                format!("cancel of {id} requested (job {})", observed.word())
+            }
+            CancelStatus::Requested {
+                observed,
+                existing: Some(m),
+            } => format!(
+                "cancel of {id} was already requested by {} at {} (job {}); the marker was left as it is",
+                m.origin,
+                m.created_at,
+                observed.word()
+            ),
+            CancelStatus::NotRunning(o) => format!(
+                "{id} is not running: it already finished ({}); nothing was written",
+                o.termination().describe(o.ok)
+            ),
+            CancelStatus::Blocked(why) => format!(
+                "cancel of {id} not requested: cancel/{id}.json exists but is not a valid marker ({why}); the listener moves it to archive/rejected/, then retry"
+            ),
+        }
+    }
+
+    /// The JSON form.
+    pub fn to_json(&self, id: &JobId) -> Value {
+        let mut v = json!({"jobId": id.as_str(), "status": self.word()});
+        match self {
+            CancelStatus::Requested { observed, existing } => {
+                v["job"] = json!(observed.word());
+                v["alreadyRequested"] = json!(existing.is_some());
+            }
+            CancelStatus::NotRunning(o) => {
+                v["outcome"] = json!(o.termination().describe(o.ok));
+                v["exitCode"] = json!(o.exit_code);
+            }
+            CancelStatus::Blocked(why) => v["reason"] = json!(why),
+        }
+        v
+    }
+}
+
+/// Inside a job, only the target job's direct parent may cancel it: the
+/// signed job file names its `parentJobId`.
+fn check_parent(dirs: &TargetDirs, id: &JobId, key: &Key, caller: &JobId) -> Result<()> {
+    for path in [dirs.job_file(id), dirs.done_file(id)] {
+        let read = fsops::read_limited(&path, job::MAX_BYTES);
+        if matches!(read, FileRead::Missing) {
+            continue;
+        }
+        let name = id.file_name();
+        return match accept::job(&name, read, dirs.target().as_str(), key) {
+            Ok(j) if j.spec.parent_job_id.as_deref() == Some(caller.as_str()) => Ok(()),
+            Ok(j) => Err(Error::forbidden(format!(
+                "job {caller} may not cancel {id}: only its direct parent ({}) may",
+                j.spec
+                    .parent_job_id
+                    .as_deref()
+                    .unwrap_or("none, it was enqueued from outside a job")
+            ))),
+            Err(r) => Err(Error::forbidden(format!(
+                "cannot check who may cancel {id}: its job file {} is {} ({})",
+                path.display(),
+                r.verdict.as_str(),
+                r.message
+            ))),
+        };
+    }
+    Err(Error::not_found(format!(
+        "no job {id} on {} (inbox or archive)",
+        dirs.target()
+    )))
+}
+
+/// The signed marker asking `dirs`' target to stop `id`, after the parent
+/// rule when asked from inside job `caller`. Nothing is written.
+pub fn sign(
+    dirs: &TargetDirs,
+    id: &JobId,
+    key: &Key,
+    origin: &Machine,
+    caller: Option<&JobId>,
+) -> Result<Marker> {
+    if let Some(caller) = caller {
+        check_parent(dirs, id, key, caller)?;
+    }
+    Ok(Marker::sign(
+        key,
+        id,
+        dirs.target(),
+        origin,
+        &clock::format(clock::now()),
+    ))
+}
+
+/// Places a signed `marker` for `id` in `cancel/`, unless the job has a
+/// verified result (then nothing is written); never replaces a marker.
+pub fn place_marker(
+    dirs: &TargetDirs,
+    id: &JobId,
+    key: &Key,
+    marker: &Marker,
+) -> Result<CancelStatus> {
+    let observed = observe::job(dirs, id, key);
+    if let Observed::Done(o) = observed {
+        return Ok(CancelStatus::NotRunning(o));
+    }
+    let path = dirs.marker_file(id);
+    fsops::create_dirs(&[dirs.cancel()])?;
+    if fsops::publish(
+        &path,
+        &doc::to_file_bytes(marker),
+        fsops::Flush::DataAndName,
+    )? {
+        return Ok(CancelStatus::Requested {
+            observed,
+            existing: None,
+        });
+    }
+    let read = fsops::read_limited(&path, doc::marker::MAX_BYTES);
+    match accept::marker(&id.file_name(), read, dirs.target().as_str(), key) {
+        Ok(m) => Ok(CancelStatus::Requested {
+            observed,
+            existing: Some(m),
+        }),
+        Err(r) => Ok(CancelStatus::Blocked(format!(
+            "{}: {}",
+            r.verdict.as_str(),
+            r.message
+        ))),
+    }
+}

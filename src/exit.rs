@@ -1,0 +1,117 @@
+//! Every exit status the binary can end with, named once: the statuses that
+//! answer a question (success, a plain no, a wait that ran out, an
+//! interrupt), and the statuses of the error codes ([`crate::error::Code`]).
+//! The man pages' EXIT STATUS section is generated from [`table`], so the
+//! page and the code cannot drift apart (docs/protocol.md §9).
+
+use crate::error::Code;
+
+/// Success; `listen` exits 0 whatever its jobs' outcomes.
+pub const SUCCESS: u8 = 0;
+/// A plain no: the question was answered, the answer is negative.
+pub const NO: u8 = 1;
+/// A command line that cannot be parsed (clap's own status).
+pub const USAGE: u8 = 2;
+/// `VALIDATION_ERROR`.
+pub const VALIDATION: u8 = 64;
+/// `BAD_REQUEST`.
+pub const BAD_REQUEST: u8 = 65;
+/// `NOT_FOUND`.
+pub const NOT_FOUND: u8 = 66;
+/// `INTERNAL_ERROR`; also `sweep` when some files could not be removed.
+pub const INTERNAL: u8 = 70;
+/// `BUSY`.
+pub const BUSY: u8 = 75;
+/// `FORBIDDEN`.
+pub const FORBIDDEN: u8 = 77;
+/// `CONFIG`.
+pub const CONFIG: u8 = 78;
+/// A `--wait` that reached its `--wait-timeout` (as `timeout(1)`).
+pub const TIMED_OUT: u8 = 124;
+/// Interrupted by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
+pub const INTERRUPTED: u8 = 130;
+
+/// The statuses that are not error codes, with when they are used.
+const OTHERS: [(u8, &str); 5] = [
+    (
+        SUCCESS,
+        "success; `listen` exits 0 whatever its jobs' outcomes",
+    ),
+    (
+        NO,
+        "a plain no: `verify-marker` on an invalid marker, `cancel` when an invalid file blocks the marker's place, `cancel --wait` when the job finished first, a job that was cancelled, timed out or never started under `enqueue --wait`/`result --wait`",
+    ),
+    (USAGE, "a command line that cannot be parsed"),
+    (
+        TIMED_OUT,
+        "a `--wait` that reached its `--wait-timeout`; the job is still queued or running",
+    ),
+    (INTERRUPTED, "interrupted (Ctrl-C or SIGTERM)"),
+];
+
+/// Every exit status in ascending order, with its meaning: the man pages'
+/// EXIT STATUS table.
+pub fn table() -> Vec<(u8, String)> {
+    let mut all: Vec<(u8, String)> = OTHERS.iter().map(|(n, t)| (*n, t.to_string())).collect();
+    all.extend(
+        Code::ALL
+            .iter()
+            .map(|c| (of(*c), format!("{}: {}", c.as_str(), c.meaning()))),
+    );
+    all.sort_by_key(|(n, _)| *n);
+    all
+}
+
+/// The exit status of an error code: the BSD sysexits numbers.
+pub fn of(code: Code) -> u8 {
+    match code {
+        Code::Validation => VALIDATION,
+        Code::BadRequest => BAD_REQUEST,
+        Code::NotFound => NOT_FOUND,
+        Code::Internal => INTERNAL,
+        Code::Busy => BUSY,
+        Code::Forbidden => FORBIDDEN,
+        Code::Config => CONFIG,
+    }
+}
+
+/// `NO` when `no` holds, else `SUCCESS`.
+pub fn no_if(no: bool) -> u8 {
+    if no { NO } else { SUCCESS }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_status_is_named_once() {
+        let t = table();
+        let mut codes: Vec<u8> = t.iter().map(|(n, _)| *n).collect();
+        codes.dedup();
+        assert_eq!(codes.len(), t.len(), "a status has two meanings: {t:?}");
+        assert_eq!(
+            codes,
+            [
+                SUCCESS,
+                NO,
+                USAGE,
+                VALIDATION,
+                BAD_REQUEST,
+                NOT_FOUND,
+                INTERNAL,
+                BUSY,
+                FORBIDDEN,
+                CONFIG,
+                TIMED_OUT,
+                INTERRUPTED
+            ]
+        );
+    }
+
+    #[test]
+    fn sysexits_for_errors_and_shell_conventions_for_the_rest() {
+        assert_eq!((VALIDATION, CONFIG), (64, 78));
+        assert_eq!((TIMED_OUT, INTERRUPTED), (124, 130));
+    }
+}

@@ -1,0 +1,352 @@
+//! What the folder says about one target as a whole: whether its listener is
+//! alive, what runs, what waits (in drain order), which cancels are
+//! pending, and the last results. `status` prints it and the HTTP intake's
+//! `GET /v1/status` sends it; both take this one document.
+//!
+//! Cost: one directory listing per folder; job bodies are read for the
+//! queue's order (they are small), result bodies only for the last few.
+
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use crate::accept;
+use crate::clock;
+use crate::doc::{self, Job, Priority};
+use crate::fsops;
+use crate::heartbeat::{self, Beat};
+use crate::key::Key;
+use crate::layout::TargetDirs;
+use crate::names::JobId;
+use crate::read::FileRead;
+
+use super::Observed;
+
+/// How many recent results are shown.
+pub const RECENT: usize = 5;
+
+/// One target's status (the `status --json` shape the README documents).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetStatus {
+    /// The target's name.
+    pub target: String,
+    /// Its listener, as its heartbeat file tells.
+    pub listener: ListenerState,
+    /// The job running now (at most one, unless a crash left a stale file).
+    pub running: Vec<RunningJob>,
+    /// Valid queued jobs in drain order.
+    pub queued: Vec<QueuedJob>,
+    /// How many are queued.
+    pub queued_count: usize,
+    /// Inbox files that will be rejected.
+    pub invalid_in_inbox: usize,
+    /// Markers waiting in `cancel/`, with their job's state.
+    pub cancel_pending: Vec<PendingCancel>,
+    /// The last results, newest first.
+    pub recent: Vec<RecentResult>,
+}
+
+/// The listener's heartbeat as read.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum ListenerState {
+    /// No heartbeat file, or none readable.
+    NotSeen {
+        /// Always false.
+        alive: bool,
+        /// Always false.
+        seen: bool,
+    },
+    /// A heartbeat file that does not parse.
+    Unreadable {
+        /// Always false.
+        alive: bool,
+        /// Always true.
+        seen: bool,
+        /// Always `unreadable`.
+        state: &'static str,
+    },
+    /// A heartbeat.
+    #[serde(rename_all = "camelCase")]
+    Beat {
+        /// Fresh enough, and not `stopped`.
+        alive: bool,
+        /// Always true.
+        seen: bool,
+        /// `listening`, `running` or `stopped`.
+        state: String,
+        /// The listener's pid on its machine.
+        pid: u32,
+        /// When it was written.
+        heartbeat_at: String,
+        /// Its age, when its time parses.
+        heartbeat_age_sec: Option<u64>,
+        /// When the listener started.
+        started_at: String,
+        /// The listener's version.
+        version: String,
+    },
+}
+
+impl ListenerState {
+    /// True when the listener is alive.
+    pub fn alive(&self) -> bool {
+        matches!(self, ListenerState::Beat { alive: true, .. })
+    }
+}
+
+/// A job in `running/`.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunningJob {
+    /// The job.
+    pub job_id: String,
+    /// Its label.
+    pub label: Option<String>,
+    /// What runs.
+    pub argv: Vec<String>,
+    /// When it started.
+    pub started_at: String,
+    /// For how long, when the start time parses.
+    pub elapsed_sec: Option<u64>,
+}
+
+/// A queued job.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueuedJob {
+    /// The job.
+    pub job_id: String,
+    /// `high` or `normal`.
+    pub priority: &'static str,
+    /// When it was signed.
+    pub created_at: String,
+    /// Who sent it.
+    pub origin: String,
+    /// Its label.
+    pub label: Option<String>,
+    /// What it runs.
+    pub argv: Vec<String>,
+}
+
+/// A marker in `cancel/`.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingCancel {
+    /// The job it names.
+    pub job_id: String,
+    /// `running`, `queued`, `finished` or `not seen`.
+    pub job: &'static str,
+}
+
+/// One of the last results.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum RecentResult {
+    /// A result that verifies.
+    #[serde(rename_all = "camelCase")]
+    Verified {
+        /// The job.
+        job_id: String,
+        /// Always true.
+        verified: bool,
+        /// How it ended, in words.
+        outcome: &'static str,
+        /// Its exit code.
+        exit_code: i64,
+        /// When it finished.
+        finished_at: String,
+        /// How long it ran.
+        duration_ms: Option<u64>,
+        /// Its label.
+        label: Option<String>,
+    },
+    /// A result file that does not verify.
+    #[serde(rename_all = "camelCase")]
+    Unverified {
+        /// The job.
+        job_id: String,
+        /// Always false.
+        verified: bool,
+        /// The verdict.
+        problem: &'static str,
+    },
+}
+
+/// The ids named by `<id>.json` entries of `dir`, with their mtimes.
+fn entries(dir: &Path) -> Vec<(JobId, Option<SystemTime>)> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| {
+            let id = JobId::from_file_name(e.file_name().to_str()?)?;
+            Some((id, e.metadata().ok().and_then(|m| m.modified().ok())))
+        })
+        .collect()
+}
+
+fn age_since(ts: &str) -> Option<Duration> {
+    let t = clock::parse(ts)?;
+    (clock::now() - t).try_into().ok()
+}
+
+fn listener(dirs: &TargetDirs) -> ListenerState {
+    let FileRead::Bytes(b) = fsops::read_limited(&dirs.listener_json(), 64 * 1024) else {
+        return ListenerState::NotSeen {
+            alive: false,
+            seen: false,
+        };
+    };
+    match serde_json::from_slice::<Beat>(&b) {
+        Ok(beat) => {
+            let age = age_since(&beat.heartbeat_at);
+            ListenerState::Beat {
+                alive: heartbeat::alive(&beat.state, age),
+                seen: true,
+                heartbeat_age_sec: age.map(|a| a.as_secs()),
+                state: beat.state,
+                pid: beat.pid,
+                heartbeat_at: beat.heartbeat_at,
+                started_at: beat.started_at,
+                version: beat.version,
+            }
+        }
+        Err(_) => ListenerState::Unreadable {
+            alive: false,
+            seen: true,
+            state: "unreadable",
+        },
+    }
+}
+
+/// The part of a `running/` file that status shows.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Shown {
+    #[serde(default)]
+    label: Option<String>,
+    #[serde(default)]
+    argv: Vec<String>,
+    #[serde(default)]
+    started_at: String,
+}
+
+fn running(dirs: &TargetDirs) -> Vec<RunningJob> {
+    entries(&dirs.running())
+        .into_iter()
+        .filter_map(|(id, _)| {
+            let FileRead::Bytes(b) = fsops::read_limited(&dirs.running_file(&id), 1 << 20) else {
+                return None;
+            };
+            let shown: Shown = serde_json::from_slice(&b).ok()?;
+            Some(RunningJob {
+                job_id: id.to_string(),
+                elapsed_sec: age_since(&shown.started_at).map(|a| a.as_secs()),
+                label: shown.label,
+                argv: shown.argv,
+                started_at: shown.started_at,
+            })
+        })
+        .collect()
+}
+
+fn queued(dirs: &TargetDirs, key: &Key) -> (Vec<Job>, usize) {
+    let mut jobs = Vec::new();
+    let mut invalid = 0;
+    // A running job's file stays in the inbox until it is archived.
+    let running: Vec<JobId> = entries(&dirs.running())
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    for (id, _) in entries(&dirs.inbox())
+        .into_iter()
+        .filter(|(id, _)| !running.contains(id))
+    {
+        let read = fsops::read_limited(&dirs.job_file(&id), doc::job::MAX_BYTES);
+        match accept::job(&id.file_name(), read, dirs.target().as_str(), key) {
+            Ok(j) => jobs.push(j),
+            Err(_) => invalid += 1,
+        }
+    }
+    jobs.sort_by_key(Job::drain_key);
+    (jobs, invalid)
+}
+
+fn pending_cancels(dirs: &TargetDirs, key: &Key) -> Vec<PendingCancel> {
+    entries(&dirs.cancel())
+        .into_iter()
+        .map(|(id, _)| PendingCancel {
+            job: match super::job(dirs, &id, key) {
+                Observed::Done(_) | Observed::ForgedResult(_) => "finished",
+                Observed::Running => "running",
+                Observed::Queued => "queued",
+                Observed::NotSeen => "not seen",
+            },
+            job_id: id.to_string(),
+        })
+        .collect()
+}
+
+fn recent(dirs: &TargetDirs, key: &Key) -> Vec<RecentResult> {
+    let mut all = entries(&dirs.results());
+    all.sort_by_key(|(id, m)| (*m, id.clone()));
+    all.into_iter()
+        .rev()
+        .take(RECENT)
+        .map(|(id, _)| {
+            let read = fsops::read_limited(&dirs.result_file(&id), doc::outcome::MAX_BYTES);
+            match accept::outcome(id.as_str(), read, dirs.target().as_str(), key) {
+                Ok(o) => {
+                    let d = o.detail_value();
+                    RecentResult::Verified {
+                        job_id: o.job_id.clone(),
+                        verified: true,
+                        outcome: o.termination().describe(o.ok),
+                        exit_code: o.exit_code,
+                        finished_at: o.finished_at.clone(),
+                        duration_ms: d["durationMs"].as_u64(),
+                        label: d["label"].as_str().map(str::to_string),
+                    }
+                }
+                Err(r) => RecentResult::Unverified {
+                    job_id: id.to_string(),
+                    verified: false,
+                    problem: r.verdict.as_str(),
+                },
+            }
+        })
+        .collect()
+}
+
+fn queued_job(j: &Job) -> QueuedJob {
+    QueuedJob {
+        job_id: j.id.to_string(),
+        priority: if j.spec.priority == Priority::High {
+            "high"
+        } else {
+            "normal"
+        },
+        created_at: j.created_at.clone(),
+        origin: j.origin.clone(),
+        label: j.spec.label.clone(),
+        argv: j.spec.argv.clone(),
+    }
+}
+
+/// Looks at the whole of `dirs`' target.
+pub fn target(dirs: &TargetDirs, key: &Key) -> TargetStatus {
+    let (jobs, invalid) = queued(dirs, key);
+    TargetStatus {
+        target: dirs.target().to_string(),
+        listener: listener(dirs),
+        running: running(dirs),
+        queued_count: jobs.len(),
+        queued: jobs.iter().map(queued_job).collect(),
+        invalid_in_inbox: invalid,
+        cancel_pending: pending_cancels(dirs, key),
+        recent: recent(dirs, key),
+    }
+}

@@ -1,0 +1,108 @@
+//! Handing a signed job to a target (docs/protocol.md §5.2, §6): the rule
+//! for which ids may still be used, and publishing into `inbox/` without
+//! ever replacing a file — one place for `enqueue` and the HTTP intake, so
+//! a job meets the same rules whichever door it comes through.
+
+use std::time::Duration;
+
+use crate::accept::{self, Rejection};
+use crate::clock;
+use crate::doc::{Job, job};
+use crate::error::{Error, Result};
+use crate::fsops::{self, Flush};
+use crate::key::Key;
+use crate::layout::TargetDirs;
+use crate::names::JobId;
+use crate::read::FileRead;
+
+/// Refuses an id the target already used, as far as this machine can see
+/// (the target's ledger is local to it: its listener refuses the rest).
+pub fn check_unused(dirs: &TargetDirs, id: &JobId) -> Result<()> {
+    match crate::listener::processed_where(dirs, id, || false) {
+        None => Ok(()),
+        Some(place) => Err(Error::validation(format!(
+            "job id {id} was already used on {} (found in {place})",
+            dirs.target()
+        ))
+        .hint("job ids are single-use; omit --job-id to get a fresh one")),
+    }
+}
+
+/// A job body refused by [`admit`]: what was refused (`job`, or `job ID`
+/// once the body named a valid id) and why.
+#[derive(Debug)]
+pub struct Refused {
+    /// `job`, or `job ID`.
+    pub what: String,
+    /// The verdict and its reason.
+    pub rejection: Rejection,
+}
+
+/// A posted job body judged as the listener would judge it in `inbox/`:
+/// acceptance, then the replay guard (`used` says where the id was used),
+/// then its age.
+pub fn admit(
+    dirs: &TargetDirs,
+    key: &Key,
+    body: &[u8],
+    max_age: Duration,
+    used: impl FnOnce(&JobId) -> Option<&'static str>,
+) -> Result<Job, Refused> {
+    // The file-name rule holds by construction: the name is the body's id.
+    let name = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("jobId")?.as_str().map(|id| format!("{id}.json")))
+        .unwrap_or_default();
+    let job = accept::job(
+        &name,
+        FileRead::Bytes(body.to_vec()),
+        dirs.target().as_str(),
+        key,
+    )
+    .map_err(|rejection| Refused {
+        what: "job".to_string(),
+        rejection,
+    })?;
+    accept::replay(&job.id, used(&job.id))
+        .and_then(|()| accept::freshness(job.created, clock::now(), max_age))
+        .map_err(|rejection| Refused {
+            what: format!("job {}", job.id),
+            rejection,
+        })?;
+    Ok(job)
+}
+
+/// Publishes `job` at `inbox/<id>.json`, never replacing a file. The same
+/// signed job sent twice (a retry, or both doors) is the same job, queued
+/// once; another file holding the id is left untouched and refused.
+pub fn publish(dirs: &TargetDirs, job: &Job, key: &Key, flush: Flush) -> Result<()> {
+    let path = dirs.job_file(&job.id);
+    fsops::create_dirs(&[dirs.inbox()])?;
+    if fsops::publish(&path, &job.to_file_bytes(), flush)? {
+        return Ok(());
+    }
+    let there = fsops::read_limited(&path, job::MAX_BYTES);
+    let same = accept::job(&job.id.file_name(), there, dirs.target().as_str(), key)
+        .is_ok_and(|t| signed_text(&t) == signed_text(job));
+    if same {
+        return Ok(());
+    }
+    Err(Error::validation(format!(
+        "job id {} is already queued for {} with other content ({}); nothing was overwritten",
+        job.id,
+        dirs.target(),
+        path.display()
+    ))
+    .hint("omit --job-id to get a fresh one"))
+}
+
+/// What a job's signature covers: equal texts are the same job.
+fn signed_text(j: &Job) -> String {
+    job::canonical(
+        j.id.as_str(),
+        &j.target,
+        &j.created_at,
+        &j.origin,
+        &j.spec_text,
+    )
+}
