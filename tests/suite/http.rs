@@ -59,7 +59,7 @@ fn intake_at(
         let addr: SocketAddr = ([127, 0, 0, 1], free_port()).into();
         let log = std::fs::File::create(w.dir.path().join("listener.log")).unwrap();
         let child = w
-            .cmd()
+            .bg_cmd()
             .args(["listen", "--poll-interval", poll, "--settle", "2s"])
             .args(["--http", &spell(addr)])
             .args(extra)

@@ -135,7 +135,7 @@ impl Listener {
         let hb = w.pc().join("listener.json");
         let _ = std::fs::remove_file(&hb);
         let child = w
-            .cmd()
+            .bg_cmd()
             .args(["listen", "--poll-interval", "100ms", "--settle", settle])
             .stdout(File::create(&out).unwrap())
             .stderr(File::create(&err).unwrap())
@@ -1003,7 +1003,7 @@ fn concurrent_enqueues_of_one_id_publish_exactly_one() {
         let id = uid("race");
         let children: Vec<Child> = (0..4)
             .map(|n| {
-                w.cmd()
+                w.bg_cmd()
                     .args(["enqueue", "--target", "PC", "--job-id", &id, "--"])
                     .args([
                         "sh",
