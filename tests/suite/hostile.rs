@@ -1,4 +1,4 @@
-//! The hostile corpus (SPEC §1, §3, §6; issue 5 point 4): write access to the
+//! The hostile corpus (SPEC §1, §3, §6): write access to the
 //! folder alone must never run, cancel or forge anything, and no file, however
 //! crafted, may take the listener down or make it write outside the root.
 //!

@@ -1,4 +1,4 @@
-//! The HTTP intake (issue 8): `listen --http`, its four endpoints, the error
+//! The HTTP intake: `listen --http`, its four endpoints, the error
 //! mapping, hostile clients, and `enqueue`/`cancel --via` — against a real
 //! listener on loopback, with raw `TcpStream` requests signed independently
 //! and the real CLI. A job taken over HTTP goes through the inbox, so each

@@ -1,4 +1,4 @@
-//! `listen` (SPEC §3, §6, §7, and issue 2 point 5): the real binary draining
+//! `listen` (SPEC §3, §6, §7): the real binary draining
 //! a real inbox, running real processes, writing signed results, and refusing
 //! what must never run. Jobs are minted by the independent signer of
 //! `util` unless the test is about `enqueue`'s own path into the listener.
