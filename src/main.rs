@@ -1,31 +1,21 @@
 //! The `fleet-dispatch` binary: parse, dispatch, print an error once.
+//!
+//! Every failure arrives as the crate's own `Error`, which carries its SPEC
+//! code, so the exit status comes straight from it. A closed stdout (`| head`)
+//! never reaches here: `out::line` ends the program quietly with status 0.
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
 use fleet_dispatch::cli::Cli;
-use fleet_dispatch::error::{Code, Error};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let json = cli.global.json;
-    match run(cli) {
+    match fleet_dispatch::cmd::dispatch(cli) {
         Ok(status) => ExitCode::from(status),
         Err(err) => {
-            let err = match err.downcast::<Error>() {
-                Ok(e) => e,
-                Err(other) => {
-                    // A closed stdout (`| head`) is not an error worth a word.
-                    if other
-                        .downcast_ref::<std::io::Error>()
-                        .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
-                    {
-                        return ExitCode::SUCCESS;
-                    }
-                    Error::new(Code::Internal, format!("{other:#}"))
-                }
-            };
             if json {
                 let _ = writeln!(std::io::stdout(), "{}", err.to_json());
             } else {
@@ -34,8 +24,4 @@ fn main() -> ExitCode {
             ExitCode::from(fleet_dispatch::exit::of(err.code))
         }
     }
-}
-
-fn run(cli: Cli) -> anyhow::Result<u8> {
-    Ok(fleet_dispatch::cmd::dispatch(cli)?)
 }

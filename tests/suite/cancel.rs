@@ -1,11 +1,10 @@
-//! SPEC §5.1, §6, §7 and the `cancel` row of §8 (issue 3): stop running and
+//! SPEC §5.1, §6, §7 and the `cancel` row of §8: stop running and
 //! queued jobs, steer with `enqueue --interrupt`, the governor gate, listener
 //! shutdown and the counters — with the real binary, real processes and real
 //! signals. A cancel must land every time it should and never when it should
 //! not, so each rule has a test whose job would visibly behave otherwise.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -54,29 +53,20 @@ fn stat_fields(pid: i32) -> Vec<String> {
 fn listener_polling(w: &World, poll: &str) -> ListenerGuard {
     let hb = w.pc().join("listener.json");
     let _ = std::fs::remove_file(&hb);
-    let child = w
-        .cmd()
-        .args(["listen", "--poll-interval", poll, "--settle", "2s"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let g = ListenerGuard { child: Some(child) };
+    let g = ListenerGuard::spawn(w.bg_cmd().args([
+        "listen",
+        "--poll-interval",
+        poll,
+        "--settle",
+        "2s",
+    ]));
     wait_until(Duration::from_secs(10), || hb.exists());
     g
 }
 
 /// `--json listen --once` in the background; finish it with [`once_counters`].
 fn spawn_once(w: &World, extra: &[&str]) -> ListenerGuard {
-    let child = w
-        .cmd()
-        .args(["--json", "listen", "--once"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    ListenerGuard { child: Some(child) }
+    ListenerGuard::spawn(w.bg_cmd().args(["--json", "listen", "--once"]).args(extra))
 }
 
 fn once_counters(g: ListenerGuard) -> Value {
@@ -507,25 +497,16 @@ fn cancel_wait_exits_0_for_a_before_start_cancel() {
         &["--env", &env_flag("SIDE", &side)],
         &sh(r#"touch "$SIDE""#),
     );
-    let waiter = w
-        .cmd_as("LAPTOP")
-        .args([
-            "cancel",
-            "--target",
-            "PC",
-            "--job-id",
-            &id,
-            "--wait",
-            "--wait-timeout",
-            "20s",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let waiter = ListenerGuard {
-        child: Some(waiter),
-    };
+    let waiter = ListenerGuard::spawn(w.bg_cmd_as("LAPTOP").args([
+        "cancel",
+        "--target",
+        "PC",
+        "--job-id",
+        &id,
+        "--wait",
+        "--wait-timeout",
+        "20s",
+    ]));
     wait_until(Duration::from_secs(10), || w.marker(&id).exists());
     w.listen_once(&[]);
     let (code, out, err) = waiter.wait(RESULT_LIMIT);

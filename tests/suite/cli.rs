@@ -742,7 +742,7 @@ fn result_wait_exits_with_the_jobs_exit_code() {
     let w = World::with_target();
     let id = w.enqueue(&[], &["sh", "-c", "exit 7"]);
     let waiter = spawn({
-        let mut c = w.cmd();
+        let mut c = w.bg_cmd();
         c.args(["result", "--target", "PC", "--job-id", &id, "--wait"]);
         c
     });
@@ -781,7 +781,7 @@ fn result_wait_exits_1_when_the_job_timed_out() {
 fn enqueue_wait_exits_with_the_jobs_exit_code() {
     let w = World::with_target();
     let waiter = spawn({
-        let mut c = w.cmd();
+        let mut c = w.bg_cmd();
         c.args([
             "enqueue", "--target", "PC", "--job-id", "waited", "--wait", "--", "sh", "-c", "exit 7",
         ]);
@@ -798,7 +798,7 @@ fn enqueue_wait_exits_with_the_jobs_exit_code() {
 fn enqueue_wait_json_prints_one_document_with_the_result() {
     let w = World::with_target();
     let waiter = spawn({
-        let mut c = w.cmd();
+        let mut c = w.bg_cmd();
         c.args([
             "--json", "enqueue", "--target", "PC", "--job-id", "waited", "--wait", "--", "sh",
             "-c", "exit 5",
@@ -944,15 +944,14 @@ fn status_subcommand_exists() {
 fn demo_runs_on_a_fresh_machine_and_leaves_nothing_behind() {
     let home = tempfile::tempdir().unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    let mut c = Command::new(bin());
+    let mut c = assert_cmd::cargo::cargo_bin_cmd!("fleet-dispatch");
     c.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", home.path())
         .env("TMPDIR", tmp.path())
-        .arg("demo")
-        .stdin(Stdio::null());
+        .arg("demo");
     let start = Instant::now();
-    let (code, out, err) = finish(spawn(c), Duration::from_secs(60));
+    let (code, out, err) = output_within(&mut c, Duration::from_secs(60));
     let took = start.elapsed();
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(took < Duration::from_secs(15), "demo took {took:?}");

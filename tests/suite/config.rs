@@ -1,15 +1,14 @@
 //! Configuration precedence: flag > FLEET_DISPATCH_* variable > config file
 //! > default, for the root, machine, fleet list and poll interval.
 
-use std::process::Command;
-
+use assert_cmd::Command;
 use serde_json::Value;
 
 use crate::util::*;
 
 /// A command with only the config file as configuration (no FLEET_DISPATCH_*).
 fn bare(w: &World) -> Command {
-    let mut c = Command::new(bin());
+    let mut c = assert_cmd::cargo::cargo_bin_cmd!("fleet-dispatch");
     c.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", &w.home)

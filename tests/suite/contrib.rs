@@ -1,4 +1,4 @@
-//! The deploy recipes in `contrib/` (issue 4 point 5): Task Scheduler XML and
+//! The deploy recipes in `contrib/`: Task Scheduler XML and
 //! its install script, systemd user units, a crontab, a launchd agent, and
 //! the README that explains them. Each recipe is parsed the way its platform
 //! reads it (XML, plist, a unit file's sections and keys, cron fields and

@@ -1,4 +1,4 @@
-//! The crash loop (issue 5 point 2, SPEC §7 "a crash at any point"): a
+//! The crash loop (SPEC §7 "a crash at any point"): a
 //! listener draining and cancelling a stream of real jobs is killed with
 //! SIGKILL at random moments and restarted, again and again. Afterwards:
 //! every job has exactly one signed result, no job's side effect happened

@@ -1,4 +1,4 @@
-//! The hostile corpus (SPEC §1, §3, §6; issue 5 point 4): write access to the
+//! The hostile corpus (SPEC §1, §3, §6): write access to the
 //! folder alone must never run, cancel or forge anything, and no file, however
 //! crafted, may take the listener down or make it write outside the root.
 //!
@@ -22,7 +22,7 @@ use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
@@ -1367,7 +1367,7 @@ impl Listener {
         let hb = w.pc().join("listener.json");
         let _ = std::fs::remove_file(&hb);
         let child = w
-            .cmd()
+            .bg_cmd()
             .args([
                 "--json",
                 "listen",
@@ -1719,25 +1719,7 @@ fn verify_marker_and_status_survive_the_marker_corpus_and_call_nothing_hostile_v
         checked.push((cancel.join(&e.name), e.category, e.name.clone()));
     }
     let outside_before = outside_state(&w);
-    let run_bounded = |c: &mut Command| {
-        let mut child = c
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let until = Instant::now() + Duration::from_secs(10);
-        while child.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < until, "hung: {c:?}");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let o = child.wait_with_output().unwrap();
-        (
-            o.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&o.stdout).into_owned(),
-            String::from_utf8_lossy(&o.stderr).into_owned(),
-        )
-    };
+    let run_bounded = |c: &mut assert_cmd::Command| output_within(c, Duration::from_secs(10));
     let mut valid = Vec::new();
     for (path, category, n) in &checked {
         let (code, out, err) = run_bounded(w.cmd().arg("verify-marker").arg(path));
@@ -1772,33 +1754,20 @@ fn verify_marker_and_status_survive_the_marker_corpus_and_call_nothing_hostile_v
 
 /// `listen --once` that must end by itself; returns (status, stdout+stderr).
 fn listen_once_bounded(w: &World) -> (i32, String) {
-    let mut child = w
-        .cmd()
-        .args([
+    let (code, out, err) = output_within(
+        w.cmd().args([
             "listen",
             "--once",
             "--poll-interval",
             "100ms",
             "--settle",
             "0s",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let until = Instant::now() + Duration::from_secs(20);
-    while child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < until, "listen --once hung");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let o = child.wait_with_output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
+        ]),
+        Duration::from_secs(20),
     );
+    let text = format!("{out}{err}");
     assert!(!text.contains("panicked"), "{text}");
-    (o.status.code().unwrap_or(-1), text)
+    (code, text)
 }
 
 /// A directory outside the root holding two files, with old mtimes.

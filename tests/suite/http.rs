@@ -1,4 +1,4 @@
-//! The HTTP intake (issue 8): `listen --http`, its four endpoints, the error
+//! The HTTP intake: `listen --http`, its four endpoints, the error
 //! mapping, hostile clients, and `enqueue`/`cancel --via` — against a real
 //! listener on loopback, with raw `TcpStream` requests signed independently
 //! and the real CLI. A job taken over HTTP goes through the inbox, so each
@@ -59,7 +59,7 @@ fn intake_at(
         let addr: SocketAddr = ([127, 0, 0, 1], free_port()).into();
         let log = std::fs::File::create(w.dir.path().join("listener.log")).unwrap();
         let child = w
-            .cmd()
+            .bg_cmd()
             .args(["listen", "--poll-interval", poll, "--settle", "2s"])
             .args(["--http", &spell(addr)])
             .args(extra)

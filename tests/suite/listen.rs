@@ -1,4 +1,4 @@
-//! `listen` (SPEC §3, §6, §7, and issue 2 point 5): the real binary draining
+//! `listen` (SPEC §3, §6, §7): the real binary draining
 //! a real inbox, running real processes, writing signed results, and refusing
 //! what must never run. Jobs are minted by the independent signer of
 //! `util` unless the test is about `enqueue`'s own path into the listener.
@@ -7,7 +7,7 @@
 //! so "never run" is checked, not assumed.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
@@ -155,41 +155,9 @@ fn job_pids(id: &str) -> Vec<i32> {
 fn spawn(w: &World, args: &[&str]) -> ListenerGuard {
     let hb = w.pc().join("listener.json");
     let _ = std::fs::remove_file(&hb);
-    let child = w
-        .cmd()
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let g = ListenerGuard { child: Some(child) };
+    let g = ListenerGuard::spawn(w.bg_cmd().args(args));
     wait_until(Duration::from_secs(10), || hb.exists());
     g
-}
-
-/// Runs a command that must end by itself within `limit`.
-fn run_bounded(c: &mut Command, limit: Duration) -> (i32, String, String) {
-    let mut child = c
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let until = Instant::now() + limit;
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > until {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("command did not finish within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 /// Processes a job that appends to `side` once, returning its id and the
@@ -284,7 +252,7 @@ env"#;
     // FLEET_DISPATCH_ROOT cannot be an inherited copy; the listener's own
     // stdin is a pipe held open, so only a null stdin lets `cat` end.
     let mut child = w
-        .cmd()
+        .bg_cmd()
         .env_remove("FLEET_DISPATCH_ROOT")
         .arg("--root")
         .arg(&w.root)
@@ -458,7 +426,7 @@ fn a_background_process_left_by_a_job_is_stopped_with_it() {
     let id = uid("leftover");
     let spec = json!({"argv": ["sh", "-c", "sleep 30 & echo $!"], "graceSec": 1});
     w.write_job("PC", &id, "PC", &now_text(), &spec);
-    let (code, _, err) = run_bounded(
+    let (code, _, err) = output_within(
         w.cmd()
             .args(["--json", "listen", "--once", "--poll-interval", "100ms"]),
         Duration::from_secs(15),
@@ -827,7 +795,7 @@ fn a_fifo_named_like_a_job_never_blocks_the_listener() {
     let path = std::ffi::CString::new(path_str(&w.inbox(&id))).unwrap();
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o644) }, 0);
-    let (code, out, err) = run_bounded(
+    let (code, out, err) = output_within(
         w.cmd()
             .args(["--json", "listen", "--once", "--poll-interval", "100ms"]),
         Duration::from_secs(10),
@@ -1451,7 +1419,7 @@ fn a_setsid_grandchild_left_by_a_job_is_stopped_with_it() {
     let id = uid("setsid");
     let spec = json!({"argv": ["sh", "-c", "setsid sleep 30 & echo $!"], "graceSec": 1});
     w.write_job("PC", &id, "PC", &now_text(), &spec);
-    let (code, _, err) = run_bounded(
+    let (code, _, err) = output_within(
         w.cmd()
             .args(["--json", "listen", "--once", "--poll-interval", "100ms"]),
         Duration::from_secs(15),
@@ -1669,7 +1637,7 @@ fn crash_recovery_kills_the_orphaned_group_even_when_it_dropped_its_environment(
 fn the_lock_holds_whatever_the_case_of_the_machine_name() {
     let w = World::with_target();
     let g = w.spawn_listener(&[]);
-    let (code, out, err) = run_bounded(
+    let (code, out, err) = output_within(
         w.cmd_as("pc")
             .args(["listen", "--once", "--poll-interval", "100ms"]),
         Duration::from_secs(10),

@@ -13,7 +13,7 @@ fn a_closed_stdout_pipe_exits_quietly() {
     // The reader goes away before the command writes: `result --wait`
     // prints only once the listener (started after the drop) has run it.
     let mut child = w
-        .cmd()
+        .bg_cmd()
         .args(["result", "--target", "PC", "--job-id", &id, "--wait"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

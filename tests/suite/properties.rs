@@ -1,4 +1,4 @@
-//! Property tests (issue 5 point 3) of the pure rules a hostile folder can
+//! Property tests of the pure rules a hostile folder can
 //! reach: the three acceptance functions of SPEC §6, the duration parser of
 //! SPEC §8 and the id and name rules of SPEC §2, called through the library.
 //!

@@ -1,4 +1,4 @@
-//! Sync races (SPEC §1, §3, §6, §7; issue 5 point 1): what sync engines do to
+//! Sync races (SPEC §1, §3, §6, §7): what sync engines do to
 //! a folder queue, simulated on a real root with the real listener running.
 //! Each test is one engine behaviour from `notes/sync-engines.md`: conflict
 //! copies and temp files beside ours, files that arrive in pieces, a move
@@ -135,7 +135,7 @@ impl Listener {
         let hb = w.pc().join("listener.json");
         let _ = std::fs::remove_file(&hb);
         let child = w
-            .cmd()
+            .bg_cmd()
             .args(["listen", "--poll-interval", "100ms", "--settle", settle])
             .stdout(File::create(&out).unwrap())
             .stderr(File::create(&err).unwrap())
@@ -1003,7 +1003,7 @@ fn concurrent_enqueues_of_one_id_publish_exactly_one() {
         let id = uid("race");
         let children: Vec<Child> = (0..4)
             .map(|n| {
-                w.cmd()
+                w.bg_cmd()
                     .args(["enqueue", "--target", "PC", "--job-id", &id, "--"])
                     .args([
                         "sh",

@@ -1,10 +1,15 @@
 //! Shared test helpers: a scratch world (root, key, state) per test, a
 //! command with a scrubbed environment, an independent signer, and waiting.
+//!
+//! The binary runs through `assert_cmd`: [`World::cmd`] gives an
+//! `assert_cmd::Command` for a command that runs to completion, and
+//! [`World::bg_cmd`] a `std::process::Command` for one the test holds while
+//! it runs (see there why).
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -12,9 +17,9 @@ use serde_json::{Value, json};
 /// The key text of the reference vectors.
 pub const VECTOR_KEY: &str = "3f6c2a9e1b7d4c58a0e9f2b6d1c7e4a89b3d5f7a1c2e4b6d8f0a1b3c5d7e9f21\n";
 
-/// Path of the built binary.
+/// Path of the built binary, for a job or a script that runs it itself.
 pub fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_fleet-dispatch"))
+    assert_cmd::cargo::cargo_bin!("fleet-dispatch").to_path_buf()
 }
 
 /// The reference vectors, copied unchanged from the SPEC.
@@ -123,14 +128,35 @@ impl World {
     }
 
     /// `fleet-dispatch` with a scrubbed environment pointing at this world,
-    /// as machine `PC`.
-    pub fn cmd(&self) -> Command {
+    /// as machine `PC`, to run to completion ([`output`], `.assert()`). Its
+    /// stdin is a pipe closed at once: a read sees end of file, as from
+    /// `/dev/null`.
+    pub fn cmd(&self) -> assert_cmd::Command {
         self.cmd_as("PC")
     }
 
     /// The same, as another machine.
-    pub fn cmd_as(&self, machine: &str) -> Command {
-        let mut c = Command::new(bin());
+    pub fn cmd_as(&self, machine: &str) -> assert_cmd::Command {
+        assert_cmd::Command::from_std(self.bg_cmd_as(machine))
+    }
+
+    /// The same as a plain `std::process::Command`, for a process the test
+    /// holds while it runs: a listener, a waiting command, one to signal,
+    /// kill or race against another. `assert_cmd::Command` only runs a
+    /// command to its end and never hands back the running `Child`.
+    ///
+    /// The path is `assert_cmd`'s `cargo_bin!` (what cargo built), not
+    /// `CommandCargoExt::cargo_bin`: that one prefixes the
+    /// `CARGO_TARGET_<triple>_RUNNER`, which `ci/windows` sets to Wine, so
+    /// inside the Windows tests it would start the binary through a second
+    /// Wine and the pid, the kill and the Job Object would be the wrapper's.
+    pub fn bg_cmd(&self) -> std::process::Command {
+        self.bg_cmd_as("PC")
+    }
+
+    /// The same, as another machine.
+    pub fn bg_cmd_as(&self, machine: &str) -> std::process::Command {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin!("fleet-dispatch"));
         c.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", &self.home)
@@ -176,14 +202,7 @@ impl World {
         args.extend_from_slice(extra);
         let hb = self.pc().join("listener.json");
         let _ = std::fs::remove_file(&hb);
-        let child = self
-            .cmd()
-            .args(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let g = ListenerGuard { child: Some(child) };
+        let g = ListenerGuard::spawn(self.bg_cmd().args(&args));
         wait_until(Duration::from_secs(10), || hb.exists());
         g
     }
@@ -286,6 +305,16 @@ pub struct ListenerGuard {
 }
 
 impl ListenerGuard {
+    /// Starts `c` with stdout and stderr piped, to read back in [`Self::wait`].
+    pub fn spawn(c: &mut std::process::Command) -> ListenerGuard {
+        let child = c
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        ListenerGuard { child: Some(child) }
+    }
+
     pub fn pid(&self) -> i32 {
         self.child.as_ref().unwrap().id() as i32
     }
@@ -328,9 +357,27 @@ impl Drop for ListenerGuard {
     }
 }
 
-/// Runs a command; returns (status, stdout, stderr).
-pub fn output(c: &mut Command) -> (i32, String, String) {
-    let out = c.output().unwrap();
+/// Runs a command to its end; returns (status, stdout, stderr), the status
+/// -1 when a signal ended it.
+pub fn output(c: &mut assert_cmd::Command) -> (i32, String, String) {
+    parts(c.assert().get_output())
+}
+
+/// Runs a command that must end by itself within `limit`; returns (status,
+/// stdout, stderr). At the limit `assert_cmd` kills it and the test fails.
+pub fn output_within(c: &mut assert_cmd::Command, limit: Duration) -> (i32, String, String) {
+    let started = Instant::now();
+    let got = parts(c.timeout(limit).assert().get_output());
+    assert!(
+        started.elapsed() < limit,
+        "command did not finish within {limit:?}: {c:?}\n{}{}",
+        got.1,
+        got.2
+    );
+    got
+}
+
+fn parts(out: &std::process::Output) -> (i32, String, String) {
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
