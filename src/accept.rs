@@ -1,8 +1,8 @@
-//! The acceptance rules of SPEC §6, as pure functions over a file's name, its
+//! The acceptance rules of docs/protocol.md §6, as pure functions over a file's name, its
 //! bytes and the key. The listener, `verify-marker`, `sweep`, `cancel` and
 //! `result` all decide here, so a document is judged the same way everywhere.
 //!
-//! Checks run in the SPEC's order and the first failure is the verdict:
+//! Checks run in the protocol's order and the first failure is the verdict:
 //! file kind → size → JSON shape → names → file name → target → signature →
 //! spec. Nothing here touches the disk: [`FileRead`] carries what the caller
 //! found, so tests drive every branch with plain values.
@@ -17,7 +17,7 @@ use crate::key::Key;
 use crate::names::{self, JobId};
 use crate::read::FileRead;
 
-/// A verdict word of SPEC §6.
+/// A verdict word of docs/protocol.md §6.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// Accepted.
@@ -57,7 +57,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// The SPEC's word for this verdict.
+    /// The protocol's word for this verdict.
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Valid => "valid",
@@ -408,7 +408,7 @@ pub fn outcome(job_id: &str, read: FileRead, target: &str, key: &Key) -> Verdict
         return Err(Rejection::new(
             Verdict::Malformed,
             format!(
-                "error {:?} is not a result word of the SPEC",
+                "error {:?} is not a result word of the protocol",
                 env.str("error")
             ),
         ));

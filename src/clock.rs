@@ -1,4 +1,4 @@
-//! Timestamps and durations: the text forms of SPEC §2 and §8.
+//! Timestamps and durations: the text forms of docs/protocol.md §2 and §8.
 //!
 //! We emit `YYYY-MM-DDTHH:MM:SS.mmmZ` and accept any RFC 3339 timestamp; we
 //! read durations written `250ms`, `2s`, `5m`, `24h` or `7d`.

@@ -253,7 +253,7 @@ impl Context {
         }
     }
 
-    /// Resolves a target name under `root` (SPEC §2).
+    /// Resolves a target name under `root` (docs/protocol.md §2).
     pub fn target(&self, root: &Path, name: &str) -> Result<TargetDirs> {
         let fleet = self.fleet();
         for f in &fleet {

@@ -1,4 +1,5 @@
-//! The one error type, carrying the SPEC §9 codes and their exit statuses.
+//! The one error type, carrying the docs/protocol.md §9 codes; [`crate::exit`]
+//! names the exit status of each.
 //!
 //! Every message names the file or id it concerns; a hint says what to do
 //! next where that helps. Commands return `Result<_, Error>`; `main` prints
@@ -7,7 +8,7 @@
 use std::fmt;
 use std::path::Path;
 
-/// The error vocabulary of SPEC §9.
+/// The error vocabulary of docs/protocol.md §9.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Code {
     /// A missing or invalid id, name, duration or flag value.
@@ -27,7 +28,7 @@ pub enum Code {
 }
 
 impl Code {
-    /// Every code, in the SPEC's order.
+    /// Every code, in the protocol's order.
     pub const ALL: [Code; 7] = [
         Code::Validation,
         Code::BadRequest,
@@ -67,10 +68,10 @@ impl Code {
     }
 }
 
-/// An error with its SPEC code, a message and an optional hint.
+/// An error with its protocol code, a message and an optional hint.
 #[derive(Debug, Clone)]
 pub struct Error {
-    /// The SPEC §9 code.
+    /// The docs/protocol.md §9 code.
     pub code: Code,
     /// What went wrong, naming the file or id.
     pub message: String,
@@ -131,7 +132,7 @@ impl Error {
         e
     }
 
-    /// The JSON form of SPEC §9.
+    /// The JSON form of docs/protocol.md §9.
     pub fn to_json(&self) -> serde_json::Value {
         let mut message = self.message.clone();
         if let Some(h) = &self.hint {

@@ -1,4 +1,4 @@
-//! Atomic file operations (SPEC §3): write a temp file readers ignore, flush
+//! Atomic file operations (docs/protocol.md §3): write a temp file readers ignore, flush
 //! it, then move it into place without ever replacing what is there; read
 //! candidates without following links or trusting their size.
 //!
@@ -202,7 +202,7 @@ pub fn sync_parent(path: &Path) {
     }
 }
 
-/// Reads a candidate file (SPEC §6 steps 1 and 2): never follows a link,
+/// Reads a candidate file (docs/protocol.md §6 steps 1 and 2): never follows a link,
 /// never blocks on a FIFO, and refuses anything over `limit` before reading
 /// more than `limit + 1` bytes.
 pub fn read_limited(path: &Path, limit: u64) -> FileRead {

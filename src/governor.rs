@@ -1,4 +1,4 @@
-//! The governor gate (SPEC §7): a file whose first word is the tier. GREEN
+//! The governor gate (docs/protocol.md §7): a file whose first word is the tier. GREEN
 //! runs everything, YELLOW only `high` jobs, RED nothing (jobs stay queued).
 //! A missing file is GREEN; an unreadable or unrecognised one is YELLOW, the
 //! cautious middle.

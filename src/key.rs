@@ -1,4 +1,4 @@
-//! The fleet key (SPEC §4) and HMAC-SHA256 signatures (SPEC §5).
+//! The fleet key (docs/protocol.md §4) and HMAC-SHA256 signatures (§5).
 //!
 //! The key is the key file's content with trailing ASCII whitespace trimmed,
 //! taken as bytes. It is never printed: [`Key`] hides itself from `Debug`, and

@@ -1,4 +1,4 @@
-//! The on-disk layout (SPEC §3), in one place: no other module joins path
+//! The on-disk layout (docs/protocol.md §3), in one place: no other module joins path
 //! strings. [`TargetDirs`] names everything under `<root>/<TARGET>/`;
 //! [`StateDirs`] names the per-user local state that must never sync.
 

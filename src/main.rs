@@ -1,6 +1,6 @@
 //! The `fleet-dispatch` binary: parse, dispatch, print an error once.
 //!
-//! Every failure arrives as the crate's own `Error`, which carries its SPEC
+//! Every failure arrives as the crate's own `Error`, which carries its protocol
 //! code, so the exit status comes straight from it. A closed stdout (`| head`)
 //! never reaches here: `out::line` ends the program quietly with status 0.
 

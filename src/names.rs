@@ -1,4 +1,4 @@
-//! Names and ids (SPEC §2): job ids, machine names, and the file names built
+//! Names and ids (docs/protocol.md §2): job ids, machine names, and the file names built
 //! from them.
 //!
 //! Every id and name is checked here before it touches a path, so a value of
@@ -79,7 +79,7 @@ impl JobId {
     }
 
     /// The id named by a directory entry, when the entry is exactly
-    /// `<valid job id>.json`; every other name is ignored by readers (SPEC §3).
+    /// `<valid job id>.json`; every other name is ignored by readers (docs/protocol.md §3).
     pub fn from_file_name(name: &str) -> Option<JobId> {
         let stem = name.strip_suffix(".json")?;
         is_job_id(stem).then(|| JobId(stem.to_string()))

@@ -1,4 +1,4 @@
-//! `verify-marker`: print the SPEC §6 verdict for a marker file and why;
+//! `verify-marker`: print the docs/protocol.md §6 verdict for a marker file and why;
 //! exit 0 when valid, 1 when not.
 
 use serde_json::json;

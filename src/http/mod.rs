@@ -5,7 +5,7 @@
 //! The protocol, JSON in and out, one request per connection:
 //!
 //! ```text
-//! POST /v1/jobs                 body: a signed job (SPEC §5.2), ≤ 1 MiB
+//! POST /v1/jobs                 body: a signed job (docs/protocol.md §5.2), ≤ 1 MiB
 //!   → 202 {"jobId", "target", "status": "queued"}
 //! POST /v1/jobs/{id}/cancel     body: a signed marker for {id} (§5.1), ≤ 16 KiB
 //!   → 202 {"jobId", "status": "requested", "job": "queued"|"running"|"not seen yet", …}

@@ -93,7 +93,7 @@ pub fn verdict_answer(v: Verdict) -> (u16, Code) {
     }
 }
 
-/// The HTTP status of an error code (SPEC §9 vocabulary).
+/// The HTTP status of an error code (docs/protocol.md §9 vocabulary).
 pub fn code_status(code: Code) -> u16 {
     match code {
         Code::Validation => 422,
