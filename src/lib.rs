@@ -16,8 +16,8 @@
 //! - [`accept`]: the acceptance verdicts; [`governor`], [`retention`]: the
 //!   other pure rules;
 //! - [`layout`], [`fsops`], [`state`], [`observe`]: the folder and local state;
-//! - [`runner`], [`watcher`], [`listener`], [`publisher`]: running and
-//!   stopping jobs, and placing their results;
+//! - [`runner`], [`watcher`], [`listener`], [`publisher`], [`shutdown`]:
+//!   running and stopping jobs, and placing their results;
 //! - [`http`]: the HTTP intake, a second door into the same listener;
 //! - [`cli`], [`config`], [`cmd`], [`wait`], [`out`]: the command line.
 
@@ -46,6 +46,7 @@ pub mod random;
 pub mod read;
 pub mod retention;
 pub mod runner;
+pub mod shutdown;
 pub mod state;
 pub mod wait;
 pub mod watcher;

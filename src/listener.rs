@@ -19,9 +19,8 @@
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
@@ -41,6 +40,7 @@ use crate::names::JobId;
 use crate::platform::{self, Signal};
 use crate::publisher::{self, Finished, Publisher};
 use crate::runner::{self, Control, Exit, Mailbox, Report, StopReason};
+use crate::shutdown::{self, Shutdown};
 use crate::state::{Ledger, LedgerView, Lock, Unfinished};
 use crate::watcher::Watch;
 
@@ -80,28 +80,6 @@ pub struct Counters {
     pub rejected: u64,
     /// Already processed (replays).
     pub skipped: u64,
-}
-
-/// Who may reach the listener from a signal handler.
-#[derive(Default)]
-pub struct Shutdown {
-    requested: AtomicBool,
-    wake: Mutex<Option<Mailbox>>,
-}
-
-impl Shutdown {
-    /// Asks the listener to stop: the running job is stopped gracefully.
-    pub fn request(&self) {
-        self.requested.store(true, Ordering::SeqCst);
-        if let Some(mail) = self.wake.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
-            mail.send(Control::Shutdown);
-        }
-    }
-
-    /// True once a stop was asked for.
-    pub fn requested(&self) -> bool {
-        self.requested.load(Ordering::SeqCst)
-    }
 }
 
 /// How a listener run ended.
@@ -169,12 +147,6 @@ pub struct Listener {
     last_heartbeat: Instant,
     _lock: Lock,
 }
-
-/// Held while a result is written to the ledger. The handler of a second
-/// Ctrl-C takes it for good before it kills the running job and exits, so a
-/// job it kills is never recorded as having ended: the next start records it
-/// `interrupted`, as for any listener that died mid-job.
-pub static RECORDING: Mutex<()> = Mutex::new(());
 
 /// A job that passed acceptance (steps 1 to 8).
 struct Candidate {
@@ -249,7 +221,8 @@ impl Listener {
         })?;
         let mail = Mailbox::new(tx, bell);
         let beat = Heartbeat::new(dirs.listener_json(), dirs.target().as_str(), settings.poll);
-        *shutdown.wake.lock().unwrap_or_else(|p| p.into_inner()) = Some(mail.clone());
+        let wake = mail.clone();
+        shutdown.on_request(move || wake.send(Control::Shutdown));
         let publisher = Publisher::start(
             dirs.clone(),
             (settings.durability == Durability::Relaxed).then(|| state.ledger()),
@@ -657,7 +630,7 @@ impl Listener {
     fn finish(&mut self, id: &JobId, job_path: &std::path::Path, outcome: &Outcome) -> Result<()> {
         let result = doc::to_file_bytes(outcome);
         {
-            let _recording = RECORDING.lock().unwrap_or_else(|p| p.into_inner());
+            let _recording = shutdown::recording();
             self.ledger.record(id.as_str(), clock::now(), &result)?;
         }
         self.parsed.remove(&id.file_name());

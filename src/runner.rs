@@ -15,23 +15,19 @@ use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::{Duration, Instant};
 
 use crate::doc::Marker;
 use crate::names::JobId;
 use crate::platform::{self, IoEvent, JobIo, Signal, Stream};
+use crate::shutdown;
 use crate::watcher::Watch;
 
 /// Bytes of each stream kept in the log file; the rest is counted, not kept.
 pub const LOG_CAP: u64 = 10 * 1024 * 1024;
 /// Bytes of each stream's end copied into the result.
 pub const TAIL_BYTES: usize = 4096;
-
-/// The process group of the job running now (0 when none): read by the
-/// signal handler for a second Ctrl-C, which kills it at once.
-pub static CURRENT_GROUP: AtomicI32 = AtomicI32::new(0);
 
 /// Where control messages for the listener and its runner go: a channel,
 /// and a bell that wakes a runner waiting on its job.
@@ -219,7 +215,7 @@ pub fn start<'a>(
             ))));
         }
     };
-    CURRENT_GROUP.store(tree.id(), Ordering::SeqCst);
+    shutdown::job_started(tree.id());
     let io = JobIo::new(&mut child, &tree, bell);
     Ok(Running {
         req,
@@ -346,7 +342,7 @@ impl Running<'_> {
             }
         }
         let status = self.child.wait();
-        CURRENT_GROUP.store(0, Ordering::SeqCst);
+        shutdown::job_ended();
         let duration = self.started.elapsed();
         // Output pipes close once every holder is gone; don't hang on one that
         // escaped where no process table can find it.
