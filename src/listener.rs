@@ -28,7 +28,7 @@ use serde_json::json;
 
 use crate::accept::{self, Rejection, Verdict};
 use crate::clock;
-use crate::doc::{self, Job, Marker, Outcome, Termination};
+use crate::doc::{self, Job, Marker, Outcome, Termination, detail};
 use crate::error::Result;
 use crate::fsops;
 use crate::fsops::Durability;
@@ -39,7 +39,7 @@ use crate::layout::{StateDirs, TargetDirs};
 use crate::names::JobId;
 use crate::platform::{self, Signal};
 use crate::publisher::{self, Finished, Publisher};
-use crate::runner::{self, Control, Exit, Mailbox, Report, StopReason};
+use crate::runner::{self, Control, Mailbox};
 use crate::shutdown::{self, Shutdown};
 use crate::state::{Ledger, LedgerView, Lock, Unfinished};
 use crate::watcher::Watch;
@@ -603,21 +603,8 @@ impl Listener {
     }
 
     fn cancel_before_start(&mut self, c: &Candidate, marker: &Marker) -> Result<()> {
-        let detail = json!({
-            "durationMs": 0,
-            "marker": {"origin": marker.origin, "createdAt": marker.created_at},
-            "label": c.job.spec.label,
-        });
-        let outcome = Outcome::sign(
-            &self.key,
-            c.job.id.as_str(),
-            &c.job.target,
-            Termination::CancelledBeforeStart,
-            None,
-            None,
-            &clock::format(clock::now()),
-            &detail,
-        );
+        let finished_at = clock::format(clock::now());
+        let outcome = detail::cancelled_before_start(&self.key, &c.job, marker, &finished_at);
         self.counters.cancelled += 1;
         self.say(format!(
             "cancelled {} before start (marker from {})",
@@ -775,7 +762,8 @@ impl Listener {
                 r.message
             ));
         }
-        let outcome = self.outcome_of(&c.job, &started_at, &report);
+        let finished_at = clock::format(clock::now());
+        let outcome = detail::outcome_of(&self.key, &c.job, &started_at, &report, &finished_at);
         let how = outcome.termination();
         match how {
             Termination::Exited if outcome.ok => self.counters.done += 1,
@@ -790,73 +778,6 @@ impl Listener {
         ));
         self.finish(&id, &c.path, &outcome)?;
         settled
-    }
-
-    /// The signed result of a run.
-    fn outcome_of(&self, job: &Job, started_at: &str, r: &Report) -> Outcome {
-        let mut detail = json!({
-            "durationMs": r.duration.as_millis() as u64,
-            "stdoutTail": r.stdout_tail,
-            "stderrTail": r.stderr_tail,
-            "stdoutBytes": r.output_bytes.0,
-            "stderrBytes": r.output_bytes.1,
-        });
-        if let Some(label) = &job.spec.label {
-            detail["label"] = json!(label);
-        }
-        if r.leftovers_stopped > 0 {
-            detail["leftoversStopped"] = json!(r.leftovers_stopped);
-        }
-        let (how, code) = match (&r.exit, &r.stop) {
-            (Exit::SpawnFailed(msg), _) => {
-                detail["spawnError"] = json!(msg);
-                (Termination::SpawnFailed, None)
-            }
-            (_, Some(stop)) => {
-                detail["graceExpired"] = json!(stop.grace_expired);
-                detail["signal"] = json!(if stop.grace_expired {
-                    "SIGKILL"
-                } else {
-                    "SIGTERM"
-                });
-                if let Exit::Code(c) = r.exit {
-                    detail["exitCodeAfterSignal"] = json!(c);
-                }
-                let how = match &stop.reason {
-                    StopReason::Cancel(m) => {
-                        detail["marker"] = json!({"origin": m.origin, "createdAt": m.created_at});
-                        Termination::Cancelled
-                    }
-                    StopReason::Timeout => Termination::Timeout,
-                    StopReason::Shutdown => Termination::Interrupted,
-                };
-                (how, None)
-            }
-            (Exit::Code(c), None) => (Termination::Exited, Some(*c)),
-            (Exit::Signal(s), None) => {
-                detail["signal"] = json!(platform::signal_name(*s));
-                (Termination::Exited, None)
-            }
-        };
-        if let Some(StopReason::Cancel(m)) = &r.raced {
-            detail["raced"] = json!("the job ended by itself before the cancel landed");
-            detail["marker"] = json!({"origin": m.origin, "createdAt": m.created_at});
-        }
-        let started = if how == Termination::SpawnFailed {
-            None
-        } else {
-            Some(started_at)
-        };
-        Outcome::sign(
-            &self.key,
-            job.id.as_str(),
-            &job.target,
-            how,
-            code,
-            started,
-            &clock::format(clock::now()),
-            &detail,
-        )
     }
 
     /// Start-up recovery from what the ledger says the previous listener
@@ -933,20 +854,13 @@ impl Listener {
             }
             return Ok(());
         }
-        let detail = json!({
-            "recovered": true,
-            "note": "the listener stopped while this job ran; it is not run again",
-            "pid": pid,
-        });
-        let outcome = Outcome::sign(
+        let outcome = detail::recovered(
             &self.key,
             id.as_str(),
             self.dirs.target().as_str(),
-            Termination::Interrupted,
-            None,
-            Some(started_at),
+            started_at,
+            pid,
             &clock::format(clock::now()),
-            &detail,
         );
         self.counters.failed += 1;
         self.say(format!("finished {id}: interrupted"));

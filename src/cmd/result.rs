@@ -30,7 +30,7 @@ pub fn result_json(o: &Outcome) -> Value {
 
 /// The human form of a verified result.
 pub fn result_human(o: &Outcome) -> String {
-    let d = o.detail_value();
+    let d = o.detail();
     let word = o.termination().describe(o.ok);
     let mut s = format!(
         "{} on {}: {} (exit {})",
@@ -39,23 +39,23 @@ pub fn result_human(o: &Outcome) -> String {
         crate::out::paint(word, crate::out::outcome_tone(word)),
         o.exit_code
     );
-    if let Some(ms) = d["durationMs"].as_u64() {
+    if let Some(ms) = d.duration_ms {
         s.push_str(&format!(
             " after {}",
             clock::human(std::time::Duration::from_millis(ms))
         ));
     }
-    if let Some(sig) = d["signal"].as_str() {
+    if let Some(sig) = &d.signal {
         s.push_str(&format!(", ended by {sig}"));
     }
-    if let Some(origin) = d["marker"]["origin"].as_str() {
-        s.push_str(&format!(", cancel from {origin}"));
+    if let Some(m) = &d.marker {
+        s.push_str(&format!(", cancel from {}", m.origin));
     }
-    if let Some(e) = d["spawnError"].as_str() {
+    if let Some(e) = &d.spawn_error {
         s.push_str(&format!("\n  {e}"));
     }
-    for (name, field) in [("stdout", "stdoutTail"), ("stderr", "stderrTail")] {
-        if let Some(t) = d[field].as_str().filter(|t| !t.is_empty()) {
+    for (name, tail) in [("stdout", &d.stdout_tail), ("stderr", &d.stderr_tail)] {
+        if let Some(t) = tail.as_deref().filter(|t| !t.is_empty()) {
             s.push_str(&format!("\n--- {name} (end) ---\n{}", t.trim_end()));
         }
     }

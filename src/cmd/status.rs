@@ -141,15 +141,15 @@ fn recent(dirs: &TargetDirs, key: &Key) -> Vec<Value> {
             let read = fsops::read_limited(&dirs.result_file(&id), doc::outcome::MAX_BYTES);
             match accept::outcome(id.as_str(), read, dirs.target().as_str(), key) {
                 Ok(o) => {
-                    let d = o.detail_value();
+                    let d = o.detail();
                     json!({
                         "jobId": o.job_id,
                         "verified": true,
                         "outcome": o.termination().describe(o.ok),
                         "exitCode": o.exit_code,
                         "finishedAt": o.finished_at,
-                        "durationMs": d["durationMs"],
-                        "label": d["label"],
+                        "durationMs": d.duration_ms,
+                        "label": d.label,
                     })
                 }
                 Err(r) => {
