@@ -28,17 +28,20 @@ use serde_json::json;
 
 use crate::accept::{self, Rejection, Verdict};
 use crate::clock;
-use crate::doc::{self, Job, Marker, Outcome, Termination, detail};
+use crate::doc::{self, Job, Marker, Outcome, Termination, detail, job};
 use crate::error::Result;
 use crate::fsops;
 use crate::fsops::Durability;
 use crate::governor::Tier;
 use crate::heartbeat::{self, Heartbeat};
+use crate::jobenv;
 use crate::key::Key;
 use crate::layout::{StateDirs, TargetDirs};
 use crate::names::JobId;
 use crate::platform::{self, Signal};
 use crate::publisher::{self, Finished, Publisher};
+use crate::rejected::{self, Kind};
+use crate::replay;
 use crate::runner::{self, Control, Mailbox};
 use crate::shutdown::{self, Shutdown};
 use crate::state::{Ledger, LedgerView, Lock, Unfinished};
@@ -112,7 +115,7 @@ pub struct Handle {
 impl Handle {
     /// Where `id` was already processed, if anywhere (the replay guard).
     pub fn processed_where(&self, id: &JobId) -> Option<&'static str> {
-        processed_where(&self.dirs, id, || self.ledger.contains(id.as_str()))
+        replay::used_where(&self.dirs, id, || self.ledger.contains(id.as_str()))
     }
 }
 
@@ -477,7 +480,7 @@ impl Listener {
             r.verdict.as_str(),
             r.message
         ));
-        if let Err(e) = self.reject(path, name, r, "job") {
+        if let Err(e) = self.reject(path, name, r, Kind::Job) {
             self.say_once(name, format!("could not move {name} aside: {e}"));
         }
     }
@@ -512,7 +515,7 @@ impl Listener {
 
     /// Where `id` was already processed, if anywhere.
     fn seen_where(&self, id: &JobId) -> Option<&'static str> {
-        processed_where(&self.dirs, id, || self.ledger.contains(id.as_str()))
+        replay::used_where(&self.dirs, id, || self.ledger.contains(id.as_str()))
     }
 
     /// True when a file that does not parse has stayed unchanged for the
@@ -539,37 +542,9 @@ impl Listener {
     }
 
     /// Moves a refused input to `archive/rejected/` with its reason.
-    fn reject(&self, path: &std::path::Path, name: &str, r: &Rejection, kind: &str) -> Result<()> {
-        let reason = json!({
-            "verdict": r.verdict.as_str(),
-            "message": r.message,
-            "rejectedAt": clock::format(clock::now()),
-            "kind": kind,
-            "target": self.dirs.target().as_str(),
-        });
-        let body = doc::to_file_bytes(&reason);
-        for n in 0..1000 {
-            let (dest, reason_path) = self.dirs.rejected_files(name, n);
-            if std::fs::symlink_metadata(&dest).is_ok()
-                || std::fs::symlink_metadata(&reason_path).is_ok()
-            {
-                continue;
-            }
-            if !fsops::publish(&reason_path, &body, fsops::Flush::Nothing)? {
-                continue;
-            }
-            if fsops::move_no_replace(path, &dest)? {
-                return Ok(());
-            }
-            fsops::remove(&reason_path)?;
-        }
-        Err(crate::error::Error::new(
-            crate::error::Code::Internal,
-            format!(
-                "cannot find a free name for {name} in {}",
-                self.dirs.rejected().display()
-            ),
-        ))
+    fn reject(&self, path: &std::path::Path, name: &str, r: &Rejection, kind: Kind) -> Result<()> {
+        let reason = rejected::Reason::new(r, kind, self.dirs.target().as_str());
+        rejected::file(&self.dirs, path, name, &reason)
     }
 
     /// The valid cancel marker for `id`, if one is there. An invalid one is
@@ -594,7 +569,7 @@ impl Listener {
                     r.verdict.as_str(),
                     r.message
                 ));
-                if let Err(e) = self.reject(&path, &name, &r, "marker") {
+                if let Err(e) = self.reject(&path, &name, &r, Kind::Marker) {
                     self.say(format!("could not move the marker aside: {e}"));
                 }
                 None
@@ -700,27 +675,14 @@ impl Listener {
             "startedAt": started_at,
             "listenerPid": std::process::id(),
         });
-        self.say(format!("running {id}: {}", summary_argv(&spec.argv)));
+        self.say(format!("running {id}: {}", job::argv_summary(&spec.argv)));
 
-        let mut env = vec![
-            ("FLEET_DISPATCH_JOB_ID".to_string(), id.to_string()),
-            ("FLEET_DISPATCH_TARGET".to_string(), c.job.target.clone()),
-            ("FLEET_DISPATCH_ORIGIN".to_string(), c.job.origin.clone()),
-            (
-                "FLEET_DISPATCH_ROOT".to_string(),
-                self.root.display().to_string(),
-            ),
-            (
-                "FLEET_DISPATCH_MACHINE".to_string(),
-                self.dirs.target().to_string(),
-            ),
-            // The path (never the key) so the job can enqueue child jobs.
-            (
-                "FLEET_DISPATCH_KEY_FILE".to_string(),
-                self.key_path.display().to_string(),
-            ),
-        ];
-        env.extend(spec.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let env = jobenv::for_job(
+            &c.job,
+            &self.root.display().to_string(),
+            self.dirs.target().as_str(),
+            &self.key_path.display().to_string(),
+        );
         let req = runner::Request {
             job_id: id.clone(),
             argv: spec.argv.clone(),
@@ -871,31 +833,4 @@ impl Listener {
         self.last_heartbeat = Instant::now();
         self.beat.write(job.map(JobId::as_str), state);
     }
-}
-
-/// Where `id` was already processed, if anywhere: the replay guard's places
-/// (SPEC §7), for the inbox drain and the HTTP intake alike.
-pub fn processed_where(
-    dirs: &TargetDirs,
-    id: &JobId,
-    in_ledger: impl FnOnce() -> bool,
-) -> Option<&'static str> {
-    if std::fs::symlink_metadata(dirs.result_file(id)).is_ok() {
-        Some("results/")
-    } else if std::fs::symlink_metadata(dirs.done_file(id)).is_ok() {
-        Some("archive/done/")
-    } else if in_ledger() {
-        Some("the local ledger")
-    } else {
-        None
-    }
-}
-
-/// `prog arg1 arg2 …`, shortened for one line.
-pub fn summary_argv(argv: &[String]) -> String {
-    let mut s = argv.join(" ");
-    if s.chars().count() > 80 {
-        s = s.chars().take(77).collect::<String>() + "...";
-    }
-    s
 }

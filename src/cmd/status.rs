@@ -189,7 +189,7 @@ pub fn target_status(dirs: &TargetDirs, key: &Key) -> Value {
 fn text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
-        Value::Array(a) => crate::listener::summary_argv(
+        Value::Array(a) => doc::job::argv_summary(
             &a.iter()
                 .map(|x| x.as_str().unwrap_or("").to_string())
                 .collect::<Vec<_>>(),

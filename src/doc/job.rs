@@ -276,6 +276,15 @@ impl Job {
     }
 }
 
+/// `prog arg1 arg2 …` on one line, shortened to 80 characters.
+pub fn argv_summary(argv: &[String]) -> String {
+    let mut s = argv.join(" ");
+    if s.chars().count() > 80 {
+        s = s.chars().take(77).collect::<String>() + "...";
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,6 +22,7 @@ use crate::listener::Handle;
 use crate::names::JobId;
 use crate::observe::{self, Observed};
 use crate::read::FileRead;
+use crate::rejected;
 use crate::runner::Control;
 
 use super::auth;
@@ -282,15 +283,9 @@ impl Routes {
     /// The reason a job file named after `id` was rejected, if one was.
     /// Markers are rejected into the same folder: their reasons say so.
     fn rejection_of(&self, id: &JobId) -> Option<Value> {
-        (0..100).find_map(|n| {
-            let (_, reason_path) = self.handle.dirs.rejected_files(&id.file_name(), n);
-            let FileRead::Bytes(b) = fsops::read_limited(&reason_path, 64 * 1024) else {
-                return None;
-            };
-            let v: Value = serde_json::from_slice(&b).ok()?;
-            (v["kind"] != "marker")
-                .then(|| json!({"verdict": v["verdict"], "message": v["message"], "rejectedAt": v["rejectedAt"]}))
-        })
+        rejected::find_job_rejection(&self.handle.dirs, id).map(
+            |r| json!({"verdict": r.verdict, "message": r.message, "rejectedAt": r.rejected_at}),
+        )
     }
 
     fn status(&self) -> Answer {
