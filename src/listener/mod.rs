@@ -15,20 +15,27 @@
 //! recorded unflushed, and the next job's start line flushes both (a
 //! listener with nothing to start flushes at once); the [`Publisher`]
 //! thread then places the result and archives the job, in batches.
+//!
+//! This file is the drain loop. Beside it: `inbox` (the listing and what
+//! is remembered between listings), `recovery` (start-up after a crash)
+//! and `handle` (the HTTP intake's way in). The rules it applies live
+//! outside: acceptance in [`crate::accept`], the replay guard in
+//! [`crate::replay`], results in [`crate::doc::detail`], refusals in
+//! [`crate::rejected`], a job's environment in [`crate::jobenv`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::json;
 
 use crate::accept::{self, Rejection, Verdict};
 use crate::clock;
-use crate::doc::{self, Job, Marker, Outcome, Termination, detail, job};
+use crate::doc::{self, Marker, Outcome, Termination, detail, job};
 use crate::error::Result;
 use crate::fsops;
 use crate::fsops::Durability;
@@ -38,14 +45,22 @@ use crate::jobenv;
 use crate::key::Key;
 use crate::layout::{StateDirs, TargetDirs};
 use crate::names::JobId;
-use crate::platform::{self, Signal};
-use crate::publisher::{self, Finished, Publisher};
+use crate::platform;
+use crate::publisher::{Finished, Publisher};
 use crate::rejected::{self, Kind};
 use crate::replay;
 use crate::runner::{self, Control, Mailbox};
 use crate::shutdown::{self, Shutdown};
-use crate::state::{Ledger, LedgerView, Lock, Unfinished};
+use crate::state::{Ledger, Lock};
 use crate::watcher::Watch;
+
+use inbox::{Candidate, Inbox};
+
+mod handle;
+mod inbox;
+mod recovery;
+
+pub use handle::Handle;
 
 /// Listener settings from the command line.
 #[derive(Clone, Debug)]
@@ -94,31 +109,6 @@ pub struct Summary {
     pub interrupted: bool,
 }
 
-/// What the HTTP intake holds to feed a running listener from its own
-/// threads: the same folders, key and replay guard, and the same control
-/// channel, so a job or marker taken over HTTP meets the folder's rules.
-#[derive(Clone)]
-pub struct Handle {
-    /// The listener's target folders.
-    pub dirs: TargetDirs,
-    /// The dispatch root.
-    pub root: PathBuf,
-    /// The fleet key.
-    pub key: Arc<Key>,
-    /// Jobs older than this are stale.
-    pub max_age: Duration,
-    /// Wakes the idle listener, or reaches the running job's runner.
-    pub control: Mailbox,
-    ledger: LedgerView,
-}
-
-impl Handle {
-    /// Where `id` was already processed, if anywhere (the replay guard).
-    pub fn processed_where(&self, id: &JobId) -> Option<&'static str> {
-        replay::used_where(&self.dirs, id, || self.ledger.contains(id.as_str()))
-    }
-}
-
 /// Where the listener runs and with what.
 pub struct Listener {
     dirs: TargetDirs,
@@ -135,62 +125,15 @@ pub struct Listener {
     /// Results were handed over since the last checkpoint.
     published: bool,
     counters: Counters,
-    unsettled: HashMap<String, (u64, Option<SystemTime>, Instant)>,
+    /// Jobs already reported as deferred by the governor.
     deferred: HashSet<JobId>,
-    /// Accepted job files by name, with the (size, mtime) they had.
-    parsed: HashMap<String, ((u64, Option<SystemTime>), Job)>,
-    /// The accepted jobs in drain order.
-    queue: Queue,
-    /// Names already reported as left in place, so a stuck file is said once.
-    noted: HashSet<String>,
+    inbox: Inbox,
     mail: Mailbox,
     rx: Receiver<Control>,
     shutdown: Arc<Shutdown>,
     beat: Heartbeat,
     last_heartbeat: Instant,
     _lock: Lock,
-}
-
-/// A job that passed acceptance (steps 1 to 8).
-struct Candidate {
-    job: Job,
-    path: PathBuf,
-}
-
-/// The accepted jobs in drain order, and what the inbox folder looked like
-/// when they were listed.
-#[derive(Default)]
-struct Queue {
-    jobs: std::collections::VecDeque<Candidate>,
-    inbox_mtime: Option<SystemTime>,
-    listed: Option<Instant>,
-}
-
-impl Queue {
-    fn mtime(inbox: &std::path::Path) -> Option<SystemTime> {
-        std::fs::metadata(inbox).and_then(|m| m.modified()).ok()
-    }
-
-    /// True when the listing must be redone: never listed, the folder
-    /// changed (other than by our own archiving, whose mtime is `ours`), or
-    /// a poll interval passed (coarse mtimes on network filesystems can hide
-    /// a change).
-    fn stale(&self, inbox: &std::path::Path, poll: Duration, ours: Option<SystemTime>) -> bool {
-        let now = Queue::mtime(inbox);
-        self.listed.is_none_or(|t| t.elapsed() >= poll)
-            || (now != self.inbox_mtime && (now.is_none() || now != ours))
-    }
-
-    fn reset(&mut self, jobs: Vec<Candidate>, inbox: &std::path::Path) {
-        self.inbox_mtime = Queue::mtime(inbox);
-        self.jobs = jobs.into();
-        self.listed = Some(Instant::now());
-    }
-
-    /// Records the folder's state after our own change to it (archiving).
-    fn note(&mut self, inbox: &std::path::Path) {
-        self.inbox_mtime = Queue::mtime(inbox);
-    }
 }
 
 impl Listener {
@@ -230,6 +173,7 @@ impl Listener {
             dirs.clone(),
             (settings.durability == Durability::Relaxed).then(|| state.ledger()),
         );
+        let inbox = Inbox::new(settings.settle);
         let mut l = Listener {
             dirs,
             key: Arc::new(key),
@@ -241,11 +185,8 @@ impl Listener {
             publisher,
             published: false,
             counters: Counters::default(),
-            unsettled: HashMap::new(),
             deferred: HashSet::new(),
-            parsed: HashMap::new(),
-            queue: Queue::default(),
-            noted: HashSet::new(),
+            inbox,
             mail,
             rx,
             shutdown,
@@ -256,18 +197,6 @@ impl Listener {
         l.recover(unfinished)?;
         l.heartbeat(None, "listening");
         Ok(l)
-    }
-
-    /// What another thread needs to feed this listener (the HTTP intake).
-    pub fn handle(&self) -> Handle {
-        Handle {
-            dirs: self.dirs.clone(),
-            root: self.root.clone(),
-            key: Arc::clone(&self.key),
-            max_age: self.settings.max_age,
-            control: self.mail.clone(),
-            ledger: self.ledger.view(),
-        }
     }
 
     fn say(&self, line: impl AsRef<str>) {
@@ -335,7 +264,7 @@ impl Listener {
     /// not n listings of n files. Before saying "nothing to do" the pass
     /// always looks at a fresh listing.
     fn pass(&mut self) -> Result<bool> {
-        let fresh = self.queue.stale(
+        let fresh = self.inbox.stale(
             &self.dirs.inbox(),
             self.settings.poll,
             self.publisher.inbox_mtime(),
@@ -354,13 +283,19 @@ impl Listener {
     }
 
     fn rescan(&mut self) -> Result<()> {
-        let mut jobs = self.scan()?;
+        let (mut jobs, found) = self.inbox.scan(&self.dirs, &self.key)?;
+        for line in found.notes {
+            self.say(line);
+        }
+        for (name, path, r) in found.refused {
+            self.refuse(&path, &name, &r);
+        }
         // Finished jobs not yet archived are no longer queued.
         jobs.retain(|c| {
             !self.pending.iter().any(|p| p.id == c.job.id) && !self.publisher.in_flight(&c.job.id)
         });
         jobs.sort_by_key(|c| c.job.drain_key());
-        self.queue.reset(jobs, &self.dirs.inbox());
+        self.inbox.reset(jobs, &self.dirs.inbox());
         Ok(())
     }
 
@@ -370,29 +305,29 @@ impl Listener {
     fn act(&mut self) -> Result<bool> {
         let tier = Tier::read(self.settings.governor.as_deref());
         let mut i = 0;
-        while i < self.queue.jobs.len() {
-            let c = &self.queue.jobs[i];
+        while i < self.inbox.jobs.len() {
+            let c = &self.inbox.jobs[i];
             if std::fs::symlink_metadata(&c.path).is_err() {
                 // Gone meanwhile (moved by a sync engine): nothing to do.
-                self.queue.jobs.remove(i);
+                self.inbox.jobs.remove(i);
                 continue;
             }
             let checked = accept::replay(&c.job.id, self.seen_where(&c.job.id)).and_then(|()| {
                 accept::freshness(c.job.created, clock::now(), self.settings.max_age)
             });
             if let Err(r) = checked {
-                let c = self.queue.jobs.remove(i).expect("index in range");
+                let c = self.inbox.jobs.remove(i).expect("index in range");
                 self.refuse(&c.path, &c.job.id.file_name(), &r);
                 continue;
             }
             let id = c.job.id.clone();
             if let Some(marker) = self.valid_marker(&id) {
-                let c = self.queue.jobs.remove(i).expect("index in range");
+                let c = self.inbox.jobs.remove(i).expect("index in range");
                 self.cancel_before_start(&c, &marker)?;
-                self.queue.note(&self.dirs.inbox());
+                self.inbox.note_own_change(&self.dirs.inbox());
                 return Ok(true);
             }
-            if !tier.admits(self.queue.jobs[i].job.spec.priority) {
+            if !tier.admits(self.inbox.jobs[i].job.spec.priority) {
                 if self.deferred.insert(id.clone()) {
                     self.counters.deferred += 1;
                     self.say(format!("deferred {id} (governor {})", tier.as_str()));
@@ -400,76 +335,19 @@ impl Listener {
                 i += 1;
                 continue;
             }
-            let c = self.queue.jobs.remove(i).expect("index in range");
+            let c = self.inbox.jobs.remove(i).expect("index in range");
             self.deferred.remove(&c.job.id);
             self.run_job(c)?;
-            self.queue.note(&self.dirs.inbox());
+            self.inbox.note_own_change(&self.dirs.inbox());
             return Ok(true);
         }
         Ok(false)
     }
 
-    /// Lists the inbox and judges each entry; rejects what must be rejected
-    /// and returns the runnable jobs. Names that are not `<id>.json` are
-    /// never read, moved or deleted.
-    fn scan(&mut self) -> Result<Vec<Candidate>> {
-        // A folder of ours swapped for a link since the last look would lead
-        // reads and moves out of the root: stop rather than follow it.
-        self.dirs.check_real()?;
-        let inbox = self.dirs.inbox();
-        let entries = match std::fs::read_dir(&inbox) {
-            Ok(e) => e,
-            // A synced folder can vanish for a while (a sync hiccup, a
-            // restore): make ours again and carry on.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                self.say_once(
-                    "inbox/",
-                    format!("{} is missing; making it again", inbox.display()),
-                );
-                fsops::create_dirs(&self.dirs.all_dirs())?;
-                return Ok(Vec::new());
-            }
-            Err(e) => return Err(crate::error::Error::io("list", &inbox, &e)),
-        };
-        let mut out = Vec::new();
-        let mut present = HashSet::new();
-        for entry in entries.flatten() {
-            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
-                continue;
-            };
-            if JobId::from_file_name(&name).is_none() {
-                continue;
-            }
-            present.insert(name.clone());
-            let path = entry.path();
-            match self.judge(&name, &path) {
-                Ok(job) => {
-                    self.unsettled.remove(&name);
-                    out.push(Candidate { job, path });
-                }
-                Err(r) if matches!(r.verdict, Verdict::Missing) => {}
-                Err(r) if matches!(r.verdict, Verdict::Unreadable) => {
-                    self.say_once(&name, format!("left {name} in place: {}", r.message));
-                }
-                Err(r)
-                    if matches!(r.verdict, Verdict::Malformed) && !self.settled(&name, &path) => {}
-                Err(r) => {
-                    self.unsettled.remove(&name);
-                    self.refuse(&path, &name, &r);
-                }
-            }
-        }
-        self.unsettled
-            .retain(|n, _| n.starts_with("cancel/") || present.contains(n));
-        self.parsed.retain(|n, _| present.contains(n));
-        self.noted.retain(|n| present.contains(n));
-        Ok(out)
-    }
-
     /// Counts and moves aside a refused inbox file. A file we cannot move
     /// stays and is retried; it must never take the listener down.
     fn refuse(&mut self, path: &std::path::Path, name: &str, r: &Rejection) {
-        self.parsed.remove(name);
+        self.inbox.forget(name);
         if r.verdict == Verdict::AlreadyProcessed {
             self.counters.skipped += 1;
         } else {
@@ -485,30 +363,8 @@ impl Listener {
         }
     }
 
-    /// Steps 1 to 8 of acceptance for one inbox entry. A file already
-    /// accepted and unchanged since (same size and mtime) is not read again.
-    fn judge(&mut self, name: &str, path: &std::path::Path) -> Result<Job, Rejection> {
-        let meta = std::fs::symlink_metadata(path);
-        let stamp = meta
-            .as_ref()
-            .ok()
-            .filter(|m| m.is_file())
-            .map(|m| (m.len(), m.modified().ok()));
-        if let (Some(stamp), Some((seen, job))) = (stamp, self.parsed.get(name))
-            && *seen == stamp
-        {
-            return Ok(job.clone());
-        }
-        let read = fsops::read_limited_with(path, meta, doc::job::MAX_BYTES);
-        let job = accept::job(name, read, self.dirs.target().as_str(), &self.key)?;
-        if let Some(stamp) = stamp {
-            self.parsed.insert(name.to_string(), (stamp, job.clone()));
-        }
-        Ok(job)
-    }
-
     fn say_once(&mut self, name: &str, line: String) {
-        if self.noted.insert(name.to_string()) {
+        if self.inbox.first_note(name) {
             self.say(line);
         }
     }
@@ -516,29 +372,6 @@ impl Listener {
     /// Where `id` was already processed, if anywhere.
     fn seen_where(&self, id: &JobId) -> Option<&'static str> {
         replay::used_where(&self.dirs, id, || self.ledger.contains(id.as_str()))
-    }
-
-    /// True when a file that does not parse has stayed unchanged for the
-    /// settle time (by our own observation, or by an mtime that old).
-    fn settled(&mut self, name: &str, path: &std::path::Path) -> bool {
-        let Ok(meta) = std::fs::symlink_metadata(path) else {
-            return false;
-        };
-        let stamp = (meta.len(), meta.modified().ok());
-        let now = Instant::now();
-        let first = self
-            .unsettled
-            .entry(name.to_string())
-            .or_insert((stamp.0, stamp.1, now));
-        if (first.0, first.1) != stamp {
-            *first = (stamp.0, stamp.1, now);
-        }
-        let observed = now.duration_since(first.2) >= self.settings.settle;
-        let by_mtime = stamp
-            .1
-            .and_then(|m| SystemTime::now().duration_since(m).ok())
-            .is_some_and(|age| age >= self.settings.settle);
-        observed || by_mtime
     }
 
     /// Moves a refused input to `archive/rejected/` with its reason.
@@ -559,7 +392,7 @@ impl Listener {
             Err(r) if matches!(r.verdict, Verdict::Missing | Verdict::Unreadable) => None,
             Err(r)
                 if r.verdict == Verdict::Malformed
-                    && !self.settled(&format!("cancel/{name}"), &path) =>
+                    && !self.inbox.settled(&format!("cancel/{name}"), &path) =>
             {
                 None
             }
@@ -585,18 +418,27 @@ impl Listener {
             "cancelled {} before start (marker from {})",
             c.job.id, marker.origin
         ));
-        self.finish(&c.job.id, &c.path, &outcome)
+        self.finish(&c.job.id, &c.path, &outcome, true)
     }
 
-    /// Records `outcome` in the ledger; it is handed on by [`Self::settle`].
-    fn finish(&mut self, id: &JobId, job_path: &std::path::Path, outcome: &Outcome) -> Result<()> {
+    /// Records `outcome` in the ledger; it is handed on by [`Self::settle`],
+    /// with `marker` saying whether a valid marker waits to be consumed
+    /// (the publisher consumes it once the result is durable: a marker
+    /// consumed before that could let a crash run a job that was cancelled
+    /// before it started).
+    fn finish(
+        &mut self,
+        id: &JobId,
+        job_path: &std::path::Path,
+        outcome: &Outcome,
+        marker: bool,
+    ) -> Result<()> {
         let result = doc::to_file_bytes(outcome);
         {
             let _recording = shutdown::recording();
             self.ledger.record(id.as_str(), clock::now(), &result)?;
         }
-        self.parsed.remove(&id.file_name());
-        let marker = self.has_valid_marker(id);
+        self.inbox.forget(&id.file_name());
         self.pending.push(Finished {
             id: id.clone(),
             job_path: job_path.to_path_buf(),
@@ -645,11 +487,9 @@ impl Listener {
         Ok(())
     }
 
-    /// True when a valid marker for a finished job waits to be moved to
-    /// `archive/consumed/` (by the publisher, once the result is durable:
-    /// a marker consumed before that could let a crash run a job that was
-    /// cancelled before it started).
-    fn has_valid_marker(&mut self, id: &JobId) -> bool {
+    /// True when a valid marker for a finished job is in `cancel/`, read
+    /// from the folder (for a job whose runner did not meet one).
+    pub(super) fn has_valid_marker(&mut self, id: &JobId) -> bool {
         std::fs::symlink_metadata(self.dirs.marker_file(id)).is_ok()
             && self.valid_marker(id).is_some()
     }
@@ -738,95 +578,12 @@ impl Listener {
             outcome.exit_code,
             clock::human(report.duration)
         ));
-        self.finish(&id, &c.path, &outcome)?;
+        // The marker the runner met is the one to consume; without one, a
+        // marker may still have come after the watch's last look, and is
+        // consumed all the same (the completion race, SPEC §7).
+        let marker = report.marker().is_some() || self.has_valid_marker(&id);
+        self.finish(&id, &c.path, &outcome, marker)?;
         settled
-    }
-
-    /// Start-up recovery from what the ledger says the previous listener
-    /// left unfinished: recorded results missing from `results/` are
-    /// published again and their jobs archived; a job started without a
-    /// result has its leftover processes stopped and gets one `interrupted`
-    /// result; it is never run again.
-    fn recover(&mut self, left: Unfinished) -> Result<()> {
-        let mut recorded = Vec::new();
-        for r in left.recorded {
-            let Ok(id) = JobId::parse(&r.job_id) else {
-                continue;
-            };
-            if std::fs::symlink_metadata(self.dirs.result_file(&id)).is_err() {
-                self.say(format!("publishing the recorded result of {id}"));
-            }
-            recorded.push(Finished {
-                job_path: self.dirs.job_file(&id),
-                marker: self.has_valid_marker(&id),
-                id,
-                result: r.result,
-            });
-        }
-        // A result already in place is kept as it is (publishing never
-        // replaces); only the bookkeeping after it is redone. The ledger
-        // lines are flushed first: after a crash of a relaxed listener they
-        // may be in the page cache only.
-        if !recorded.is_empty() {
-            publisher::publish_batch(&self.dirs, Some(self.ledger.path()), &recorded)?;
-        }
-        self.published |= !recorded.is_empty();
-        for entry in left.started {
-            let Ok(id) = JobId::parse(&entry.job_id) else {
-                continue;
-            };
-            self.recover_started(&id, &entry.started_at, entry.pid)?;
-        }
-        self.checkpoint()
-    }
-
-    fn recover_started(&mut self, id: &JobId, started_at: &str, pid: i32) -> Result<()> {
-        self.say(format!(
-            "recovering {id}: the previous listener stopped while it ran"
-        ));
-        let started = clock::parse(started_at).map_or(std::time::UNIX_EPOCH, Into::into);
-        let root = self.root.display().to_string();
-        let pids = platform::orphans(&platform::Orphaned {
-            job_id: id.as_str(),
-            root: &root,
-            target: self.dirs.target().as_str(),
-            group: pid,
-            started,
-        });
-        if !pids.is_empty() {
-            self.say(format!(
-                "stopping {} leftover process(es) of {id}",
-                pids.len()
-            ));
-            platform::signal_pids(&pids, Signal::Term);
-            let until = Instant::now() + Duration::from_secs(2);
-            while pids.iter().any(|&p| platform::is_alive(p)) && Instant::now() < until {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            platform::signal_pids(&pids, Signal::Kill);
-        }
-        let _ = fsops::remove(&self.dirs.running_file(id));
-        let job_path = self.dirs.job_file(id);
-        if std::fs::symlink_metadata(self.dirs.result_file(id)).is_ok() {
-            // A result is there already (placed by hand, or by another
-            // copy): only the bookkeeping after it is left to do.
-            publisher::archive(&self.dirs, id, &job_path)?;
-            if self.has_valid_marker(id) {
-                publisher::consume_marker(&self.dirs, id)?;
-            }
-            return Ok(());
-        }
-        let outcome = detail::recovered(
-            &self.key,
-            id.as_str(),
-            self.dirs.target().as_str(),
-            started_at,
-            pid,
-            &clock::format(clock::now()),
-        );
-        self.counters.failed += 1;
-        self.say(format!("finished {id}: interrupted"));
-        self.finish(id, &job_path, &outcome)
     }
 
     fn heartbeat(&mut self, job: Option<&JobId>, state: &str) {
