@@ -14,6 +14,7 @@ use serde::Deserialize;
 
 use crate::cli::Global;
 use crate::error::{Error, Result};
+use crate::jobenv;
 use crate::key::Key;
 use crate::layout::{self, StateDirs, TargetDirs};
 use crate::names::Machine;
@@ -262,12 +263,12 @@ impl Context {
         layout::resolve_target(root, name, &fleet)
     }
 
-    /// The job this process runs inside, from `FLEET_DISPATCH_JOB_ID`.
+    /// The job this process runs inside, from [`jobenv::JOB_ID`].
     pub fn enclosing_job(&self) -> Result<Option<crate::names::JobId>> {
-        match std::env::var("FLEET_DISPATCH_JOB_ID") {
+        match std::env::var(jobenv::JOB_ID) {
             Ok(v) if !v.is_empty() => crate::names::JobId::parse(&v)
                 .map(Some)
-                .map_err(|e| Error::validation(format!("FLEET_DISPATCH_JOB_ID: {}", e.message))),
+                .map_err(|e| Error::validation(format!("{}: {}", jobenv::JOB_ID, e.message))),
             _ => Ok(None),
         }
     }

@@ -159,23 +159,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn exit_statuses_match_spec_table() {
-        let table = [
-            (Code::Validation, "VALIDATION_ERROR", 64),
-            (Code::BadRequest, "BAD_REQUEST", 65),
-            (Code::NotFound, "NOT_FOUND", 66),
-            (Code::Internal, "INTERNAL_ERROR", 70),
-            (Code::Busy, "BUSY", 75),
-            (Code::Forbidden, "FORBIDDEN", 77),
-            (Code::Config, "CONFIG", 78),
-        ];
-        for (code, name, status) in table {
-            assert_eq!(code.as_str(), name);
-            assert_eq!(crate::exit::of(code), status);
-        }
-    }
-
-    #[test]
     fn json_form_has_code_and_message() {
         let e = Error::not_found("no job abc").hint("check the id");
         let v = e.to_json();

@@ -110,8 +110,20 @@ mod tests {
     }
 
     #[test]
-    fn sysexits_for_errors_and_shell_conventions_for_the_rest() {
-        assert_eq!((VALIDATION, CONFIG), (64, 78));
+    fn error_codes_exit_with_the_protocol_table() {
+        let table = [
+            (Code::Validation, "VALIDATION_ERROR", 64),
+            (Code::BadRequest, "BAD_REQUEST", 65),
+            (Code::NotFound, "NOT_FOUND", 66),
+            (Code::Internal, "INTERNAL_ERROR", 70),
+            (Code::Busy, "BUSY", 75),
+            (Code::Forbidden, "FORBIDDEN", 77),
+            (Code::Config, "CONFIG", 78),
+        ];
+        for (code, name, status) in table {
+            assert_eq!(code.as_str(), name);
+            assert_eq!(of(code), status);
+        }
         assert_eq!((TIMED_OUT, INTERRUPTED), (124, 130));
     }
 }

@@ -13,11 +13,13 @@
 //! - [`names`], [`clock`]: ids, machine names, timestamps, durations;
 //! - [`key`]: the fleet key and HMAC signatures;
 //! - [`doc`]: the three signed document kinds and their canonical strings;
-//! - [`accept`]: the acceptance verdicts; [`governor`], [`retention`]: the
-//!   other pure rules;
-//! - [`layout`], [`fsops`], [`state`], [`observe`]: the folder and local state;
-//! - [`runner`], [`watcher`], [`listener`], [`publisher`]: running and
-//!   stopping jobs, and placing their results;
+//! - [`accept`]: the acceptance verdicts; [`replay`]: the replay guard;
+//!   [`governor`], [`retention`]: the other pure rules;
+//! - [`layout`], [`fsops`], [`state`], [`observe`], [`rejected`]: the folder
+//!   and local state;
+//! - [`runner`], [`watcher`], [`listener`], [`publisher`], [`shutdown`]:
+//!   running and stopping jobs, and placing their results; [`jobenv`]: the
+//!   environment a job is given;
 //! - [`http`]: the HTTP intake, a second door into the same listener;
 //! - [`cli`], [`config`], [`cmd`], [`wait`], [`out`]: the command line.
 
@@ -36,6 +38,7 @@ pub mod fsops;
 pub mod governor;
 pub mod heartbeat;
 pub mod http;
+pub mod jobenv;
 pub mod key;
 pub mod layout;
 pub mod listener;
@@ -46,8 +49,11 @@ pub mod platform;
 pub mod publisher;
 pub mod random;
 pub mod read;
+pub mod rejected;
+pub mod replay;
 pub mod retention;
 pub mod runner;
+pub mod shutdown;
 pub mod state;
 pub mod submit;
 pub mod wait;

@@ -7,7 +7,7 @@
 //! priority than the jobs. It gathers work for up to [`GATHER`] and takes
 //! it as one batch: writes the results' temp files, flushes them
 //! with one call (`syncfs` on Linux; each file elsewhere), then renames
-//! them into `results/` (SPEC §3: a reader never sees half a result) and
+//! them into `results/` (docs/protocol.md §3: a reader never sees half a result) and
 //! moves the job files to `archive/done/`. A burst of short jobs thus costs
 //! one flush per batch instead of one per result, and no `running/` file
 //! for a job that is over before the publisher gets to it.

@@ -15,23 +15,20 @@ use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::{Duration, Instant};
 
 use crate::doc::Marker;
+use crate::doc::report::{Exit, Report, Stop, StopReason};
 use crate::names::JobId;
 use crate::platform::{self, IoEvent, JobIo, Signal, Stream};
+use crate::shutdown;
 use crate::watcher::Watch;
 
 /// Bytes of each stream kept in the log file; the rest is counted, not kept.
 pub const LOG_CAP: u64 = 10 * 1024 * 1024;
 /// Bytes of each stream's end copied into the result.
 pub const TAIL_BYTES: usize = 4096;
-
-/// The process group of the job running now (0 when none): read by the
-/// signal handler for a second Ctrl-C, which kills it at once.
-pub static CURRENT_GROUP: AtomicI32 = AtomicI32::new(0);
 
 /// Where control messages for the listener and its runner go: a channel,
 /// and a bell that wakes a runner waiting on its job.
@@ -71,17 +68,6 @@ pub enum Control {
     Wake,
 }
 
-/// Why the runner stopped a job.
-#[derive(Clone, Debug, PartialEq)]
-pub enum StopReason {
-    /// A valid cancel marker.
-    Cancel(Box<Marker>),
-    /// The job's timeout passed.
-    Timeout,
-    /// The listener is stopping.
-    Shutdown,
-}
-
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct Request {
@@ -101,48 +87,6 @@ pub struct Request {
     pub stdout_log: PathBuf,
     /// Where stderr goes.
     pub stderr_log: PathBuf,
-}
-
-/// How the process ended.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Exit {
-    /// It exited with this code.
-    Code(i32),
-    /// A signal ended it (by number).
-    Signal(i32),
-    /// It could not be started.
-    SpawnFailed(String),
-}
-
-/// A stop the runner carried out.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Stop {
-    /// Why.
-    pub reason: StopReason,
-    /// True when the grace ran out and the tree was killed.
-    pub grace_expired: bool,
-}
-
-/// Everything the listener needs to write a result.
-#[derive(Clone, Debug)]
-pub struct Report {
-    /// How the main process ended.
-    pub exit: Exit,
-    /// The stop carried out, if any signal was sent. `None` also covers a
-    /// process that exited by itself before any stop signal (the race).
-    pub stop: Option<Stop>,
-    /// A stop that was requested but found the process already gone.
-    pub raced: Option<StopReason>,
-    /// Wall time from spawn to exit.
-    pub duration: Duration,
-    /// Processes left behind by the main process and stopped with it.
-    pub leftovers_stopped: usize,
-    /// End of stdout.
-    pub stdout_tail: String,
-    /// End of stderr.
-    pub stderr_tail: String,
-    /// Bytes written to stdout and stderr in all.
-    pub output_bytes: (u64, u64),
 }
 
 /// A job process that was started, and its output being captured.
@@ -171,18 +115,7 @@ pub fn start<'a>(
     bell: &platform::Bell,
 ) -> std::result::Result<Running<'a>, Box<Report>> {
     let started = Instant::now();
-    let blank = |exit: Exit| {
-        Box::new(Report {
-            exit,
-            stop: None,
-            raced: None,
-            duration: Duration::ZERO,
-            leftovers_stopped: 0,
-            stdout_tail: String::new(),
-            stderr_tail: String::new(),
-            output_bytes: (0, 0),
-        })
-    };
+    let blank = |exit: Exit| Box::new(Report::not_started(exit));
     let mut cmd = Command::new(&req.argv[0]);
     cmd.args(&req.argv[1..])
         .stdin(Stdio::null())
@@ -219,7 +152,7 @@ pub fn start<'a>(
             ))));
         }
     };
-    CURRENT_GROUP.store(tree.id(), Ordering::SeqCst);
+    shutdown::job_started(tree.id());
     let io = JobIo::new(&mut child, &tree, bell);
     Ok(Running {
         req,
@@ -346,7 +279,7 @@ impl Running<'_> {
             }
         }
         let status = self.child.wait();
-        CURRENT_GROUP.store(0, Ordering::SeqCst);
+        shutdown::job_ended();
         let duration = self.started.elapsed();
         // Output pipes close once every holder is gone; don't hang on one that
         // escaped where no process table can find it.

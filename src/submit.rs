@@ -14,11 +14,12 @@ use crate::key::Key;
 use crate::layout::TargetDirs;
 use crate::names::JobId;
 use crate::read::FileRead;
+use crate::replay;
 
 /// Refuses an id the target already used, as far as this machine can see
 /// (the target's ledger is local to it: its listener refuses the rest).
 pub fn check_unused(dirs: &TargetDirs, id: &JobId) -> Result<()> {
-    match crate::listener::processed_where(dirs, id, || false) {
+    match replay::used_where(dirs, id, || false) {
         None => Ok(()),
         Some(place) => Err(Error::validation(format!(
             "job id {id} was already used on {} (found in {place})",

@@ -1,6 +1,6 @@
 //! The cancel watch: while a job runs, the runner looks at
 //! `cancel/<jobId>.json` once per poll interval and stops the job when a
-//! marker there is accepted by the SPEC §6 rules.
+//! marker there is accepted by the docs/protocol.md §6 rules.
 //!
 //! Its steady cost is one `lstat` per poll; the file is read only when it
 //! appears or changes. It also keeps the listener's heartbeat fresh while

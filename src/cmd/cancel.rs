@@ -51,7 +51,7 @@ pub fn run(ctx: &Context, args: CancelArgs) -> Result<u8> {
             } else {
                 how.describe(o.ok)
             });
-            out["result"] = super::result::result_json(&o);
+            out["result"] = super::result_json(&o);
             let human = if stopped {
                 format!("{id} stopped ({})", how.as_str())
             } else {

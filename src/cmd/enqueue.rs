@@ -142,10 +142,10 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     match wait::for_result(&dirs, &id, &key, wait_limit, ctx.json())? {
         Waited::Done(o) => {
             if ctx.json() {
-                out["result"] = super::result::result_json(&o);
+                out["result"] = super::result_json(&o);
                 crate::out::line(&out.to_string());
             } else {
-                crate::out::line(&super::result::result_human(&o));
+                crate::out::line(&super::result_human(&o));
             }
             Ok(o.wait_exit_status())
         }

@@ -3,53 +3,14 @@
 //! one kills the job's process group at once. With `--http ADDR` the HTTP
 //! intake ([`crate::http`]) runs beside it, feeding the same listener.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
-
 use serde_json::json;
 
 use crate::cli::ListenArgs;
 use crate::config::Context;
 use crate::error::{Error, Result};
-use crate::listener::{Listener, RECORDING, Settings, Shutdown};
-use crate::platform;
-use crate::runner::CURRENT_GROUP;
-
-/// Exit status after an interrupt.
-const INTERRUPTED: u8 = 130;
-
-static SHUTDOWN: OnceLock<Arc<Shutdown>> = OnceLock::new();
-static SIGNALS: AtomicUsize = AtomicUsize::new(0);
-
-fn install_handler() -> Result<Arc<Shutdown>> {
-    let mut fresh = false;
-    let shutdown = SHUTDOWN.get_or_init(|| {
-        fresh = true;
-        Arc::new(Shutdown::default())
-    });
-    if fresh {
-        ctrlc::set_handler(|| {
-            if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
-                if let Some(s) = SHUTDOWN.get() {
-                    s.request();
-                }
-            } else {
-                // Kept until the exit: the listener cannot record the end of
-                // the job killed here (see RECORDING).
-                let _recording = RECORDING.lock().unwrap_or_else(|p| p.into_inner());
-                platform::kill_tree_now(CURRENT_GROUP.load(Ordering::SeqCst));
-                std::process::exit(INTERRUPTED as i32);
-            }
-        })
-        .map_err(|e| {
-            Error::new(
-                crate::error::Code::Internal,
-                format!("cannot install the signal handler: {e}"),
-            )
-        })?;
-    }
-    Ok(Arc::clone(shutdown))
-}
+use crate::exit;
+use crate::listener::{Listener, Settings};
+use crate::shutdown;
 
 /// Runs `listen`.
 pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
@@ -88,7 +49,7 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
         ),
         None => crate::layout::TargetDirs::new(&root, &machine),
     };
-    let shutdown = install_handler()?;
+    let shutdown = shutdown::install()?;
     let verbose = settings.verbose;
     let listener = Listener::start(root, dirs, state, key, key_path, settings, shutdown)?;
     // After the lock: a second listener must say BUSY, not "address in use".
@@ -131,5 +92,9 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
             }
         ),
     );
-    Ok(if summary.interrupted { INTERRUPTED } else { 0 })
+    Ok(if summary.interrupted {
+        exit::INTERRUPTED
+    } else {
+        exit::SUCCESS
+    })
 }

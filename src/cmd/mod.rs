@@ -1,5 +1,7 @@
 //! One small module per subcommand; each only wires the library's pieces
-//! together and prints. [`dispatch`] routes a parsed command line.
+//! together and prints. [`dispatch`] routes a parsed command line; the
+//! printing two or more commands share (a result, a flag's duration) is
+//! here, so no command imports another.
 
 mod cancel;
 mod demo;
@@ -12,8 +14,11 @@ mod sweep;
 mod verify_marker;
 
 use crate::cli::{Cli, Cmd};
+use crate::clock;
 use crate::config::Context;
+use crate::doc::Outcome;
 use crate::error::Result;
+use serde_json::{Value, json};
 
 /// Runs the command; returns the process exit status.
 pub fn dispatch(cli: Cli) -> Result<u8> {
@@ -48,4 +53,54 @@ pub fn duration_flag(v: &Option<String>, flag: &str) -> Result<Option<std::time:
                 .map_err(|e| crate::error::Error::validation(format!("{flag}: {}", e.message)))
         })
         .transpose()
+}
+
+/// The JSON form of a verified result, `detail` parsed.
+pub fn result_json(o: &Outcome) -> Value {
+    json!({
+        "jobId": o.job_id,
+        "target": o.target,
+        "ok": o.ok,
+        "exitCode": o.exit_code,
+        "error": o.error,
+        "outcome": o.termination().describe(o.ok),
+        "startedAt": o.started_at,
+        "finishedAt": o.finished_at,
+        "detail": o.detail_value(),
+        "verified": true,
+    })
+}
+
+/// The human form of a verified result.
+pub fn result_human(o: &Outcome) -> String {
+    let d = o.detail();
+    let word = o.termination().describe(o.ok);
+    let mut s = format!(
+        "{} on {}: {} (exit {})",
+        o.job_id,
+        o.target,
+        crate::out::paint(word, crate::out::outcome_tone(word)),
+        o.exit_code
+    );
+    if let Some(ms) = d.duration_ms {
+        s.push_str(&format!(
+            " after {}",
+            clock::human(std::time::Duration::from_millis(ms))
+        ));
+    }
+    if let Some(sig) = &d.signal {
+        s.push_str(&format!(", ended by {sig}"));
+    }
+    if let Some(m) = &d.marker {
+        s.push_str(&format!(", cancel from {}", m.origin));
+    }
+    if let Some(e) = &d.spawn_error {
+        s.push_str(&format!("\n  {e}"));
+    }
+    for (name, tail) in [("stdout", &d.stdout_tail), ("stderr", &d.stderr_tail)] {
+        if let Some(t) = tail.as_deref().filter(|t| !t.is_empty()) {
+            s.push_str(&format!("\n--- {name} (end) ---\n{}", t.trim_end()));
+        }
+    }
+    s
 }

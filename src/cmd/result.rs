@@ -1,67 +1,15 @@
 //! `result`: show a job's verified result; `--wait` waits for it and exits
 //! with the job's exit code. A result that does not verify is `FORBIDDEN`.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::cli::ResultArgs;
-use crate::clock;
 use crate::config::Context;
-use crate::doc::Outcome;
 use crate::error::{Error, Result};
 use crate::exit;
 use crate::names::JobId;
 use crate::observe::{self, Observed};
 use crate::wait::{self, Waited};
-
-/// The JSON form of a verified result, `detail` parsed.
-pub fn result_json(o: &Outcome) -> Value {
-    json!({
-        "jobId": o.job_id,
-        "target": o.target,
-        "ok": o.ok,
-        "exitCode": o.exit_code,
-        "error": o.error,
-        "outcome": o.termination().describe(o.ok),
-        "startedAt": o.started_at,
-        "finishedAt": o.finished_at,
-        "detail": o.detail_value(),
-        "verified": true,
-    })
-}
-
-/// The human form of a verified result.
-pub fn result_human(o: &Outcome) -> String {
-    let d = o.detail_value();
-    let word = o.termination().describe(o.ok);
-    let mut s = format!(
-        "{} on {}: {} (exit {})",
-        o.job_id,
-        o.target,
-        crate::out::paint(word, crate::out::outcome_tone(word)),
-        o.exit_code
-    );
-    if let Some(ms) = d["durationMs"].as_u64() {
-        s.push_str(&format!(
-            " after {}",
-            clock::human(std::time::Duration::from_millis(ms))
-        ));
-    }
-    if let Some(sig) = d["signal"].as_str() {
-        s.push_str(&format!(", ended by {sig}"));
-    }
-    if let Some(origin) = d["marker"]["origin"].as_str() {
-        s.push_str(&format!(", cancel from {origin}"));
-    }
-    if let Some(e) = d["spawnError"].as_str() {
-        s.push_str(&format!("\n  {e}"));
-    }
-    for (name, field) in [("stdout", "stdoutTail"), ("stderr", "stderrTail")] {
-        if let Some(t) = d[field].as_str().filter(|t| !t.is_empty()) {
-            s.push_str(&format!("\n--- {name} (end) ---\n{}", t.trim_end()));
-        }
-    }
-    s
-}
 
 /// Runs `result`.
 pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
@@ -96,6 +44,16 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
                     "result for {id} does not verify ({why}); it is not shown"
                 )));
             }
+            Observed::Rejected(r) => {
+                return Err(Error::not_found(format!(
+                    "no result for {id} on {}: its listener rejected the job file ({}: {}) at {}; it will not run",
+                    dirs.target(),
+                    r.verdict,
+                    r.message,
+                    r.rejected_at
+                ))
+                .hint("a bad-signature verdict means the sender's key differs from the target's"));
+            }
             other => {
                 return Err(Error::not_found(format!(
                     "no result for {id} on {} yet (job {})",
@@ -106,7 +64,11 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
             }
         }
     };
-    super::emit(ctx, &result_json(&outcome), &result_human(&outcome));
+    super::emit(
+        ctx,
+        &super::result_json(&outcome),
+        &super::result_human(&outcome),
+    );
     Ok(if args.wait {
         outcome.wait_exit_status()
     } else {

@@ -1,4 +1,4 @@
-//! Jobs (SPEC §5.2): `inbox/<jobId>.json`, at most 1 MiB, with a signed
+//! Jobs (docs/protocol.md §5.2): `inbox/<jobId>.json`, at most 1 MiB, with a signed
 //! `spec` string that is parsed only after its signature holds.
 
 use std::collections::BTreeMap;
@@ -274,6 +274,15 @@ impl Job {
     pub fn drain_key(&self) -> (Priority, time::OffsetDateTime, JobId) {
         (self.spec.priority, self.created, self.id.clone())
     }
+}
+
+/// `prog arg1 arg2 …` on one line, shortened to 80 characters.
+pub fn argv_summary(argv: &[String]) -> String {
+    let mut s = argv.join(" ");
+    if s.chars().count() > 80 {
+        s = s.chars().take(77).collect::<String>() + "...";
+    }
+    s
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! Cancel markers (SPEC §5.1): `cancel/<jobId>.json`, at most 16 KiB.
+//! Cancel markers (docs/protocol.md §5.1): `cancel/<jobId>.json`, at most 16 KiB.
 
 use serde::Serialize;
 

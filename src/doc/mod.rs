@@ -1,12 +1,16 @@
-//! The three signed document kinds of SPEC §5: cancel markers, jobs and
+//! The three signed document kinds of docs/protocol.md §5: cancel markers, jobs and
 //! results. Each module owns its canonical string, its fields and how it is
 //! written; the rules deciding whether a file is accepted live in
-//! [`crate::accept`].
+//! [`crate::accept`]. A result's `detail` ([`detail`]) and the run report it
+//! is made from ([`report`]) sit beside the result.
 
+pub mod detail;
 pub mod job;
 pub mod marker;
 pub mod outcome;
+pub mod report;
 
+pub use detail::Detail;
 pub use job::{Job, Priority, Spec};
 pub use marker::Marker;
 pub use outcome::{Outcome, Termination};

@@ -1,8 +1,9 @@
-//! Results (SPEC §5.3): `results/<jobId>.json`, written only by the target's
+//! Results (docs/protocol.md §5.3): `results/<jobId>.json`, written only by the target's
 //! listener. Called "outcome" here to keep clear of Rust's `Result`.
 
 use serde::Serialize;
 
+use super::Detail;
 use crate::key::Key;
 
 /// Largest result file read back.
@@ -82,7 +83,8 @@ pub struct Outcome {
     pub started_at: String,
     /// When it finished.
     pub finished_at: String,
-    /// A JSON object as a string: duration, signal, output tails, marker.
+    /// A JSON object as a string ([`Detail`]): duration, signal, output
+    /// tails, marker.
     pub detail: String,
     /// Hex HMAC over [`canonical`].
     pub sig: String,
@@ -114,7 +116,7 @@ impl Outcome {
         exit_code: Option<i32>,
         started_at: Option<&str>,
         finished_at: &str,
-        detail: &serde_json::Value,
+        detail: &Detail,
     ) -> Outcome {
         let ok = how == Termination::Exited && exit_code == Some(0);
         let exit_code = match how {
@@ -130,7 +132,7 @@ impl Outcome {
             error: how.as_str().to_string(),
             started_at: started_at.unwrap_or("").to_string(),
             finished_at: finished_at.to_string(),
-            detail: detail.to_string(),
+            detail: detail.to_text(),
             sig: String::new(),
         };
         o.sig = key.sign(&o.canonical());
@@ -156,12 +158,18 @@ impl Outcome {
         Termination::parse(&self.error).unwrap_or(Termination::Exited)
     }
 
-    /// The detail object, or an empty one when it does not parse.
+    /// The detail; an empty one when it does not parse.
+    pub fn detail(&self) -> Detail {
+        Detail::from_text(&self.detail)
+    }
+
+    /// The detail as it was written, unknown fields included (for showing
+    /// it whole); an empty object when it does not parse.
     pub fn detail_value(&self) -> serde_json::Value {
         serde_json::from_str(&self.detail).unwrap_or_else(|_| serde_json::json!({}))
     }
 
-    /// The exit status `enqueue --wait` and `result --wait` end with (SPEC §9):
+    /// The exit status `enqueue --wait` and `result --wait` end with (docs/protocol.md §9):
     /// the job's own exit code when it ran to its end, 1 otherwise.
     pub fn wait_exit_status(&self) -> u8 {
         match self.termination() {
@@ -193,7 +201,7 @@ mod tests {
     #[test]
     fn ok_only_for_a_clean_exit() {
         let key = Key::from_bytes(&[1u8; 32]).unwrap();
-        let d = serde_json::json!({});
+        let d = Detail::default();
         let ok = Outcome::sign(
             &key,
             "a",

@@ -229,30 +229,14 @@ impl Routes {
             }
             Observed::Running => "running",
             Observed::Queued => "queued",
-            Observed::NotSeen => match self.rejection_of(&id) {
-                Some(reason) => {
-                    out["reason"] = reason;
-                    "rejected"
-                }
-                None => "unknown",
-            },
+            Observed::Rejected(r) => {
+                out["reason"] = json!({"verdict": r.verdict, "message": r.message, "rejectedAt": r.rejected_at});
+                "rejected"
+            }
+            Observed::NotSeen => "unknown",
         };
         out["state"] = json!(state);
         Ok((200, out))
-    }
-
-    /// The reason a job file named after `id` was rejected, if one was.
-    /// Markers are rejected into the same folder: their reasons say so.
-    fn rejection_of(&self, id: &JobId) -> Option<Value> {
-        (0..100).find_map(|n| {
-            let (_, reason_path) = self.handle.dirs.rejected_files(&id.file_name(), n);
-            let FileRead::Bytes(b) = fsops::read_limited(&reason_path, 64 * 1024) else {
-                return None;
-            };
-            let v: Value = serde_json::from_slice(&b).ok()?;
-            (v["kind"] != "marker")
-                .then(|| json!({"verdict": v["verdict"], "message": v["message"], "rejectedAt": v["rejectedAt"]}))
-        })
     }
 
     fn status(&self) -> Answer {

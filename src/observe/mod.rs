@@ -1,5 +1,6 @@
 //! What the folder says about one job, as seen from any machine: done (a
-//! verified result), running, queued, or not seen yet (sync may lag). The
+//! verified result), running, queued, rejected by the target's listener, or
+//! not seen yet (sync may lag). The
 //! one answer to "what state is this job in?", for `result`, `cancel`,
 //! `enqueue --interrupt`, the waiting loop, `status` and the HTTP intake;
 //! [`target`] looks at a whole target the same way.
@@ -16,6 +17,7 @@ use crate::fsops;
 use crate::key::Key;
 use crate::layout::TargetDirs;
 use crate::names::JobId;
+use crate::rejected::{self, Reason};
 
 /// A job's state as observed in the folder.
 #[derive(Clone, Debug, PartialEq)]
@@ -28,6 +30,8 @@ pub enum Observed {
     Running,
     /// It waits in the inbox.
     Queued,
+    /// The target's listener refused a file by its name, and why.
+    Rejected(Box<Reason>),
     /// Nothing of it here yet.
     NotSeen,
 }
@@ -40,6 +44,7 @@ impl Observed {
             Observed::ForgedResult(_) => "result does not verify",
             Observed::Running => "running",
             Observed::Queued => "queued",
+            Observed::Rejected(_) => "rejected",
             Observed::NotSeen => "not seen yet",
         }
     }
@@ -61,6 +66,8 @@ pub fn job(dirs: &TargetDirs, id: &JobId, key: &Key) -> Observed {
         Observed::Running
     } else if std::fs::symlink_metadata(dirs.job_file(id)).is_ok() {
         Observed::Queued
+    } else if let Some(reason) = rejected::find_job_rejection(dirs, id) {
+        Observed::Rejected(Box::new(reason))
     } else {
         Observed::NotSeen
     }

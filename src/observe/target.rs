@@ -283,7 +283,7 @@ fn pending_cancels(dirs: &TargetDirs, key: &Key) -> Vec<PendingCancel> {
                 Observed::Done(_) | Observed::ForgedResult(_) => "finished",
                 Observed::Running => "running",
                 Observed::Queued => "queued",
-                Observed::NotSeen => "not seen",
+                Observed::Rejected(_) | Observed::NotSeen => "not seen",
             },
             job_id: id.to_string(),
         })
@@ -300,15 +300,15 @@ fn recent(dirs: &TargetDirs, key: &Key) -> Vec<RecentResult> {
             let read = fsops::read_limited(&dirs.result_file(&id), doc::outcome::MAX_BYTES);
             match accept::outcome(id.as_str(), read, dirs.target().as_str(), key) {
                 Ok(o) => {
-                    let d = o.detail_value();
+                    let d = o.detail();
                     RecentResult::Verified {
                         job_id: o.job_id.clone(),
                         verified: true,
                         outcome: o.termination().describe(o.ok),
                         exit_code: o.exit_code,
                         finished_at: o.finished_at.clone(),
-                        duration_ms: d["durationMs"].as_u64(),
-                        label: d["label"].as_str().map(str::to_string),
+                        duration_ms: d.duration_ms,
+                        label: d.label,
                     }
                 }
                 Err(r) => RecentResult::Unverified {

@@ -1,0 +1,55 @@
+//! The listener's second door: what the HTTP intake holds to feed a
+//! running listener from its own threads, so a job or marker taken over
+//! HTTP meets the same folders, key, replay guard and control channel as
+//! one dropped into the folder.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::Listener;
+use crate::key::Key;
+use crate::layout::TargetDirs;
+use crate::names::JobId;
+use crate::replay;
+use crate::runner::Mailbox;
+use crate::state::LedgerView;
+
+/// What the HTTP intake holds to feed a running listener from its own
+/// threads: the same folders, key and replay guard, and the same control
+/// channel, so a job or marker taken over HTTP meets the folder's rules.
+#[derive(Clone)]
+pub struct Handle {
+    /// The listener's target folders.
+    pub dirs: TargetDirs,
+    /// The dispatch root.
+    pub root: PathBuf,
+    /// The fleet key.
+    pub key: Arc<Key>,
+    /// Jobs older than this are stale.
+    pub max_age: Duration,
+    /// Wakes the idle listener, or reaches the running job's runner.
+    pub control: Mailbox,
+    ledger: LedgerView,
+}
+
+impl Handle {
+    /// Where `id` was already processed, if anywhere (the replay guard).
+    pub fn processed_where(&self, id: &JobId) -> Option<&'static str> {
+        replay::used_where(&self.dirs, id, || self.ledger.contains(id.as_str()))
+    }
+}
+
+impl Listener {
+    /// What another thread needs to feed this listener (the HTTP intake).
+    pub fn handle(&self) -> Handle {
+        Handle {
+            dirs: self.dirs.clone(),
+            root: self.root.clone(),
+            key: Arc::clone(&self.key),
+            max_age: self.settings.max_age,
+            control: self.mail.clone(),
+            ledger: self.ledger.view(),
+        }
+    }
+}

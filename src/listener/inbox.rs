@@ -1,0 +1,222 @@
+//! The listener's view of its inbox: which files are runnable jobs, in
+//! drain order, and what it remembers between listings so that a drain of
+//! n queued jobs costs n small steps rather than n listings of n files.
+//!
+//! It remembers three things: the accepted jobs with the (size, mtime)
+//! each file had, so an unchanged file is not read and verified again; when
+//! an unparseable file (or marker) was first seen unchanged, so it is
+//! rejected only once it has settled (docs/protocol.md §7: it may still be arriving);
+//! and which names it already spoke about, so a stuck file is said once.
+//! Refusals are returned, not carried out: moving files and counting is
+//! the listener's.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::accept::{self, Rejection, Verdict};
+use crate::doc::{self, Job};
+use crate::error::{Error, Result};
+use crate::fsops;
+use crate::key::Key;
+use crate::layout::TargetDirs;
+use crate::names::JobId;
+
+/// A job that passed acceptance (steps 1 to 8).
+pub(super) struct Candidate {
+    pub job: Job,
+    pub path: PathBuf,
+}
+
+/// A file's size and mtime: the listener's sign that it did not change.
+type Stamp = (u64, Option<SystemTime>);
+
+/// What one listing found besides the runnable jobs.
+#[derive(Default)]
+pub(super) struct Listing {
+    /// Files to refuse: name, path and why.
+    pub refused: Vec<(String, PathBuf, Rejection)>,
+    /// Lines to say (each said once per name).
+    pub notes: Vec<String>,
+}
+
+/// The accepted jobs in drain order, and what the listener remembers
+/// between listings.
+pub(super) struct Inbox {
+    /// The accepted jobs in drain order.
+    pub jobs: VecDeque<Candidate>,
+    inbox_mtime: Option<SystemTime>,
+    listed: Option<Instant>,
+    /// Accepted job files by name, with the stamp they had.
+    parsed: HashMap<String, (Stamp, Job)>,
+    /// Unparseable files by name (markers as `cancel/<name>`): the stamp
+    /// they had when first seen so, and when.
+    unsettled: HashMap<String, (Stamp, Instant)>,
+    /// Names already spoken about.
+    noted: HashSet<String>,
+    settle: Duration,
+}
+
+fn mtime(inbox: &Path) -> Option<SystemTime> {
+    std::fs::metadata(inbox).and_then(|m| m.modified()).ok()
+}
+
+impl Inbox {
+    /// An inbox never listed, whose unparseable files settle after `settle`.
+    pub fn new(settle: Duration) -> Inbox {
+        Inbox {
+            jobs: VecDeque::new(),
+            inbox_mtime: None,
+            listed: None,
+            parsed: HashMap::new(),
+            unsettled: HashMap::new(),
+            noted: HashSet::new(),
+            settle,
+        }
+    }
+
+    /// True when the listing must be redone: never listed, the folder
+    /// changed (other than by our own archiving, whose mtime is `ours`), or
+    /// a poll interval passed (coarse mtimes on network filesystems can hide
+    /// a change).
+    pub fn stale(&self, inbox: &Path, poll: Duration, ours: Option<SystemTime>) -> bool {
+        let now = mtime(inbox);
+        self.listed.is_none_or(|t| t.elapsed() >= poll)
+            || (now != self.inbox_mtime && (now.is_none() || now != ours))
+    }
+
+    /// Takes `jobs` (in drain order) as the queue listed just now.
+    pub fn reset(&mut self, jobs: Vec<Candidate>, inbox: &Path) {
+        self.inbox_mtime = mtime(inbox);
+        self.jobs = jobs.into();
+        self.listed = Some(Instant::now());
+    }
+
+    /// Records the folder's state after our own change to it (archiving).
+    pub fn note_own_change(&mut self, inbox: &Path) {
+        self.inbox_mtime = mtime(inbox);
+    }
+
+    /// Forgets the parsed copy of `name` (its job ended or was refused).
+    pub fn forget(&mut self, name: &str) {
+        self.parsed.remove(name);
+    }
+
+    /// True the first time `name` is spoken about (until it leaves).
+    pub fn first_note(&mut self, name: &str) -> bool {
+        self.noted.insert(name.to_string())
+    }
+
+    /// Lists the inbox and judges each entry: returns the runnable jobs
+    /// (unsorted) and what to refuse. Names that are not `<id>.json` are
+    /// never read, moved or deleted.
+    pub fn scan(&mut self, dirs: &TargetDirs, key: &Key) -> Result<(Vec<Candidate>, Listing)> {
+        let mut found = Listing::default();
+        // A folder of ours swapped for a link since the last look would lead
+        // reads and moves out of the root: stop rather than follow it.
+        dirs.check_real()?;
+        let inbox = dirs.inbox();
+        let entries = match std::fs::read_dir(&inbox) {
+            Ok(e) => e,
+            // A synced folder can vanish for a while (a sync hiccup, a
+            // restore): make ours again and carry on.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if self.first_note("inbox/") {
+                    let line = format!("{} is missing; making it again", inbox.display());
+                    found.notes.push(line);
+                }
+                fsops::create_dirs(&dirs.all_dirs())?;
+                return Ok((Vec::new(), found));
+            }
+            Err(e) => return Err(Error::io("list", &inbox, &e)),
+        };
+        let mut out = Vec::new();
+        let mut present = HashSet::new();
+        for entry in entries.flatten() {
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            if JobId::from_file_name(&name).is_none() {
+                continue;
+            }
+            present.insert(name.clone());
+            let path = entry.path();
+            match self.judge(&name, &path, dirs.target().as_str(), key) {
+                Ok(job) => {
+                    self.unsettled.remove(&name);
+                    out.push(Candidate { job, path });
+                }
+                Err(r) if matches!(r.verdict, Verdict::Missing) => {}
+                Err(r) if matches!(r.verdict, Verdict::Unreadable) => {
+                    if self.first_note(&name) {
+                        found
+                            .notes
+                            .push(format!("left {name} in place: {}", r.message));
+                    }
+                }
+                Err(r)
+                    if matches!(r.verdict, Verdict::Malformed) && !self.settled(&name, &path) => {}
+                Err(r) => {
+                    self.unsettled.remove(&name);
+                    found.refused.push((name, path, r));
+                }
+            }
+        }
+        self.unsettled
+            .retain(|n, _| n.starts_with("cancel/") || present.contains(n));
+        self.parsed.retain(|n, _| present.contains(n));
+        self.noted.retain(|n| present.contains(n));
+        Ok((out, found))
+    }
+
+    /// Steps 1 to 8 of acceptance for one inbox entry. A file already
+    /// accepted and unchanged since (same size and mtime) is not read again.
+    fn judge(
+        &mut self,
+        name: &str,
+        path: &Path,
+        target: &str,
+        key: &Key,
+    ) -> Result<Job, Rejection> {
+        let meta = std::fs::symlink_metadata(path);
+        let stamp = meta
+            .as_ref()
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| (m.len(), m.modified().ok()));
+        if let (Some(stamp), Some((seen, job))) = (stamp, self.parsed.get(name))
+            && *seen == stamp
+        {
+            return Ok(job.clone());
+        }
+        let read = fsops::read_limited_with(path, meta, doc::job::MAX_BYTES);
+        let job = accept::job(name, read, target, key)?;
+        if let Some(stamp) = stamp {
+            self.parsed.insert(name.to_string(), (stamp, job.clone()));
+        }
+        Ok(job)
+    }
+
+    /// True when a file that does not parse has stayed unchanged for the
+    /// settle time (by our own observation, or by an mtime that old).
+    pub fn settled(&mut self, name: &str, path: &Path) -> bool {
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            return false;
+        };
+        let stamp = (meta.len(), meta.modified().ok());
+        let now = Instant::now();
+        let first = self
+            .unsettled
+            .entry(name.to_string())
+            .or_insert((stamp, now));
+        if first.0 != stamp {
+            *first = (stamp, now);
+        }
+        let observed = now.duration_since(first.1) >= self.settle;
+        let by_mtime = stamp
+            .1
+            .and_then(|m| SystemTime::now().duration_since(m).ok())
+            .is_some_and(|age| age >= self.settle);
+        observed || by_mtime
+    }
+}

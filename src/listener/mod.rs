@@ -1,0 +1,593 @@
+//! The listener (docs/protocol.md §7): drains one target's inbox one job at a time.
+//!
+//! Per job, in this order: acceptance (§6) → replay guard (results,
+//! archive/done, ledger) → age → cancel check (a valid marker ends a queued
+//! job before anything is spawned) → governor gate → run.
+//!
+//! Writes: the job's start line in the ledger, flushed, before the spawn;
+//! when it ends, its result in the ledger (durable) → result file → job to
+//! archive/done → marker to archive/consumed. A crash at any point neither
+//! loses a job nor runs it twice: a started job without a result gets an
+//! `interrupted` result and is never re-run; a recorded result that did not
+//! reach `results/` is published again.
+//!
+//! One flush per job on the way from one spawn to the next: a result is
+//! recorded unflushed, and the next job's start line flushes both (a
+//! listener with nothing to start flushes at once); the [`Publisher`]
+//! thread then places the result and archives the job, in batches.
+//!
+//! This file is the drain loop. Beside it: `inbox` (the listing and what
+//! is remembered between listings), `recovery` (start-up after a crash)
+//! and `handle` (the HTTP intake's way in). The rules it applies live
+//! outside: acceptance in [`crate::accept`], the replay guard in
+//! [`crate::replay`], results in [`crate::doc::detail`], refusals in
+//! [`crate::rejected`], a job's environment in [`crate::jobenv`].
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::accept::{self, Rejection, Verdict};
+use crate::clock;
+use crate::doc::{self, Marker, Outcome, Termination, detail, job};
+use crate::error::Result;
+use crate::fsops;
+use crate::fsops::Durability;
+use crate::governor::Tier;
+use crate::heartbeat::{self, Heartbeat};
+use crate::jobenv;
+use crate::key::Key;
+use crate::layout::{StateDirs, TargetDirs};
+use crate::names::JobId;
+use crate::platform;
+use crate::publisher::{Finished, Publisher};
+use crate::rejected::{self, Kind};
+use crate::replay;
+use crate::runner::{self, Control, Mailbox};
+use crate::shutdown::{self, Shutdown};
+use crate::state::{Ledger, Lock};
+use crate::watcher::Watch;
+
+use inbox::{Candidate, Inbox};
+
+mod handle;
+mod inbox;
+mod recovery;
+
+pub use handle::Handle;
+
+/// Listener settings from the command line.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Drain once and return.
+    pub once: bool,
+    /// Inbox rescan and cancel poll interval.
+    pub poll: Duration,
+    /// How long an unparseable file must stay unchanged before rejection.
+    pub settle: Duration,
+    /// Jobs older than this are stale.
+    pub max_age: Duration,
+    /// The governor file, if any.
+    pub governor: Option<PathBuf>,
+    /// Print a line per event (off with `--json`).
+    pub verbose: bool,
+    /// Full: a job's start line is flushed before its spawn. Relaxed: the
+    /// publisher flushes the ledger once per batch, before it places the
+    /// batch's results.
+    pub durability: Durability,
+}
+
+/// The summary counters (docs/protocol.md §7.12).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Counters {
+    /// Ran and exited 0 (including a raced completion).
+    pub done: u64,
+    /// Ran, anything else.
+    pub failed: u64,
+    /// Stopped by a marker, or cancelled before start.
+    pub cancelled: u64,
+    /// Left queued by the governor.
+    pub deferred: u64,
+    /// Rejected inputs.
+    pub rejected: u64,
+    /// Already processed (replays).
+    pub skipped: u64,
+}
+
+/// How a listener run ended.
+#[derive(Debug)]
+pub struct Summary {
+    /// The counters.
+    pub counters: Counters,
+    /// True when it stopped on Ctrl-C or SIGTERM.
+    pub interrupted: bool,
+}
+
+/// Where the listener runs and with what.
+pub struct Listener {
+    dirs: TargetDirs,
+    key: Arc<Key>,
+    key_path: PathBuf,
+    root: PathBuf,
+    settings: Settings,
+    ledger: Ledger,
+    /// Finished jobs whose results are recorded in the ledger but not yet
+    /// flushed: handed to the publisher after the next start line, or when
+    /// nothing starts.
+    pending: Vec<Finished>,
+    publisher: Publisher,
+    /// Results were handed over since the last checkpoint.
+    published: bool,
+    counters: Counters,
+    /// Jobs already reported as deferred by the governor.
+    deferred: HashSet<JobId>,
+    inbox: Inbox,
+    mail: Mailbox,
+    rx: Receiver<Control>,
+    shutdown: Arc<Shutdown>,
+    beat: Heartbeat,
+    last_heartbeat: Instant,
+    _lock: Lock,
+}
+
+impl Listener {
+    /// Takes the lock, creates the target's folders and recovers from a
+    /// crash of the previous listener.
+    pub fn start(
+        root: PathBuf,
+        dirs: TargetDirs,
+        state: StateDirs,
+        key: Key,
+        key_path: PathBuf,
+        settings: Settings,
+        shutdown: Arc<Shutdown>,
+    ) -> Result<Listener> {
+        let lock = Lock::acquire(&state, dirs.target().as_str())?;
+        dirs.check_real()?;
+        fsops::create_dirs(&dirs.all_dirs())?;
+        platform::become_subreaper();
+        let now = clock::now();
+        // Keep ids at least as long as the max age, and never under 30 days:
+        // a job file resurrected by sync must meet the ledger or its age.
+        let retention =
+            settings.max_age.max(Duration::from_secs(30 * 86400)) + Duration::from_secs(86400);
+        let (ledger, unfinished) = Ledger::load(&state, now, retention)?;
+        let (tx, rx) = mpsc::channel();
+        let bell = platform::Bell::new().map_err(|e| {
+            crate::error::Error::new(
+                crate::error::Code::Internal,
+                format!("cannot make the listener's wake-up pipe: {e}"),
+            )
+        })?;
+        let mail = Mailbox::new(tx, bell);
+        let beat = Heartbeat::new(dirs.listener_json(), dirs.target().as_str(), settings.poll);
+        let wake = mail.clone();
+        shutdown.on_request(move || wake.send(Control::Shutdown));
+        let publisher = Publisher::start(
+            dirs.clone(),
+            (settings.durability == Durability::Relaxed).then(|| state.ledger()),
+        );
+        let inbox = Inbox::new(settings.settle);
+        let mut l = Listener {
+            dirs,
+            key: Arc::new(key),
+            key_path,
+            root,
+            settings,
+            ledger,
+            pending: Vec::new(),
+            publisher,
+            published: false,
+            counters: Counters::default(),
+            deferred: HashSet::new(),
+            inbox,
+            mail,
+            rx,
+            shutdown,
+            beat,
+            last_heartbeat: Instant::now(),
+            _lock: lock,
+        };
+        l.recover(unfinished)?;
+        l.heartbeat(None, "listening");
+        Ok(l)
+    }
+
+    fn say(&self, line: impl AsRef<str>) {
+        if self.settings.verbose {
+            // A log line that cannot be written (a closed pipe) must never
+            // stop the listener or the job it runs.
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{} {}", clock::format(clock::now()), line.as_ref());
+            let _ = out.flush();
+        }
+    }
+
+    /// Drains the inbox: once, or until shut down.
+    pub fn run(mut self) -> Result<Summary> {
+        self.say(format!(
+            "listening for {} in {} (poll {})",
+            self.dirs.target(),
+            self.dirs.inbox().display(),
+            clock::format_duration(self.settings.poll)
+        ));
+        loop {
+            if self.shutdown.requested() {
+                break;
+            }
+            let acted = match self.pass() {
+                Ok(a) => a,
+                Err(e) => {
+                    // Whatever can still be published is; the rest is in
+                    // the ledger for the next start.
+                    let _ = self.checkpoint();
+                    return Err(e);
+                }
+            };
+            if self.shutdown.requested() {
+                break;
+            }
+            if acted {
+                continue;
+            }
+            self.checkpoint()?;
+            if self.settings.once {
+                break;
+            }
+            if self.last_heartbeat.elapsed() >= heartbeat::EVERY {
+                self.heartbeat(None, "listening");
+            }
+            // Sleep one poll interval, waking at once on shutdown.
+            if let Ok(Control::Shutdown) = self.rx.recv_timeout(self.settings.poll) {
+                break;
+            }
+        }
+        self.checkpoint()?;
+        let interrupted = self.shutdown.requested();
+        self.heartbeat(None, "stopped");
+        Ok(Summary {
+            counters: self.counters.clone(),
+            interrupted,
+        })
+    }
+
+    /// Handles at most one job that runs or ends; true when one did.
+    ///
+    /// The inbox is listed again only when its folder changed or a poll
+    /// interval has passed, so draining n queued jobs costs n small steps,
+    /// not n listings of n files. Before saying "nothing to do" the pass
+    /// always looks at a fresh listing.
+    fn pass(&mut self) -> Result<bool> {
+        let fresh = self.inbox.stale(
+            &self.dirs.inbox(),
+            self.settings.poll,
+            self.publisher.inbox_mtime(),
+        );
+        if fresh {
+            self.rescan()?;
+        }
+        if self.act()? {
+            return Ok(true);
+        }
+        if !fresh {
+            self.rescan()?;
+            return self.act();
+        }
+        Ok(false)
+    }
+
+    fn rescan(&mut self) -> Result<()> {
+        let (mut jobs, found) = self.inbox.scan(&self.dirs, &self.key)?;
+        for line in found.notes {
+            self.say(line);
+        }
+        for (name, path, r) in found.refused {
+            self.refuse(&path, &name, &r);
+        }
+        // Finished jobs not yet archived are no longer queued.
+        jobs.retain(|c| {
+            !self.pending.iter().any(|p| p.id == c.job.id) && !self.publisher.in_flight(&c.job.id)
+        });
+        jobs.sort_by_key(|c| c.job.drain_key());
+        self.inbox.reset(jobs, &self.dirs.inbox());
+        Ok(())
+    }
+
+    /// Walks the queue in drain order and acts on the first job that can
+    /// start or end: replay guard → age → cancel check (before the governor,
+    /// so a cancelled job never sits deferred under RED) → governor → run.
+    fn act(&mut self) -> Result<bool> {
+        let tier = Tier::read(self.settings.governor.as_deref());
+        let mut i = 0;
+        while i < self.inbox.jobs.len() {
+            let c = &self.inbox.jobs[i];
+            if std::fs::symlink_metadata(&c.path).is_err() {
+                // Gone meanwhile (moved by a sync engine): nothing to do.
+                self.inbox.jobs.remove(i);
+                continue;
+            }
+            let checked = accept::replay(&c.job.id, self.seen_where(&c.job.id)).and_then(|()| {
+                accept::freshness(c.job.created, clock::now(), self.settings.max_age)
+            });
+            if let Err(r) = checked {
+                let c = self.inbox.jobs.remove(i).expect("index in range");
+                self.refuse(&c.path, &c.job.id.file_name(), &r);
+                continue;
+            }
+            let id = c.job.id.clone();
+            if let Some(marker) = self.valid_marker(&id) {
+                let c = self.inbox.jobs.remove(i).expect("index in range");
+                self.cancel_before_start(&c, &marker)?;
+                self.inbox.note_own_change(&self.dirs.inbox());
+                return Ok(true);
+            }
+            if !tier.admits(self.inbox.jobs[i].job.spec.priority) {
+                if self.deferred.insert(id.clone()) {
+                    self.counters.deferred += 1;
+                    self.say(format!("deferred {id} (governor {})", tier.as_str()));
+                }
+                i += 1;
+                continue;
+            }
+            let c = self.inbox.jobs.remove(i).expect("index in range");
+            self.deferred.remove(&c.job.id);
+            self.run_job(c)?;
+            self.inbox.note_own_change(&self.dirs.inbox());
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Counts and moves aside a refused inbox file. A file we cannot move
+    /// stays and is retried; it must never take the listener down.
+    fn refuse(&mut self, path: &std::path::Path, name: &str, r: &Rejection) {
+        self.inbox.forget(name);
+        if r.verdict == Verdict::AlreadyProcessed {
+            self.counters.skipped += 1;
+        } else {
+            self.counters.rejected += 1;
+        }
+        self.say(format!(
+            "rejected {name}: {} ({})",
+            r.verdict.as_str(),
+            r.message
+        ));
+        if let Err(e) = self.reject(path, name, r, Kind::Job) {
+            self.say_once(name, format!("could not move {name} aside: {e}"));
+        }
+    }
+
+    fn say_once(&mut self, name: &str, line: String) {
+        if self.inbox.first_note(name) {
+            self.say(line);
+        }
+    }
+
+    /// Where `id` was already processed, if anywhere.
+    fn seen_where(&self, id: &JobId) -> Option<&'static str> {
+        replay::used_where(&self.dirs, id, || self.ledger.contains(id.as_str()))
+    }
+
+    /// Moves a refused input to `archive/rejected/` with its reason.
+    fn reject(&self, path: &std::path::Path, name: &str, r: &Rejection, kind: Kind) -> Result<()> {
+        let reason = rejected::Reason::new(r, kind, self.dirs.target().as_str());
+        rejected::file(&self.dirs, path, name, &reason)
+    }
+
+    /// The valid cancel marker for `id`, if one is there. An invalid one is
+    /// moved to `archive/rejected/` (once settled), so it cannot block the
+    /// slot a genuine marker needs.
+    fn valid_marker(&mut self, id: &JobId) -> Option<Marker> {
+        let path = self.dirs.marker_file(id);
+        let name = id.file_name();
+        let read = fsops::read_limited(&path, doc::marker::MAX_BYTES);
+        match accept::marker(&name, read, self.dirs.target().as_str(), &self.key) {
+            Ok(m) => Some(m),
+            Err(r) if matches!(r.verdict, Verdict::Missing | Verdict::Unreadable) => None,
+            Err(r)
+                if r.verdict == Verdict::Malformed
+                    && !self.inbox.settled(&format!("cancel/{name}"), &path) =>
+            {
+                None
+            }
+            Err(r) => {
+                self.say(format!(
+                    "rejected marker cancel/{name}: {} ({})",
+                    r.verdict.as_str(),
+                    r.message
+                ));
+                if let Err(e) = self.reject(&path, &name, &r, Kind::Marker) {
+                    self.say(format!("could not move the marker aside: {e}"));
+                }
+                None
+            }
+        }
+    }
+
+    fn cancel_before_start(&mut self, c: &Candidate, marker: &Marker) -> Result<()> {
+        let finished_at = clock::format(clock::now());
+        let outcome = detail::cancelled_before_start(&self.key, &c.job, marker, &finished_at);
+        self.counters.cancelled += 1;
+        self.say(format!(
+            "cancelled {} before start (marker from {})",
+            c.job.id, marker.origin
+        ));
+        self.finish(&c.job.id, &c.path, &outcome, true)
+    }
+
+    /// Records `outcome` in the ledger; it is handed on by [`Self::settle`],
+    /// with `marker` saying whether a valid marker waits to be consumed
+    /// (the publisher consumes it once the result is durable: a marker
+    /// consumed before that could let a crash run a job that was cancelled
+    /// before it started).
+    fn finish(
+        &mut self,
+        id: &JobId,
+        job_path: &std::path::Path,
+        outcome: &Outcome,
+        marker: bool,
+    ) -> Result<()> {
+        let result = doc::to_file_bytes(outcome);
+        {
+            let _recording = shutdown::recording();
+            self.ledger.record(id.as_str(), clock::now(), &result)?;
+        }
+        self.inbox.forget(&id.file_name());
+        self.pending.push(Finished {
+            id: id.clone(),
+            job_path: job_path.to_path_buf(),
+            result,
+            marker,
+        });
+        Ok(())
+    }
+
+    /// Pending results made durable (a no-op after the next job's start
+    /// line flushed them; at the relaxed level the publisher flushes) →
+    /// handed to the publisher.
+    fn settle(&mut self) -> Result<()> {
+        if self.settings.durability == Durability::Full {
+            self.ledger.sync()?;
+        }
+        for f in std::mem::take(&mut self.pending) {
+            self.published = true;
+            self.publisher.publish(f)?;
+        }
+        Ok(())
+    }
+
+    /// Settles the pending result, waits for the publisher, flushes the
+    /// folders results were placed and archived in, and notes that in the
+    /// ledger (which compacts itself then if it should).
+    fn checkpoint(&mut self) -> Result<()> {
+        self.settle()?;
+        // At the relaxed level the publisher has flushed the ledger with
+        // its last batch; flushing here too covers a listener with nothing
+        // published (start lines of jobs that failed to spawn, say).
+        self.ledger.sync()?;
+        let waited = self.publisher.wait();
+        for note in self.publisher.notes() {
+            self.say(note);
+        }
+        waited?;
+        if !self.published && !self.ledger.wants_checkpoint() {
+            return Ok(());
+        }
+        for dir in [self.dirs.results(), self.dirs.done(), self.dirs.consumed()] {
+            platform::sync_dir(&dir);
+        }
+        self.ledger.checkpoint(clock::now())?;
+        self.published = false;
+        Ok(())
+    }
+
+    /// True when a valid marker for a finished job is in `cancel/`, read
+    /// from the folder (for a job whose runner did not meet one).
+    pub(super) fn has_valid_marker(&mut self, id: &JobId) -> bool {
+        std::fs::symlink_metadata(self.dirs.marker_file(id)).is_ok()
+            && self.valid_marker(id).is_some()
+    }
+
+    fn run_job(&mut self, c: Candidate) -> Result<()> {
+        // Messages left from an earlier job are stale; a shutdown asked for
+        // meanwhile is in the flag, checked once the queue is clear.
+        while self.rx.try_recv().is_ok() {}
+        if self.shutdown.requested() {
+            return Ok(());
+        }
+        let id = c.job.id.clone();
+        let started = clock::now();
+        let started_at = clock::format(started);
+        let full = self.settings.durability == Durability::Full;
+        self.ledger.start(id.as_str(), started, full)?;
+        let spec = &c.job.spec;
+        let shown = json!({
+            "jobId": id.as_str(),
+            "label": spec.label,
+            "argv": spec.argv,
+            "origin": c.job.origin,
+            "startedAt": started_at,
+            "listenerPid": std::process::id(),
+        });
+        self.say(format!("running {id}: {}", job::argv_summary(&spec.argv)));
+
+        let env = jobenv::for_job(
+            &c.job,
+            &self.root.display().to_string(),
+            self.dirs.target().as_str(),
+            &self.key_path.display().to_string(),
+        );
+        let req = runner::Request {
+            job_id: id.clone(),
+            argv: spec.argv.clone(),
+            cwd: spec.cwd.as_ref().map(PathBuf::from),
+            env,
+            timeout: spec.timeout,
+            grace: spec.grace(),
+            stdout_log: self.dirs.log_file(&id, "stdout"),
+            stderr_log: self.dirs.log_file(&id, "stderr"),
+        };
+        let mut watch = Watch::new(
+            id.clone(),
+            self.dirs.marker_file(&id),
+            self.dirs.target().to_string(),
+            Arc::clone(&self.key),
+            self.settings.poll,
+            self.beat.clone(),
+        );
+        // The previous job's result is published while this one runs; a
+        // failure there is reported once this job is recorded.
+        let (report, settled) = match runner::start(&req, self.mail.bell()) {
+            Ok(running) => {
+                // If this write fails the start-up scan by job id still finds the orphans.
+                let _ = self.ledger.note_pid(id.as_str(), running.id());
+                let settled = self.settle();
+                self.publisher
+                    .show_running(self.dirs.running_file(&id), doc::to_file_bytes(&shown));
+                (running.wait(&self.rx, &mut watch), settled)
+            }
+            Err(report) => (*report, self.settle()),
+        };
+        if watch.beat_written() {
+            self.heartbeat(None, "listening");
+        }
+        if let Some(r) = watch.refusal.take() {
+            self.say(format!(
+                "ignored marker for {id}: {} ({})",
+                r.verdict.as_str(),
+                r.message
+            ));
+        }
+        let finished_at = clock::format(clock::now());
+        let outcome = detail::outcome_of(&self.key, &c.job, &started_at, &report, &finished_at);
+        let how = outcome.termination();
+        match how {
+            Termination::Exited if outcome.ok => self.counters.done += 1,
+            Termination::Cancelled => self.counters.cancelled += 1,
+            _ => self.counters.failed += 1,
+        }
+        self.say(format!(
+            "finished {id}: {} (exit {}, {})",
+            how.describe(outcome.ok),
+            outcome.exit_code,
+            clock::human(report.duration)
+        ));
+        // The marker the runner met is the one to consume; without one, a
+        // marker may still have come after the watch's last look, and is
+        // consumed all the same (the completion race, docs/protocol.md §7).
+        let marker = report.marker().is_some() || self.has_valid_marker(&id);
+        self.finish(&id, &c.path, &outcome, marker)?;
+        settled
+    }
+
+    fn heartbeat(&mut self, job: Option<&JobId>, state: &str) {
+        self.last_heartbeat = Instant::now();
+        self.beat.write(job.map(JobId::as_str), state);
+    }
+}

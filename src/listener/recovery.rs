@@ -1,0 +1,110 @@
+//! Start-up recovery (docs/protocol.md §7): what the previous listener left unfinished,
+//! as its ledger tells, is brought to an end before anything new runs.
+//!
+//! A result recorded but not placed is published again, and its job
+//! archived; a job started without a result has its leftover processes
+//! stopped and gets one `interrupted` result: it is never run again, as a
+//! job may not be safe to run twice. There is no runner here, so whether a
+//! marker waits to be consumed is read from the folder.
+
+use std::time::{Duration, Instant};
+
+use super::Listener;
+use crate::clock;
+use crate::doc::detail;
+use crate::error::Result;
+use crate::fsops;
+use crate::names::JobId;
+use crate::platform::{self, Signal};
+use crate::publisher::{self, Finished};
+use crate::state::Unfinished;
+
+impl Listener {
+    /// Start-up recovery from what the ledger says the previous listener
+    /// left unfinished: recorded results missing from `results/` are
+    /// published again and their jobs archived; a job started without a
+    /// result has its leftover processes stopped and gets one `interrupted`
+    /// result; it is never run again.
+    pub(super) fn recover(&mut self, left: Unfinished) -> Result<()> {
+        let mut recorded = Vec::new();
+        for r in left.recorded {
+            let Ok(id) = JobId::parse(&r.job_id) else {
+                continue;
+            };
+            if std::fs::symlink_metadata(self.dirs.result_file(&id)).is_err() {
+                self.say(format!("publishing the recorded result of {id}"));
+            }
+            recorded.push(Finished {
+                job_path: self.dirs.job_file(&id),
+                marker: self.has_valid_marker(&id),
+                id,
+                result: r.result,
+            });
+        }
+        // A result already in place is kept as it is (publishing never
+        // replaces); only the bookkeeping after it is redone. The ledger
+        // lines are flushed first: after a crash of a relaxed listener they
+        // may be in the page cache only.
+        if !recorded.is_empty() {
+            publisher::publish_batch(&self.dirs, Some(self.ledger.path()), &recorded)?;
+        }
+        self.published |= !recorded.is_empty();
+        for entry in left.started {
+            let Ok(id) = JobId::parse(&entry.job_id) else {
+                continue;
+            };
+            self.recover_started(&id, &entry.started_at, entry.pid)?;
+        }
+        self.checkpoint()
+    }
+
+    fn recover_started(&mut self, id: &JobId, started_at: &str, pid: i32) -> Result<()> {
+        self.say(format!(
+            "recovering {id}: the previous listener stopped while it ran"
+        ));
+        let started = clock::parse(started_at).map_or(std::time::UNIX_EPOCH, Into::into);
+        let root = self.root.display().to_string();
+        let pids = platform::orphans(&platform::Orphaned {
+            job_id: id.as_str(),
+            root: &root,
+            target: self.dirs.target().as_str(),
+            group: pid,
+            started,
+        });
+        if !pids.is_empty() {
+            self.say(format!(
+                "stopping {} leftover process(es) of {id}",
+                pids.len()
+            ));
+            platform::signal_pids(&pids, Signal::Term);
+            let until = Instant::now() + Duration::from_secs(2);
+            while pids.iter().any(|&p| platform::is_alive(p)) && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            platform::signal_pids(&pids, Signal::Kill);
+        }
+        let _ = fsops::remove(&self.dirs.running_file(id));
+        let job_path = self.dirs.job_file(id);
+        if std::fs::symlink_metadata(self.dirs.result_file(id)).is_ok() {
+            // A result is there already (placed by hand, or by another
+            // copy): only the bookkeeping after it is left to do.
+            publisher::archive(&self.dirs, id, &job_path)?;
+            if self.has_valid_marker(id) {
+                publisher::consume_marker(&self.dirs, id)?;
+            }
+            return Ok(());
+        }
+        let outcome = detail::recovered(
+            &self.key,
+            id.as_str(),
+            self.dirs.target().as_str(),
+            started_at,
+            pid,
+            &clock::format(clock::now()),
+        );
+        self.counters.failed += 1;
+        self.say(format!("finished {id}: interrupted"));
+        let marker = self.has_valid_marker(id);
+        self.finish(id, &job_path, &outcome, marker)
+    }
+}

@@ -1,0 +1,132 @@
+//! Stopping the listener: the one module a Ctrl-C or SIGTERM goes through.
+//!
+//! The first signal asks for a graceful stop ([`Shutdown::request`]): the
+//! running job is stopped like a cancelled one and the listener exits
+//! [`exit::INTERRUPTED`]. A second signal does not wait: it takes the recording
+//! lock for good, kills the running job's process tree and exits
+//! [`exit::INTERRUPTED`] at once. Holding the lock first means the job killed
+//! there is never recorded as having ended, so the next start records it
+//! `interrupted`, as for any listener that died mid-job.
+//!
+//! It sits below the runner and the listener: the runner notes its job's
+//! process group here, the listener records results under [`recording`],
+//! and `listen` only calls [`install`].
+
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use crate::error::{Code, Error, Result};
+use crate::exit;
+use crate::platform;
+
+/// What wakes the listener when a stop is asked for.
+type Wake = Box<dyn Fn() + Send + Sync>;
+
+/// A stop request, shared by the signal handler and the listener.
+#[derive(Default)]
+pub struct Shutdown {
+    requested: AtomicBool,
+    wake: Mutex<Option<Wake>>,
+}
+
+impl Shutdown {
+    /// Asks the listener to stop: the running job is stopped gracefully.
+    pub fn request(&self) {
+        self.requested.store(true, Ordering::SeqCst);
+        if let Some(wake) = self.wake.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            wake();
+        }
+    }
+
+    /// True once a stop was asked for.
+    pub fn requested(&self) -> bool {
+        self.requested.load(Ordering::SeqCst)
+    }
+
+    /// Sets what [`Shutdown::request`] calls to reach a listener that is
+    /// waiting (idle, or for its job).
+    pub fn on_request(&self, wake: impl Fn() + Send + Sync + 'static) {
+        *self.wake.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(wake));
+    }
+}
+
+/// Held while a result is written to the ledger; a second signal takes it
+/// for good before it kills the job (see the module doc).
+static RECORDING: Mutex<()> = Mutex::new(());
+
+/// The process group of the job running now (0 when none).
+static JOB_GROUP: AtomicI32 = AtomicI32::new(0);
+
+/// Takes the recording lock: hold it while a job's end is written down.
+pub fn recording() -> MutexGuard<'static, ()> {
+    RECORDING.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Notes the process group (job object id on Windows) of the job that
+/// just started, for a second signal to kill.
+pub fn job_started(group: i32) {
+    JOB_GROUP.store(group, Ordering::SeqCst);
+}
+
+/// Notes that no job runs any more.
+pub fn job_ended() {
+    JOB_GROUP.store(0, Ordering::SeqCst);
+}
+
+static SHUTDOWN: OnceLock<Arc<Shutdown>> = OnceLock::new();
+static SIGNALS: AtomicUsize = AtomicUsize::new(0);
+
+/// Installs the Ctrl-C / SIGTERM handler (once per process) and returns
+/// the [`Shutdown`] it requests.
+///
+/// # Errors
+///
+/// `INTERNAL` when the handler cannot be installed.
+pub fn install() -> Result<Arc<Shutdown>> {
+    let mut fresh = false;
+    let shutdown = SHUTDOWN.get_or_init(|| {
+        fresh = true;
+        Arc::new(Shutdown::default())
+    });
+    if fresh {
+        ctrlc::set_handler(|| {
+            if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
+                if let Some(s) = SHUTDOWN.get() {
+                    s.request();
+                }
+            } else {
+                // Kept until the exit: the listener cannot record the end of
+                // the job killed here.
+                let _recording = recording();
+                platform::kill_tree_now(JOB_GROUP.load(Ordering::SeqCst));
+                std::process::exit(i32::from(exit::INTERRUPTED));
+            }
+        })
+        .map_err(|e| {
+            Error::new(
+                Code::Internal,
+                format!("cannot install the signal handler: {e}"),
+            )
+        })?;
+    }
+    Ok(Arc::clone(shutdown))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_sets_the_flag_and_wakes_the_listener() {
+        let s = Shutdown::default();
+        let woken = Arc::new(AtomicUsize::new(0));
+        let w = Arc::clone(&woken);
+        s.on_request(move || {
+            w.fetch_add(1, Ordering::SeqCst);
+        });
+        assert!(!s.requested());
+        s.request();
+        assert!(s.requested());
+        assert_eq!(woken.load(Ordering::SeqCst), 1);
+    }
+}
