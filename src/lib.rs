@@ -22,6 +22,7 @@
 //! - [`cli`], [`config`], [`cmd`], [`wait`], [`out`]: the command line.
 
 #![deny(missing_docs)]
+#![deny(unsafe_code)]
 
 pub mod accept;
 pub mod cli;
@@ -40,6 +41,7 @@ pub mod listener;
 pub mod names;
 pub mod observe;
 pub mod out;
+#[allow(unsafe_code)]
 pub mod platform;
 pub mod publisher;
 pub mod random;
