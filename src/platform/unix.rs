@@ -186,7 +186,7 @@ pub struct Tree {
 }
 
 impl Tree {
-    /// Takes charge of a just-spawned job process (see [`prepare_job`]).
+    /// Takes charge of a just-spawned job process (see [`prepare_job`](super::prepare_job)).
     pub fn adopt(child: &std::process::Child) -> io::Result<Tree> {
         let leader = i32::try_from(child.id()).map_err(|_| io::Error::other("pid out of range"))?;
         Ok(Tree { leader })

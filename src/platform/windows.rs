@@ -560,7 +560,7 @@ pub struct Tree {
 
 impl Tree {
     /// Takes charge of a just-spawned, still suspended job process (see
-    /// [`prepare_job`]): creates its Job Object, assigns it, resumes it.
+    /// [`prepare_job`](super::prepare_job)): creates its Job Object, assigns it, resumes it.
     pub fn adopt(child: &std::process::Child) -> io::Result<Tree> {
         let leader = i32::try_from(child.id()).map_err(|_| io::Error::other("pid out of range"))?;
         let job = new_job()?;
@@ -611,7 +611,7 @@ impl Tree {
     }
 
     /// Signals the whole tree: Term is CTRL_BREAK to the job's console
-    /// process group (see [`has_console`]); Kill ends every process in the
+    /// process group (see `has_console`); Kill ends every process in the
     /// Job Object.
     pub fn signal(&self, sig: Signal) {
         match sig {
