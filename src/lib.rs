@@ -24,6 +24,7 @@
 //! - [`cli`], [`config`], [`cmd`], [`wait`], [`out`]: the command line.
 
 #![deny(missing_docs)]
+#![deny(unsafe_code)]
 
 pub mod accept;
 pub mod cancel;
@@ -45,6 +46,7 @@ pub mod listener;
 pub mod names;
 pub mod observe;
 pub mod out;
+#[allow(unsafe_code)]
 pub mod platform;
 pub mod publisher;
 pub mod random;

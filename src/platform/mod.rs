@@ -1,21 +1,227 @@
-//! Everything that differs between operating systems, behind one set of
-//! functions: file moves that never replace, key-file permissions, process
-//! groups and signals, and finding a job's escaped descendants.
+//! Everything that differs between operating systems, declared here once:
+//! file moves that never replace, key-file permissions, process trees and
+//! their stops, and finding a dead listener's orphans.
+//!
+//! This file is the whole interface. Each function below says what it does,
+//! its errors and how the platforms differ, and hands the call to the one
+//! implementation compiled in: `unix.rs` or `windows.rs`, which implement
+//! every function under the same name and signature (a function missing on
+//! one side fails that platform's build here, not at a distant caller).
+//! The types are listed explicitly below with the methods each platform
+//! provides; Windows waits on a job with helper threads (`threaded.rs`)
+//! where Unix polls.
+//!
+//! All the crate's `unsafe` lives in this module's implementations, each
+//! block with its `SAFETY:` reason.
+
+use std::fs::File;
+use std::io;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus};
+
+use crate::error::Result;
 
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]
-pub use unix::*;
+use unix as imp;
 
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
-pub use windows::*;
+use windows as imp;
 
 #[cfg(windows)]
 mod threaded;
+
+// The process tree of one running job. Every platform provides
+// `Tree::adopt(&Child) -> io::Result<Tree>` (take charge of a job spawned
+// after `prepare_job`), `id()` (the id the journal records), `leader_exited()`,
+// `signal(Signal)` (the whole tree), `others()` (its live processes but the
+// leader) and `release(self)` (after the leader was reaped). Unix: a process
+// group, plus on Linux the descendants that left it, found through the
+// subreaper and `/proc`. Windows: a Job Object that allows no breakaway.
+pub use imp::Tree;
+
+// `Bell::new()` and `ring()` wake a runner waiting in `JobIo::next`;
+// `JobIo::new(&mut Child, &Tree, &Bell)`, `streams_open()` and
+// `next(until, buf) -> IoEvent` wait for a job's output, its exit, the bell
+// or a deadline. Unix: one `poll(2)` in the runner's thread (a pipe for the
+// bell, a pidfd for the exit on Linux). Windows: helper threads feeding one
+// channel.
 #[cfg(windows)]
 pub use threaded::{Bell, JobIo};
+#[cfg(unix)]
+pub use unix::{Bell, JobIo};
+
+/// The stops the runner sends a job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signal {
+    /// Graceful stop: SIGTERM (after SIGCONT) on Unix; on Windows
+    /// `CTRL_BREAK_EVENT` to the job's console group when it shares the
+    /// listener's console, otherwise nothing (the forced stop follows).
+    Term,
+    /// Forced stop: SIGKILL on Unix; `TerminateJobObject` (or
+    /// `TerminateProcess`) on Windows.
+    Kill,
+}
+
+// ---------------------------------------------------------------------------
+// Files
+// ---------------------------------------------------------------------------
+
+/// Refuses a key file others could read or change, with a `CONFIG` error
+/// naming the file (and, on Unix, the `chmod 600` hint); also `CONFIG` when
+/// the file cannot be read. Unix: any group or other mode bit. Windows: a
+/// DACL granting read or write to anyone but the owner, the current user,
+/// SYSTEM and Administrators (deny entries are not weighed).
+pub fn check_key_permissions(path: &Path) -> Result<()> {
+    imp::check_key_permissions(path)
+}
+
+/// Creates a new file only its owner can open (mode 600 on Unix; a
+/// protected owner-and-SYSTEM DACL set at creation on Windows). Fails with
+/// `AlreadyExists` when the name is taken.
+pub fn create_private(path: &Path) -> io::Result<File> {
+    imp::create_private(path)
+}
+
+/// Moves `from` to `to`, failing with `AlreadyExists` when `to` exists, so
+/// a name already taken is an answer, never overwritten. Unix:
+/// `renameat2(RENAME_NOREPLACE)` on Linux, else (or where the file system
+/// refuses it) a hard link then unlink. Windows: `MoveFileExW` without
+/// replace.
+pub fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
+    imp::rename_no_replace(from, to)
+}
+
+/// True for failures worth retrying later: a handle held for a while by a
+/// scanner or sync client (Unix: `EACCES`, `EPERM`, `EBUSY`, `EAGAIN`,
+/// `ETXTBSY`; Windows: sharing and lock violations, access denied).
+pub fn is_transient(e: &io::Error) -> bool {
+    imp::is_transient(e)
+}
+
+/// Flushes a directory's entries to disk, best effort (errors are
+/// ignored). A no-op on Windows, where NTFS journals a rename before it
+/// returns.
+pub fn sync_dir(dir: &Path) {
+    imp::sync_dir(dir)
+}
+
+/// Flushes the files at `paths`, all in `dir`'s file system; the first
+/// failure to open or flush one is returned. Linux flushes a batch of three
+/// or more with one `syncfs`; elsewhere each file is flushed.
+pub fn sync_files<'a>(
+    dir: &Path,
+    paths: impl ExactSizeIterator<Item = &'a Path>,
+) -> io::Result<()> {
+    imp::sync_files(dir, paths)
+}
+
+/// Creates a new file for writing, failing (`AlreadyExists`) if anything,
+/// a symbolic link included, already has the name: a planted link is never
+/// followed (`O_NOFOLLOW` on Unix, `FILE_FLAG_OPEN_REPARSE_POINT` on
+/// Windows).
+pub fn create_new_no_follow(path: &Path) -> io::Result<File> {
+    imp::create_new_no_follow(path)
+}
+
+/// Opens a file for reading without following a final symbolic link (an
+/// error [`is_link_error`] recognises). Unix also never blocks on a FIFO;
+/// Windows refuses links and junctions but opens cloud placeholders
+/// normally, so the sync engine can supply their content.
+pub fn open_no_follow(path: &Path) -> io::Result<File> {
+    imp::open_no_follow(path)
+}
+
+/// True when [`open_no_follow`] failed because the path was a link
+/// (`ELOOP` on Unix, `ERROR_STOPPED_ON_SYMLINK` on Windows).
+pub fn is_link_error(e: &io::Error) -> bool {
+    imp::is_link_error(e)
+}
+
+/// This machine's host name, if it has one (`gethostname` on Unix; the DNS
+/// host label, or `COMPUTERNAME`, on Windows).
+pub fn hostname() -> Option<String> {
+    imp::hostname()
+}
+
+// ---------------------------------------------------------------------------
+// Processes
+// ---------------------------------------------------------------------------
+
+/// Lowers the calling thread's scheduling priority, best effort:
+/// bookkeeping that may wait must not take a core from the job just
+/// started. Nice 10 for the thread on Linux (a no-op on other Unixes);
+/// below-normal priority on Windows.
+pub fn lower_thread_priority() {
+    imp::lower_thread_priority()
+}
+
+/// Prepares a job's command before the spawn, for [`Tree::adopt`]: a
+/// process group of its own on Unix; on Windows a console process group,
+/// started suspended so it joins its Job Object before it runs.
+pub fn prepare_job(cmd: &mut Command) {
+    imp::prepare_job(cmd)
+}
+
+/// Kills the tree recorded under `id` ([`Tree::id`]) at once, as a second
+/// Ctrl-C must; unknown ids are ignored. Unix: SIGKILL to the process
+/// group. Windows: `TerminateJobObject` on the live job with that leader.
+pub fn kill_tree_now(id: i32) {
+    imp::kill_tree_now(id)
+}
+
+/// The name of a signal number, for result details (`SIGTERM`, or
+/// `signal N` for others; always the latter on Windows, which has none).
+pub fn signal_name(sig: i32) -> String {
+    imp::signal_name(sig)
+}
+
+/// The signal that ended a process, if one did; always `None` on Windows,
+/// where processes end with an exit code.
+pub fn exit_signal(status: &ExitStatus) -> Option<i32> {
+    imp::exit_signal(status)
+}
+
+/// Sends `sig` to single processes (a job's escaped descendants), never to
+/// a pid ≤ 1. Windows: Kill terminates each; Term does nothing, as a process
+/// that leads no console group of ours has no graceful stop.
+pub fn signal_pids(pids: &[i32], sig: Signal) {
+    imp::signal_pids(pids, sig)
+}
+
+/// Makes the listener the keeper of everything its jobs start, best effort:
+/// on Linux the child subreaper, so processes that leave the job's group
+/// stay below it; on Windows a kill-on-close Job Object around the listener,
+/// so its death, however it dies, ends its jobs. A no-op on other Unixes.
+pub fn become_subreaper() {
+    imp::become_subreaper()
+}
+
+/// After a crash, the live processes of the job a dead listener was
+/// running, for recovery to stop. Linux: processes whose environment names
+/// the job, root and target, and the recorded group unless its id was
+/// visibly reused; other Unixes: the recorded group. Windows: normally none
+/// (the kill-on-close job ended them), else the recorded leader if it is
+/// the same process (started when the job did).
+pub fn orphans(o: &Orphaned<'_>) -> Vec<i32> {
+    imp::orphans(o)
+}
+
+/// True while process `pid` exists and has not exited (false for pids ≤ 1
+/// on Unix, ≤ 0 on Windows).
+pub fn is_alive(pid: i32) -> bool {
+    imp::is_alive(pid)
+}
+
+/// Asks a child process to stop as a service manager would: SIGTERM on
+/// Unix; `TerminateProcess` on Windows, which has no polite stop for a
+/// console process outside a group of its own.
+pub fn terminate(child: &mut Child) {
+    imp::terminate(child)
+}
 
 /// Which output stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

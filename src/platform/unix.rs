@@ -10,6 +10,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::process::Command;
 
+use super::Signal;
 use crate::error::{Error, Result};
 
 fn cstr(p: &Path) -> io::Result<CString> {
@@ -17,7 +18,7 @@ fn cstr(p: &Path) -> io::Result<CString> {
 }
 
 /// Refuses a key file readable or writable by group or others.
-pub fn check_key_permissions(path: &Path) -> Result<()> {
+pub(super) fn check_key_permissions(path: &Path) -> Result<()> {
     let meta = std::fs::metadata(path)
         .map_err(|e| Error::config(format!("cannot read key file {}: {e}", path.display())))?;
     let mode = meta.permissions().mode();
@@ -33,7 +34,7 @@ pub fn check_key_permissions(path: &Path) -> Result<()> {
 }
 
 /// Creates a new file only its owner can read.
-pub fn create_private(path: &Path) -> io::Result<File> {
+pub(super) fn create_private(path: &Path) -> io::Result<File> {
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -42,7 +43,7 @@ pub fn create_private(path: &Path) -> io::Result<File> {
 }
 
 /// Moves `from` to `to`, failing with `AlreadyExists` when `to` exists.
-pub fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
+pub(super) fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     {
         let (f, t) = (cstr(from)?, cstr(to)?);
@@ -72,7 +73,7 @@ pub fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
 }
 
 /// Failures worth retrying: a handle held by a scanner or sync client.
-pub fn is_transient(e: &io::Error) -> bool {
+pub(super) fn is_transient(e: &io::Error) -> bool {
     matches!(
         e.raw_os_error(),
         Some(libc::EACCES)
@@ -84,7 +85,7 @@ pub fn is_transient(e: &io::Error) -> bool {
 }
 
 /// Flushes a directory's entries to disk; best effort.
-pub fn sync_dir(dir: &Path) {
+pub(super) fn sync_dir(dir: &Path) {
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
     }
@@ -93,7 +94,7 @@ pub fn sync_dir(dir: &Path) {
 /// Flushes the files at `paths`, all in `dir`'s file system: one `syncfs`
 /// for a batch on Linux (one flush instead of one per file), each file
 /// otherwise.
-pub fn sync_files<'a>(
+pub(super) fn sync_files<'a>(
     dir: &Path,
     paths: impl ExactSizeIterator<Item = &'a Path>,
 ) -> io::Result<()> {
@@ -120,7 +121,7 @@ pub fn sync_files<'a>(
 /// Lowers the calling thread's scheduling priority (nice 10 on Linux, where
 /// nice is per thread): bookkeeping that may wait must not take a core from
 /// the job the listener just started.
-pub fn lower_thread_priority() {
+pub(super) fn lower_thread_priority() {
     #[cfg(target_os = "linux")]
     // SAFETY: gettid has no arguments; setpriority on our own thread id.
     unsafe {
@@ -136,7 +137,7 @@ const SYNCFS_FROM: usize = 3;
 
 /// Creates a new file for writing, failing if anything (a link included)
 /// already has the name.
-pub fn create_new_no_follow(path: &Path) -> io::Result<File> {
+pub(super) fn create_new_no_follow(path: &Path) -> io::Result<File> {
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -146,7 +147,7 @@ pub fn create_new_no_follow(path: &Path) -> io::Result<File> {
 
 /// Opens for reading without following a final symlink and without
 /// blocking on a FIFO.
-pub fn open_no_follow(path: &Path) -> io::Result<File> {
+pub(super) fn open_no_follow(path: &Path) -> io::Result<File> {
     std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
@@ -154,12 +155,12 @@ pub fn open_no_follow(path: &Path) -> io::Result<File> {
 }
 
 /// True when an open failed because the path was a symlink.
-pub fn is_link_error(e: &io::Error) -> bool {
+pub(super) fn is_link_error(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::ELOOP)
 }
 
 /// This machine's host name, if it has one.
-pub fn hostname() -> Option<String> {
+pub(super) fn hostname() -> Option<String> {
     let mut buf = [0u8; 256];
     // SAFETY: the buffer is valid for its whole length.
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
@@ -171,7 +172,7 @@ pub fn hostname() -> Option<String> {
 }
 
 /// Puts the job's process in a new process group of its own.
-pub fn prepare_job(cmd: &mut Command) {
+pub(super) fn prepare_job(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;
     cmd.process_group(0);
 }
@@ -185,7 +186,7 @@ pub struct Tree {
 }
 
 impl Tree {
-    /// Takes charge of a just-spawned job process (see [`prepare_job`]).
+    /// Takes charge of a just-spawned job process (see [`prepare_job`](super::prepare_job)).
     pub fn adopt(child: &std::process::Child) -> io::Result<Tree> {
         let leader = i32::try_from(child.id()).map_err(|_| io::Error::other("pid out of range"))?;
         Ok(Tree { leader })
@@ -226,17 +227,8 @@ impl Tree {
 }
 
 /// Kills the tree recorded under `id` at once (a second Ctrl-C).
-pub fn kill_tree_now(id: i32) {
+pub(super) fn kill_tree_now(id: i32) {
     signal_group(id, Signal::Kill);
-}
-
-/// The signals the runner sends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Signal {
-    /// Graceful stop.
-    Term,
-    /// Forced kill.
-    Kill,
 }
 
 impl Signal {
@@ -249,7 +241,7 @@ impl Signal {
 }
 
 /// Name of a signal number, for result details.
-pub fn signal_name(sig: i32) -> String {
+pub(super) fn signal_name(sig: i32) -> String {
     match sig {
         libc::SIGHUP => "SIGHUP".into(),
         libc::SIGINT => "SIGINT".into(),
@@ -267,7 +259,7 @@ pub fn signal_name(sig: i32) -> String {
 }
 
 /// The signal that ended a process, if one did.
-pub fn exit_signal(status: &std::process::ExitStatus) -> Option<i32> {
+pub(super) fn exit_signal(status: &std::process::ExitStatus) -> Option<i32> {
     use std::os::unix::process::ExitStatusExt;
     status.signal()
 }
@@ -289,7 +281,7 @@ fn signal_group(pgid: i32, sig: Signal) {
 }
 
 /// Sends `sig` to single processes (escaped descendants), never pid ≤ 1.
-pub fn signal_pids(pids: &[i32], sig: Signal) {
+pub(super) fn signal_pids(pids: &[i32], sig: Signal) {
     for &pid in pids.iter().filter(|&&p| p > 1) {
         // SAFETY: plain kill(2) on a pid we found as our descendant.
         unsafe {
@@ -319,7 +311,7 @@ fn has_exited(pid: i32) -> bool {
 
 /// Makes this process the reaper of orphaned descendants (Linux), so a job's
 /// processes that `setsid` away and lose their parent stay ours to find.
-pub fn become_subreaper() {
+pub(super) fn become_subreaper() {
     #[cfg(target_os = "linux")]
     // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes one integer argument.
     unsafe {
@@ -491,7 +483,7 @@ fn job_processes(root: i32, pgid: i32, leader_exited: bool) -> Vec<i32> {
 /// whose environment names this job, root and target (set by the listener,
 /// inherited by descendants), and the members of its recorded process group
 /// unless that group id was visibly reused by a process started later.
-pub fn orphans(o: &super::Orphaned<'_>) -> Vec<i32> {
+pub(super) fn orphans(o: &super::Orphaned<'_>) -> Vec<i32> {
     let wanted = [
         format!("FLEET_DISPATCH_JOB_ID={}", o.job_id),
         format!("FLEET_DISPATCH_ROOT={}", o.root),
@@ -567,7 +559,7 @@ fn started_near(pid: i32, when: std::time::SystemTime) -> bool {
 }
 
 /// True while process `pid` exists and is not a zombie.
-pub fn is_alive(pid: i32) -> bool {
+pub(super) fn is_alive(pid: i32) -> bool {
     if pid <= 1 {
         return false;
     }
@@ -583,7 +575,7 @@ pub fn is_alive(pid: i32) -> bool {
 }
 
 /// Asks a child process to stop, as a service manager would (SIGTERM).
-pub fn terminate(child: &mut std::process::Child) {
+pub(super) fn terminate(child: &mut std::process::Child) {
     if let Ok(pid) = i32::try_from(child.id()) {
         signal_pids(&[pid], Signal::Term);
     }

@@ -75,6 +75,7 @@ use windows_sys::Win32::System::Threading::{
     WaitForSingleObject,
 };
 
+use super::Signal;
 use crate::error::{Error, Result};
 
 /// The exit code a forced stop leaves, as `taskkill /F` does.
@@ -182,7 +183,7 @@ const KEY_EXPOSING_ACCESS: u32 = FILE_READ_DATA
 /// it is in fact tight; and access through privileges (backup operators)
 /// is not visible in a DACL at all. A file under `%USERPROFILE%` inherits a
 /// private DACL; `keygen` writes one explicitly.
-pub fn check_key_permissions(path: &Path) -> Result<()> {
+pub(super) fn check_key_permissions(path: &Path) -> Result<()> {
     let cannot =
         |e: io::Error| Error::config(format!("cannot read key file {}: {e}", path.display()));
     let name = wide(path.as_os_str()).map_err(cannot)?;
@@ -359,7 +360,7 @@ fn current_user() -> Option<Vec<u8>> {
 /// Creates a new file only its owner (and SYSTEM) can open: a protected DACL
 /// set at creation, so the secret is never readable by others, wherever the
 /// file lives.
-pub fn create_private(path: &Path) -> io::Result<File> {
+pub(super) fn create_private(path: &Path) -> io::Result<File> {
     let me = current_user().ok_or_else(|| io::Error::other("cannot find the current user"))?;
     // SAFETY: `me` holds a valid SID.
     let me = unsafe { sid_string(me.as_ptr() as PSID) };
@@ -419,7 +420,7 @@ fn create_with_dacl(path: &Path, sddl: &str) -> io::Result<File> {
 /// `MoveFileExW` without `MOVEFILE_REPLACE_EXISTING` answers
 /// `ERROR_ALREADY_EXISTS` or `ERROR_FILE_EXISTS`, both of which std maps to
 /// `AlreadyExists`.
-pub fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
+pub(super) fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
     let (f, t) = (wide(from.as_os_str())?, wide(to.as_os_str())?);
     // SAFETY: both are NUL-terminated paths.
     if unsafe { MoveFileExW(f.as_ptr(), t.as_ptr(), MOVEFILE_WRITE_THROUGH) } != 0 {
@@ -432,7 +433,7 @@ pub fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
 /// Failures worth retrying: a handle held by a virus scanner, an indexer or
 /// OneDrive (sharing and lock violations; access denied is also what a file
 /// pending deletion answers).
-pub fn is_transient(e: &io::Error) -> bool {
+pub(super) fn is_transient(e: &io::Error) -> bool {
     matches!(
         e.raw_os_error().map(|c| c as u32),
         Some(ERROR_SHARING_VIOLATION) | Some(ERROR_LOCK_VIOLATION) | Some(ERROR_ACCESS_DENIED)
@@ -442,11 +443,11 @@ pub fn is_transient(e: &io::Error) -> bool {
 /// Flushes a directory's entries to disk: nothing to do on Windows, where
 /// NTFS journals a rename before it returns and a directory cannot be opened
 /// for flushing without privileges.
-pub fn sync_dir(_dir: &Path) {}
+pub(super) fn sync_dir(_dir: &Path) {}
 
 /// Lowers the calling thread's scheduling priority: bookkeeping that may
 /// wait must not take a core from the job the listener just started.
-pub fn lower_thread_priority() {
+pub(super) fn lower_thread_priority() {
     use windows_sys::Win32::System::Threading::{
         GetCurrentThread, SetThreadPriority, THREAD_PRIORITY_BELOW_NORMAL,
     };
@@ -455,7 +456,7 @@ pub fn lower_thread_priority() {
 }
 
 /// Flushes the files at `paths` (`FlushFileBuffers` on each).
-pub fn sync_files<'a>(
+pub(super) fn sync_files<'a>(
     _dir: &Path,
     paths: impl ExactSizeIterator<Item = &'a Path>,
 ) -> io::Result<()> {
@@ -471,7 +472,7 @@ pub fn sync_files<'a>(
 /// Creates a new file for writing, failing if anything (a link included)
 /// already has the name: with `FILE_FLAG_OPEN_REPARSE_POINT` the name itself
 /// is checked, so a planted link is never followed to create its target.
-pub fn create_new_no_follow(path: &Path) -> io::Result<File> {
+pub(super) fn create_new_no_follow(path: &Path) -> io::Result<File> {
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -484,7 +485,7 @@ pub fn create_new_no_follow(path: &Path) -> io::Result<File> {
 /// `FILE_FLAG_OPEN_REPARSE_POINT` opens a link as itself; other reparse
 /// points (OneDrive's cloud placeholders) are reopened normally so the sync
 /// engine can supply their content.
-pub fn open_no_follow(path: &Path) -> io::Result<File> {
+pub(super) fn open_no_follow(path: &Path) -> io::Result<File> {
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
@@ -514,12 +515,12 @@ pub fn open_no_follow(path: &Path) -> io::Result<File> {
 
 /// True when an open failed because the path was a link (see
 /// [`open_no_follow`]).
-pub fn is_link_error(e: &io::Error) -> bool {
+pub(super) fn is_link_error(e: &io::Error) -> bool {
     e.raw_os_error() == Some(ERROR_STOPPED_ON_SYMLINK as i32)
 }
 
 /// This machine's host name (the DNS host label), or `COMPUTERNAME`.
-pub fn hostname() -> Option<String> {
+pub(super) fn hostname() -> Option<String> {
     let mut buf = [0u16; 256];
     let mut len = buf.len() as u32;
     // SAFETY: the buffer is valid for `len` characters.
@@ -537,7 +538,7 @@ pub fn hostname() -> Option<String> {
 /// Starts the job's process suspended, in a console process group of its
 /// own: [`Tree::adopt`] puts it in its Job Object before it runs a single
 /// instruction, then resumes it.
-pub fn prepare_job(cmd: &mut Command) {
+pub(super) fn prepare_job(cmd: &mut Command) {
     cmd.creation_flags(CREATE_NEW_PROCESS_GROUP | CREATE_SUSPENDED);
 }
 
@@ -559,7 +560,7 @@ pub struct Tree {
 
 impl Tree {
     /// Takes charge of a just-spawned, still suspended job process (see
-    /// [`prepare_job`]): creates its Job Object, assigns it, resumes it.
+    /// [`prepare_job`](super::prepare_job)): creates its Job Object, assigns it, resumes it.
     pub fn adopt(child: &std::process::Child) -> io::Result<Tree> {
         let leader = i32::try_from(child.id()).map_err(|_| io::Error::other("pid out of range"))?;
         let job = new_job()?;
@@ -610,7 +611,7 @@ impl Tree {
     }
 
     /// Signals the whole tree: Term is CTRL_BREAK to the job's console
-    /// process group (see [`has_console`]); Kill ends every process in the
+    /// process group (see `has_console`); Kill ends every process in the
     /// Job Object.
     pub fn signal(&self, sig: Signal) {
         match sig {
@@ -654,7 +655,7 @@ impl Drop for Tree {
 }
 
 /// Kills the tree recorded under `id` at once (a second Ctrl-C).
-pub fn kill_tree_now(id: i32) {
+pub(super) fn kill_tree_now(id: i32) {
     let live = LIVE.lock().unwrap_or_else(|p| p.into_inner());
     for &(_, job) in live.iter().filter(|&&(leader, _)| leader == id) {
         // SAFETY: the handle stays open while its entry is listed, and the
@@ -663,30 +664,21 @@ pub fn kill_tree_now(id: i32) {
     }
 }
 
-/// The signals the runner sends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Signal {
-    /// Graceful stop (CTRL_BREAK).
-    Term,
-    /// Forced kill (TerminateJobObject / TerminateProcess).
-    Kill,
-}
-
 /// Name of a signal number, for result details. Windows processes end with
 /// an exit code, never a signal, so this is only a fallback.
-pub fn signal_name(sig: i32) -> String {
+pub(super) fn signal_name(sig: i32) -> String {
     format!("signal {sig}")
 }
 
 /// The signal that ended a process: never one on Windows.
-pub fn exit_signal(_status: &std::process::ExitStatus) -> Option<i32> {
+pub(super) fn exit_signal(_status: &std::process::ExitStatus) -> Option<i32> {
     None
 }
 
 /// Stops single processes: Kill terminates each; Term does nothing, as a
 /// process that leads no console group of ours has no graceful stop (the
 /// caller's Kill follows).
-pub fn signal_pids(pids: &[i32], sig: Signal) {
+pub(super) fn signal_pids(pids: &[i32], sig: Signal) {
     if sig != Signal::Kill {
         return;
     }
@@ -706,7 +698,7 @@ static LISTENER_JOB: OnceLock<Option<Handle>> = OnceLock::new();
 /// dies, however it dies, the system closes the last handle and ends every
 /// job it started. Best effort, as on Unix: on failure the listener runs
 /// without that guarantee. Each job's own Job Object nests inside this one.
-pub fn become_subreaper() {
+pub(super) fn become_subreaper() {
     LISTENER_JOB.get_or_init(|| {
         let job = new_job().ok()?;
         // SAFETY: a valid Job Object and our own pseudo process handle.
@@ -721,7 +713,7 @@ pub fn become_subreaper() {
 /// system ended them when the listener died. What is left to check is the
 /// recorded leader itself, and only if it is the same process (started when
 /// the job did), never a stranger that reused the pid.
-pub fn orphans(o: &super::Orphaned<'_>) -> Vec<i32> {
+pub(super) fn orphans(o: &super::Orphaned<'_>) -> Vec<i32> {
     if o.group > 0 && is_alive(o.group) && started_near(o.group, o.started) {
         vec![o.group]
     } else {
@@ -756,7 +748,7 @@ fn started_near(pid: i32, when: std::time::SystemTime) -> bool {
 }
 
 /// True while process `pid` exists and has not exited.
-pub fn is_alive(pid: i32) -> bool {
+pub(super) fn is_alive(pid: i32) -> bool {
     if pid <= 0 {
         return false;
     }
@@ -775,7 +767,7 @@ pub fn is_alive(pid: i32) -> bool {
 /// `TerminateProcess`, as Task Scheduler's "End" does; the listener's
 /// kill-on-close job takes its running job with it, and its next start
 /// records that job as interrupted.
-pub fn terminate(child: &mut std::process::Child) {
+pub(super) fn terminate(child: &mut std::process::Child) {
     let _ = child.kill();
 }
 

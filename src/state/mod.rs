@@ -6,7 +6,8 @@
 //! so a crash never leaves the target stuck. The ledger is one append-only
 //! file: a job's line is flushed before it is spawned, so a start-up that
 //! finds a started job without a result knows the last listener died
-//! mid-job.
+//! mid-job. Its line format, the older one it still reads, and what the
+//! lines add up to at start-up are in the `line` submodule.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions, TryLockError};
@@ -15,12 +16,15 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use crate::error::{Code, Error, Result};
 use crate::fsops;
 use crate::layout::StateDirs;
+
+mod line;
+
+use line::{Line, replay};
 
 /// The held listener lock; dropping it releases the lock.
 #[derive(Debug)]
@@ -102,30 +106,6 @@ pub struct Unfinished {
     pub recorded: Vec<Recorded>,
 }
 
-/// One line of the ledger. Every kind names a job except the checkpoint;
-/// a line with only `jobId` and `processedAt` is the plain record that
-/// compaction keeps.
-#[derive(Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Line {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    job_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    processed_at: Option<String>,
-    /// On the line written before a job is spawned.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    run: bool,
-    /// The spawned process, noted after the spawn.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pid: Option<i32>,
-    /// The result file's text, on the line that finishes a job.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    result: Option<String>,
-    /// Every result before this line is durably in `results/`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    checkpoint: Option<String>,
-}
-
 /// The ledger of processed job ids (SPEC §3, §7), which is also the journal
 /// of the job in progress: one append-only file in the state directory.
 ///
@@ -190,69 +170,23 @@ impl Ledger {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(Error::io("read", &path, &e)),
         };
-        let mut seen = HashMap::new();
-        let mut expired = false;
-        let mut extra_bytes = 0;
-        let mut left = Unfinished::default();
-        // A torn last line (a crash mid-append) is skipped: it was never
-        // flushed, so nothing was spawned or published on its word.
-        for raw in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-            let Ok(line) = serde_json::from_slice::<Line>(raw) else {
-                expired = true;
-                continue;
-            };
-            let extra = line.run || line.pid.is_some() || line.result.is_some();
-            if extra || line.checkpoint.is_some() {
-                extra_bytes += raw.len() as u64 + 1;
-            }
-            if line.checkpoint.is_some() {
-                left.recorded.clear();
-                continue;
-            }
-            let Some(id) = line.job_id else {
-                continue;
-            };
-            if let Some(at) = line.processed_at.as_deref().and_then(crate::clock::parse) {
-                if now - at <= retention {
-                    seen.insert(id.clone(), at);
-                } else {
-                    expired = true;
-                }
-            }
-            if line.run {
-                left.started.push(Started {
-                    job_id: id.clone(),
-                    started_at: line.processed_at.clone().unwrap_or_default(),
-                    pid: 0,
-                });
-            }
-            if let Some(pid) = line.pid
-                && let Some(s) = left.started.iter_mut().find(|s| s.job_id == id)
-            {
-                s.pid = pid;
-            }
-            if let Some(result) = line.result {
-                left.started.retain(|s| s.job_id != id);
-                left.recorded.push(Recorded {
-                    job_id: id,
-                    result: result.into_bytes(),
-                });
-            }
-        }
+        let replay = replay(&text, now, retention);
         let file = Some(fsops::open_append(&path)?);
         let mut ledger = Ledger {
             path,
             file,
-            seen: Arc::new(RwLock::new(seen)),
-            extra_bytes,
+            seen: Arc::new(RwLock::new(replay.seen)),
+            extra_bytes: replay.extra_bytes,
             plain_bytes: 0,
             // After a crash, rewrite the file once recovery is done, so
             // what it settled is not met again.
-            stale: expired || !left.started.is_empty() || !left.recorded.is_empty(),
+            stale: replay.stale
+                || !replay.left.started.is_empty()
+                || !replay.left.recorded.is_empty(),
             unsynced: false,
         };
         ledger.plain_bytes = ledger.plain_size();
-        Ok((ledger, left))
+        Ok((ledger, replay.left))
     }
 
     fn plain_size(&self) -> u64 {
@@ -298,8 +232,7 @@ impl Ledger {
     }
 
     fn append(&mut self, line: &Line) -> Result<()> {
-        let mut bytes = serde_json::to_vec(line).expect("serialises");
-        bytes.push(b'\n');
+        let bytes = line::encode(line);
         self.file()?
             .write_all(&bytes)
             .map_err(|e| Error::io("append to", &self.path, &e))?;
@@ -320,11 +253,9 @@ impl Ledger {
     /// that it started. Without `flush` the line is safe from a crash of
     /// the listener (the page cache keeps it), not from a power loss.
     pub fn start(&mut self, id: &str, at: OffsetDateTime, flush: bool) -> Result<()> {
-        self.append(&Line {
-            job_id: Some(id.to_string()),
-            processed_at: Some(crate::clock::format(at)),
-            run: true,
-            ..Line::default()
+        self.append(&Line::Start {
+            job_id: id.to_string(),
+            processed_at: crate::clock::format(at),
         })?;
         if flush {
             self.flush()?;
@@ -339,10 +270,9 @@ impl Ledger {
     /// after the listener dies while the machine lives on (the page cache
     /// keeps the write); after a power loss the job's processes are gone.
     pub fn note_pid(&mut self, id: &str, pid: i32) -> Result<()> {
-        self.append(&Line {
-            job_id: Some(id.to_string()),
-            pid: Some(pid),
-            ..Line::default()
+        self.append(&Line::Pid {
+            job_id: id.to_string(),
+            pid,
         })
     }
 
@@ -350,11 +280,10 @@ impl Ledger {
     /// also consumes the id. Not flushed: call [`Ledger::sync`] (or
     /// [`Ledger::start`]) before the result is published.
     pub fn record(&mut self, id: &str, at: OffsetDateTime, result: &[u8]) -> Result<()> {
-        self.append(&Line {
-            job_id: Some(id.to_string()),
-            processed_at: Some(crate::clock::format(at)),
-            result: Some(String::from_utf8_lossy(result).into_owned()),
-            ..Line::default()
+        self.append(&Line::Result {
+            job_id: id.to_string(),
+            processed_at: crate::clock::format(at),
+            result: String::from_utf8_lossy(result).into_owned(),
         })?;
         self.unsynced = true;
         self.consume(id, at);
@@ -401,9 +330,8 @@ impl Ledger {
         if self.stale || grown {
             return self.compact();
         }
-        self.append(&Line {
-            checkpoint: Some(crate::clock::format(at)),
-            ..Line::default()
+        self.append(&Line::Checkpoint {
+            checkpoint: crate::clock::format(at),
         })
     }
 
@@ -414,14 +342,10 @@ impl Ledger {
 }
 
 fn plain(id: &str, at: OffsetDateTime) -> Vec<u8> {
-    let mut l = serde_json::to_vec(&Line {
-        job_id: Some(id.to_string()),
-        processed_at: Some(crate::clock::format(at)),
-        ..Line::default()
+    line::encode(&Line::Record {
+        job_id: id.to_string(),
+        processed_at: crate::clock::format(at),
     })
-    .expect("serialises");
-    l.push(b'\n');
-    l
 }
 
 #[cfg(test)]
@@ -528,6 +452,108 @@ mod tests {
         assert!(l.contains("j0") && l.contains("j99") && l.contains("after"));
         assert_eq!(left.started.len(), 1);
         assert!(left.recorded.is_empty());
+    }
+
+    /// A ledger written by the binary before line versions, pinned.
+    const LEDGER_V1: &[u8] = include_bytes!("../../tests/data/ledger-v1.jsonl");
+    const V1_IDS: [&str; 5] = [
+        "20261101-080000-0123456789abcdef",
+        "20261101-080100-fedcba9876543210",
+        "job-a",
+        "job-b",
+        "job-c",
+    ];
+
+    /// A state dir holding the pinned version 1 ledger.
+    fn upgraded() -> (tempfile::TempDir, StateDirs) {
+        let (dir, state) = state();
+        std::fs::write(state.ledger(), LEDGER_V1).unwrap();
+        (dir, state)
+    }
+
+    fn v1_job_b() -> Recorded {
+        Recorded {
+            job_id: "job-b".into(),
+            result: b"{\"v\":1,\"jobId\":\"job-b\",\"ok\":true}\n".to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_version_1_ledger_loads_with_its_ids_and_its_unfinished_job() {
+        let (_dir, state) = upgraded();
+        let now = datetime!(2026-11-01 09:00 UTC);
+        let (mut l, left) = Ledger::load(&state, now, TEN_DAYS).unwrap();
+        for id in V1_IDS {
+            assert!(l.contains(id), "{id}");
+        }
+        assert!(!l.contains("job-d"));
+        assert_eq!(left.recorded, vec![v1_job_b()]);
+        assert_eq!(
+            left.started,
+            vec![Started {
+                job_id: "job-c".into(),
+                started_at: "2026-11-01T08:08:00.125Z".into(),
+                pid: 4301
+            }]
+        );
+        // Once recovery is done the file is rewritten in the current format.
+        assert!(l.wants_checkpoint());
+        l.checkpoint(now).unwrap();
+        let text = std::fs::read_to_string(l.path()).unwrap();
+        assert_eq!(text.lines().count(), V1_IDS.len(), "{text}");
+        assert!(
+            text.lines()
+                .all(|l| l.starts_with(r#"{"v":2,"kind":"record","#))
+        );
+        drop(l);
+        let (l, left) = Ledger::load(&state, now, TEN_DAYS).unwrap();
+        assert!(V1_IDS.iter().all(|id| l.contains(id)));
+        assert!(left.started.is_empty() && left.recorded.is_empty());
+    }
+
+    #[test]
+    fn version_2_lines_appended_to_a_version_1_ledger_read_back_with_it() {
+        let (_dir, state) = upgraded();
+        let t = datetime!(2026-11-01 09:00 UTC);
+        let (mut l, _) = Ledger::load(&state, t, TEN_DAYS).unwrap();
+        // Recovery records the interrupted job; then the next job starts.
+        l.record("job-c", t, b"result c").unwrap();
+        l.start("job-d", t, true).unwrap();
+        l.note_pid("job-d", 7).unwrap();
+        drop(l);
+        let appended = std::fs::read(state.ledger()).unwrap()[LEDGER_V1.len()..].to_vec();
+        let appended = String::from_utf8(appended).unwrap();
+        assert_eq!(appended.lines().count(), 3);
+        assert!(
+            appended.lines().all(|l| l.starts_with(r#"{"v":2,"#)),
+            "{appended}"
+        );
+        // Lines a later version wrote are skipped without losing the others.
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(state.ledger())
+            .unwrap();
+        f.write_all(b"{\"v\":3,\"kind\":\"start\",\"jobId\":\"job-e\"}\n")
+            .unwrap();
+        f.write_all(b"{\"v\":2,\"kind\":\"lease\",\"jobId\":\"job-d\"}\n")
+            .unwrap();
+        drop(f);
+        let (l, left) = Ledger::load(&state, t, TEN_DAYS).unwrap();
+        assert!(V1_IDS.iter().all(|id| l.contains(id)) && l.contains("job-d"));
+        assert!(!l.contains("job-e"));
+        let recorded_c = Recorded {
+            job_id: "job-c".into(),
+            result: b"result c".to_vec(),
+        };
+        assert_eq!(left.recorded, vec![v1_job_b(), recorded_c]);
+        assert_eq!(
+            left.started,
+            vec![Started {
+                job_id: "job-d".into(),
+                started_at: crate::clock::format(t),
+                pid: 7
+            }]
+        );
     }
 
     #[test]
