@@ -3,6 +3,7 @@
 //! enqueue child jobs. One table of names, read by whoever needs one.
 
 use crate::doc::Job;
+use crate::names::JobId;
 
 /// The job's id.
 pub const JOB_ID: &str = "FLEET_DISPATCH_JOB_ID";
@@ -40,12 +41,19 @@ pub fn for_job(job: &Job, root: &str, machine: &str, key_file: &str) -> Vec<(Str
         .collect()
 }
 
+/// The entries that mark a process as job `id`'s under `root`, for crash
+/// recovery to find what a dead listener's job left running. The target is
+/// left out: the job names it in its own spelling, which may differ in case
+/// from the folder's.
+pub fn identifying(id: &JobId, root: &str) -> Vec<String> {
+    vec![format!("{JOB_ID}={id}"), format!("{ROOT}={root}")]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::doc::Spec;
     use crate::key::Key;
-    use crate::names::JobId;
 
     #[test]
     fn ours_come_first_then_the_jobs_own() {

@@ -14,6 +14,7 @@ use crate::clock;
 use crate::doc::detail;
 use crate::error::Result;
 use crate::fsops;
+use crate::jobenv;
 use crate::names::JobId;
 use crate::platform::{self, Signal};
 use crate::publisher::{self, Finished};
@@ -63,11 +64,9 @@ impl Listener {
             "recovering {id}: the previous listener stopped while it ran"
         ));
         let started = clock::parse(started_at).map_or(std::time::UNIX_EPOCH, Into::into);
-        let root = self.root.display().to_string();
+        let env = jobenv::identifying(id, &self.root.display().to_string());
         let pids = platform::orphans(&platform::Orphaned {
-            job_id: id.as_str(),
-            root: &root,
-            target: self.dirs.target().as_str(),
+            env: &env,
             group: pid,
             started,
         });

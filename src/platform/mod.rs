@@ -249,12 +249,10 @@ pub enum IoEvent {
 /// [`orphans`] to find what is left of it.
 #[derive(Clone, Debug)]
 pub struct Orphaned<'a> {
-    /// The job id.
-    pub job_id: &'a str,
-    /// The dispatch root the job ran for (its environment says so).
-    pub root: &'a str,
-    /// The target.
-    pub target: &'a str,
+    /// `NAME=value` entries of the environment the listener gave the job
+    /// and its descendants inherit: a process carrying all of them is the
+    /// job's (where the platform can read another process's environment).
+    pub env: &'a [String],
     /// The job's leader pid (its process group on Unix); 0 if never spawned.
     pub group: i32,
     /// When the job started.

@@ -480,15 +480,11 @@ fn job_processes(root: i32, pgid: i32, leader_exited: bool) -> Vec<i32> {
 }
 
 /// After a crash, the live processes of the job that was running: those
-/// whose environment names this job, root and target (set by the listener,
+/// whose environment holds every entry of `o.env` (set by the listener,
 /// inherited by descendants), and the members of its recorded process group
 /// unless that group id was visibly reused by a process started later.
 pub(super) fn orphans(o: &super::Orphaned<'_>) -> Vec<i32> {
-    let wanted = [
-        format!("FLEET_DISPATCH_JOB_ID={}", o.job_id),
-        format!("FLEET_DISPATCH_ROOT={}", o.root),
-        format!("FLEET_DISPATCH_TARGET={}", o.target),
-    ];
+    let wanted = o.env;
     let me = std::process::id() as i32;
     let table = process_table();
     let mut found: Vec<i32> = table

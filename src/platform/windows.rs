@@ -1142,9 +1142,7 @@ mod tests {
             .unwrap();
         let pid = child.id() as i32;
         let o = |started| super::super::Orphaned {
-            job_id: "20261129-193000-9f2c4e1ab37d5c08",
-            root: "C:\\root",
-            target: "PC",
+            env: &[],
             group: pid,
             started,
         };

@@ -494,7 +494,7 @@ pub fn open_job(w: &World) -> Option<(String, i64)> {
         let Some(id) = v["jobId"].as_str() else {
             continue;
         };
-        if v["run"] == true {
+        if v["run"] == true || v["kind"] == "start" {
             open.push((id.to_string(), 0));
         }
         if let Some(pid) = v["pid"].as_i64()
