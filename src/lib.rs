@@ -1,27 +1,30 @@
 //! fleet-dispatch: signed jobs handed between the machines of a fleet through
 //! a folder they already share.
 //!
-//! The protocol, in brief (the full contract is SPEC.md, mirrored in the
-//! README): a sender signs a job and publishes it at
+//! The protocol, in brief (the whole of it is `docs/protocol.md`, which
+//! module docs cite by section): a sender signs a job and publishes it at
 //! `<root>/<TARGET>/inbox/<id>.json`; the target's listener accepts it by the
 //! rules in [`accept`], runs it with [`runner`], writes a signed result to
 //! `results/<id>.json` and archives the job so it never runs twice. A signed
 //! marker at `cancel/<id>.json` stops it, running or queued. Every state is a
 //! place ([`layout`]) and every transition a no-replace move ([`fsops`]).
 //!
-//! Modules, from the rules outwards:
-//! - [`names`], [`clock`]: ids, machine names, timestamps, durations;
-//! - [`key`]: the fleet key and HMAC signatures;
-//! - [`doc`]: the three signed document kinds and their canonical strings;
-//! - [`accept`]: the acceptance verdicts; [`replay`]: the replay guard;
-//!   [`governor`], [`retention`]: the other pure rules;
-//! - [`layout`], [`fsops`], [`state`], [`observe`], [`rejected`]: the folder
-//!   and local state;
-//! - [`runner`], [`watcher`], [`listener`], [`publisher`], [`shutdown`]:
-//!   running and stopping jobs, and placing their results; [`jobenv`]: the
-//!   environment a job is given;
-//! - [`http`]: the HTTP intake, a second door into the same listener;
-//! - [`cli`], [`config`], [`cmd`], [`wait`], [`out`]: the command line.
+//! The modules in layers, each importing only from its own layer or those
+//! above it in this list (a test reads this list and holds the code to it):
+//!
+//! 1. foundations: [`error`], [`exit`], [`random`], [`read`], [`clock`], [`names`], [`platform`], [`out`], [`retention`]
+//! 2. files: [`fsops`], [`layout`]
+//! 3. documents and rules: [`key`], [`doc`], [`accept`], [`governor`], [`replay`], [`jobenv`]
+//! 4. places and state: [`state`], [`heartbeat`], [`rejected`], [`observe`]
+//! 5. requests: [`submit`], [`cancel`], [`wait`]
+//! 6. the engine: [`shutdown`], [`watcher`], [`publisher`], [`runner`], [`listener`]
+//! 7. front ends: [`http`], [`cli`], [`config`], [`cmd`]
+//!
+//! Foundations name things (ids, times, exit statuses) and wrap the
+//! operating system; files place bytes without ever replacing; documents
+//! and rules are pure verdicts over values; places and state read what the
+//! folder and the ledger say; requests are what a sender asks of a target;
+//! the engine runs and stops jobs; front ends parse, call and print.
 
 #![deny(missing_docs)]
 #![deny(unsafe_code)]

@@ -12,6 +12,7 @@ mod contrib;
 #[cfg(unix)]
 mod crash_loop;
 mod generated;
+mod layers;
 // Unix only (`sh` jobs and `/proc`). Windows: see `windows`.
 #[cfg(unix)]
 mod http;
