@@ -1,4 +1,4 @@
-//! Local state that must never sync (SPEC §3): the one-listener lock, and
+//! Local state that must never sync (docs/protocol.md §3.4): the one-listener lock, and
 //! the ledger of processed job ids, which is also the journal of the job in
 //! progress.
 //!
@@ -106,7 +106,7 @@ pub struct Unfinished {
     pub recorded: Vec<Recorded>,
 }
 
-/// The ledger of processed job ids (SPEC §3, §7), which is also the journal
+/// The ledger of processed job ids (docs/protocol.md §3.4, §7.8), which is also the journal
 /// of the job in progress: one append-only file in the state directory.
 ///
 /// A job is consumed by one flushed line written before it is spawned;
