@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::accept;
+use crate::accept::{self, Verdict};
 use crate::clock;
 use crate::doc::{self, Marker, Outcome, job};
 use crate::error::{Error, Result};
@@ -16,6 +16,7 @@ use crate::layout::TargetDirs;
 use crate::names::{JobId, Machine};
 use crate::observe::{self, Observed};
 use crate::read::FileRead;
+use crate::rejected;
 
 /// What a cancel request did.
 #[derive(Debug)]
@@ -30,7 +31,8 @@ pub enum CancelStatus {
     },
     /// A verified result exists: nothing was written.
     NotRunning(Box<Outcome>),
-    /// A marker file that does not verify occupies the slot.
+    /// A file that is not a valid marker holds the place and could not be
+    /// moved aside (held open, or rewritten as fast as it was moved).
     Blocked(String),
 }
 
@@ -67,7 +69,7 @@ impl CancelStatus {
                 o.termination().describe(o.ok)
             ),
             CancelStatus::Blocked(why) => format!(
-                "cancel of {id} not requested: cancel/{id}.json exists but is not a valid marker ({why}); the listener moves it to archive/rejected/, then retry"
+                "cancel of {id} not requested: cancel/{id}.json holds a file that is not a valid marker and could not be moved aside ({why}); retry"
             ),
         }
     }
@@ -143,8 +145,16 @@ pub fn sign(
     ))
 }
 
+/// How many times an invalid file in the marker's place is moved aside
+/// before the request gives up as `blocked` (a writer racing us).
+const ATTEMPTS: usize = 3;
+
 /// Places a signed `marker` for `id` in `cancel/`, unless the job has a
-/// verified result (then nothing is written); never replaces a marker.
+/// verified result (then nothing is written); never replaces a valid
+/// marker. A file in the marker's place that is not a valid marker (garbage,
+/// a forgery, an old key's, one still being written) is moved to
+/// `archive/rejected/` with its reason first: the caller holds the key and
+/// can tell, so such a file never blocks a genuine cancel.
 pub fn place_marker(
     dirs: &TargetDirs,
     id: &JobId,
@@ -156,27 +166,45 @@ pub fn place_marker(
         return Ok(CancelStatus::NotRunning(o));
     }
     let path = dirs.marker_file(id);
+    let name = id.file_name();
+    let target = dirs.target().as_str();
     fsops::create_dirs(&[dirs.cancel()])?;
-    if fsops::publish(
-        &path,
-        &doc::to_file_bytes(marker),
-        fsops::Flush::DataAndName,
-    )? {
-        return Ok(CancelStatus::Requested {
-            observed,
-            existing: None,
-        });
+    let mut last = String::new();
+    for _ in 0..ATTEMPTS {
+        if fsops::publish(
+            &path,
+            &doc::to_file_bytes(marker),
+            fsops::Flush::DataAndName,
+        )? {
+            return Ok(CancelStatus::Requested {
+                observed,
+                existing: None,
+            });
+        }
+        let read = fsops::read_limited(&path, doc::marker::MAX_BYTES);
+        let r = match accept::marker(&name, read, target, key) {
+            Ok(m) => {
+                return Ok(CancelStatus::Requested {
+                    observed,
+                    existing: Some(m),
+                });
+            }
+            Err(r) => r,
+        };
+        last = format!("{}: {}", r.verdict.as_str(), r.message);
+        match r.verdict {
+            // Gone meanwhile: the next attempt takes the place.
+            Verdict::Missing => {}
+            // Held open or locked: it cannot be judged or moved now.
+            Verdict::Unreadable => break,
+            _ => {
+                let reason = rejected::Reason::new(&r, rejected::Kind::Marker, target);
+                if let Err(e) = rejected::file(dirs, &path, &name, &reason) {
+                    last = format!("{last}; it could not be moved aside: {}", e.message);
+                    break;
+                }
+            }
+        }
     }
-    let read = fsops::read_limited(&path, doc::marker::MAX_BYTES);
-    match accept::marker(&id.file_name(), read, dirs.target().as_str(), key) {
-        Ok(m) => Ok(CancelStatus::Requested {
-            observed,
-            existing: Some(m),
-        }),
-        Err(r) => Ok(CancelStatus::Blocked(format!(
-            "{}: {}",
-            r.verdict.as_str(),
-            r.message
-        ))),
-    }
+    Ok(CancelStatus::Blocked(last))
 }

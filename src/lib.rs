@@ -14,7 +14,7 @@
 //!
 //! 1. foundations: [`error`], [`exit`], [`random`], [`read`], [`clock`], [`names`], [`platform`], [`out`], [`retention`]
 //! 2. files: [`fsops`], [`layout`]
-//! 3. documents and rules: [`key`], [`doc`], [`accept`], [`governor`], [`replay`], [`jobenv`]
+//! 3. documents and rules: [`key`], [`doc`], [`accept`], [`governor`], [`replay`], [`jobenv`], [`settle`]
 //! 4. places and state: [`state`], [`heartbeat`], [`rejected`], [`observe`]
 //! 5. requests: [`submit`], [`cancel`], [`wait`]
 //! 6. the engine: [`shutdown`], [`watcher`], [`publisher`], [`runner`], [`listener`]
@@ -58,6 +58,7 @@ pub mod rejected;
 pub mod replay;
 pub mod retention;
 pub mod runner;
+pub mod settle;
 pub mod shutdown;
 pub mod state;
 pub mod submit;

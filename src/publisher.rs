@@ -18,10 +18,15 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::accept;
+use crate::doc::outcome;
 use crate::error::Result;
 use crate::fsops;
+use crate::key::Key;
 use crate::layout::TargetDirs;
 use crate::names::JobId;
+use crate::read::FileRead;
+use crate::rejected;
 
 /// How long the publisher gathers work into one batch (unless the listener
 /// waits for it): results appear this much later, and a drain of short jobs
@@ -77,10 +82,10 @@ pub struct Publisher {
 impl Publisher {
     /// Starts the thread for `dirs`. With `ledger` (the relaxed level) it
     /// flushes that file before each batch: the listener did not.
-    pub fn start(dirs: TargetDirs, ledger: Option<PathBuf>) -> Publisher {
+    pub fn start(dirs: TargetDirs, key: Arc<Key>, ledger: Option<PathBuf>) -> Publisher {
         let shared = Arc::new((Mutex::new(Shared::default()), Condvar::new()));
         let theirs = Arc::clone(&shared);
-        let thread = std::thread::spawn(move || serve(&dirs, ledger.as_deref(), &theirs));
+        let thread = std::thread::spawn(move || serve(&dirs, &key, ledger.as_deref(), &theirs));
         Publisher { shared, thread }
     }
 
@@ -188,7 +193,12 @@ fn gather(shared: &(Mutex<Shared>, Condvar)) -> Option<Vec<Work>> {
     Some(std::mem::take(&mut s.work))
 }
 
-fn serve(dirs: &TargetDirs, ledger: Option<&std::path::Path>, shared: &(Mutex<Shared>, Condvar)) {
+fn serve(
+    dirs: &TargetDirs,
+    key: &Key,
+    ledger: Option<&std::path::Path>,
+    shared: &(Mutex<Shared>, Condvar),
+) {
     crate::platform::lower_thread_priority();
     let lock = || shared.0.lock().unwrap_or_else(|p| p.into_inner());
     while let Some(gathered) = gather(shared) {
@@ -209,7 +219,7 @@ fn serve(dirs: &TargetDirs, ledger: Option<&std::path::Path>, shared: &(Mutex<Sh
         // After a failure nothing more is placed: the listener stops, and
         // its next start publishes from the ledger in order.
         if (!batch.is_empty() || !shows.is_empty()) && lock().failed.is_none() {
-            match publish_batch(dirs, ledger, &batch) {
+            match publish_batch(dirs, key, ledger, &batch) {
                 Ok(notes) => {
                     let mtime = std::fs::metadata(dirs.inbox()).and_then(|m| m.modified());
                     let mut s = lock();
@@ -235,6 +245,7 @@ fn serve(dirs: &TargetDirs, ledger: Option<&std::path::Path>, shared: &(Mutex<Sh
 /// notes for the log. Safe to repeat.
 pub fn publish_batch(
     dirs: &TargetDirs,
+    key: &Key,
     ledger: Option<&std::path::Path>,
     batch: &[Finished],
 ) -> Result<Vec<String>> {
@@ -276,7 +287,10 @@ pub fn publish_batch(
         ));
     }
     for ((tmp, dest), f) in temps.iter().zip(batch) {
-        let placed = fsops::move_no_replace(tmp, dest);
+        let mut placed = fsops::move_no_replace(tmp, dest);
+        if matches!(placed, Ok(false)) && set_aside_forged(dirs, key, &f.id, &mut notes)? {
+            placed = fsops::move_no_replace(tmp, dest);
+        }
         if !matches!(placed, Ok(true)) {
             let _ = std::fs::remove_file(tmp);
         }
@@ -292,6 +306,34 @@ pub fn publish_batch(
         let _ = fsops::remove(&dirs.running_file(&f.id));
     }
     Ok(notes)
+}
+
+/// Moves a result file for `id` that does not verify to `archive/rejected/`
+/// (a folder writer's forgery must not take the place of the genuine
+/// result); true when it did. A result that verifies is kept.
+fn set_aside_forged(
+    dirs: &TargetDirs,
+    key: &Key,
+    id: &JobId,
+    notes: &mut Vec<String>,
+) -> Result<bool> {
+    let path = dirs.result_file(id);
+    let read = fsops::read_limited(&path, outcome::MAX_BYTES);
+    if matches!(read, FileRead::Missing) {
+        return Ok(true);
+    }
+    let target = dirs.target().as_str();
+    let Err(r) = accept::outcome(id.as_str(), read, target, key) else {
+        return Ok(false);
+    };
+    let reason = rejected::Reason::new(&r, rejected::Kind::Result, target);
+    rejected::file(dirs, &path, &id.file_name(), &reason)?;
+    notes.push(format!(
+        "moved aside a result for {id} that does not verify ({}: {})",
+        r.verdict.as_str(),
+        r.message
+    ));
+    Ok(true)
 }
 
 /// Moves a finished job's (valid) marker to `archive/consumed/`. Safe to

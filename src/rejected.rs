@@ -33,6 +33,8 @@ pub enum Kind {
     Job,
     /// A cancel marker.
     Marker,
+    /// A result file that does not verify.
+    Result,
 }
 
 /// A `<name>.reason.json` document. Fields are in alphabetical order, the

@@ -18,8 +18,8 @@ use crate::replay;
 
 /// Refuses an id the target already used, as far as this machine can see
 /// (the target's ledger is local to it: its listener refuses the rest).
-pub fn check_unused(dirs: &TargetDirs, id: &JobId) -> Result<()> {
-    match replay::used_where(dirs, id, || false) {
+pub fn check_unused(dirs: &TargetDirs, id: &JobId, key: &Key) -> Result<()> {
+    match replay::used_where(dirs, id, key, || false) {
         None => Ok(()),
         Some(place) => Err(Error::validation(format!(
             "job id {id} was already used on {} (found in {place})",

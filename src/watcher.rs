@@ -3,27 +3,35 @@
 //! marker there is accepted by the docs/protocol.md §6 rules.
 //!
 //! Its steady cost is one `lstat` per poll; the file is read only when it
-//! appears or changes. It also keeps the listener's heartbeat fresh while
+//! appears or changes. A file there that is not a valid marker is moved to
+//! `archive/rejected/` — at once, or once settled if it does not parse
+//! ([`crate::settle`]) — so it cannot hold the slot a genuine marker needs
+//! for the rest of the run. It also keeps the listener's heartbeat fresh while
 //! the job runs, since the listener itself is busy waiting for the job.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::accept;
+use crate::accept::{self, Verdict};
 use crate::doc::Marker;
 use crate::fsops;
 use crate::heartbeat::{self, Heartbeat};
 use crate::key::Key;
+use crate::layout::TargetDirs;
 use crate::names::JobId;
+use crate::rejected::{self, Kind, Reason};
+use crate::settle::Settling;
 
 /// What to look at, and what was seen.
 pub struct Watch {
     job: JobId,
+    dirs: TargetDirs,
     marker: PathBuf,
-    target: String,
     key: Arc<Key>,
     poll: Duration,
+    settle: Duration,
+    settling: Option<Settling>,
     beat: Heartbeat,
     next_look: Instant,
     next_beat: Instant,
@@ -31,6 +39,8 @@ pub struct Watch {
     last_beat: Option<Instant>,
     /// The last refusal, when a marker was present but not accepted.
     pub refusal: Option<accept::Rejection>,
+    /// What happened to refused files, for the listener's log.
+    pub notes: Vec<String>,
 }
 
 /// A job runs this long before the heartbeat says so: a fast drain of
@@ -38,23 +48,25 @@ pub struct Watch {
 const FIRST_BEAT: Duration = Duration::from_secs(1);
 
 impl Watch {
-    /// Watches `marker` (`cancel/<job>.json`) for `job` of `target`, every
-    /// `poll`, starting now.
+    /// Watches `cancel/<job>.json` under `dirs` every `poll`, starting now;
+    /// a file there that does not parse settles after `settle`.
     pub fn new(
         job: JobId,
-        marker: PathBuf,
-        target: String,
+        dirs: TargetDirs,
         key: Arc<Key>,
         poll: Duration,
+        settle: Duration,
         beat: Heartbeat,
     ) -> Watch {
         let now = Instant::now();
         Watch {
+            marker: dirs.marker_file(&job),
             job,
-            marker,
-            target,
+            dirs,
             key,
             poll,
+            settle,
+            settling: None,
             beat,
             // The listener looked for a marker just before the spawn.
             next_look: now + poll,
@@ -62,6 +74,7 @@ impl Watch {
             last_seen: None,
             last_beat: None,
             refusal: None,
+            notes: Vec::new(),
         }
     }
 
@@ -88,26 +101,47 @@ impl Watch {
             return None;
         }
         self.next_look = now + self.poll;
-        if let Ok(meta) = std::fs::symlink_metadata(&self.marker) {
-            let stamp = (meta.len(), meta.modified().ok());
-            if self.last_seen != Some(stamp) {
-                self.last_seen = Some(stamp);
-                let read = fsops::read_limited(&self.marker, crate::doc::marker::MAX_BYTES);
-                match accept::marker(&self.job.file_name(), read, &self.target, &self.key) {
-                    Ok(m) => return Some(m),
-                    Err(r) => {
-                        // A marker that cannot be read yet is retried next poll.
-                        if matches!(
-                            r.verdict,
-                            accept::Verdict::Unreadable | accept::Verdict::Missing
-                        ) {
-                            self.last_seen = None;
-                        }
-                        self.refusal = Some(r);
-                    }
-                }
+        let Ok(meta) = std::fs::symlink_metadata(&self.marker) else {
+            self.settling = None;
+            return None;
+        };
+        let stamp = (meta.len(), meta.modified().ok());
+        let unsettled = self.settling.is_some();
+        if self.last_seen == Some(stamp) && !unsettled {
+            return None;
+        }
+        self.last_seen = Some(stamp);
+        let read = fsops::read_limited(&self.marker, crate::doc::marker::MAX_BYTES);
+        let target = self.dirs.target().as_str().to_string();
+        let r = match accept::marker(&self.job.file_name(), read, &target, &self.key) {
+            Ok(m) => return Some(m),
+            Err(r) => r,
+        };
+        match r.verdict {
+            // Retried next poll.
+            Verdict::Unreadable | Verdict::Missing => self.last_seen = None,
+            Verdict::Malformed
+                if !self
+                    .settling
+                    .get_or_insert_with(|| Settling::new(stamp, now))
+                    .observe(stamp, now, SystemTime::now(), self.settle) => {}
+            _ => {
+                self.settling = None;
+                let name = self.job.file_name();
+                let reason = Reason::new(&r, Kind::Marker, &target);
+                self.notes.push(
+                    match rejected::file(&self.dirs, &self.marker, &name, &reason) {
+                        Ok(()) => format!(
+                            "moved cancel/{name} aside: {} ({})",
+                            r.verdict.as_str(),
+                            r.message
+                        ),
+                        Err(e) => format!("could not move cancel/{name} aside: {e}"),
+                    },
+                );
             }
         }
+        self.refusal = Some(r);
         None
     }
 }

@@ -78,7 +78,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     let origin = ctx.machine()?;
     let dirs = ctx.target(&root, &args.target)?;
 
-    submit::check_unused(&dirs, &id)?;
+    submit::check_unused(&dirs, &id, &key)?;
     let job = Job::sign(
         &key,
         id.clone(),

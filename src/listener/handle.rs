@@ -36,7 +36,9 @@ pub struct Handle {
 impl Handle {
     /// Where `id` was already processed, if anywhere (the replay guard).
     pub fn processed_where(&self, id: &JobId) -> Option<&'static str> {
-        replay::used_where(&self.dirs, id, || self.ledger.contains(id.as_str()))
+        replay::used_where(&self.dirs, id, &self.key, || {
+            self.ledger.contains(id.as_str())
+        })
     }
 }
 

@@ -29,7 +29,7 @@ pub(super) struct Candidate {
 }
 
 /// A file's size and mtime: the listener's sign that it did not change.
-type Stamp = (u64, Option<SystemTime>);
+use crate::settle::{Settling, Stamp};
 
 /// What one listing found besides the runnable jobs.
 #[derive(Default)]
@@ -51,7 +51,7 @@ pub(super) struct Inbox {
     parsed: HashMap<String, (Stamp, Job)>,
     /// Unparseable files by name (markers as `cancel/<name>`): the stamp
     /// they had when first seen so, and when.
-    unsettled: HashMap<String, (Stamp, Instant)>,
+    unsettled: HashMap<String, Settling>,
     /// Names already spoken about.
     noted: HashSet<String>,
     settle: Duration,
@@ -197,26 +197,17 @@ impl Inbox {
         Ok(job)
     }
 
-    /// True when a file that does not parse has stayed unchanged for the
-    /// settle time (by our own observation, or by an mtime that old).
+    /// True when a file that does not parse counts as settled
+    /// ([`crate::settle`]).
     pub fn settled(&mut self, name: &str, path: &Path) -> bool {
         let Ok(meta) = std::fs::symlink_metadata(path) else {
             return false;
         };
         let stamp = (meta.len(), meta.modified().ok());
         let now = Instant::now();
-        let first = self
-            .unsettled
+        self.unsettled
             .entry(name.to_string())
-            .or_insert((stamp, now));
-        if first.0 != stamp {
-            *first = (stamp, now);
-        }
-        let observed = now.duration_since(first.1) >= self.settle;
-        let by_mtime = stamp
-            .1
-            .and_then(|m| SystemTime::now().duration_since(m).ok())
-            .is_some_and(|age| age >= self.settle);
-        observed || by_mtime
+            .or_insert_with(|| Settling::new(stamp, now))
+            .observe(stamp, now, SystemTime::now(), self.settle)
     }
 }

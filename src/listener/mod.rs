@@ -169,14 +169,16 @@ impl Listener {
         let beat = Heartbeat::new(dirs.listener_json(), dirs.target().as_str(), settings.poll);
         let wake = mail.clone();
         shutdown.on_request(move || wake.send(Control::Shutdown));
+        let key = Arc::new(key);
         let publisher = Publisher::start(
             dirs.clone(),
+            Arc::clone(&key),
             (settings.durability == Durability::Relaxed).then(|| state.ledger()),
         );
         let inbox = Inbox::new(settings.settle);
         let mut l = Listener {
             dirs,
-            key: Arc::new(key),
+            key,
             key_path,
             root,
             settings,
@@ -371,7 +373,9 @@ impl Listener {
 
     /// Where `id` was already processed, if anywhere.
     fn seen_where(&self, id: &JobId) -> Option<&'static str> {
-        replay::used_where(&self.dirs, id, || self.ledger.contains(id.as_str()))
+        replay::used_where(&self.dirs, id, &self.key, || {
+            self.ledger.contains(id.as_str())
+        })
     }
 
     /// Moves a refused input to `archive/rejected/` with its reason.
@@ -535,10 +539,10 @@ impl Listener {
         };
         let mut watch = Watch::new(
             id.clone(),
-            self.dirs.marker_file(&id),
-            self.dirs.target().to_string(),
+            self.dirs.clone(),
             Arc::clone(&self.key),
             self.settings.poll,
+            self.settings.settle,
             self.beat.clone(),
         );
         // The previous job's result is published while this one runs; a
@@ -563,6 +567,9 @@ impl Listener {
                 r.verdict.as_str(),
                 r.message
             ));
+        }
+        for note in std::mem::take(&mut watch.notes) {
+            self.say(note);
         }
         let finished_at = clock::format(clock::now());
         let outcome = detail::outcome_of(&self.key, &c.job, &started_at, &report, &finished_at);

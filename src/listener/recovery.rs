@@ -47,7 +47,7 @@ impl Listener {
         // lines are flushed first: after a crash of a relaxed listener they
         // may be in the page cache only.
         if !recorded.is_empty() {
-            publisher::publish_batch(&self.dirs, Some(self.ledger.path()), &recorded)?;
+            publisher::publish_batch(&self.dirs, &self.key, Some(self.ledger.path()), &recorded)?;
         }
         self.published |= !recorded.is_empty();
         for entry in left.started {

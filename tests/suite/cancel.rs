@@ -822,22 +822,36 @@ fn an_existing_marker_is_reported_not_rewritten() {
 }
 
 #[test]
-fn an_invalid_marker_in_the_slot_is_not_replaced() {
+fn an_invalid_file_in_the_markers_place_is_moved_aside_and_the_cancel_lands() {
+    // A folder writer without the key squats the slot with a forgery: the
+    // sender, which holds the key, files it under archive/rejected/ with
+    // its reason and places the genuine marker.
     let w = World::with_target();
     let id = w.enqueue(&[], &["true"]);
     let forged = foreign_marker_text(&id);
     std::fs::write(w.marker(&id), &forged).unwrap();
-    let (code, out, _) = output(
+    let (code, out, err) = output(
         w.cmd_as("LAPTOP")
             .args(["--json", "cancel", "--target", "PC", "--job-id", &id]),
     );
+    assert_eq!(code, 0, "{out}{err}");
     let v: Value = serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("not JSON: {out}"));
-    assert_eq!(v["status"], "blocked", "{v}");
-    assert_ne!(
-        code, 0,
-        "a cancel that was not requested must not look like success"
-    );
-    assert_eq!(std::fs::read_to_string(w.marker(&id)).unwrap(), forged);
+    assert_eq!(v["status"], "requested", "{v}");
+    assert_eq!(v["alreadyRequested"], false, "{v}");
+    let name = format!("{id}.json");
+    assert_eq!(std::fs::read_to_string(w.rejected(&name)).unwrap(), forged);
+    let reason: Value = serde_json::from_str(
+        &std::fs::read_to_string(w.rejected(&format!("{name}.reason.json"))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(reason["kind"], "marker", "{reason}");
+    assert_eq!(reason["verdict"], "bad-signature", "{reason}");
+    let placed: Value =
+        serde_json::from_str(&std::fs::read_to_string(w.marker(&id)).unwrap()).unwrap();
+    assert_eq!(placed["origin"], "LAPTOP", "{placed}");
+    // And it acts: the queued job is cancelled before it starts.
+    assert_eq!(w.listen_once(&[])["cancelled"], 1);
+    assert_eq!(w.result(&id)["error"], "cancelled-before-start");
 }
 
 #[test]

@@ -403,6 +403,30 @@ fn a_cancel_over_http_stops_a_running_job_long_before_the_poll() {
 }
 
 #[test]
+fn a_squatted_cancel_slot_does_not_block_a_cancel_over_http() {
+    let w = World::with_target();
+    let i = intake(&w, "5s", &[]);
+    let pidfile = scratch(&w, "pid");
+    let argv = sleeper(&pidfile);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    assert_eq!(post(&i, "/v1/jobs", &job_for_pc("c-squat", &argv)).0, 202);
+    let pid = read_pid(&pidfile, Duration::from_secs(10));
+    // A folder writer without the key fills the marker's place.
+    std::fs::write(
+        w.marker("c-squat"),
+        b"{\"jobId\": \"c-squat\", \"sig\": \"00\"}",
+    )
+    .unwrap();
+    let (status, body) = post(&i, &cancel_path("c-squat"), &marker_text("c-squat", "PC"));
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["status"], "requested", "{body}");
+    wait_until(Duration::from_secs(10), || !alive(pid));
+    let r = w.wait_result("c-squat", RESULT_LIMIT);
+    assert_eq!(r["error"], "cancelled", "{r}");
+    assert!(w.rejected("c-squat.json.reason.json").exists());
+}
+
+#[test]
 fn a_cancel_over_http_of_a_queued_job_cancels_it_before_start_at_once() {
     let w = World::with_target();
     let gov = governor(&w, "RED");

@@ -31,6 +31,9 @@ mod sweep_verify;
 // Unix only (`chattr`, `sh` jobs and `kill`). Windows: see `windows`.
 #[cfg(unix)]
 mod sync_races;
+// Unix only (`sh` jobs).
+#[cfg(unix)]
+mod trust;
 mod vectors;
 #[cfg(windows)]
 mod windows;
