@@ -209,14 +209,49 @@ pub fn existing_targets(root: &Path) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// Resolves `name` case-insensitively to an existing target folder's
-/// spelling, or to a fleet member named in `fleet` (whose folder is then
-/// created). Anything else is `NOT_FOUND`, listing the known targets.
+/// The folder under `root` that serves `wanted`, from the names
+/// `existing` lists: the exact spelling wins; without it, the one folder
+/// whose name differs only in case. Several such folders (which a folder
+/// writer can create on a case-sensitive file system to draw a listener or
+/// a sender away) are a `CONFIG` error naming them: nothing picks one.
+pub fn pick_target(root: &Path, wanted: &Machine, existing: &[String]) -> Result<Option<String>> {
+    if existing.iter().any(|n| n == wanted.as_str()) {
+        return Ok(Some(wanted.to_string()));
+    }
+    let mut alike: Vec<&String> = existing.iter().filter(|n| wanted.same(n)).collect();
+    alike.sort();
+    match alike.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some((*one).clone())),
+        several => Err(Error::config(format!(
+            "target {wanted} matches several folders under {} that differ only in case: {}",
+            root.display(),
+            several
+                .iter()
+                .map(|n| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .hint(format!(
+            "keep the one the listener uses, or spell the target exactly as its folder ({})",
+            several[0]
+        ))),
+    }
+}
+
+/// [`pick_target`] over the folders that exist under `root` now.
+pub fn find_target(root: &Path, wanted: &Machine) -> Result<Option<String>> {
+    pick_target(root, wanted, &existing_targets(root)?)
+}
+
+/// Resolves `name` to an existing target folder ([`pick_target`]), or to a
+/// fleet member named in `fleet` (whose folder is then created). Anything
+/// else is `NOT_FOUND`, listing the known targets.
 pub fn resolve_target(root: &Path, name: &str, fleet: &[String]) -> Result<TargetDirs> {
     let wanted = Machine::parse(name, "target")?;
     let existing = existing_targets(root)?;
-    if let Some(found) = existing.iter().find(|n| wanted.same(n)) {
-        return Ok(TargetDirs::new(root, &Machine::parse(found, "target")?));
+    if let Some(found) = pick_target(root, &wanted, &existing)? {
+        return Ok(TargetDirs::new(root, &Machine::parse(&found, "target")?));
     }
     if let Some(member) = fleet.iter().find(|n| wanted.same(n)) {
         let dirs = TargetDirs::new(root, &Machine::parse(member, "target")?);
@@ -301,6 +336,23 @@ mod tests {
             Path::new("/r/PC/archive/rejected/x.json.2")
         );
         assert_eq!(t.listener_json(), Path::new("/r/PC/listener.json"));
+    }
+
+    #[test]
+    fn the_exact_spelling_wins_and_several_case_variants_are_refused() {
+        let root = Path::new("/r");
+        let m = Machine::parse("build", "t").unwrap();
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let pick = |v: &[&str]| pick_target(root, &m, &names(v));
+        assert_eq!(
+            pick(&["BUILD", "build", "buILd"]).unwrap().as_deref(),
+            Some("build")
+        );
+        assert_eq!(pick(&["BUILD", "PC"]).unwrap().as_deref(), Some("BUILD"));
+        assert_eq!(pick(&["PC"]).unwrap(), None);
+        let e = pick(&["BUILD", "buILd", "PC"]).unwrap_err();
+        assert_eq!(e.code, crate::error::Code::Config);
+        assert!(e.message.contains("BUILD, buILd"), "{}", e.message);
     }
 
     #[test]

@@ -39,10 +39,7 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
     let key_path = ctx.key_path()?;
     let state = ctx.state(&root, &machine)?;
     // This machine's own folder keeps the spelling it already has.
-    let dirs = match crate::layout::existing_targets(&root)?
-        .into_iter()
-        .find(|n| machine.same(n))
-    {
+    let dirs = match crate::layout::find_target(&root, &machine)? {
         Some(existing) => crate::layout::TargetDirs::new(
             &root,
             &crate::names::Machine::parse(&existing, "target")?,

@@ -130,10 +130,9 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<u8> {
         vec![ctx.target(&root, t)?.target().to_string()]
     } else {
         let me = ctx.machine()?;
-        let all = layout::existing_targets(&root)?;
-        match all.iter().find(|n| me.same(n)) {
-            Some(mine) => vec![mine.clone()],
-            None => all,
+        match layout::find_target(&root, &me)? {
+            Some(mine) => vec![mine],
+            None => layout::existing_targets(&root)?,
         }
     };
     let targets: Vec<TargetStatus> = names

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::util::*;
 
@@ -606,7 +606,13 @@ fn enqueue_never_overwrites_a_queued_job() {
 #[test]
 fn enqueue_refuses_an_id_already_used() {
     let w = World::with_target();
-    std::fs::write(w.result_path("old-result"), "{}").unwrap();
+    // A result counts only when it verifies; an archived job by its presence.
+    let mut result = json!({
+        "jobId": "old-result", "target": "PC", "ok": true, "exitCode": 0, "error": "",
+        "startedAt": now_text(), "finishedAt": now_text(), "detail": "{}",
+    });
+    result["sig"] = json!(independent_sig(&result_canonical(&result)));
+    std::fs::write(w.result_path("old-result"), result.to_string()).unwrap();
     std::fs::write(w.done("old-done"), "{}").unwrap();
     let before = files(w.dir.path());
     for id in ["old-result", "old-done"] {

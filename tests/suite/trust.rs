@@ -191,3 +191,60 @@ fn interrupt_stops_the_running_job_though_its_cancel_slot_was_squatted() {
     assert_eq!(w.wait_result(&new, LIMIT)["ok"], true);
     assert_eq!(lines(&side), ["new"]);
 }
+
+#[test]
+fn case_variant_folders_never_draw_the_listener_or_the_sender_away() {
+    let w = World::new();
+    w.make_target("build");
+    // A folder writer adds spellings of the same name.
+    w.make_target("buILd");
+    w.make_target("BUILD");
+    let side = scratch(&w, "side");
+    let argv = [
+        "sh",
+        "-c",
+        "echo ran >> \"$1\"",
+        "sh",
+        side.to_str().unwrap(),
+    ];
+    let mut args = vec!["enqueue", "--target", "build", "--"];
+    args.extend_from_slice(&argv);
+    let (code, out, err) = output(w.cmd_as("LAPTOP").args(&args));
+    assert_eq!(code, 0, "{out}{err}");
+    let id = out.trim().to_string();
+    assert!(
+        w.root
+            .join("build/inbox")
+            .join(format!("{id}.json"))
+            .exists()
+    );
+    let (code, out, err) = output(w.cmd_as("build").args(["--json", "listen", "--once"]));
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(lines(&side), ["ran"]);
+    assert!(
+        w.root
+            .join("build/results")
+            .join(format!("{id}.json"))
+            .exists()
+    );
+}
+
+#[test]
+fn several_case_variants_without_the_exact_spelling_are_a_config_error_naming_them() {
+    let w = World::new();
+    w.make_target("BUILD");
+    w.make_target("buILd");
+    for (machine, args) in [
+        ("build", vec!["listen", "--once"]),
+        ("LAPTOP", vec!["enqueue", "--target", "build", "--", "true"]),
+    ] {
+        let before = files(&w.root);
+        let (code, out, err) = output(w.cmd_as(machine).args(&args));
+        assert_eq!(code, 78, "{args:?}: {out}{err}");
+        assert!(
+            err.contains("CONFIG") && err.contains("BUILD, buILd"),
+            "{err}"
+        );
+        assert_eq!(files(&w.root), before, "{args:?} wrote something");
+    }
+}
