@@ -19,7 +19,7 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::time::{Duration, Instant};
 
 use crate::doc::Marker;
-use crate::doc::report::{Exit, Report, Stop, StopReason};
+use crate::doc::report::{self, Exit, Report, Stop, StopReason};
 use crate::names::JobId;
 use crate::platform::{self, IoEvent, JobIo, Signal, Stream};
 use crate::shutdown;
@@ -27,8 +27,6 @@ use crate::watcher::Watch;
 
 /// Bytes of each stream kept in the log file; the rest is counted, not kept.
 pub const LOG_CAP: u64 = 10 * 1024 * 1024;
-/// Bytes of each stream's end copied into the result.
-pub const TAIL_BYTES: usize = 4096;
 
 /// Where control messages for the listener and its runner go: a channel,
 /// and a bell that wakes a runner waiting on its job.
@@ -356,7 +354,7 @@ impl Tail {
         }
         self.bytes += chunk.len() as u64;
         self.end.extend(chunk);
-        let excess = self.end.len().saturating_sub(TAIL_BYTES);
+        let excess = self.end.len().saturating_sub(report::TAIL_BYTES);
         self.end.drain(..excess);
     }
 

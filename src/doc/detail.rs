@@ -94,6 +94,28 @@ pub const RACED: &str = "the job ended by itself before the cancel landed";
 /// What `detail.note` says on a recovered result.
 pub const RECOVERED: &str = "the listener stopped while this job ran; it is not run again";
 
+/// The most of a job's label a result repeats, in bytes: a label may be
+/// as large as the job allows, and the result must stay within what
+/// readers accept ([`super::outcome::MAX_BYTES`]).
+pub const LABEL_BYTES: usize = 1024;
+
+/// The most of a spawn error a result keeps, in bytes (it names the
+/// program, which may be as long as the job allows).
+pub const SPAWN_ERROR_BYTES: usize = 4096;
+
+/// `text` cut to at most `max` bytes at a character boundary, with `…`
+/// saying it was cut.
+pub fn clip(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max.saturating_sub('…'.len_utf8());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
 impl Detail {
     /// The detail's text, as signed: compact JSON.
     pub fn to_text(&self) -> String {
@@ -123,13 +145,13 @@ pub fn outcome_of(
         stderr_tail: Some(r.stderr_tail.clone()),
         stdout_bytes: Some(r.output_bytes.0),
         stderr_bytes: Some(r.output_bytes.1),
-        label: job.spec.label.clone(),
+        label: job.spec.label.as_deref().map(|l| clip(l, LABEL_BYTES)),
         leftovers_stopped: (r.leftovers_stopped > 0).then_some(r.leftovers_stopped as u64),
         ..Detail::default()
     };
     let (how, code) = match (&r.exit, &r.stop) {
         (Exit::SpawnFailed(msg), _) => {
-            d.spawn_error = Some(msg.clone());
+            d.spawn_error = Some(clip(msg, SPAWN_ERROR_BYTES));
             (Termination::SpawnFailed, None)
         }
         (_, Some(stop)) => {
@@ -181,7 +203,7 @@ pub fn cancelled_before_start(key: &Key, job: &Job, marker: &Marker, finished_at
     let d = Detail {
         duration_ms: Some(0),
         marker: Some(MarkerSeen::from(marker)),
-        label: job.spec.label.clone(),
+        label: job.spec.label.as_deref().map(|l| clip(l, LABEL_BYTES)),
         ..Detail::default()
     };
     Outcome::sign(
@@ -469,5 +491,50 @@ mod tests {
         assert_eq!(d.duration_ms, Some(5));
         assert_eq!(d.label, None);
         assert_eq!(Detail::from_text("not json"), Detail::default());
+    }
+
+    #[test]
+    fn clip_cuts_at_a_character_boundary_and_says_so() {
+        assert_eq!(clip("short", 10), "short");
+        let cut = clip("ééééé", 6);
+        assert!(cut.len() <= 6 && cut.ends_with('…'), "{cut}");
+        assert_eq!(cut, "é…");
+    }
+
+    #[test]
+    fn the_largest_result_a_job_can_cause_stays_within_the_readers_limit() {
+        // Everything a job controls at its largest: a label filling the job,
+        // output tails of control bytes (escaped twice: once in the detail,
+        // once as a string in the result), a spawn error naming a huge
+        // program, and a marker.
+        let label = "\u{1}\"".repeat(400_000);
+        let tail = "\u{1}".repeat(crate::doc::report::TAIL_BYTES);
+        let mut r = Report {
+            stdout_tail: tail.clone(),
+            stderr_tail: tail,
+            output_bytes: (u64::MAX, u64::MAX),
+            leftovers_stopped: usize::MAX,
+            raced: Some(StopReason::Cancel(Box::new(marker()))),
+            ..Report::not_started(Exit::SpawnFailed("\u{1}".repeat(1 << 20)))
+        };
+        r.stop = Some(Stop {
+            reason: StopReason::Cancel(Box::new(marker())),
+            grace_expired: true,
+        });
+        let o = outcome_of(&key(), &job(Some(&label)), STARTED, &r, FINISHED);
+        let bytes = crate::doc::to_file_bytes(&o);
+        assert!(
+            (bytes.len() as u64) < crate::doc::outcome::MAX_BYTES / 4,
+            "{} bytes",
+            bytes.len()
+        );
+        assert!(key().verify(&o.canonical(), &o.sig));
+        let cancelled = cancelled_before_start(&key(), &job(Some(&label)), &marker(), FINISHED);
+        assert!(
+            cancelled
+                .detail()
+                .label
+                .is_some_and(|l| l.len() <= LABEL_BYTES)
+        );
     }
 }

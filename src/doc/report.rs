@@ -6,6 +6,9 @@
 
 use std::time::Duration;
 
+/// Bytes of each output stream's end a report carries into the result.
+pub const TAIL_BYTES: usize = 4096;
+
 use super::Marker;
 
 /// Why the runner stopped a job.

@@ -248,3 +248,28 @@ fn several_case_variants_without_the_exact_spelling_are_a_config_error_naming_th
         assert_eq!(files(&w.root), before, "{args:?} wrote something");
     }
 }
+
+#[test]
+fn a_job_at_the_size_limit_still_yields_a_result_readers_accept() {
+    let w = World::with_target();
+    let id = uid("big-label");
+    let label = "é".repeat(500_000);
+    w.write_job(
+        "PC",
+        &id,
+        "PC",
+        &now_text(),
+        &json!({"argv": ["true"], "label": label}),
+    );
+    assert_eq!(w.listen_once(&[])["done"], 1);
+    let (code, out, err) = w.run(&["--json", "result", "--target", "PC", "--job-id", &id]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let shown = v["detail"]["label"].as_str().unwrap();
+    assert!(
+        shown.len() <= 1024 && shown.ends_with('…'),
+        "{} bytes",
+        shown.len()
+    );
+    assert!(label.starts_with(shown.trim_end_matches('…')));
+}
