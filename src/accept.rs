@@ -91,7 +91,8 @@ pub struct Rejection {
 }
 
 impl Rejection {
-    fn new(verdict: Verdict, message: impl Into<String>) -> Rejection {
+    /// A refusal with `verdict`, saying why.
+    pub fn new(verdict: Verdict, message: impl Into<String>) -> Rejection {
         Rejection {
             verdict,
             message: message.into(),

@@ -3,13 +3,14 @@
 //! whether a target's listener is alive. Informational only: nothing trusts
 //! it for a decision that matters, and a failed write never stops a listener.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::clock;
 use crate::fsops;
+use crate::read::FileRead;
 
 /// How often the heartbeat is refreshed.
 pub const EVERY: Duration = Duration::from_secs(30);
@@ -38,26 +39,91 @@ pub struct Beat {
     pub poll_interval_ms: u64,
     /// The listener's version.
     pub version: String,
+    /// The host it runs on (empty from versions before it was written).
+    #[serde(default)]
+    pub host: String,
+    /// Its instance id ([`crate::state::instance_id`]; empty from versions
+    /// before it was written).
+    #[serde(default)]
+    pub instance: String,
 }
+
+impl Beat {
+    /// Its age now, when its time parses.
+    pub fn age(&self) -> Option<Duration> {
+        let t = clock::parse(&self.heartbeat_at)?;
+        (clock::now() - t).try_into().ok()
+    }
+
+    /// True while the listener that wrote it counts as alive.
+    pub fn alive(&self) -> bool {
+        alive(&self.state, self.age())
+    }
+
+    /// Who wrote it, for messages.
+    pub fn who(&self) -> String {
+        let host = if self.host.is_empty() {
+            "an unnamed host"
+        } else {
+            &self.host
+        };
+        let age = self.age().map_or("at an unreadable time".to_string(), |a| {
+            format!("{} ago", clock::human(a))
+        });
+        format!(
+            "instance {} on {host} (pid {}), last heartbeat {age}",
+            self.instance, self.pid
+        )
+    }
+}
+
+/// The heartbeat at `path`, if one is there and parses.
+pub fn read(path: &Path) -> Option<Beat> {
+    match fsops::read_limited(path, MAX_BYTES) {
+        FileRead::Bytes(b) => serde_json::from_slice(&b).ok(),
+        _ => None,
+    }
+}
+
+/// The largest heartbeat file read.
+pub const MAX_BYTES: u64 = 64 * 1024;
 
 /// Writes heartbeats for one listener; cheap to clone into a thread.
 #[derive(Clone, Debug)]
 pub struct Heartbeat {
     path: PathBuf,
     target: String,
+    host: String,
+    instance: String,
     started_at: String,
     poll: Duration,
 }
 
 impl Heartbeat {
-    /// A heartbeat writer for `target` at `path`.
-    pub fn new(path: PathBuf, target: &str, poll: Duration) -> Heartbeat {
+    /// A heartbeat writer for `target` at `path`, as `instance` on `host`.
+    pub fn new(
+        path: PathBuf,
+        target: &str,
+        host: &str,
+        instance: &str,
+        poll: Duration,
+    ) -> Heartbeat {
         Heartbeat {
             path,
             target: target.to_string(),
+            host: host.to_string(),
+            instance: instance.to_string(),
             started_at: clock::format(clock::now()),
             poll,
         }
+    }
+
+    /// Another listener's heartbeat in our file, while it counts as alive:
+    /// a second instance serving this target (a heartbeat from a version
+    /// that wrote no instance id cannot be told apart, and is not counted).
+    pub fn rival(&self) -> Option<Beat> {
+        read(&self.path)
+            .filter(|b| !b.instance.is_empty() && b.instance != self.instance && b.alive())
     }
 
     /// Writes the heartbeat now.
@@ -71,6 +137,8 @@ impl Heartbeat {
             heartbeat_at: clock::format(clock::now()),
             poll_interval_ms: self.poll.as_millis() as u64,
             version: env!("CARGO_PKG_VERSION").to_string(),
+            host: self.host.clone(),
+            instance: self.instance.clone(),
         };
         let _ = fsops::replace(
             &self.path,

@@ -69,6 +69,12 @@ impl TargetDirs {
     pub fn listener_json(&self) -> PathBuf {
         self.base.join("listener.json")
     }
+    /// The lock a listener holds in the target folder itself, so listeners
+    /// with different state directories on one file system (or one SMB
+    /// share) cannot serve the target together.
+    pub fn folder_lock(&self) -> PathBuf {
+        self.base.join("listener.lock")
+    }
 
     /// Refuses the layout when the target folder or any folder in it (or
     /// `archive/`) is a link or a file.
@@ -162,6 +168,10 @@ impl StateDirs {
     /// Processed job ids, and the journal of the job in progress.
     pub fn ledger(&self) -> PathBuf {
         self.base.join("ledger.jsonl")
+    }
+    /// This listener's instance id, kept across restarts.
+    pub fn instance(&self) -> PathBuf {
+        self.base.join("instance")
     }
 }
 
@@ -336,6 +346,7 @@ mod tests {
             Path::new("/r/PC/archive/rejected/x.json.2")
         );
         assert_eq!(t.listener_json(), Path::new("/r/PC/listener.json"));
+        assert_eq!(t.folder_lock(), Path::new("/r/PC/listener.lock"));
     }
 
     #[test]

@@ -35,6 +35,9 @@ pub enum Kind {
     Marker,
     /// A result file that does not verify.
     Result,
+    /// Something in the place of one of the listener's own files or
+    /// folders (a link, a directory).
+    Layout,
 }
 
 /// A `<name>.reason.json` document. Fields are in alphabetical order, the

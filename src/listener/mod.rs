@@ -35,12 +35,12 @@ use serde_json::json;
 
 use crate::accept::{self, Rejection, Verdict};
 use crate::clock;
-use crate::doc::{self, Marker, Outcome, Termination, detail, job};
+use crate::doc::{self, Outcome, Termination, detail, job};
 use crate::error::Result;
 use crate::fsops;
 use crate::fsops::Durability;
 use crate::governor::Tier;
-use crate::heartbeat::{self, Heartbeat};
+use crate::heartbeat::{self, Beat, Heartbeat};
 use crate::jobenv;
 use crate::key::Key;
 use crate::layout::{StateDirs, TargetDirs};
@@ -51,14 +51,16 @@ use crate::rejected::{self, Kind};
 use crate::replay;
 use crate::runner::{self, Control, Mailbox};
 use crate::shutdown::{self, Shutdown};
-use crate::state::{Ledger, Lock};
+use crate::state::{self, Ledger, Lock};
 use crate::watcher::Watch;
 
 use inbox::{Candidate, Inbox};
 
 mod handle;
 mod inbox;
+mod markers;
 mod recovery;
+mod rival;
 
 pub use handle::Handle;
 
@@ -133,7 +135,12 @@ pub struct Listener {
     shutdown: Arc<Shutdown>,
     beat: Heartbeat,
     last_heartbeat: Instant,
+    /// Another listener seen serving this target, and when we last looked.
+    rival: Option<Beat>,
+    rival_checked: Option<Instant>,
+    rival_was_said: bool,
     _lock: Lock,
+    _folder_lock: Lock,
 }
 
 impl Listener {
@@ -151,6 +158,23 @@ impl Listener {
         let lock = Lock::acquire(&state, dirs.target().as_str())?;
         dirs.check_real()?;
         fsops::create_dirs(&dirs.all_dirs())?;
+        let folder_lock = Lock::acquire_folder(&dirs)?;
+        let instance = state::instance_id(&state)?;
+        let host = platform::hostname().unwrap_or_default();
+        let beat = Heartbeat::new(
+            dirs.listener_json(),
+            dirs.target().as_str(),
+            &host,
+            &instance,
+            settings.poll,
+        );
+        if let Some(other) = beat.rival() {
+            return Err(crate::error::Error::new(
+                crate::error::Code::Busy,
+                format!("another listener serves {}: {}", dirs.target(), other.who()),
+            )
+            .hint("one listener per target in the whole fleet: two would run every job twice; stop the other, or start this one once its heartbeat is over 90 s old"));
+        }
         platform::become_subreaper();
         let now = clock::now();
         // Keep ids at least as long as the max age, and never under 30 days:
@@ -166,7 +190,6 @@ impl Listener {
             )
         })?;
         let mail = Mailbox::new(tx, bell);
-        let beat = Heartbeat::new(dirs.listener_json(), dirs.target().as_str(), settings.poll);
         let wake = mail.clone();
         shutdown.on_request(move || wake.send(Control::Shutdown));
         let key = Arc::new(key);
@@ -194,7 +217,11 @@ impl Listener {
             shutdown,
             beat,
             last_heartbeat: Instant::now(),
+            rival: None,
+            rival_checked: None,
+            rival_was_said: false,
             _lock: lock,
+            _folder_lock: folder_lock,
         };
         l.recover(unfinished)?;
         l.heartbeat(None, "listening");
@@ -266,6 +293,9 @@ impl Listener {
     /// not n listings of n files. Before saying "nothing to do" the pass
     /// always looks at a fresh listing.
     fn pass(&mut self) -> Result<bool> {
+        if self.rival_serves() {
+            return Ok(false);
+        }
         let fresh = self.inbox.stale(
             &self.dirs.inbox(),
             self.settings.poll,
@@ -382,47 +412,6 @@ impl Listener {
     fn reject(&self, path: &std::path::Path, name: &str, r: &Rejection, kind: Kind) -> Result<()> {
         let reason = rejected::Reason::new(r, kind, self.dirs.target().as_str());
         rejected::file(&self.dirs, path, name, &reason)
-    }
-
-    /// The valid cancel marker for `id`, if one is there. An invalid one is
-    /// moved to `archive/rejected/` (once settled), so it cannot block the
-    /// slot a genuine marker needs.
-    fn valid_marker(&mut self, id: &JobId) -> Option<Marker> {
-        let path = self.dirs.marker_file(id);
-        let name = id.file_name();
-        let read = fsops::read_limited(&path, doc::marker::MAX_BYTES);
-        match accept::marker(&name, read, self.dirs.target().as_str(), &self.key) {
-            Ok(m) => Some(m),
-            Err(r) if matches!(r.verdict, Verdict::Missing | Verdict::Unreadable) => None,
-            Err(r)
-                if r.verdict == Verdict::Malformed
-                    && !self.inbox.settled(&format!("cancel/{name}"), &path) =>
-            {
-                None
-            }
-            Err(r) => {
-                self.say(format!(
-                    "rejected marker cancel/{name}: {} ({})",
-                    r.verdict.as_str(),
-                    r.message
-                ));
-                if let Err(e) = self.reject(&path, &name, &r, Kind::Marker) {
-                    self.say(format!("could not move the marker aside: {e}"));
-                }
-                None
-            }
-        }
-    }
-
-    fn cancel_before_start(&mut self, c: &Candidate, marker: &Marker) -> Result<()> {
-        let finished_at = clock::format(clock::now());
-        let outcome = detail::cancelled_before_start(&self.key, &c.job, marker, &finished_at);
-        self.counters.cancelled += 1;
-        self.say(format!(
-            "cancelled {} before start (marker from {})",
-            c.job.id, marker.origin
-        ));
-        self.finish(&c.job.id, &c.path, &outcome, true)
     }
 
     /// Records `outcome` in the ledger; it is handed on by [`Self::settle`],

@@ -87,6 +87,10 @@ pub enum ListenerState {
         started_at: String,
         /// The listener's version.
         version: String,
+        /// The host it runs on.
+        host: String,
+        /// Its instance id: two listeners for one target differ here.
+        instance: String,
     },
 }
 
@@ -212,6 +216,8 @@ fn listener(dirs: &TargetDirs) -> ListenerState {
                 heartbeat_at: beat.heartbeat_at,
                 started_at: beat.started_at,
                 version: beat.version,
+                host: beat.host,
+                instance: beat.instance,
             }
         }
         Err(_) => ListenerState::Unreadable {

@@ -18,9 +18,12 @@ use std::time::Duration;
 
 use time::OffsetDateTime;
 
+use crate::accept;
 use crate::error::{Code, Error, Result};
 use crate::fsops;
-use crate::layout::StateDirs;
+use crate::layout::{StateDirs, TargetDirs};
+use crate::platform;
+use crate::rejected;
 
 mod line;
 
@@ -72,6 +75,83 @@ impl Lock {
         let _ = file.flush();
         Ok(Lock { _file: file })
     }
+}
+
+impl Lock {
+    /// Takes the lock in the target folder itself (`listener.lock`), or
+    /// answers `BUSY`: a listener with another state directory serves the
+    /// target from this file system. The file is opened without following
+    /// a link; anything but a regular file there is moved to
+    /// `archive/rejected/` and the file made again, so a folder writer
+    /// cannot keep the listener from starting.
+    pub fn acquire_folder(dirs: &TargetDirs) -> Result<Lock> {
+        let path = dirs.folder_lock();
+        let mut moved = false;
+        let file = loop {
+            let opened = match platform::open_no_follow(&path) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    platform::create_new_no_follow(&path)
+                }
+                other => other,
+            };
+            let bad = match &opened {
+                Ok(f) => f.metadata().is_ok_and(|m| !m.is_file()),
+                Err(e) => platform::is_link_error(e),
+            };
+            if bad && !moved {
+                let r = accept::Rejection::new(
+                    accept::Verdict::NotAFile,
+                    "the listener's lock must be a regular file",
+                );
+                let reason =
+                    rejected::Reason::new(&r, rejected::Kind::Layout, dirs.target().as_str());
+                drop(opened);
+                rejected::file(dirs, &path, "listener.lock", &reason)?;
+                moved = true;
+                continue;
+            }
+            match opened {
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                other => break other.map_err(|e| Error::io("open", &path, &e))?,
+            }
+        };
+        match file.try_lock() {
+            Ok(()) => Ok(Lock { _file: file }),
+            Err(TryLockError::WouldBlock) => Err(Error::new(
+                Code::Busy,
+                format!(
+                    "another listener serves {} from this file system (it holds {})",
+                    dirs.target(),
+                    path.display()
+                ),
+            )
+            .hint("one listener per target in the whole fleet; `fleet-dispatch status` names it")),
+            Err(TryLockError::Error(e)) => Err(Error::io("lock", &path, &e)),
+        }
+    }
+}
+
+/// This listener's instance id: random, made on its first start and kept
+/// in the state directory, so a heartbeat tells this listener from another
+/// serving the same target (a cloned disk, a copied config, one host name
+/// on two machines).
+pub fn instance_id(state: &StateDirs) -> Result<String> {
+    let path = state.instance();
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let id = text.trim();
+        if id.len() == 16 && id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(id.to_string());
+        }
+    }
+    let mut raw = [0u8; 8];
+    crate::random::fill(&mut raw);
+    let id = hex::encode(raw);
+    fsops::replace(
+        &path,
+        format!("{id}\n").as_bytes(),
+        fsops::Flush::DataAndName,
+    )?;
+    Ok(id)
 }
 
 /// A job the ledger says was started and never finished: the listener died

@@ -273,3 +273,103 @@ fn a_job_at_the_size_limit_still_yields_a_result_readers_accept() {
     );
     assert!(label.starts_with(shown.trim_end_matches('…')));
 }
+
+/// A heartbeat as another listener instance would write it.
+fn foreign_beat(w: &World, state: &str, age_secs: i64) {
+    let beat = json!({
+        "target": "PC", "pid": 4242, "state": state, "running": null,
+        "startedAt": ts_offset(-age_secs - 60), "heartbeatAt": ts_offset(-age_secs),
+        "pollIntervalMs": 2000, "version": "0.1.0", "host": "OTHER", "instance": "00112233aabbccdd",
+    });
+    std::fs::write(w.pc().join("listener.json"), beat.to_string()).unwrap();
+}
+
+#[test]
+fn a_listener_refuses_to_start_while_another_instance_serves_the_target() {
+    let w = World::with_target();
+    let side = scratch(&w, "side");
+    let id = uid("two-listeners");
+    w.write_job("PC", &id, "PC", &now_text(), &appends(&side, "ran"));
+    foreign_beat(&w, "running", 5);
+    let (code, out, err) = w.run(&["listen", "--once"]);
+    assert_eq!(code, 75, "{out}{err}");
+    assert!(
+        err.contains("BUSY") && err.contains("00112233aabbccdd") && err.contains("OTHER"),
+        "{err}"
+    );
+    assert!(lines(&side).is_empty(), "a job ran beside another listener");
+    // Gone quiet for longer than a heartbeat counts: this one may start.
+    foreign_beat(&w, "running", 120);
+    assert_eq!(w.listen_once(&[])["done"], 1);
+    // And a listener that said it stopped is no rival either.
+    foreign_beat(&w, "stopped", 1);
+    assert_eq!(w.listen_once(&[])["done"], 0);
+    assert_eq!(lines(&side), ["ran"]);
+}
+
+#[test]
+fn two_listeners_with_their_own_state_started_together_run_each_job_once() {
+    let w = World::with_target();
+    let side = scratch(&w, "side");
+    let ids: Vec<String> = (0..8).map(|i| uid(&format!("race{i}"))).collect();
+    for id in &ids {
+        let spec = json!({"argv": ["sh", "-c", "echo \"$1\" >> \"$2\"; sleep 0.1", "sh", id, side.to_str().unwrap()]});
+        w.write_job("PC", id, "PC", &now_text(), &spec);
+    }
+    let start = |state: &str| {
+        ListenerGuard::spawn(
+            w.bg_cmd()
+                .env("FLEET_DISPATCH_STATE_DIR", w.dir.path().join(state))
+                .args(["listen", "--once"]),
+        )
+    };
+    let (a, b) = (start("state-a"), start("state-b"));
+    let (ca, oa, ea) = a.wait(LIMIT);
+    let (cb, ob, eb) = b.wait(LIMIT);
+    for (code, out, err) in [(ca, &oa, &ea), (cb, &ob, &eb)] {
+        assert!(code == 0 || code == 75, "{code}: {out}{err}");
+    }
+    let mut ran = lines(&side);
+    ran.sort();
+    let mut want = ids.clone();
+    want.sort();
+    assert_eq!(ran, want, "each job once: a={oa}{ea} b={ob}{eb}");
+}
+
+#[test]
+fn a_running_listener_that_sees_another_instance_stops_starting_jobs_until_it_stops() {
+    let w = World::with_target();
+    let log = scratch(&w, "listener.log");
+    let file = std::fs::File::create(&log).unwrap();
+    let _l = ListenerGuard {
+        child: Some(
+            w.bg_cmd()
+                .args(["listen", "--poll-interval", "100ms"])
+                .stdout(file.try_clone().unwrap())
+                .stderr(file)
+                .spawn()
+                .unwrap(),
+        ),
+    };
+    wait_until(Duration::from_secs(10), || {
+        w.pc().join("listener.json").exists()
+    });
+    foreign_beat(&w, "listening", 0);
+    let side = scratch(&w, "side");
+    let id = uid("held");
+    w.write_job("PC", &id, "PC", &now_text(), &appends(&side, "ran"));
+    wait_until(Duration::from_secs(5), || {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.matches("not starting jobs").count() >= 3)
+    });
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(said.contains("00112233aabbccdd"), "{said}");
+    assert!(lines(&side).is_empty(), "a job ran beside another listener");
+    foreign_beat(&w, "stopped", 0);
+    let r = w.wait_result(&id, LIMIT);
+    assert_eq!(r["ok"], true, "{r}");
+    assert!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("starting jobs again")
+    );
+}

@@ -1,0 +1,56 @@
+//! A queued job's cancel check (docs/protocol.md §7.4): a valid marker ends
+//! it before anything is spawned; a file in the marker's place that is not
+//! one is moved aside (once settled, if it does not parse) so it cannot
+//! hold the place a genuine marker needs.
+
+use super::{Candidate, Listener};
+use crate::accept::{self, Verdict};
+use crate::clock;
+use crate::doc::{self, Marker, detail};
+use crate::error::Result;
+use crate::fsops;
+use crate::names::JobId;
+use crate::rejected::Kind;
+
+impl Listener {
+    /// The valid cancel marker for `id`, if one is there. An invalid one is
+    /// moved to `archive/rejected/` (once settled), so it cannot block the
+    /// slot a genuine marker needs.
+    pub(super) fn valid_marker(&mut self, id: &JobId) -> Option<Marker> {
+        let path = self.dirs.marker_file(id);
+        let name = id.file_name();
+        let read = fsops::read_limited(&path, doc::marker::MAX_BYTES);
+        match accept::marker(&name, read, self.dirs.target().as_str(), &self.key) {
+            Ok(m) => Some(m),
+            Err(r) if matches!(r.verdict, Verdict::Missing | Verdict::Unreadable) => None,
+            Err(r)
+                if r.verdict == Verdict::Malformed
+                    && !self.inbox.settled(&format!("cancel/{name}"), &path) =>
+            {
+                None
+            }
+            Err(r) => {
+                self.say(format!(
+                    "rejected marker cancel/{name}: {} ({})",
+                    r.verdict.as_str(),
+                    r.message
+                ));
+                if let Err(e) = self.reject(&path, &name, &r, Kind::Marker) {
+                    self.say(format!("could not move the marker aside: {e}"));
+                }
+                None
+            }
+        }
+    }
+
+    pub(super) fn cancel_before_start(&mut self, c: &Candidate, marker: &Marker) -> Result<()> {
+        let finished_at = clock::format(clock::now());
+        let outcome = detail::cancelled_before_start(&self.key, &c.job, marker, &finished_at);
+        self.counters.cancelled += 1;
+        self.say(format!(
+            "cancelled {} before start (marker from {})",
+            c.job.id, marker.origin
+        ));
+        self.finish(&c.job.id, &c.path, &outcome, true)
+    }
+}
