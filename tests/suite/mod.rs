@@ -24,6 +24,7 @@ mod hostile;
 mod listen;
 mod manners;
 mod properties;
+mod readme;
 mod status;
 // Unix only (symlinks, `utimensat` and Unix paths). Windows: see `windows`.
 #[cfg(unix)]
