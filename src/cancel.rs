@@ -198,7 +198,8 @@ pub fn place_marker(
             // Held open or locked: it cannot be judged or moved now.
             Verdict::Unreadable => break,
             _ => {
-                let reason = rejected::Reason::new(&r, rejected::Kind::Marker, target);
+                let reason =
+                    rejected::Reason::new(&r, rejected::Kind::Marker, target).judged_with(key);
                 if let Err(e) = rejected::file(dirs, &path, &name, &reason) {
                     last = format!("{last}; it could not be moved aside: {}", e.message);
                     break;

@@ -26,25 +26,33 @@ pub const BUSY: u8 = 75;
 pub const FORBIDDEN: u8 = 77;
 /// `CONFIG`.
 pub const CONFIG: u8 = 78;
-/// A `--wait` that reached its `--wait-timeout` (as `timeout(1)`).
-pub const TIMED_OUT: u8 = 124;
+/// The target's listener rejected the job file (EX_PROTOCOL: the remote
+/// side refused it); the reason is printed.
+pub const REJECTED: u8 = 76;
+/// The job has not finished: a `--wait` reached its `--wait-timeout` (as
+/// `timeout(1)`), or `result` asked without `--wait`.
+pub const UNFINISHED: u8 = 124;
 /// Interrupted by Ctrl-C or SIGTERM (128 + SIGINT, as shells report it).
 pub const INTERRUPTED: u8 = 130;
 
 /// The statuses that are not error codes, with when they are used.
-const OTHERS: [(u8, &str); 5] = [
+const OTHERS: [(u8, &str); 6] = [
     (
         SUCCESS,
         "success; `listen` exits 0 whatever its jobs' outcomes",
     ),
     (
         NO,
-        "a plain no: `verify-marker` on an invalid marker, `cancel` when an invalid file blocks the marker's place, `cancel --wait` when the job finished first, a job that was cancelled, timed out or never started under `enqueue --wait`/`result --wait`",
+        "a plain no: `verify-marker` on an invalid marker, `cancel` when an invalid file blocks the marker's place, `cancel --wait` when the job finished first; `result` (with or without `--wait`) and `enqueue --wait` for a job that was cancelled, timed out or never started. A job that ran to its end gives its own exit code instead",
     ),
     (USAGE, "a command line that cannot be parsed"),
     (
-        TIMED_OUT,
-        "a `--wait` that reached its `--wait-timeout`; the job is still queued or running",
+        REJECTED,
+        "`result` or a `--wait`: the target's listener rejected the job file; the reason is printed (with both key fingerprints when the signature did not verify)",
+    ),
+    (
+        UNFINISHED,
+        "the job is still queued or running: `result` without `--wait`, or a `--wait` that reached its `--wait-timeout`",
     ),
     (INTERRUPTED, "interrupted (Ctrl-C or SIGTERM)"),
 ];
@@ -101,9 +109,10 @@ mod tests {
                 NOT_FOUND,
                 INTERNAL,
                 BUSY,
+                REJECTED,
                 FORBIDDEN,
                 CONFIG,
-                TIMED_OUT,
+                UNFINISHED,
                 INTERRUPTED
             ]
         );
@@ -124,6 +133,6 @@ mod tests {
             assert_eq!(code.as_str(), name);
             assert_eq!(of(code), status);
         }
-        assert_eq!((TIMED_OUT, INTERRUPTED), (124, 130));
+        assert_eq!((REJECTED, UNFINISHED, INTERRUPTED), (76, 124, 130));
     }
 }

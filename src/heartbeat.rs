@@ -46,6 +46,10 @@ pub struct Beat {
     /// before it was written).
     #[serde(default)]
     pub instance: String,
+    /// Its key's fingerprint ([`crate::key::Key::fingerprint`]; empty from
+    /// versions before it was written).
+    #[serde(default)]
+    pub key_fingerprint: String,
 }
 
 impl Beat {
@@ -88,6 +92,17 @@ pub fn read(path: &Path) -> Option<Beat> {
 /// The largest heartbeat file read.
 pub const MAX_BYTES: u64 = 64 * 1024;
 
+/// Who a listener is, as its heartbeat says.
+#[derive(Clone, Debug, Default)]
+pub struct Identity {
+    /// The host name.
+    pub host: String,
+    /// The instance id kept in its state directory.
+    pub instance: String,
+    /// Its key's fingerprint.
+    pub key_fingerprint: String,
+}
+
 /// Writes heartbeats for one listener; cheap to clone into a thread.
 #[derive(Clone, Debug)]
 pub struct Heartbeat {
@@ -95,24 +110,20 @@ pub struct Heartbeat {
     target: String,
     host: String,
     instance: String,
+    key_fingerprint: String,
     started_at: String,
     poll: Duration,
 }
 
 impl Heartbeat {
-    /// A heartbeat writer for `target` at `path`, as `instance` on `host`.
-    pub fn new(
-        path: PathBuf,
-        target: &str,
-        host: &str,
-        instance: &str,
-        poll: Duration,
-    ) -> Heartbeat {
+    /// A heartbeat writer for `target` at `path`, as `who`.
+    pub fn new(path: PathBuf, target: &str, who: &Identity, poll: Duration) -> Heartbeat {
         Heartbeat {
             path,
             target: target.to_string(),
-            host: host.to_string(),
-            instance: instance.to_string(),
+            host: who.host.clone(),
+            instance: who.instance.clone(),
+            key_fingerprint: who.key_fingerprint.clone(),
             started_at: clock::format(clock::now()),
             poll,
         }
@@ -139,6 +150,7 @@ impl Heartbeat {
             version: env!("CARGO_PKG_VERSION").to_string(),
             host: self.host.clone(),
             instance: self.instance.clone(),
+            key_fingerprint: self.key_fingerprint.clone(),
         };
         let _ = fsops::replace(
             &self.path,

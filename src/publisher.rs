@@ -326,7 +326,7 @@ fn set_aside_forged(
     let Err(r) = accept::outcome(id.as_str(), read, target, key) else {
         return Ok(false);
     };
-    let reason = rejected::Reason::new(&r, rejected::Kind::Result, target);
+    let reason = rejected::Reason::new(&r, rejected::Kind::Result, target).judged_with(key);
     rejected::file(dirs, &path, &id.file_name(), &reason)?;
     notes.push(format!(
         "moved aside a result for {id} that does not verify ({}: {})",

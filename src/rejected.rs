@@ -14,6 +14,7 @@ use crate::accept::Rejection;
 use crate::clock;
 use crate::error::{Code, Error, Result};
 use crate::fsops;
+use crate::key::Key;
 use crate::layout::TargetDirs;
 use crate::names::JobId;
 use crate::read::FileRead;
@@ -45,6 +46,10 @@ pub enum Kind {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Reason {
+    /// The fingerprint ([`Key::fingerprint`]) of the key the refusing side
+    /// judged with, so a sender whose key differs can tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_fingerprint: Option<String>,
     /// What was refused (a reason without it is a job's).
     #[serde(default)]
     pub kind: Kind,
@@ -62,12 +67,21 @@ impl Reason {
     /// The reason for refusing an input of `kind` by `r`, on `target`, now.
     pub fn new(r: &Rejection, kind: Kind, target: &str) -> Reason {
         Reason {
+            key_fingerprint: None,
             kind,
             message: r.message.clone(),
             rejected_at: clock::format(clock::now()),
             target: target.to_string(),
             verdict: r.verdict.as_str().to_string(),
         }
+    }
+}
+
+impl Reason {
+    /// The same, naming the fingerprint of `key`, which judged the input.
+    pub fn judged_with(mut self, key: &Key) -> Reason {
+        self.key_fingerprint = Some(key.fingerprint());
+        self
     }
 }
 
@@ -124,6 +138,37 @@ pub fn find_job_rejection(dirs: &TargetDirs, id: &JobId) -> Option<Reason> {
     None
 }
 
+/// The last `n` refused job files, newest first: their names and reasons
+/// (for `status`). Markers and other kinds are passed over.
+pub fn recent_jobs(dirs: &TargetDirs, n: usize) -> Vec<(String, Reason)> {
+    let Ok(rd) = std::fs::read_dir(dirs.rejected()) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(Option<std::time::SystemTime>, String)> = rd
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            name.ends_with(".reason.json").then_some(())?;
+            Some((e.metadata().ok().and_then(|m| m.modified().ok()), name))
+        })
+        .collect();
+    found.sort();
+    found
+        .into_iter()
+        .rev()
+        .filter_map(|(_, name)| {
+            let path = dirs.rejected().join(&name);
+            let FileRead::Bytes(b) = fsops::read_limited(&path, MAX_BYTES) else {
+                return None;
+            };
+            let reason: Reason = serde_json::from_slice(&b).ok()?;
+            let refused = name.strip_suffix(".reason.json")?.to_string();
+            (reason.kind == Kind::Job).then_some((refused, reason))
+        })
+        .take(n)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,6 +176,7 @@ mod tests {
     #[test]
     fn the_reason_document_keeps_its_keys() {
         let r = Reason {
+            key_fingerprint: None,
             kind: Kind::Marker,
             message: "m".into(),
             rejected_at: "t".into(),

@@ -1,6 +1,9 @@
 //! The one waiting loop behind `enqueue --wait`, `result --wait` and
-//! `cancel --wait`: poll the folder until a verified result appears or the
-//! wait times out, showing a one-line progress indicator on a terminal.
+//! `cancel --wait`: poll the folder until a verified result appears, the
+//! target rejects the job, or the wait times out, showing a one-line
+//! progress indicator on a terminal. A wait that makes no progress for a
+//! few seconds says when the target's listener has never run or has gone
+//! quiet, since that, not the job, is then what it waits on.
 
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
@@ -8,18 +11,25 @@ use std::time::{Duration, Instant};
 use crate::clock;
 use crate::doc::Outcome;
 use crate::error::{Error, Result};
+use crate::heartbeat;
 use crate::key::Key;
 use crate::layout::TargetDirs;
 use crate::names::JobId;
 use crate::observe::{self, Observed};
+use crate::rejected::Reason;
 
 /// How often the folder is looked at while waiting.
 const POLL: Duration = Duration::from_millis(200);
+
+/// How long a wait goes without progress before it looks at the listener.
+const QUIET: Duration = Duration::from_secs(5);
 
 /// How a wait ended.
 pub enum Waited {
     /// The verified result.
     Done(Box<Outcome>),
+    /// The target's listener rejected the job file, and why.
+    Rejected(Box<Reason>),
     /// Still not finished when the wait ran out; the last state seen.
     TimedOut(Observed),
 }
@@ -35,24 +45,44 @@ pub fn for_result(
 ) -> Result<Waited> {
     let start = Instant::now();
     let show = !quiet && std::io::stderr().is_terminal();
+    let clear = || {
+        if show {
+            eprint!("\r\x1b[2K");
+        }
+    };
+    let mut last_word = "";
+    let mut progress = Instant::now();
+    let mut said: Option<String> = None;
     loop {
         let seen = observe::job(dirs, id, key);
         match seen {
             Observed::Done(o) => {
-                if show {
-                    eprint!("\r\x1b[2K");
-                }
+                clear();
                 return Ok(Waited::Done(o));
             }
+            Observed::Rejected(r) => {
+                clear();
+                return Ok(Waited::Rejected(r));
+            }
             Observed::ForgedResult(why) => {
-                if show {
-                    eprint!("\r\x1b[2K");
-                }
+                clear();
                 return Err(Error::forbidden(format!(
                     "result for {id} does not verify ({why}); it is not shown"
                 )));
             }
             _ => {}
+        }
+        if seen.word() != last_word {
+            last_word = seen.word();
+            progress = Instant::now();
+        }
+        if progress.elapsed() >= QUIET
+            && let Some(note) = listener_note(dirs)
+            && said.as_deref() != Some(note.as_str())
+        {
+            clear();
+            eprintln!("fleet-dispatch: {note}");
+            said = Some(note);
         }
         if show {
             eprint!(
@@ -70,6 +100,31 @@ pub fn for_result(
         }
         std::thread::sleep(POLL);
     }
+}
+
+/// What is wrong with the target's listener, if anything: it never ran, or
+/// its heartbeat is stale or says it stopped.
+fn listener_note(dirs: &TargetDirs) -> Option<String> {
+    let target = dirs.target();
+    let Some(beat) = heartbeat::read(&dirs.listener_json()) else {
+        return Some(format!(
+            "no listener has ever run for {target} (no {}): start `fleet-dispatch listen` on it",
+            dirs.listener_json().display()
+        ));
+    };
+    if beat.alive() {
+        return None;
+    }
+    let age = beat.age().map_or("at an unreadable time".to_string(), |a| {
+        format!("{} ago", clock::human(a))
+    });
+    Some(if beat.state == "stopped" {
+        format!("{target}'s listener stopped {age}; nothing runs until it is started again")
+    } else {
+        format!(
+            "{target}'s listener has not been heard from since {age} (its machine may be off, or sync lags)"
+        )
+    })
 }
 
 /// The error printed when a wait ran out.

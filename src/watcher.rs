@@ -128,7 +128,7 @@ impl Watch {
             _ => {
                 self.settling = None;
                 let name = self.job.file_name();
-                let reason = Reason::new(&r, Kind::Marker, &target);
+                let reason = Reason::new(&r, Kind::Marker, &target).judged_with(&self.key);
                 self.notes.push(
                     match rejected::file(&self.dirs, &self.marker, &name, &reason) {
                         Ok(()) => format!(

@@ -14,6 +14,8 @@ use crate::http::client::{self, Url};
 use crate::names::JobId;
 use crate::wait::{self, Waited};
 
+use super::NoResult;
+
 /// Runs `cancel`.
 pub fn run(ctx: &Context, args: CancelArgs) -> Result<u8> {
     let id = JobId::parse(&args.job_id)?;
@@ -64,16 +66,18 @@ pub fn run(ctx: &Context, args: CancelArgs) -> Result<u8> {
             super::emit(ctx, &out, &human);
             Ok(exit::no_if(!stopped))
         }
+        Waited::Rejected(r) => Ok(super::no_result(
+            ctx,
+            &dirs,
+            &id,
+            &key,
+            out,
+            NoResult::Rejected(r),
+        )),
         Waited::TimedOut(seen) => {
-            let msg = wait::timed_out_message(&id, &seen, limit.unwrap_or_default());
-            out["timedOut"] = json!(true);
             out["job"] = json!(seen.word());
-            if ctx.json() {
-                crate::out::line(&out.to_string());
-            } else {
-                eprintln!("fleet-dispatch: {msg}");
-            }
-            Ok(exit::TIMED_OUT)
+            let why = NoResult::Unfinished(seen, Some(limit.unwrap_or_default()));
+            Ok(super::no_result(ctx, &dirs, &id, &key, out, why))
         }
     }
 }

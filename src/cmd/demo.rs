@@ -4,8 +4,10 @@
 //! the files it makes. Runs this same binary as a user would, and leaves
 //! nothing behind.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::cli::DemoArgs;
@@ -41,6 +43,26 @@ fn internal(what: &str, e: impl std::fmt::Display) -> Error {
     Error::new(Code::Internal, format!("demo: {what}: {e}"))
 }
 
+/// Set by Ctrl-C: the demo stops at the next step and cleans up.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Why the demo stopped early with nothing wrong: the reader of its output
+/// went away (`| head`), or Ctrl-C.
+const CLOSED: &str = "demo: stdout closed";
+const STOPPED: &str = "demo: interrupted";
+
+/// One line of narration. A closed stdout or a Ctrl-C ends the demo
+/// through its clean-up, never by a panic or an exit that skips it.
+fn say(line: impl std::fmt::Display) -> Result<()> {
+    if INTERRUPTED.load(Ordering::SeqCst) {
+        return Err(Error::new(Code::Internal, STOPPED));
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}")
+        .and_then(|()| out.flush())
+        .map_err(|_| Error::new(Code::Internal, CLOSED))
+}
+
 impl Demo {
     fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(&self.exe);
@@ -55,20 +77,23 @@ impl Demo {
         c
     }
 
-    fn step(&self, title: &str) {
-        println!("\n[{:>5.1}s] {title}", self.started.elapsed().as_secs_f64());
+    fn step(&self, title: &str) -> Result<()> {
+        say(format!(
+            "\n[{:>5.1}s] {title}",
+            self.started.elapsed().as_secs_f64()
+        ))
     }
 
     /// Runs `fleet-dispatch ARGS` as a user would, shows the command and its
     /// output, and returns its stdout.
     fn run(&self, args: &[&str]) -> Result<String> {
-        println!(
+        say(format!(
             "  $ fleet-dispatch {}",
             args.iter()
                 .map(|a| shell_word(a))
                 .collect::<Vec<_>>()
                 .join(" ")
-        );
+        ))?;
         let out = self
             .command(args)
             .output()
@@ -78,13 +103,13 @@ impl Demo {
             .lines()
             .chain(String::from_utf8_lossy(&out.stderr).lines())
         {
-            println!("    {line}");
+            say(format!("    {line}"))?;
         }
         Ok(stdout.trim().lines().next().unwrap_or("").to_string())
     }
 
     /// Lists the files under the demo target, relative to the root.
-    fn show_files(&self, only: &[&str]) {
+    fn show_files(&self, only: &[&str]) -> Result<()> {
         let base = self.root.join(TARGET);
         let mut files: Vec<String> = walkdir::WalkDir::new(&base)
             .into_iter()
@@ -100,13 +125,17 @@ impl Demo {
             .collect();
         files.sort();
         for f in files {
-            println!("    {f}");
+            say(format!("    {f}"))?;
         }
+        Ok(())
     }
 
     fn wait_for(&self, what: &str, mut ready: impl FnMut() -> bool) -> Result<()> {
         let until = Instant::now() + Duration::from_secs(10);
         while !ready() {
+            if INTERRUPTED.load(Ordering::SeqCst) {
+                return Err(Error::new(Code::Internal, STOPPED));
+            }
             if Instant::now() > until {
                 return Err(internal("timed out waiting", what));
             }
@@ -158,23 +187,39 @@ pub fn run(_ctx: &Context, args: DemoArgs) -> Result<u8> {
         state: scratch.dir.join("state"),
         started: Instant::now(),
     };
+    // Ctrl-C must reach the clean-up below: the listener is stopped and
+    // the folder removed however the demo ends.
+    let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
     std::fs::create_dir_all(&demo.root).map_err(|e| Error::io("create", &demo.root, &e))?;
-    println!(
+    let ended = narrate(&demo, &scratch);
+    drop(scratch);
+    match ended {
+        Err(e) if e.message.ends_with(CLOSED) => Ok(exit::SUCCESS),
+        Err(e) if e.message.ends_with(STOPPED) || INTERRUPTED.load(Ordering::SeqCst) => {
+            Ok(exit::INTERRUPTED)
+        }
+        other => other,
+    }
+}
+
+/// The demo itself; the listener it starts is stopped before it returns.
+fn narrate(demo: &Demo, scratch: &Scratch) -> Result<u8> {
+    say(format!(
         "fleet-dispatch demo: one shared folder, a listener for machine {TARGET}, jobs sent from LAPTOP"
-    );
-    println!(
+    ))?;
+    say(format!(
         "  shared folder (the dispatch root): {}",
         demo.root.display()
-    );
-    println!(
+    ))?;
+    say(format!(
         "  local state (lock, journal, ledger): {}",
         demo.state.display()
-    );
+    ))?;
 
-    demo.step("1. Make the fleet key (kept outside the shared folder)");
+    demo.step("1. Make the fleet key (kept outside the shared folder)")?;
     demo.run(&["keygen"])?;
 
-    demo.step("2. Start the listener on the target machine");
+    demo.step("2. Start the listener on the target machine")?;
     let mut listener = demo
         .command(&[
             "listen",
@@ -194,23 +239,25 @@ pub fn run(_ctx: &Context, args: DemoArgs) -> Result<u8> {
         use std::io::BufRead;
         if let Some(log) = log {
             for line in std::io::BufReader::new(log).lines().map_while(|l| l.ok()) {
-                println!("    listener | {line}");
+                // Lines that cannot be shown are dropped, never a panic.
+                let _ = writeln!(std::io::stdout().lock(), "    listener | {line}");
             }
         }
     });
-    let result = drive(&demo, &mut listener);
-    demo.step("8. Stop the listener (SIGTERM, as a service manager would)");
+    let result = drive(demo, &mut listener);
+    let stopping = demo.step("8. Stop the listener (SIGTERM, as a service manager would)");
     crate::platform::terminate(&mut listener);
     let _ = listener.wait();
     let _ = relay.join();
     result?;
-    if args.keep {
-        println!("\nkept the demo folder: {}", scratch.dir.display());
+    stopping?;
+    if scratch.keep {
+        say(format!("\nkept the demo folder: {}", scratch.dir.display()))?;
     } else {
-        println!(
+        say(format!(
             "\ndone in {:.1}s; the temporary folder is removed",
             demo.started.elapsed().as_secs_f64()
-        );
+        ))?;
     }
     Ok(exit::SUCCESS)
 }
@@ -218,30 +265,30 @@ pub fn run(_ctx: &Context, args: DemoArgs) -> Result<u8> {
 fn drive(demo: &Demo, listener: &mut Child) -> Result<()> {
     let inbox = demo.root.join(TARGET).join("inbox");
     demo.wait_for("the listener to create its folders", || inbox.is_dir())?;
-    println!(
+    say(format!(
         "  the listener made {}/{{inbox,cancel,running,results,logs,archive}}",
         TARGET
-    );
+    ))?;
 
-    demo.step("3. A job that succeeds: signed, dropped into the inbox, run, answered with a signed result");
+    demo.step("3. A job that succeeds: signed, dropped into the inbox, run, answered with a signed result")?;
     let ok = shell("echo hello from the fleet");
     demo.run(&enqueue_args(&["--label", "hello", "--wait"], &ok))?;
-    demo.show_files(&["results/", "archive/done/", "logs/"]);
+    demo.show_files(&["results/", "archive/done/", "logs/"])?;
 
-    demo.step("4. A job that fails: its exit code travels back");
+    demo.step("4. A job that fails: its exit code travels back")?;
     let fail = shell("echo something went wrong >&2; exit 3");
     demo.run(&enqueue_args(&["--wait"], &fail))?;
 
     demo.step(
         "5. A job that outlives its timeout: stopped gracefully (SIGTERM), killed after the grace",
-    );
+    )?;
     let slow = shell("sleep 30");
     demo.run(&enqueue_args(
         &["--timeout", "1s", "--grace", "1s", "--wait"],
         &slow,
     ))?;
 
-    demo.step("6. Cancel a running job, and cancel a queued one before it starts");
+    demo.step("6. Cancel a running job, and cancel a queued one before it starts")?;
     let long = demo.run(&enqueue_args(&["--label", "long agent run"], &slow))?;
     let queued = demo.run(&enqueue_args(&["--label", "never starts"], &ok))?;
     let running = demo
@@ -253,19 +300,19 @@ fn drive(demo: &Demo, listener: &mut Child) -> Result<()> {
     demo.run(&["cancel", "--target", TARGET, "--job-id", &queued])?;
     demo.run(&["cancel", "--target", TARGET, "--job-id", &long, "--wait"])?;
     demo.run(&["result", "--target", TARGET, "--job-id", &queued, "--wait"])?;
-    demo.show_files(&["archive/consumed/"]);
+    demo.show_files(&["archive/consumed/"])?;
 
-    demo.step("7. A forged job (folder access, no key) is refused and explained, never run");
+    demo.step("7. A forged job (folder access, no key) is refused and explained, never run")?;
     let forged = demo.root.join(TARGET).join("inbox").join("forged-1.json");
     std::fs::write(
         &forged,
         br#"{"v":1,"jobId":"forged-1","target":"DEMO-PC","createdAt":"2026-01-01T00:00:00.000Z","origin":"EVIL","spec":"{\"argv\":[\"rm\",\"-rf\",\"/\"]}","sig":"00"}"#,
     )
     .map_err(|e| Error::io("write", &forged, &e))?;
-    println!(
+    say(format!(
         "  wrote {} by hand, with a made-up signature",
         forged.strip_prefix(&demo.root).unwrap_or(&forged).display()
-    );
+    ))?;
     let reason = demo
         .root
         .join(TARGET)
@@ -273,10 +320,10 @@ fn drive(demo: &Demo, listener: &mut Child) -> Result<()> {
         .join("rejected")
         .join("forged-1.json.reason.json");
     demo.wait_for("the listener to reject the forged job", || reason.exists())?;
-    demo.show_files(&["archive/rejected/"]);
+    demo.show_files(&["archive/rejected/"])?;
     if let Ok(text) = std::fs::read_to_string(&reason) {
         for line in text.lines() {
-            println!("    {line}");
+            say(format!("    {line}"))?;
         }
     }
     if listener.try_wait().ok().flatten().is_some() {

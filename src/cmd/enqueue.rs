@@ -17,6 +17,8 @@ use crate::names::{self, JobId};
 use crate::submit;
 use crate::wait::{self, Waited};
 
+use super::NoResult;
+
 /// Builds the spec from the flags; every value is checked before anything
 /// is written.
 fn spec_from(args: &EnqueueArgs, parent: Option<&JobId>) -> Result<Spec> {
@@ -115,22 +117,28 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     if let Some(p) = &parent {
         out["parentJobId"] = json!(p.as_str());
     }
-    let mut human = id.to_string();
-    match &steer {
+    // Stdout carries only the answer, the id (`id=$(fleet-dispatch enqueue
+    // …)`); what became of the interrupt is a note on stderr.
+    let human = id.to_string();
+    let note = match &steer {
         Some((old, Ok(status))) => {
             out["interrupt"] = status.to_json(old);
-            human.push_str(&format!("\n{}", status.sentence(old)));
+            let mut note = status.sentence(old);
             if !matches!(status, CancelStatus::Requested { .. }) {
-                human.push_str(&format!("; {id} waits its turn"));
+                note.push_str(&format!("; {id} waits its turn"));
             }
+            Some(note)
         }
         Some((old, Err(e))) => {
             out["interrupt"] = json!({"jobId": old.as_str(), "status": "not_requested", "error": e.to_json()["error"]});
-            human.push_str(&format!(
-                "\ncancel of {old} not requested ({e}); {id} waits its turn"
-            ));
+            Some(format!(
+                "cancel of {old} not requested ({e}); {id} waits its turn"
+            ))
         }
-        None => {}
+        None => None,
+    };
+    if let Some(note) = note.filter(|_| !ctx.json()) {
+        eprintln!("fleet-dispatch: {note}");
     }
     if !args.wait {
         super::emit(ctx, &out, &human);
@@ -149,16 +157,17 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
             }
             Ok(o.wait_exit_status())
         }
+        Waited::Rejected(r) => Ok(super::no_result(
+            ctx,
+            &dirs,
+            &id,
+            &key,
+            out,
+            NoResult::Rejected(r),
+        )),
         Waited::TimedOut(seen) => {
-            let msg = wait::timed_out_message(&id, &seen, wait_limit.unwrap_or_default());
-            if ctx.json() {
-                out["timedOut"] = json!(true);
-                out["state"] = json!(seen.word());
-                crate::out::line(&out.to_string());
-            } else {
-                eprintln!("fleet-dispatch: {msg}");
-            }
-            Ok(exit::TIMED_OUT)
+            let why = NoResult::Unfinished(seen, Some(wait_limit.unwrap_or_default()));
+            Ok(super::no_result(ctx, &dirs, &id, &key, out, why))
         }
     }
 }

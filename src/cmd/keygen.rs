@@ -21,11 +21,12 @@ pub fn run(ctx: &Context, args: KeygenArgs) -> Result<u8> {
         )));
     }
     crate::key::generate(&path, args.force)?;
+    let fingerprint = crate::key::Key::load(&path)?.fingerprint();
     super::emit(
         ctx,
-        &json!({"keyFile": path.display().to_string(), "replaced": args.force}),
+        &json!({"keyFile": path.display().to_string(), "replaced": args.force, "fingerprint": fingerprint}),
         &format!(
-            "wrote a new fleet key to {} (mode 600)\ncopy it to every machine of the fleet out of band (scp, a USB stick), never into the shared folder",
+            "wrote a new fleet key to {} (mode 600), fingerprint {fingerprint}\ncopy it to every machine of the fleet out of band (scp, a USB stick), never into the shared folder; `status` shows each machine's fingerprint, so a key that differs shows",
             path.display()
         ),
     );

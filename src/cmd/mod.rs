@@ -18,6 +18,12 @@ use crate::clock;
 use crate::config::Context;
 use crate::doc::Outcome;
 use crate::error::Result;
+use crate::exit;
+use crate::key::Key;
+use crate::layout::TargetDirs;
+use crate::names::JobId;
+use crate::observe::Observed;
+use crate::rejected::Reason;
 use serde_json::{Value, json};
 
 /// Runs the command; returns the process exit status.
@@ -103,4 +109,55 @@ pub fn result_human(o: &Outcome) -> String {
         }
     }
     s
+}
+
+/// Why a job has no result to show.
+pub enum NoResult {
+    /// The target's listener rejected the job file.
+    Rejected(Box<Reason>),
+    /// Still queued, running or not seen; with the limit when a wait ran out.
+    Unfinished(Observed, Option<std::time::Duration>),
+}
+
+/// Reports a job without a result — rejected by its target, or not
+/// finished — adding to `out` for `--json`; returns the exit status.
+pub fn no_result(
+    ctx: &Context,
+    dirs: &TargetDirs,
+    id: &JobId,
+    key: &Key,
+    mut out: Value,
+    why: NoResult,
+) -> u8 {
+    let (status, human) = match why {
+        NoResult::Rejected(r) => {
+            out["state"] = json!("rejected");
+            out["rejected"] = json!(r);
+            (
+                exit::REJECTED,
+                crate::observe::rejection_sentence(dirs, id, &r, key),
+            )
+        }
+        NoResult::Unfinished(seen, limit) => {
+            out["state"] = json!(seen.word());
+            let msg = match limit {
+                Some(l) => {
+                    out["timedOut"] = json!(true);
+                    crate::wait::timed_out_message(id, &seen, l)
+                }
+                None => format!(
+                    "{id} has no result on {} yet: it is {}; add --wait to wait for it",
+                    dirs.target(),
+                    seen.word()
+                ),
+            };
+            (exit::UNFINISHED, msg)
+        }
+    };
+    if ctx.json() {
+        crate::out::line(&out.to_string());
+    } else {
+        eprintln!("fleet-dispatch: {human}");
+    }
+    status
 }

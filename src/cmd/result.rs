@@ -1,15 +1,18 @@
-//! `result`: show a job's verified result; `--wait` waits for it and exits
-//! with the job's exit code. A result that does not verify is `FORBIDDEN`.
+//! `result`: show a job's verified result and exit with the job's own exit
+//! code (1 when it did not run to its end); `--wait` waits for it. A job
+//! still queued or running exits 124, one its target rejected 76 with the
+//! reason; a result that does not verify is `FORBIDDEN`.
 
 use serde_json::json;
 
 use crate::cli::ResultArgs;
 use crate::config::Context;
 use crate::error::{Error, Result};
-use crate::exit;
 use crate::names::JobId;
 use crate::observe::{self, Observed};
 use crate::wait::{self, Waited};
+
+use super::NoResult;
 
 /// Runs `result`.
 pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
@@ -20,20 +23,23 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
     // folder behind.
     let key = ctx.key(Some(&root))?;
     let dirs = ctx.target(&root, &args.target)?;
+    let out = json!({"jobId": id.as_str(), "target": dirs.target().as_str()});
     let outcome = if args.wait {
         match wait::for_result(&dirs, &id, &key, limit, ctx.json())? {
             Waited::Done(o) => o,
+            Waited::Rejected(r) => {
+                return Ok(super::no_result(
+                    ctx,
+                    &dirs,
+                    &id,
+                    &key,
+                    out,
+                    NoResult::Rejected(r),
+                ));
+            }
             Waited::TimedOut(seen) => {
-                let msg = wait::timed_out_message(&id, &seen, limit.unwrap_or_default());
-                if ctx.json() {
-                    crate::out::line(
-                        &json!({"jobId": id.as_str(), "timedOut": true, "state": seen.word()})
-                            .to_string(),
-                    );
-                } else {
-                    eprintln!("fleet-dispatch: {msg}");
-                }
-                return Ok(exit::TIMED_OUT);
+                let why = NoResult::Unfinished(seen, Some(limit.unwrap_or_default()));
+                return Ok(super::no_result(ctx, &dirs, &id, &key, out, why));
             }
         }
     } else {
@@ -45,22 +51,25 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
                 )));
             }
             Observed::Rejected(r) => {
-                return Err(Error::not_found(format!(
-                    "no result for {id} on {}: its listener rejected the job file ({}: {}) at {}; it will not run",
-                    dirs.target(),
-                    r.verdict,
-                    r.message,
-                    r.rejected_at
-                ))
-                .hint("a bad-signature verdict means the sender's key differs from the target's"));
+                return Ok(super::no_result(
+                    ctx,
+                    &dirs,
+                    &id,
+                    &key,
+                    out,
+                    NoResult::Rejected(r),
+                ));
             }
-            other => {
+            Observed::NotSeen => {
                 return Err(Error::not_found(format!(
-                    "no result for {id} on {} yet (job {})",
-                    dirs.target(),
-                    other.word()
+                    "no job {id} on {} yet (not in its inbox, running or results)",
+                    dirs.target()
                 ))
-                .hint("add --wait to wait for it"));
+                .hint("sync may lag: add --wait to wait for it"));
+            }
+            seen => {
+                let why = NoResult::Unfinished(seen, None);
+                return Ok(super::no_result(ctx, &dirs, &id, &key, out, why));
             }
         }
     };
@@ -69,9 +78,7 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
         &super::result_json(&outcome),
         &super::result_human(&outcome),
     );
-    Ok(if args.wait {
-        outcome.wait_exit_status()
-    } else {
-        exit::SUCCESS
-    })
+    // With or without --wait: the job's own exit code when it ran to its
+    // end, 1 when it did not.
+    Ok(outcome.wait_exit_status())
 }

@@ -53,8 +53,20 @@ fn label(l: &Option<String>) -> &str {
     l.as_deref().unwrap_or("")
 }
 
-fn human(t: &TargetStatus) -> String {
+fn human(t: &TargetStatus, mine: &str) -> String {
     let mut lines = vec![format!("{}: {}", t.target, listener_line(&t.listener))];
+    if let ListenerState::Beat {
+        key_fingerprint: theirs,
+        ..
+    } = &t.listener
+        && !theirs.is_empty()
+        && theirs != mine
+    {
+        lines.push(format!(
+            "  {}  its listener's key has fingerprint {theirs}, this machine's {mine}: jobs sent from here are rejected; copy one key to every machine",
+            out::paint("key differs", Tone::Bad)
+        ));
+    }
     for r in &t.running {
         lines.push(format!(
             "  running  {}  {}  {}  for {}",
@@ -117,6 +129,17 @@ fn human(t: &TargetStatus) -> String {
             } => lines.push(format!("    {job_id}  result does not verify ({problem})")),
         }
     }
+    if !t.rejected.is_empty() {
+        lines.push("  rejected".to_string());
+    }
+    for r in &t.rejected {
+        lines.push(format!(
+            "    {}  {}  {}",
+            r.name,
+            out::paint(&r.verdict, Tone::Bad),
+            r.message
+        ));
+    }
     lines.join("\n")
 }
 
@@ -143,11 +166,15 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<u8> {
     let human_text = if targets.is_empty() {
         format!("no targets under {} yet", root.display())
     } else {
-        targets.iter().map(human).collect::<Vec<_>>().join("\n\n")
+        targets
+            .iter()
+            .map(|t| human(t, &key.fingerprint()))
+            .collect::<Vec<_>>()
+            .join("\n\n")
     };
     super::emit(
         ctx,
-        &json!({"root": root.display().to_string(), "targets": targets}),
+        &json!({"root": root.display().to_string(), "keyFingerprint": key.fingerprint(), "targets": targets}),
         &human_text,
     );
     Ok(exit::SUCCESS)

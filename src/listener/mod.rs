@@ -161,11 +161,15 @@ impl Listener {
         let folder_lock = Lock::acquire_folder(&dirs)?;
         let instance = state::instance_id(&state)?;
         let host = platform::hostname().unwrap_or_default();
+        let who = heartbeat::Identity {
+            host,
+            instance,
+            key_fingerprint: key.fingerprint(),
+        };
         let beat = Heartbeat::new(
             dirs.listener_json(),
             dirs.target().as_str(),
-            &host,
-            &instance,
+            &who,
             settings.poll,
         );
         if let Some(other) = beat.rival() {
@@ -410,7 +414,8 @@ impl Listener {
 
     /// Moves a refused input to `archive/rejected/` with its reason.
     fn reject(&self, path: &std::path::Path, name: &str, r: &Rejection, kind: Kind) -> Result<()> {
-        let reason = rejected::Reason::new(r, kind, self.dirs.target().as_str());
+        let reason =
+            rejected::Reason::new(r, kind, self.dirs.target().as_str()).judged_with(&self.key);
         rejected::file(&self.dirs, path, name, &reason)
     }
 

@@ -8,7 +8,8 @@
 mod target;
 
 pub use target::{
-    ListenerState, PendingCancel, QueuedJob, RECENT, RecentResult, RunningJob, TargetStatus, target,
+    ListenerState, PendingCancel, QueuedJob, RECENT, RecentResult, RejectedJob, RunningJob,
+    TargetStatus, target,
 };
 
 use crate::accept;
@@ -71,4 +72,28 @@ pub fn job(dirs: &TargetDirs, id: &JobId, key: &Key) -> Observed {
     } else {
         Observed::NotSeen
     }
+}
+
+/// What to tell the sender of `id` whose job file the listener of `dirs`
+/// rejected with `reason`; `key` is the sender's, so a signature refused
+/// because the two keys differ says so.
+pub fn rejection_sentence(dirs: &TargetDirs, id: &JobId, reason: &Reason, key: &Key) -> String {
+    let mut s = format!(
+        "{id} was rejected by {} at {}: {} ({})",
+        dirs.target(),
+        reason.rejected_at,
+        reason.verdict,
+        reason.message
+    );
+    if let Some(theirs) = &reason.key_fingerprint {
+        let mine = key.fingerprint();
+        if *theirs != mine {
+            s.push_str(&format!(
+                "; this machine's key has fingerprint {mine}, {}'s has {theirs}: the keys differ, copy one key to every machine",
+                dirs.target()
+            ));
+        }
+    }
+    s.push_str("; it will not run");
+    s
 }

@@ -20,6 +20,7 @@ use crate::key::Key;
 use crate::layout::TargetDirs;
 use crate::names::JobId;
 use crate::read::FileRead;
+use crate::rejected;
 
 use super::Observed;
 
@@ -46,6 +47,24 @@ pub struct TargetStatus {
     pub cancel_pending: Vec<PendingCancel>,
     /// The last results, newest first.
     pub recent: Vec<RecentResult>,
+    /// The last job files its listener rejected, newest first.
+    pub rejected: Vec<RejectedJob>,
+}
+
+/// A job file the listener rejected.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RejectedJob {
+    /// The file's name as filed in `archive/rejected/`.
+    pub name: String,
+    /// The verdict.
+    pub verdict: String,
+    /// Why.
+    pub message: String,
+    /// When.
+    pub rejected_at: String,
+    /// The fingerprint of the key it was judged with, when recorded.
+    pub key_fingerprint: Option<String>,
 }
 
 /// The listener's heartbeat as read.
@@ -91,6 +110,8 @@ pub enum ListenerState {
         host: String,
         /// Its instance id: two listeners for one target differ here.
         instance: String,
+        /// Its key's fingerprint.
+        key_fingerprint: String,
     },
 }
 
@@ -218,6 +239,7 @@ fn listener(dirs: &TargetDirs) -> ListenerState {
                 version: beat.version,
                 host: beat.host,
                 instance: beat.instance,
+                key_fingerprint: beat.key_fingerprint,
             }
         }
         Err(_) => ListenerState::Unreadable {
@@ -354,5 +376,15 @@ pub fn target(dirs: &TargetDirs, key: &Key) -> TargetStatus {
         invalid_in_inbox: invalid,
         cancel_pending: pending_cancels(dirs, key),
         recent: recent(dirs, key),
+        rejected: rejected::recent_jobs(dirs, RECENT)
+            .into_iter()
+            .map(|(name, r)| RejectedJob {
+                name,
+                verdict: r.verdict,
+                message: r.message,
+                rejected_at: r.rejected_at,
+                key_fingerprint: r.key_fingerprint,
+            })
+            .collect(),
     }
 }

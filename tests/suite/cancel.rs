@@ -1161,9 +1161,11 @@ fn enqueue_interrupt_of_a_finished_job_says_not_running_and_the_new_job_still_ru
         r#"touch "$SIDE""#,
     ]);
     assert_eq!(code, 0, "{out}{err}");
-    let new = out.lines().next().unwrap().to_string();
-    assert!(out.contains(&format!("{old} is not running")), "{out}");
-    assert!(out.contains(&format!("{new} waits its turn")), "{out}");
+    // Stdout is only the new id; what became of the interrupt is on stderr.
+    assert_eq!(out.lines().count(), 1, "{out}");
+    let new = out.trim().to_string();
+    assert!(err.contains(&format!("{old} is not running")), "{err}");
+    assert!(err.contains(&format!("{new} waits its turn")), "{err}");
     assert!(
         !w.marker(&old).exists(),
         "a marker was written for a finished job"

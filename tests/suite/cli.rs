@@ -661,13 +661,15 @@ fn enqueue_without_a_program_is_a_parse_error() {
 // ---------------------------------------------------------------- result
 
 #[test]
-fn result_before_the_job_ran_is_not_found_with_a_wait_hint() {
+fn result_before_the_job_ran_is_unfinished_and_an_unknown_id_not_found() {
+    // A queued job is not an error: it has no result yet (exit 124, as a
+    // wait that ran out), with a hint; an id nothing knows is NOT_FOUND.
     let w = World::with_target();
     let id = w.enqueue(&[], &["true"]);
-    let got = w.run(&["result", "--target", "PC", "--job-id", &id]);
-    assert_error(&got, 66, "NOT_FOUND");
-    assert!(got.2.contains(&id), "{}", got.2);
-    assert!(got.2.contains("--wait"), "{}", got.2);
+    let (code, out, err) = w.run(&["result", "--target", "PC", "--job-id", &id]);
+    assert_eq!(code, 124, "{out}{err}");
+    assert!(err.contains(&id) && err.contains("queued"), "{err}");
+    assert!(err.contains("--wait"), "{err}");
     let got = w.run(&["result", "--target", "PC", "--job-id", "never-sent"]);
     assert_error(&got, 66, "NOT_FOUND");
 }
@@ -677,13 +679,14 @@ fn result_shows_a_genuine_result_human_and_json() {
     let w = World::with_target();
     let id = w.enqueue(&[], &["sh", "-c", "echo hello-from-job; exit 3"]);
     w.listen_once(&[]);
+    // `result` exits with the job's own exit code, as `result --wait`.
     let (code, out, err) = w.run(&["result", "--target", "PC", "--job-id", &id]);
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 3, "{err}");
     assert!(out.contains(&id), "{out}");
     assert!(out.contains("exit 3"), "{out}");
     assert!(out.contains("hello-from-job"), "{out}");
     let (code, out, err) = w.run(&["--json", "result", "--target", "PC", "--job-id", &id]);
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, 3, "{err}");
     let v: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["verified"], true);
     assert_eq!(v["jobId"], id.as_str());
@@ -768,9 +771,9 @@ fn result_wait_exits_1_when_the_job_never_started() {
     assert_eq!(w.result(&id)["error"], "cancelled-before-start");
     let (code, out, err) = w.run(&["result", "--target", "PC", "--job-id", &id, "--wait"]);
     assert_eq!(code, 1, "{out}{err}");
-    // Without --wait, showing a result succeeds whatever the job did.
+    // Without --wait too: `result` exits by the job's outcome.
     let (code, _, _) = w.run(&["result", "--target", "PC", "--job-id", &id]);
-    assert_eq!(code, 0);
+    assert_eq!(code, 1);
 }
 
 #[test]

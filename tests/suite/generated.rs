@@ -201,3 +201,38 @@ fn every_subcommand_has_an_example_in_its_help() {
         );
     }
 }
+
+/// The exit-status table of `src/exit.rs` as Markdown rows.
+fn exit_rows() -> String {
+    let mut out = String::from("| exit | meaning |\n| --- | --- |\n");
+    for (n, text) in fleet_dispatch::exit::table() {
+        out.push_str(&format!("| {n} | {} |\n", text.replace('|', "\\|")));
+    }
+    out
+}
+
+#[test]
+fn the_readme_and_the_protocol_carry_the_one_exit_status_table() {
+    const BEGIN: &str = "<!-- exit statuses: generated from src/exit.rs -->\n";
+    const END: &str = "<!-- end of exit statuses -->";
+    let rewrite = std::env::var_os(REGENERATE).is_some();
+    for rel in ["README.md", "docs/protocol.md"] {
+        let path = project().join(rel);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let start = text
+            .find(BEGIN)
+            .unwrap_or_else(|| panic!("{rel} has no `{}` block", BEGIN.trim()))
+            + BEGIN.len();
+        let end = start + text[start..].find(END).expect("the block's end marker");
+        let want = exit_rows();
+        if text[start..end] == want {
+            continue;
+        }
+        assert!(
+            rewrite,
+            "{rel}: the exit-status table differs from src/exit.rs: {}\nrefresh it with:\n  {REGENERATE}=1 cargo test --test tests generated",
+            first_difference(&text[start..end], &want)
+        );
+        std::fs::write(&path, format!("{}{want}{}", &text[..start], &text[end..])).unwrap();
+    }
+}

@@ -23,6 +23,7 @@ mod hostile;
 #[cfg(unix)]
 mod listen;
 mod manners;
+mod operator;
 mod properties;
 mod readme;
 mod status;

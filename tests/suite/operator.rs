@@ -1,0 +1,260 @@
+//! What an operator meets at the shell: stdout carries only the answer,
+//! every command ends quietly on a closed pipe and the demo cleans up
+//! however it ends; a job the target rejected is reported as rejected, at
+//! once, with a distinct exit status; plain `result` exits by the job.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::util::*;
+
+// Unix only: the tests point the demo's temp folder elsewhere through
+// TMPDIR, and send SIGINT to one process by pid.
+#[cfg(unix)]
+mod demo {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    use crate::util::*;
+
+    /// `demo` with its temp dir in `tmp`, so the test can see what it leaves
+    /// behind.
+    fn demo_cmd(w: &World, tmp: &std::path::Path) -> std::process::Command {
+        let mut c = w.bg_cmd();
+        c.env("TMPDIR", tmp)
+            .env("TMP", tmp)
+            .env("TEMP", tmp)
+            .arg("demo");
+        c
+    }
+
+    #[test]
+    fn demo_into_a_closed_pipe_ends_quietly_and_leaves_nothing_behind() {
+        let w = World::new();
+        let tmp = scratch(&w, "tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
+        let mut child = demo_cmd(&w, &tmp)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Read a few lines, as `| head -3` would, then go away.
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        for _ in 0..3 {
+            let mut line = String::new();
+            out.read_line(&mut line).unwrap();
+        }
+        drop(out);
+        let until = Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                Instant::now() < until,
+                "demo did not end after its reader left"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(0), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert_eq!(
+            files(&tmp),
+            Vec::<String>::new(),
+            "the demo left its folder behind"
+        );
+    }
+
+    #[test]
+    fn demo_stopped_by_ctrl_c_exits_130_and_leaves_nothing_behind() {
+        let w = World::new();
+        let tmp = scratch(&w, "tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
+        let mut child = demo_cmd(&w, &tmp)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        // Once the listener runs, interrupt.
+        let mut line = String::new();
+        while !line.contains("3. A job that succeeds") {
+            line.clear();
+            assert!(out.read_line(&mut line).unwrap() > 0, "demo ended early");
+        }
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+        let until = Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(Instant::now() < until, "demo did not stop on Ctrl-C");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!(status.code(), Some(130));
+        assert_eq!(
+            files(&tmp),
+            Vec::<String>::new(),
+            "the demo left its folder behind"
+        );
+    }
+}
+
+#[test]
+fn enqueue_interrupt_prints_only_the_new_id_on_stdout() {
+    let w = World::with_target();
+    let old = w.enqueue(&[], &["true"]);
+    let (code, out, err) = w.run(&[
+        "enqueue",
+        "--target",
+        "PC",
+        "--interrupt",
+        &old,
+        "--",
+        "true",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.lines().count(), 1, "stdout: {out}");
+    assert!(w.inbox(out.trim()).exists(), "stdout is not the id: {out}");
+    assert!(err.contains(&format!("cancel of {old} requested")), "{err}");
+}
+
+/// A job file signed with a key that is not the fleet's, as from a machine
+/// that ran its own `keygen`.
+fn foreign_job(w: &World, id: &str) {
+    let created = now_text();
+    let spec = json!({"argv": ["true"]}).to_string();
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &[7u8; 32]);
+    let canonical = format!("job|{id}|PC|{created}|LAPTOP|{spec}");
+    let sig = hex::encode(ring::hmac::sign(&key, canonical.as_bytes()).as_ref());
+    let body = json!({"v": 1, "jobId": id, "target": "PC", "createdAt": created,
+                      "origin": "LAPTOP", "spec": spec, "sig": sig});
+    std::fs::write(w.inbox(id), body.to_string()).unwrap();
+}
+
+#[test]
+fn a_rejected_job_is_reported_as_rejected_with_both_key_fingerprints() {
+    let w = World::with_target();
+    let id = uid("other-key");
+    foreign_job(&w, &id);
+    assert_eq!(w.listen_once(&[])["rejected"], 1);
+    let (code, out, err) = w.run(&["result", "--target", "PC", "--job-id", &id]);
+    assert_eq!(code, 76, "{out}{err}");
+    assert!(
+        err.contains("rejected by PC") && err.contains("bad-signature"),
+        "{err}"
+    );
+    // The listener judged with the same key as this machine's: no mismatch
+    // to report; the verdict alone says the file's signature was wrong.
+    assert!(!err.contains("keys differ"), "{err}");
+    let (code, out, _) = w.run(&["--json", "result", "--target", "PC", "--job-id", &id]);
+    assert_eq!(code, 76);
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["state"], "rejected", "{v}");
+    assert_eq!(v["rejected"]["verdict"], "bad-signature", "{v}");
+    // A sender whose key differs from the target's is told so.
+    let other = w.dir.path().join("other.key");
+    write_private(&other, &"ab".repeat(32));
+    let (code, _, err) = output(
+        w.cmd()
+            .env("FLEET_DISPATCH_KEY_FILE", &other)
+            .args(["result", "--target", "PC", "--job-id", &id]),
+    );
+    assert_eq!(code, 76, "{err}");
+    assert!(err.contains("keys differ"), "{err}");
+}
+
+#[test]
+fn a_wait_ends_at_once_when_the_target_rejects_the_job() {
+    let w = World::with_target();
+    let id = uid("wait-rejected");
+    foreign_job(&w, &id);
+    let _l = w.spawn_listener(&[]);
+    let started = Instant::now();
+    let (code, out, err) = w.run(&[
+        "result",
+        "--target",
+        "PC",
+        "--job-id",
+        &id,
+        "--wait",
+        "--wait-timeout",
+        "60s",
+    ]);
+    assert_eq!(code, 76, "{out}{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(err.contains("rejected by PC"), "{err}");
+}
+
+#[cfg(unix)] // Its jobs are `true` and `false`.
+#[test]
+fn plain_result_exits_by_the_jobs_outcome_and_an_unfinished_job_is_not_an_error() {
+    let w = World::with_target();
+    let queued = w.enqueue(&[], &["true"]);
+    let (code, out, err) = w.run(&["result", "--target", "PC", "--job-id", &queued]);
+    assert_eq!(code, 124, "{out}{err}");
+    assert!(err.contains("queued") && !err.contains("error:"), "{err}");
+    let failing = w.enqueue(&[], &["false"]);
+    w.listen_once(&[]);
+    let (code, _, _) = w.run(&["result", "--target", "PC", "--job-id", &queued]);
+    assert_eq!(code, 0);
+    let (code, out, _) = w.run(&["result", "--target", "PC", "--job-id", &failing]);
+    assert_eq!(code, 1, "{out}");
+    let (code, _, err) = w.run(&["result", "--target", "PC", "--job-id", "never-seen"]);
+    assert_eq!(code, 66, "{err}");
+}
+
+#[test]
+fn a_wait_says_when_the_target_has_no_listener() {
+    let w = World::with_target();
+    let id = w.enqueue(&[], &["true"]);
+    let (code, _, err) = w.run(&[
+        "result",
+        "--target",
+        "PC",
+        "--job-id",
+        &id,
+        "--wait",
+        "--wait-timeout",
+        "7s",
+    ]);
+    assert_eq!(code, 124, "{err}");
+    assert!(err.contains("no listener has ever run for PC"), "{err}");
+}
+
+#[test]
+fn keygen_and_status_show_the_key_fingerprint() {
+    let w = World::new();
+    let key = w.dir.path().join("new.key");
+    let (code, out, err) = output(
+        w.cmd()
+            .env("FLEET_DISPATCH_KEY_FILE", &key)
+            .args(["--json", "keygen"]),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let fp = v["fingerprint"].as_str().unwrap();
+    assert_eq!(fp.len(), 8, "{v}");
+    assert!(fp.bytes().all(|b| b.is_ascii_hexdigit()));
+    let text = std::fs::read_to_string(&key).unwrap();
+    assert!(!text.contains(fp), "the fingerprint is a piece of the key");
+    // The listener's heartbeat carries its key's fingerprint.
+    w.make_target("PC");
+    w.listen_once(&[]);
+    let (_, out, _) = w.run(&["--json", "status", "--target", "PC"]);
+    let s: Value = serde_json::from_str(out.trim()).unwrap();
+    let theirs = s["targets"][0]["listener"]["keyFingerprint"]
+        .as_str()
+        .unwrap();
+    assert_eq!(theirs.len(), 8, "{s}");
+}
