@@ -370,3 +370,37 @@ pub const FILES: &[(&str, &str)] = &[
         "the fleet key (default path); never inside the root",
     ),
 ];
+
+/// Reports a command line clap refused, and returns the exit status: a bad
+/// value for a flag (an unknown `--priority`, say) is `VALIDATION_ERROR`
+/// like every other bad value; help and version are success; anything
+/// else is a command line that cannot be parsed. A program given without
+/// the `--` that must come before it gets a hint.
+pub fn refuse(err: clap::Error, args: &[std::ffi::OsString]) -> u8 {
+    use clap::error::ErrorKind;
+    let _ = err.print();
+    match err.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => crate::exit::SUCCESS,
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation | ErrorKind::InvalidUtf8 => {
+            crate::exit::VALIDATION
+        }
+        kind => {
+            let enqueue = args.iter().any(|a| a == "enqueue");
+            let dashes = args.iter().any(|a| a == "--");
+            if enqueue
+                && !dashes
+                && matches!(
+                    kind,
+                    ErrorKind::UnknownArgument | ErrorKind::MissingRequiredArgument
+                )
+            {
+                eprintln!(
+                    "hint: the program and its arguments come after `--`: fleet-dispatch enqueue --target PC -- PROGRAM [ARG]..."
+                );
+            }
+            crate::exit::USAGE
+        }
+    }
+}

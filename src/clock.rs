@@ -1,7 +1,8 @@
 //! Timestamps and durations: the text forms of docs/protocol.md §2 and §8.
 //!
 //! We emit `YYYY-MM-DDTHH:MM:SS.mmmZ` and accept any RFC 3339 timestamp; we
-//! read durations written `250ms`, `2s`, `5m`, `24h` or `7d`.
+//! read durations written `250ms`, `2s`, `5m`, `24h`, `7d`, or several in
+//! falling order (`1h30m`); a bare number is seconds.
 
 use std::time::Duration;
 
@@ -40,31 +41,64 @@ pub fn from_system(t: std::time::SystemTime) -> OffsetDateTime {
     OffsetDateTime::from(t)
 }
 
-/// Parses `250ms`, `2s`, `5m`, `24h`, `7d` (a bare number is seconds).
+/// Parses a duration: a whole number with a unit (`250ms`, `2s`, `5m`,
+/// `24h`, `7d`), or several in falling order (`1h30m`, `2m30s`); a bare
+/// number means seconds. Anything else, or more than `u64` milliseconds, is
+/// `VALIDATION_ERROR`.
 pub fn parse_duration(s: &str) -> Result<Duration> {
     let bad = || {
         Error::validation(format!(
-            "invalid duration {s:?}: write a whole number with a unit, e.g. 250ms, 2s, 5m, 24h, 7d"
+            "invalid duration {s:?}: write a whole number with a unit (250ms, 2s, 5m, 24h, 7d), several in falling order (1h30m), or a bare number of seconds"
         ))
     };
     let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    if num.is_empty() || num.len() > 12 {
+    if !s.is_empty() && s.len() <= 12 && s.bytes().all(|b| b.is_ascii_digit()) {
+        let n: u64 = s.parse().map_err(|_| bad())?;
+        return n
+            .checked_mul(1000)
+            .map(Duration::from_millis)
+            .ok_or_else(bad);
+    }
+    const UNITS: [(&str, u64); 5] = [
+        ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("m", 60_000),
+        ("s", 1000),
+        ("ms", 1),
+    ];
+    let mut rest = s;
+    let mut total: u64 = 0;
+    // Units must fall: each part names a smaller unit than the one before.
+    let mut next_unit = 0;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        if digits == 0 || digits > 12 {
+            return Err(bad());
+        }
+        let n: u64 = rest[..digits].parse().map_err(|_| bad())?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let unit = &rest[..unit_len];
+        rest = &rest[unit_len..];
+        let i = UNITS[next_unit..]
+            .iter()
+            .position(|(u, _)| *u == unit)
+            .ok_or_else(bad)?
+            + next_unit;
+        next_unit = i + 1;
+        total = n
+            .checked_mul(UNITS[i].1)
+            .and_then(|ms| total.checked_add(ms))
+            .ok_or_else(bad)?;
+    }
+    if s.is_empty() {
         return Err(bad());
     }
-    let n: u64 = num.parse().map_err(|_| bad())?;
-    let per: u64 = match unit {
-        "ms" => 1,
-        "" | "s" => 1000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        _ => return Err(bad()),
-    };
-    n.checked_mul(per)
-        .map(Duration::from_millis)
-        .ok_or_else(bad)
+    Ok(Duration::from_millis(total))
 }
 
 /// The shortest of our duration forms that says `d` exactly.
@@ -140,6 +174,12 @@ mod tests {
         assert_eq!(parse_duration("24h").unwrap(), Duration::from_secs(86400));
         assert_eq!(parse_duration("7d").unwrap(), Duration::from_secs(604800));
         assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
+        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("2m30s").unwrap(), Duration::from_secs(150));
+        assert_eq!(
+            parse_duration("1d2h3m4s5ms").unwrap(),
+            Duration::from_millis(93_784_005)
+        );
         for bad in [
             "",
             "s",
@@ -149,6 +189,11 @@ mod tests {
             "1w",
             "99999999999999999d",
             "1s2",
+            "30m1h",
+            "1h1h",
+            "1h 30m",
+            "h",
+            "1000000000000",
         ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }

@@ -255,7 +255,7 @@ pub fn find_target(root: &Path, wanted: &Machine) -> Result<Option<String>> {
 }
 
 /// Resolves `name` to an existing target folder ([`pick_target`]), or to a
-/// fleet member named in `fleet` (whose folder is then created). Anything
+/// fleet member named in `fleet` (whose folder may not exist yet). Anything
 /// else is `NOT_FOUND`, listing the known targets.
 pub fn resolve_target(root: &Path, name: &str, fleet: &[String]) -> Result<TargetDirs> {
     let wanted = Machine::parse(name, "target")?;
@@ -264,10 +264,9 @@ pub fn resolve_target(root: &Path, name: &str, fleet: &[String]) -> Result<Targe
         return Ok(TargetDirs::new(root, &Machine::parse(&found, "target")?));
     }
     if let Some(member) = fleet.iter().find(|n| wanted.same(n)) {
-        let dirs = TargetDirs::new(root, &Machine::parse(member, "target")?);
-        crate::fsops::check_real_dir(dirs.base())?;
-        crate::fsops::create_dirs(&dirs.all_dirs())?;
-        return Ok(dirs);
+        // Nothing is created here: a command that writes makes the one
+        // folder it writes into, and one that only reads finds nothing.
+        return Ok(TargetDirs::new(root, &Machine::parse(member, "target")?));
     }
     let mut known: Vec<String> = existing;
     for f in fleet {

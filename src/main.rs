@@ -11,7 +11,11 @@ use clap::Parser;
 use fleet_dispatch::cli::Cli;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) => return ExitCode::from(fleet_dispatch::cli::refuse(e, &args)),
+    };
     let json = cli.global.json;
     match fleet_dispatch::cmd::dispatch(cli) {
         Ok(status) => ExitCode::from(status),

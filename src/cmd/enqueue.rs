@@ -42,15 +42,30 @@ fn spec_from(args: &EnqueueArgs, parent: Option<&JobId>) -> Result<Spec> {
     if args.argv.is_empty() || args.argv[0].is_empty() {
         return Err(Error::validation("no program given: put it after `--`"));
     }
-    if args.cwd.as_deref().is_some_and(str::is_empty) {
-        return Err(Error::validation("--cwd is empty"));
+    if let Some(cwd) = args.cwd.as_deref() {
+        if cwd.is_empty() {
+            return Err(Error::validation("--cwd is empty"));
+        }
+        if !is_absolute_anywhere(cwd) {
+            return Err(Error::validation(format!(
+                "--cwd {cwd:?} is relative: the job runs on the target, where no directory of this shell applies"
+            ))
+            .hint("give the full path on the target, e.g. /home/me/repo or C:\\Users\\me\\repo"));
+        }
+    }
+    let timeout = super::duration_flag(&args.timeout, "--timeout")?;
+    if timeout.is_some_and(|t| t.is_zero()) {
+        return Err(
+            Error::validation("--timeout 0 would stop the job as soon as it starts")
+                .hint("omit --timeout for no limit"),
+        );
     }
     let high = args.priority == Some(PriorityArg::High) || args.interrupt.is_some();
     Ok(Spec {
         argv: args.argv.clone(),
         cwd: args.cwd.clone(),
         env,
-        timeout: super::duration_flag(&args.timeout, "--timeout")?,
+        timeout,
         grace: super::duration_flag(&args.grace, "--grace")?,
         priority: if high {
             Priority::High
@@ -60,6 +75,18 @@ fn spec_from(args: &EnqueueArgs, parent: Option<&JobId>) -> Result<Spec> {
         parent_job_id: parent.map(|p| p.to_string()),
         label: args.label.clone(),
     })
+}
+
+/// True for a path that is absolute on the Unix or the Windows side: the
+/// target's system is not known here.
+fn is_absolute_anywhere(p: &str) -> bool {
+    let b = p.as_bytes();
+    p.starts_with('/')
+        || p.starts_with('\\')
+        || (b.len() >= 3
+            && b[0].is_ascii_alphabetic()
+            && b[1] == b':'
+            && matches!(b[2], b'/' | b'\\'))
 }
 
 /// Runs `enqueue`.

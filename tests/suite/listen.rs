@@ -1723,9 +1723,9 @@ fn a_relaxed_listener_killed_mid_job_still_never_runs_it_twice() {
 }
 
 #[test]
-fn an_unknown_durability_level_is_a_usage_error_naming_the_choices() {
+fn an_unknown_durability_level_is_a_validation_error_naming_the_choices() {
     let w = World::with_target();
     let (code, out, err) = w.run(&["--durability", "sometimes", "status"]);
-    assert_eq!(code, 2, "{out}{err}");
+    assert_eq!(code, 64, "{out}{err}");
     assert!(err.contains("full") && err.contains("relaxed"), "{err}");
 }

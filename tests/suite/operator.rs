@@ -258,3 +258,74 @@ fn keygen_and_status_show_the_key_fingerprint() {
         .unwrap();
     assert_eq!(theirs.len(), 8, "{s}");
 }
+
+#[test]
+fn every_bad_value_is_a_validation_error_and_writes_nothing() {
+    let w = World::with_target();
+    let before = files(&w.root);
+    for bad in [
+        vec!["--priority", "low"],
+        vec!["--timeout", "5x"],
+        vec!["--timeout", "0s"],
+        vec!["--timeout", "30m1h"],
+        vec!["--cwd", "repo/sub"],
+        vec!["--cwd", "~/repo"],
+    ] {
+        let mut args = vec!["enqueue", "--target", "PC"];
+        args.extend_from_slice(&bad);
+        args.extend_from_slice(&["--", "true"]);
+        let (code, out, err) = w.run(&args);
+        assert_eq!(code, 64, "{bad:?}: {out}{err}");
+        assert_eq!(files(&w.root), before, "{bad:?} wrote something");
+    }
+    let (code, _, err) = w.run(&["--durability", "sometimes", "status"]);
+    assert_eq!(code, 64, "{err}");
+}
+
+#[test]
+fn durations_take_compounds_in_falling_order() {
+    let w = World::with_target();
+    let id = w.enqueue(&["--timeout", "1h30m", "--grace", "1m30s"], &["true"]);
+    let job: Value = serde_json::from_str(&std::fs::read_to_string(w.inbox(&id)).unwrap()).unwrap();
+    let spec: Value = serde_json::from_str(job["spec"].as_str().unwrap()).unwrap();
+    assert_eq!(spec["timeoutSec"], 5400, "{spec}");
+    assert_eq!(spec["graceSec"], 90, "{spec}");
+}
+
+#[test]
+fn a_program_given_without_dashes_gets_a_hint() {
+    let w = World::with_target();
+    let (code, out, err) = w.run(&["enqueue", "--target", "PC", "ls", "-la"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("after `--`"), "{err}");
+}
+
+#[test]
+fn reading_commands_never_create_a_targets_folder() {
+    let w = World::with_target();
+    for args in [
+        vec!["status", "--target", "LAPTOP"],
+        vec!["result", "--target", "LAPTOP", "--job-id", "some-id"],
+        vec!["sweep", "--target", "LAPTOP"],
+    ] {
+        let (code, out, err) = output(w.cmd().env("FLEET_DISPATCH_FLEET", "PC,LAPTOP").args(&args));
+        assert!(code == 0 || code == 66, "{args:?}: {code} {out}{err}");
+        assert!(
+            !w.root.join("LAPTOP").exists(),
+            "{args:?} made LAPTOP's folder"
+        );
+    }
+    // Writing to a fleet member makes the one folder it writes into.
+    let (code, out, err) = output(
+        w.cmd()
+            .env("FLEET_DISPATCH_FLEET", "PC,LAPTOP")
+            .args(["enqueue", "--target", "LAPTOP", "--", "true"]),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        w.root
+            .join("LAPTOP/inbox")
+            .join(format!("{}.json", out.trim()))
+            .exists()
+    );
+}
