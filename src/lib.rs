@@ -15,7 +15,7 @@
 //! 1. foundations: [`error`], [`exit`], [`random`], [`read`], [`clock`], [`names`], [`platform`], [`out`], [`retention`]
 //! 2. files: [`fsops`], [`layout`]
 //! 3. documents and rules: [`key`], [`doc`], [`accept`], [`governor`], [`replay`], [`jobenv`], [`settle`]
-//! 4. places and state: [`state`], [`heartbeat`], [`rejected`], [`observe`]
+//! 4. places and state: [`state`], [`heartbeat`], [`rejected`], [`observe`], [`jobref`]
 //! 5. requests: [`submit`], [`cancel`], [`wait`]
 //! 6. the engine: [`shutdown`], [`watcher`], [`publisher`], [`runner`], [`listener`]
 //! 7. front ends: [`http`], [`cli`], [`config`], [`cmd`]
@@ -43,6 +43,7 @@ pub mod governor;
 pub mod heartbeat;
 pub mod http;
 pub mod jobenv;
+pub mod jobref;
 pub mod key;
 pub mod layout;
 pub mod listener;

@@ -1,0 +1,161 @@
+//! How a person names a job on the command line: its full id, `last` (the
+//! last job this machine enqueued, kept in the state directory), or any
+//! prefix of an id that only one job on the target has. One place, for
+//! every command that takes `--job-id` or `--interrupt`.
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::fsops;
+use crate::layout::TargetDirs;
+use crate::names::JobId;
+
+/// The word that names the last job enqueued from this machine.
+pub const LAST: &str = "last";
+
+/// The file in the state directory that remembers it.
+const LAST_FILE: &str = "last-enqueued";
+
+/// How many candidates an ambiguous prefix lists.
+const SHOWN: usize = 10;
+
+/// Remembers `id`, just enqueued for `dirs`' target, as `last`. A state
+/// directory that cannot be written only loses the shorthand.
+pub fn remember(state_dir: &Path, dirs: &TargetDirs, id: &JobId) {
+    let _ = fsops::create_dirs(&[state_dir.to_path_buf()]);
+    let text = format!("{} {id}\n", dirs.target());
+    let _ = fsops::replace(
+        &state_dir.join(LAST_FILE),
+        text.as_bytes(),
+        fsops::Flush::Nothing,
+    );
+}
+
+/// Every job id the target's folders know, sorted, without repeats.
+fn known_ids(dirs: &TargetDirs) -> Vec<JobId> {
+    let mut ids: Vec<JobId> = [
+        dirs.inbox(),
+        dirs.running(),
+        dirs.results(),
+        dirs.done(),
+        dirs.rejected(),
+    ]
+    .iter()
+    .filter_map(|d| std::fs::read_dir(d).ok())
+    .flat_map(|rd| rd.flatten())
+    .filter_map(|e| JobId::from_file_name(e.file_name().to_str()?))
+    .collect();
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+/// The job `text` names on `dirs`' target ([`LAST`], a full id, or a unique
+/// prefix of one). A full id nothing knows yet is taken as it is (sync may
+/// lag); an ambiguous prefix is `VALIDATION_ERROR` listing the candidates.
+pub fn resolve(dirs: &TargetDirs, state_dir: Option<&Path>, text: &str) -> Result<JobId> {
+    if text == LAST {
+        return last(dirs, state_dir);
+    }
+    let known = known_ids(dirs);
+    if let Ok(id) = JobId::parse(text)
+        && known.contains(&id)
+    {
+        return Ok(id);
+    }
+    let matching: Vec<&JobId> = known
+        .iter()
+        .filter(|id| !text.is_empty() && id.as_str().starts_with(text))
+        .collect();
+    match matching.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => JobId::parse(text),
+        several => {
+            let mut list: Vec<&str> = several.iter().take(SHOWN).map(|i| i.as_str()).collect();
+            if several.len() > SHOWN {
+                list.push("…");
+            }
+            Err(Error::validation(format!(
+                "{text:?} is the start of {} job ids on {}: {}",
+                several.len(),
+                dirs.target(),
+                list.join(", ")
+            ))
+            .hint("give more of the id"))
+        }
+    }
+}
+
+fn last(dirs: &TargetDirs, state_dir: Option<&Path>) -> Result<JobId> {
+    let none = || {
+        Error::not_found(format!(
+            "no job was enqueued from this machine yet, so `{LAST}` names none"
+        ))
+    };
+    let text = state_dir
+        .and_then(|d| std::fs::read_to_string(d.join(LAST_FILE)).ok())
+        .ok_or_else(none)?;
+    let (target, id) = text.trim().split_once(' ').ok_or_else(none)?;
+    if !dirs.target().same(target) {
+        return Err(Error::not_found(format!(
+            "the last job enqueued from this machine went to {target}, not {}",
+            dirs.target()
+        ))
+        .hint(format!("use --target {target}, or give the job's id")));
+    }
+    JobId::parse(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::names::Machine;
+
+    fn world() -> (tempfile::TempDir, TargetDirs) {
+        let dir = tempfile::tempdir().unwrap();
+        let dirs = TargetDirs::new(dir.path(), &Machine::parse("PC", "t").unwrap());
+        fsops::create_dirs(&dirs.all_dirs()).unwrap();
+        (dir, dirs)
+    }
+
+    fn touch(dir: &Path, name: &str) {
+        std::fs::write(dir.join(name), b"{}").unwrap();
+    }
+
+    #[test]
+    fn a_unique_prefix_names_its_job_and_an_ambiguous_one_lists_them() {
+        let (_d, dirs) = world();
+        touch(&dirs.inbox(), "20261201-0900-aaaa1111.json");
+        touch(&dirs.results(), "20261201-0900-aaaa2222.json");
+        touch(&dirs.done(), "20261201-0900-bbbb3333.json");
+        let got = resolve(&dirs, None, "20261201-0900-b").unwrap();
+        assert_eq!(got.as_str(), "20261201-0900-bbbb3333");
+        let e = resolve(&dirs, None, "20261201-0900-aaaa").unwrap_err();
+        assert_eq!(e.code, crate::error::Code::Validation);
+        assert!(
+            e.message.contains("aaaa1111") && e.message.contains("aaaa2222"),
+            "{}",
+            e.message
+        );
+        // A full id nothing knows yet is taken as it is.
+        assert_eq!(
+            resolve(&dirs, None, "not-synced-yet").unwrap().as_str(),
+            "not-synced-yet"
+        );
+    }
+
+    #[test]
+    fn last_is_the_last_job_enqueued_to_that_target() {
+        let (d, dirs) = world();
+        let state = d.path().join("state");
+        assert_eq!(
+            resolve(&dirs, Some(&state), LAST).unwrap_err().code,
+            crate::error::Code::NotFound
+        );
+        remember(&state, &dirs, &JobId::parse("j-1").unwrap());
+        assert_eq!(resolve(&dirs, Some(&state), LAST).unwrap().as_str(), "j-1");
+        let other = TargetDirs::new(d.path(), &Machine::parse("LAPTOP", "t").unwrap());
+        let e = resolve(&other, Some(&state), LAST).unwrap_err();
+        assert!(e.message.contains("went to PC"), "{}", e.message);
+    }
+}
