@@ -12,7 +12,7 @@ use crate::doc::{self, Marker, Outcome, job};
 use crate::error::{Error, Result};
 use crate::fsops;
 use crate::key::Key;
-use crate::layout::TargetDirs;
+use crate::layout::{Place, TargetDirs};
 use crate::names::{JobId, Machine};
 use crate::observe::{self, Observed};
 use crate::read::FileRead;
@@ -93,12 +93,16 @@ impl CancelStatus {
 /// Inside a job, only the target job's direct parent may cancel it: the
 /// signed job file names its `parentJobId`.
 fn check_parent(dirs: &TargetDirs, id: &JobId, key: &Key, caller: &JobId) -> Result<()> {
-    for path in [dirs.job_file(id), dirs.done_file(id)] {
-        let read = fsops::read_limited(&path, job::MAX_BYTES);
+    let name = id.file_name();
+    for place in [Place::Inbox, Place::Done] {
+        let path = dirs.place(place).join(&name);
+        let read = match dirs.open(place)? {
+            Some(d) => d.read_limited(&name, job::MAX_BYTES),
+            None => FileRead::Missing,
+        };
         if matches!(read, FileRead::Missing) {
             continue;
         }
-        let name = id.file_name();
         return match accept::job(&name, read, dirs.target().as_str(), key) {
             Ok(j) if j.spec.parent_job_id.as_deref() == Some(caller.as_str()) => Ok(()),
             Ok(j) => Err(Error::forbidden(format!(
@@ -155,10 +159,9 @@ pub fn place_marker(
     if let Observed::Done(o) = observed {
         return Ok(CancelStatus::NotRunning(o));
     }
-    let path = dirs.marker_file(id);
-    fsops::create_dirs(&[dirs.cancel()])?;
-    if fsops::publish(
-        &path,
+    let (cancel, name) = (dirs.open_made(Place::Cancel)?, id.file_name());
+    if cancel.publish(
+        &name,
         &doc::to_file_bytes(marker),
         fsops::Flush::DataAndName,
     )? {
@@ -167,7 +170,7 @@ pub fn place_marker(
             existing: None,
         });
     }
-    let read = fsops::read_limited(&path, doc::marker::MAX_BYTES);
+    let read = cancel.read_limited(&name, doc::marker::MAX_BYTES);
     match accept::marker(&id.file_name(), read, dirs.target().as_str(), key) {
         Ok(m) => Ok(CancelStatus::Requested {
             observed,

@@ -3,13 +3,13 @@
 //! whether a target's listener is alive. Informational only: nothing trusts
 //! it for a decision that matters, and a failed write never stops a listener.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::clock;
 use crate::fsops;
+use crate::layout::{LISTENER_JSON, TargetDirs};
 
 /// How often the heartbeat is refreshed.
 pub const EVERY: Duration = Duration::from_secs(30);
@@ -43,17 +43,17 @@ pub struct Beat {
 /// Writes heartbeats for one listener; cheap to clone into a thread.
 #[derive(Clone, Debug)]
 pub struct Heartbeat {
-    path: PathBuf,
+    dirs: TargetDirs,
     target: String,
     started_at: String,
     poll: Duration,
 }
 
 impl Heartbeat {
-    /// A heartbeat writer for `target` at `path`.
-    pub fn new(path: PathBuf, target: &str, poll: Duration) -> Heartbeat {
+    /// A heartbeat writer for `target` in the target folder of `dirs`.
+    pub fn new(dirs: TargetDirs, target: &str, poll: Duration) -> Heartbeat {
         Heartbeat {
-            path,
+            dirs,
             target: target.to_string(),
             started_at: clock::format(clock::now()),
             poll,
@@ -72,11 +72,14 @@ impl Heartbeat {
             poll_interval_ms: self.poll.as_millis() as u64,
             version: env!("CARGO_PKG_VERSION").to_string(),
         };
-        let _ = fsops::replace(
-            &self.path,
-            &crate::doc::to_file_bytes(&beat),
-            fsops::Flush::Nothing,
-        );
+        // The target folder is opened for each write: never through a link.
+        if let Ok(Some(base)) = self.dirs.open_base() {
+            let _ = base.replace(
+                LISTENER_JSON,
+                &crate::doc::to_file_bytes(&beat),
+                fsops::Flush::Nothing,
+            );
+        }
     }
 }
 

@@ -20,8 +20,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::error::Result;
 use crate::fsops;
-use crate::layout::TargetDirs;
+use crate::layout::{Folders, TargetDirs};
 use crate::names::JobId;
+use crate::rejected;
 
 /// How long the publisher gathers work into one batch (unless the listener
 /// waits for it): results appear this much later, and a drain of short jobs
@@ -31,10 +32,8 @@ pub const GATHER: Duration = Duration::from_millis(20);
 /// A finished job whose result is recorded in the ledger.
 #[derive(Debug)]
 pub struct Finished {
-    /// The job.
+    /// The job (its file is `inbox/<id>.json`).
     pub id: JobId,
-    /// Where its job file is (in the inbox).
-    pub job_path: PathBuf,
     /// Its result file's bytes.
     pub result: Vec<u8>,
     /// A valid cancel marker is waiting to be moved to `archive/consumed/`.
@@ -42,8 +41,8 @@ pub struct Finished {
 }
 
 enum Work {
-    /// A job started: its `running/` file and the file's bytes.
-    Running(PathBuf, Vec<u8>),
+    /// A job started: its `running/<id>.json` file's bytes.
+    Running(JobId, Vec<u8>),
     Publish(Finished),
     /// Answered once everything sent before it is done.
     Barrier(Sender<()>),
@@ -60,8 +59,12 @@ struct Shared {
     /// The inbox's mtime right after the publisher's last archiving, so
     /// that change is not taken for new work.
     inbox_mtime: Option<SystemTime>,
-    /// What the publisher says about results that were there already.
+    /// What the publisher says about results that were there already, and
+    /// about folders it moved aside.
     notes: Vec<String>,
+    /// Layout folders it moved aside (links or files where a folder
+    /// belongs) since the listener last asked.
+    repaired: u64,
     /// Work handed over and not yet taken by the thread.
     work: Vec<Work>,
     /// The listener's side is gone: finish what is queued, then end.
@@ -113,8 +116,8 @@ impl Publisher {
 
     /// Shows a started job in `running/` (informational: a failure to write
     /// it is not reported).
-    pub fn show_running(&self, path: PathBuf, bytes: Vec<u8>) {
-        self.send(Work::Running(path, bytes));
+    pub fn show_running(&self, id: JobId, bytes: Vec<u8>) {
+        self.send(Work::Running(id, bytes));
     }
 
     /// Waits until everything handed over is published and archived.
@@ -152,6 +155,11 @@ impl Publisher {
     /// Notes the publisher made since the last call (for the listener's log).
     pub fn notes(&self) -> Vec<String> {
         std::mem::take(&mut self.shared().notes)
+    }
+
+    /// How many layout folders the publisher moved aside since the last call.
+    pub fn repaired(&self) -> u64 {
+        std::mem::take(&mut self.shared().repaired)
     }
 }
 
@@ -202,21 +210,47 @@ fn serve(dirs: &TargetDirs, ledger: Option<&std::path::Path>, shared: &(Mutex<Sh
                 Work::Barrier(b) => barriers.push(b),
             }
         }
-        let over: HashSet<PathBuf> = batch.iter().map(|f| dirs.running_file(&f.id)).collect();
-        for (path, bytes) in shows.iter().filter(|(p, _)| !over.contains(p)) {
-            let _ = fsops::replace(path, bytes, fsops::Flush::Nothing);
-        }
+        let over: HashSet<&JobId> = batch.iter().map(|f| &f.id).collect();
         // After a failure nothing more is placed: the listener stops, and
         // its next start publishes from the ledger in order.
         if (!batch.is_empty() || !shows.is_empty()) && lock().failed.is_none() {
-            match publish_batch(dirs, ledger, &batch) {
-                Ok(notes) => {
-                    let mtime = std::fs::metadata(dirs.inbox()).and_then(|m| m.modified());
+            // The folders are opened for each batch (a swap since the last
+            // one is noticed), and once more when the batch fails: a folder
+            // swapped for a link meanwhile is moved aside and made again.
+            let mut outcome = Err(None);
+            for _ in 0..2 {
+                outcome = match rejected::open_repairing(dirs) {
+                    Ok((folders, notes)) => {
+                        {
+                            let mut s = lock();
+                            s.repaired += notes.len() as u64;
+                            s.notes.extend(notes);
+                        }
+                        for (id, bytes) in shows.iter().filter(|(id, _)| !over.contains(id)) {
+                            let _ = folders.running().replace(
+                                &id.file_name(),
+                                bytes,
+                                fsops::Flush::Nothing,
+                            );
+                        }
+                        shows.clear();
+                        publish_batch(&folders, ledger, &batch)
+                            .map(|notes| (notes, folders.inbox().modified()))
+                            .map_err(Some)
+                    }
+                    Err(e) => Err(Some(e)),
+                };
+                if outcome.is_ok() {
+                    break;
+                }
+            }
+            match outcome {
+                Ok((notes, mtime)) => {
                     let mut s = lock();
                     s.notes.extend(notes);
-                    s.inbox_mtime = mtime.ok();
+                    s.inbox_mtime = mtime;
                 }
-                Err(e) => lock().failed = Some(e),
+                Err(e) => lock().failed = e,
             }
             let mut s = lock();
             for f in &batch {
@@ -234,7 +268,7 @@ fn serve(dirs: &TargetDirs, ledger: Option<&std::path::Path>, shared: &(Mutex<Sh
 /// their names), archives the job files and consumes their markers; returns
 /// notes for the log. Safe to repeat.
 pub fn publish_batch(
-    dirs: &TargetDirs,
+    folders: &Folders,
     ledger: Option<&std::path::Path>,
     batch: &[Finished],
 ) -> Result<Vec<String>> {
@@ -248,72 +282,71 @@ pub fn publish_batch(
     if batch.is_empty() {
         return Ok(Vec::new());
     }
-    // Our folders may have vanished under a sync engine meanwhile, or been
-    // swapped for links.
-    dirs.check_real()?;
-    if !dirs.results().is_dir() || !dirs.done().is_dir() {
-        fsops::create_dirs(&dirs.all_dirs())?;
-    }
+    let results = folders.results();
     let mut notes = Vec::new();
     let mut temps = Vec::with_capacity(batch.len());
+    let mut files = Vec::with_capacity(batch.len());
     for f in batch {
-        let dest = dirs.result_file(&f.id);
-        temps.push((
-            fsops::write_temp(&dest, &f.result, fsops::Flush::Nothing)?,
-            dest,
-        ));
+        let name = f.id.file_name();
+        match results.write_temp(&name, &f.result, fsops::Flush::Nothing) {
+            Ok((tmp, file)) => {
+                temps.push((tmp, name));
+                files.push(file);
+            }
+            Err(e) => {
+                for (tmp, _) in &temps {
+                    let _ = results.remove(tmp);
+                }
+                return Err(e);
+            }
+        }
     }
-    let flushed =
-        crate::platform::sync_files(&dirs.results(), temps.iter().map(|(tmp, _)| tmp.as_path()));
+    let flushed = results.sync_files(&files);
+    drop(files);
     if let Err(e) = flushed {
         for (tmp, _) in &temps {
-            let _ = std::fs::remove_file(tmp);
+            let _ = results.remove(tmp);
         }
-        return Err(crate::error::Error::io(
-            "flush results in",
-            &dirs.results(),
-            &e,
-        ));
+        return Err(e);
     }
-    for ((tmp, dest), f) in temps.iter().zip(batch) {
-        let placed = fsops::move_no_replace(tmp, dest);
+    for ((tmp, name), f) in temps.iter().zip(batch) {
+        let placed = results.move_no_replace(tmp, results, name);
         if !matches!(placed, Ok(true)) {
-            let _ = std::fs::remove_file(tmp);
+            let _ = results.remove(tmp);
         }
         if !placed? {
             notes.push(format!("a result for {} already exists; keeping it", f.id));
         }
     }
     for f in batch {
-        archive(dirs, &f.id, &f.job_path)?;
+        archive(folders, &f.id)?;
         if f.marker {
-            consume_marker(dirs, &f.id)?;
+            consume_marker(folders, &f.id)?;
         }
-        let _ = fsops::remove(&dirs.running_file(&f.id));
+        let _ = folders.running().remove(&f.id.file_name());
     }
     Ok(notes)
 }
 
 /// Moves a finished job's (valid) marker to `archive/consumed/`. Safe to
 /// repeat.
-pub fn consume_marker(dirs: &TargetDirs, id: &JobId) -> Result<()> {
-    let path = dirs.marker_file(id);
-    if std::fs::symlink_metadata(&path).is_ok()
-        && !fsops::move_no_replace(&path, &dirs.consumed_file(id))?
+pub fn consume_marker(folders: &Folders, id: &JobId) -> Result<()> {
+    let (cancel, name) = (folders.cancel(), id.file_name());
+    if cancel.exists(&name)
+        && !cancel.move_no_replace(&name, folders.consumed(), &crate::layout::consumed_name(id))?
     {
-        fsops::remove(&path)?;
+        cancel.remove(&name)?;
     }
     Ok(())
 }
 
 /// Moves a finished job's file to `archive/done/`. Safe to repeat.
-pub fn archive(dirs: &TargetDirs, id: &JobId, job_path: &std::path::Path) -> Result<()> {
-    if std::fs::symlink_metadata(job_path).is_ok()
-        && !fsops::move_no_replace(job_path, &dirs.done_file(id))?
-    {
+pub fn archive(folders: &Folders, id: &JobId) -> Result<()> {
+    let (inbox, name) = (folders.inbox(), id.file_name());
+    if inbox.exists(&name) && !inbox.move_no_replace(&name, folders.done(), &name)? {
         // An earlier copy is archived already (a resurrected file): this
         // one is a duplicate of processed work.
-        fsops::remove(job_path)?;
+        inbox.remove(&name)?;
     }
     // Flushed at the next checkpoint; if a power loss undoes this move
     // first, the ledger still refuses the job.

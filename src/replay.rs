@@ -7,7 +7,7 @@
 //! can write one, so counting it would let a folder writer block a genuine
 //! job by filing a rejection under its id first.
 
-use crate::layout::TargetDirs;
+use crate::layout::{Place, TargetDirs};
 use crate::names::JobId;
 
 /// Where `id` was already used on the target of `dirs`, if anywhere;
@@ -17,9 +17,13 @@ pub fn used_where(
     id: &JobId,
     in_ledger: impl FnOnce() -> bool,
 ) -> Option<&'static str> {
-    if std::fs::symlink_metadata(dirs.result_file(id)).is_ok() {
+    // Each folder is opened without following links; one that cannot be
+    // (a link or a file in its place) holds nothing, and the ledger answers.
+    let name = id.file_name();
+    let there = |p: Place| dirs.open(p).ok().flatten().is_some_and(|d| d.exists(&name));
+    if there(Place::Results) {
         Some("results/")
-    } else if std::fs::symlink_metadata(dirs.done_file(id)).is_ok() {
+    } else if there(Place::Done) {
         Some("archive/done/")
     } else if in_ledger() {
         Some("the local ledger")

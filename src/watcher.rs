@@ -6,13 +6,12 @@
 //! appears or changes. It also keeps the listener's heartbeat fresh while
 //! the job runs, since the listener itself is busy waiting for the job.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::accept;
 use crate::doc::Marker;
-use crate::fsops;
+use crate::fsops::Dir;
 use crate::heartbeat::{self, Heartbeat};
 use crate::key::Key;
 use crate::names::JobId;
@@ -20,7 +19,7 @@ use crate::names::JobId;
 /// What to look at, and what was seen.
 pub struct Watch {
     job: JobId,
-    marker: PathBuf,
+    cancel: Dir,
     target: String,
     key: Arc<Key>,
     poll: Duration,
@@ -38,11 +37,11 @@ pub struct Watch {
 const FIRST_BEAT: Duration = Duration::from_secs(1);
 
 impl Watch {
-    /// Watches `marker` (`cancel/<job>.json`) for `job` of `target`, every
-    /// `poll`, starting now.
+    /// Watches `cancel/<job>.json` in `cancel` (held open) for `job` of
+    /// `target`, every `poll`, starting now.
     pub fn new(
         job: JobId,
-        marker: PathBuf,
+        cancel: Dir,
         target: String,
         key: Arc<Key>,
         poll: Duration,
@@ -51,7 +50,7 @@ impl Watch {
         let now = Instant::now();
         Watch {
             job,
-            marker,
+            cancel,
             target,
             key,
             poll,
@@ -88,11 +87,14 @@ impl Watch {
             return None;
         }
         self.next_look = now + self.poll;
-        if let Ok(meta) = std::fs::symlink_metadata(&self.marker) {
-            let stamp = (meta.len(), meta.modified().ok());
+        let name = self.job.file_name();
+        if let Ok(meta) = self.cancel.entry(&name) {
+            let stamp = (meta.len, meta.modified);
             if self.last_seen != Some(stamp) {
                 self.last_seen = Some(stamp);
-                let read = fsops::read_limited(&self.marker, crate::doc::marker::MAX_BYTES);
+                let read = self
+                    .cancel
+                    .read_limited(&name, crate::doc::marker::MAX_BYTES);
                 match accept::marker(&self.job.file_name(), read, &self.target, &self.key) {
                     Ok(m) => return Some(m),
                     Err(r) => {

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::{Flush, retry};
+use super::{Flush, retry, temp_name};
 use crate::error::{Error, Result};
 use crate::platform::{DirHandle, Entry, EntryKind};
 use crate::read::FileRead;
@@ -44,13 +44,6 @@ pub fn kind_word(kind: EntryKind) -> &'static str {
         EntryKind::File => "file",
         EntryKind::Other => "special file",
     }
-}
-
-/// `.<final name>.<random>.tmp`: see [`super::temp_path`].
-fn temp_name(name: &str) -> String {
-    let mut r = [0u8; 6];
-    crate::random::fill(&mut r);
-    format!(".{name}.{}.tmp", hex::encode(r))
 }
 
 impl Dir {

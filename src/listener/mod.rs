@@ -37,13 +37,12 @@ use crate::accept::{self, Rejection, Verdict};
 use crate::clock;
 use crate::doc::{self, Marker, Outcome, Termination, detail, job};
 use crate::error::Result;
-use crate::fsops;
-use crate::fsops::Durability;
+use crate::fsops::{Dir, Durability};
 use crate::governor::Tier;
 use crate::heartbeat::{self, Heartbeat};
 use crate::jobenv;
 use crate::key::Key;
-use crate::layout::{StateDirs, TargetDirs};
+use crate::layout::{self, Folders, StateDirs, TargetDirs};
 use crate::names::JobId;
 use crate::platform;
 use crate::publisher::{Finished, Publisher};
@@ -98,6 +97,9 @@ pub struct Counters {
     pub rejected: u64,
     /// Already processed (replays).
     pub skipped: u64,
+    /// Layout folders found to be links or files, moved aside and made
+    /// again (docs/protocol.md §3.5).
+    pub repaired: u64,
 }
 
 /// How a listener run ended.
@@ -112,6 +114,9 @@ pub struct Summary {
 /// Where the listener runs and with what.
 pub struct Listener {
     dirs: TargetDirs,
+    /// The layout's folders, held open for one pass (opened again at the
+    /// next, so a folder swapped meanwhile is noticed and moved aside).
+    folders: Option<Folders>,
     key: Arc<Key>,
     key_path: PathBuf,
     root: PathBuf,
@@ -149,8 +154,7 @@ impl Listener {
         shutdown: Arc<Shutdown>,
     ) -> Result<Listener> {
         let lock = Lock::acquire(&state, dirs.target().as_str())?;
-        dirs.check_real()?;
-        fsops::create_dirs(&dirs.all_dirs())?;
+        let (folders, repairs) = rejected::open_repairing(&dirs)?;
         platform::become_subreaper();
         let now = clock::now();
         // Keep ids at least as long as the max age, and never under 30 days:
@@ -166,7 +170,7 @@ impl Listener {
             )
         })?;
         let mail = Mailbox::new(tx, bell);
-        let beat = Heartbeat::new(dirs.listener_json(), dirs.target().as_str(), settings.poll);
+        let beat = Heartbeat::new(dirs.clone(), dirs.target().as_str(), settings.poll);
         let wake = mail.clone();
         shutdown.on_request(move || wake.send(Control::Shutdown));
         let publisher = Publisher::start(
@@ -176,6 +180,7 @@ impl Listener {
         let inbox = Inbox::new(settings.settle);
         let mut l = Listener {
             dirs,
+            folders: Some(folders),
             key: Arc::new(key),
             key_path,
             root,
@@ -194,9 +199,30 @@ impl Listener {
             last_heartbeat: Instant::now(),
             _lock: lock,
         };
+        l.repaired(repairs);
         l.recover(unfinished)?;
         l.heartbeat(None, "listening");
         Ok(l)
+    }
+
+    /// Counts and logs layout folders moved aside.
+    fn repaired(&mut self, notes: Vec<String>) {
+        self.counters.repaired += notes.len() as u64;
+        for n in notes {
+            self.say(n);
+        }
+    }
+
+    /// The layout's folders for this pass, opened (and repaired) when the
+    /// pass has none yet.
+    fn folders(&mut self) -> Result<Folders> {
+        if let Some(f) = &self.folders {
+            return Ok(f.clone());
+        }
+        let (f, notes) = rejected::open_repairing(&self.dirs)?;
+        self.repaired(notes);
+        self.folders = Some(f.clone());
+        Ok(f)
     }
 
     fn say(&self, line: impl AsRef<str>) {
@@ -237,6 +263,8 @@ impl Listener {
                 continue;
             }
             self.checkpoint()?;
+            // Folders are held for a pass only: an idle listener holds none.
+            self.folders = None;
             if self.settings.once {
                 break;
             }
@@ -263,51 +291,66 @@ impl Listener {
     /// interval has passed, so draining n queued jobs costs n small steps,
     /// not n listings of n files. Before saying "nothing to do" the pass
     /// always looks at a fresh listing.
+    ///
+    /// The folders are opened afresh for each pass. When they cannot be
+    /// (a writer keeps swapping them), the pass is skipped and tried again
+    /// after a poll interval: nothing in the folder stops the listener.
     fn pass(&mut self) -> Result<bool> {
-        let fresh = self.inbox.stale(
-            &self.dirs.inbox(),
-            self.settings.poll,
-            self.publisher.inbox_mtime(),
-        );
+        self.folders = None;
+        let f = match self.folders() {
+            Ok(f) => f,
+            Err(e) => {
+                self.say(format!(
+                    "cannot open the folders of {}: {e}; trying again",
+                    self.dirs.target()
+                ));
+                return Ok(false);
+            }
+        };
+        let fresh = self
+            .inbox
+            .stale(f.inbox(), self.settings.poll, self.publisher.inbox_mtime());
         if fresh {
-            self.rescan()?;
+            self.rescan(&f)?;
         }
-        if self.act()? {
+        if self.act(&f)? {
             return Ok(true);
         }
         if !fresh {
-            self.rescan()?;
-            return self.act();
+            self.rescan(&f)?;
+            return self.act(&f);
         }
         Ok(false)
     }
 
-    fn rescan(&mut self) -> Result<()> {
-        let (mut jobs, found) = self.inbox.scan(&self.dirs, &self.key)?;
+    fn rescan(&mut self, f: &Folders) -> Result<()> {
+        let (mut jobs, found) =
+            self.inbox
+                .scan(f.inbox(), self.dirs.target().as_str(), &self.key)?;
         for line in found.notes {
             self.say(line);
         }
-        for (name, path, r) in found.refused {
-            self.refuse(&path, &name, &r);
+        for (name, r) in found.refused {
+            self.refuse(f, &name, &r);
         }
         // Finished jobs not yet archived are no longer queued.
         jobs.retain(|c| {
             !self.pending.iter().any(|p| p.id == c.job.id) && !self.publisher.in_flight(&c.job.id)
         });
         jobs.sort_by_key(|c| c.job.drain_key());
-        self.inbox.reset(jobs, &self.dirs.inbox());
+        self.inbox.reset(jobs, f.inbox());
         Ok(())
     }
 
     /// Walks the queue in drain order and acts on the first job that can
     /// start or end: replay guard → age → cancel check (before the governor,
     /// so a cancelled job never sits deferred under RED) → governor → run.
-    fn act(&mut self) -> Result<bool> {
+    fn act(&mut self, f: &Folders) -> Result<bool> {
         let tier = Tier::read(self.settings.governor.as_deref());
         let mut i = 0;
         while i < self.inbox.jobs.len() {
             let c = &self.inbox.jobs[i];
-            if std::fs::symlink_metadata(&c.path).is_err() {
+            if !f.inbox().exists(&c.job.id.file_name()) {
                 // Gone meanwhile (moved by a sync engine): nothing to do.
                 self.inbox.jobs.remove(i);
                 continue;
@@ -317,14 +360,14 @@ impl Listener {
             });
             if let Err(r) = checked {
                 let c = self.inbox.jobs.remove(i).expect("index in range");
-                self.refuse(&c.path, &c.job.id.file_name(), &r);
+                self.refuse(f, &c.job.id.file_name(), &r);
                 continue;
             }
             let id = c.job.id.clone();
-            if let Some(marker) = self.valid_marker(&id) {
+            if let Some(marker) = self.valid_marker(f, &id) {
                 let c = self.inbox.jobs.remove(i).expect("index in range");
                 self.cancel_before_start(&c, &marker)?;
-                self.inbox.note_own_change(&self.dirs.inbox());
+                self.inbox.note_own_change(f.inbox());
                 return Ok(true);
             }
             if !tier.admits(self.inbox.jobs[i].job.spec.priority) {
@@ -337,8 +380,8 @@ impl Listener {
             }
             let c = self.inbox.jobs.remove(i).expect("index in range");
             self.deferred.remove(&c.job.id);
-            self.run_job(c)?;
-            self.inbox.note_own_change(&self.dirs.inbox());
+            self.run_job(f, c)?;
+            self.inbox.note_own_change(f.inbox());
             return Ok(true);
         }
         Ok(false)
@@ -346,7 +389,7 @@ impl Listener {
 
     /// Counts and moves aside a refused inbox file. A file we cannot move
     /// stays and is retried; it must never take the listener down.
-    fn refuse(&mut self, path: &std::path::Path, name: &str, r: &Rejection) {
+    fn refuse(&mut self, f: &Folders, name: &str, r: &Rejection) {
         self.inbox.forget(name);
         if r.verdict == Verdict::AlreadyProcessed {
             self.counters.skipped += 1;
@@ -358,7 +401,7 @@ impl Listener {
             r.verdict.as_str(),
             r.message
         ));
-        if let Err(e) = self.reject(path, name, r, Kind::Job) {
+        if let Err(e) = self.reject(f, f.inbox(), name, r, Kind::Job) {
             self.say_once(name, format!("could not move {name} aside: {e}"));
         }
     }
@@ -374,25 +417,27 @@ impl Listener {
         replay::used_where(&self.dirs, id, || self.ledger.contains(id.as_str()))
     }
 
-    /// Moves a refused input to `archive/rejected/` with its reason.
-    fn reject(&self, path: &std::path::Path, name: &str, r: &Rejection, kind: Kind) -> Result<()> {
+    /// Moves the refused entry `name` of `from` to `archive/rejected/` with
+    /// its reason.
+    fn reject(&self, f: &Folders, from: &Dir, name: &str, r: &Rejection, kind: Kind) -> Result<()> {
         let reason = rejected::Reason::new(r, kind, self.dirs.target().as_str());
-        rejected::file(&self.dirs, path, name, &reason)
+        rejected::file(f.rejected(), from, name, &reason)
     }
 
     /// The valid cancel marker for `id`, if one is there. An invalid one is
     /// moved to `archive/rejected/` (once settled), so it cannot block the
     /// slot a genuine marker needs.
-    fn valid_marker(&mut self, id: &JobId) -> Option<Marker> {
-        let path = self.dirs.marker_file(id);
+    fn valid_marker(&mut self, f: &Folders, id: &JobId) -> Option<Marker> {
         let name = id.file_name();
-        let read = fsops::read_limited(&path, doc::marker::MAX_BYTES);
+        let read = f.cancel().read_limited(&name, doc::marker::MAX_BYTES);
         match accept::marker(&name, read, self.dirs.target().as_str(), &self.key) {
             Ok(m) => Some(m),
             Err(r) if matches!(r.verdict, Verdict::Missing | Verdict::Unreadable) => None,
             Err(r)
                 if r.verdict == Verdict::Malformed
-                    && !self.inbox.settled(&format!("cancel/{name}"), &path) =>
+                    && !self
+                        .inbox
+                        .settled(&format!("cancel/{name}"), f.cancel(), &name) =>
             {
                 None
             }
@@ -402,7 +447,7 @@ impl Listener {
                     r.verdict.as_str(),
                     r.message
                 ));
-                if let Err(e) = self.reject(&path, &name, &r, Kind::Marker) {
+                if let Err(e) = self.reject(f, f.cancel(), &name, &r, Kind::Marker) {
                     self.say(format!("could not move the marker aside: {e}"));
                 }
                 None
@@ -418,7 +463,7 @@ impl Listener {
             "cancelled {} before start (marker from {})",
             c.job.id, marker.origin
         ));
-        self.finish(&c.job.id, &c.path, &outcome, true)
+        self.finish(&c.job.id, &outcome, true)
     }
 
     /// Records `outcome` in the ledger; it is handed on by [`Self::settle`],
@@ -426,13 +471,7 @@ impl Listener {
     /// (the publisher consumes it once the result is durable: a marker
     /// consumed before that could let a crash run a job that was cancelled
     /// before it started).
-    fn finish(
-        &mut self,
-        id: &JobId,
-        job_path: &std::path::Path,
-        outcome: &Outcome,
-        marker: bool,
-    ) -> Result<()> {
+    fn finish(&mut self, id: &JobId, outcome: &Outcome, marker: bool) -> Result<()> {
         let result = doc::to_file_bytes(outcome);
         {
             let _recording = shutdown::recording();
@@ -441,7 +480,6 @@ impl Listener {
         self.inbox.forget(&id.file_name());
         self.pending.push(Finished {
             id: id.clone(),
-            job_path: job_path.to_path_buf(),
             result,
             marker,
         });
@@ -475,12 +513,17 @@ impl Listener {
         for note in self.publisher.notes() {
             self.say(note);
         }
+        self.counters.repaired += self.publisher.repaired();
         waited?;
         if !self.published && !self.ledger.wants_checkpoint() {
             return Ok(());
         }
-        for dir in [self.dirs.results(), self.dirs.done(), self.dirs.consumed()] {
-            platform::sync_dir(&dir);
+        // Folders that cannot be opened now were flushed by the publisher
+        // when it placed the batch, or are moved aside at the next pass.
+        if let Ok(f) = self.folders() {
+            for dir in [f.results(), f.done(), f.consumed()] {
+                dir.sync();
+            }
         }
         self.ledger.checkpoint(clock::now())?;
         self.published = false;
@@ -490,11 +533,13 @@ impl Listener {
     /// True when a valid marker for a finished job is in `cancel/`, read
     /// from the folder (for a job whose runner did not meet one).
     pub(super) fn has_valid_marker(&mut self, id: &JobId) -> bool {
-        std::fs::symlink_metadata(self.dirs.marker_file(id)).is_ok()
-            && self.valid_marker(id).is_some()
+        let Ok(f) = self.folders() else {
+            return false;
+        };
+        f.cancel().exists(&id.file_name()) && self.valid_marker(&f, id).is_some()
     }
 
-    fn run_job(&mut self, c: Candidate) -> Result<()> {
+    fn run_job(&mut self, f: &Folders, c: Candidate) -> Result<()> {
         // Messages left from an earlier job are stale; a shutdown asked for
         // meanwhile is in the flag, checked once the queue is clear.
         while self.rx.try_recv().is_ok() {}
@@ -530,12 +575,13 @@ impl Listener {
             env,
             timeout: spec.timeout,
             grace: spec.grace(),
-            stdout_log: self.dirs.log_file(&id, "stdout"),
-            stderr_log: self.dirs.log_file(&id, "stderr"),
+            logs: f.logs().clone(),
+            stdout_log: layout::log_name(&id, "stdout"),
+            stderr_log: layout::log_name(&id, "stderr"),
         };
         let mut watch = Watch::new(
             id.clone(),
-            self.dirs.marker_file(&id),
+            f.cancel().clone(),
             self.dirs.target().to_string(),
             Arc::clone(&self.key),
             self.settings.poll,
@@ -549,7 +595,7 @@ impl Listener {
                 let _ = self.ledger.note_pid(id.as_str(), running.id());
                 let settled = self.settle();
                 self.publisher
-                    .show_running(self.dirs.running_file(&id), doc::to_file_bytes(&shown));
+                    .show_running(id.clone(), doc::to_file_bytes(&shown));
                 (running.wait(&self.rx, &mut watch), settled)
             }
             Err(report) => (*report, self.settle()),
@@ -582,7 +628,7 @@ impl Listener {
         // marker may still have come after the watch's last look, and is
         // consumed all the same (the completion race, docs/protocol.md §7).
         let marker = report.marker().is_some() || self.has_valid_marker(&id);
-        self.finish(&id, &c.path, &outcome, marker)?;
+        self.finish(&id, &outcome, marker)?;
         settled
     }
 
