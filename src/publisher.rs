@@ -44,8 +44,9 @@ enum Work {
     /// A job started: its `running/<id>.json` file's bytes.
     Running(JobId, Vec<u8>),
     Publish(Finished),
-    /// Answered once everything sent before it is done.
-    Barrier(Sender<()>),
+    /// Answered once everything sent before it was tried: true when all
+    /// of it is placed.
+    Barrier(Sender<bool>),
 }
 
 /// What the listener and the publisher thread share.
@@ -120,19 +121,22 @@ impl Publisher {
         self.send(Work::Running(id, bytes));
     }
 
-    /// Waits until everything handed over is published and archived.
-    pub fn wait(&self) -> Result<()> {
+    /// Waits until everything handed over was tried: true when it is all
+    /// published and archived, false when some is kept to be tried again
+    /// (a folder of the layout vanished or was swapped meanwhile).
+    pub fn wait(&self) -> Result<bool> {
         let (done, wait) = mpsc::channel();
         self.send(Work::Barrier(done));
         // A thread that died (it never should) cannot answer: don't hang.
-        while let Err(mpsc::RecvTimeoutError::Timeout) =
-            wait.recv_timeout(Duration::from_millis(100))
-        {
-            if self.thread.is_finished() {
-                break;
+        let placed = loop {
+            match wait.recv_timeout(Duration::from_millis(100)) {
+                Ok(placed) => break placed,
+                Err(mpsc::RecvTimeoutError::Timeout) if !self.thread.is_finished() => {}
+                Err(_) => break false,
             }
-        }
-        self.check()
+        };
+        self.check()?;
+        Ok(placed)
     }
 
     fn check(&self) -> Result<()> {
@@ -196,71 +200,102 @@ fn gather(shared: &(Mutex<Shared>, Condvar)) -> Option<Vec<Work>> {
     Some(std::mem::take(&mut s.work))
 }
 
+/// How often one batch is tried, its folders opened afresh each time,
+/// before it is kept for the next batch.
+const ATTEMPTS: usize = 2;
+
 fn serve(dirs: &TargetDirs, ledger: Option<&std::path::Path>, shared: &(Mutex<Shared>, Condvar)) {
     crate::platform::lower_thread_priority();
     let lock = || shared.0.lock().unwrap_or_else(|p| p.into_inner());
+    // Jobs whose results could not be placed yet (a folder of the layout
+    // vanished or was swapped meanwhile): tried again with the next batch
+    // or wait, never dropped; until then a wait answers "not all placed".
+    let mut carried: Vec<Finished> = Vec::new();
     while let Some(gathered) = gather(shared) {
-        let mut batch = Vec::new();
+        let mut batch = std::mem::take(&mut carried);
         let mut shows = Vec::new();
         let mut barriers = Vec::new();
         for work in gathered {
             match work {
-                Work::Running(path, bytes) => shows.push((path, bytes)),
+                Work::Running(id, bytes) => shows.push((id, bytes)),
                 Work::Publish(f) => batch.push(f),
                 Work::Barrier(b) => barriers.push(b),
             }
         }
         let over: HashSet<&JobId> = batch.iter().map(|f| &f.id).collect();
-        // After a failure nothing more is placed: the listener stops, and
-        // its next start publishes from the ledger in order.
+        // After a failure of the local ledger nothing more is placed: the
+        // listener stops, and its next start publishes from the ledger.
         if (!batch.is_empty() || !shows.is_empty()) && lock().failed.is_none() {
-            // The folders are opened for each batch (a swap since the last
-            // one is noticed), and once more when the batch fails: a folder
-            // swapped for a link meanwhile is moved aside and made again.
-            let mut outcome = Err(None);
-            for _ in 0..2 {
-                outcome = match rejected::open_repairing(dirs) {
-                    Ok((folders, notes)) => {
-                        {
-                            let mut s = lock();
-                            s.repaired += notes.len() as u64;
-                            s.notes.extend(notes);
+            if let Err(e) = flush_ledger(ledger) {
+                lock().failed = Some(e);
+            } else {
+                let mut outcome = Err(None);
+                // The folders are opened for each batch (a swap since the
+                // last one is noticed), and again when the batch fails: a
+                // folder swapped for a link meanwhile is moved aside and
+                // made again.
+                for _ in 0..ATTEMPTS {
+                    outcome = match rejected::open_repairing(dirs) {
+                        Ok((folders, notes)) => {
+                            {
+                                let mut s = lock();
+                                s.repaired += notes.len() as u64;
+                                s.notes.extend(notes);
+                            }
+                            for (id, bytes) in shows.iter().filter(|(id, _)| !over.contains(id)) {
+                                let _ = folders.running().replace(
+                                    &id.file_name(),
+                                    bytes,
+                                    fsops::Flush::Nothing,
+                                );
+                            }
+                            shows.clear();
+                            publish_batch(&folders, None, &batch)
+                                .map(|notes| (notes, folders.inbox().modified()))
+                                .map_err(Some)
                         }
-                        for (id, bytes) in shows.iter().filter(|(id, _)| !over.contains(id)) {
-                            let _ = folders.running().replace(
-                                &id.file_name(),
-                                bytes,
-                                fsops::Flush::Nothing,
-                            );
-                        }
-                        shows.clear();
-                        publish_batch(&folders, ledger, &batch)
-                            .map(|notes| (notes, folders.inbox().modified()))
-                            .map_err(Some)
+                        Err(e) => Err(Some(e)),
+                    };
+                    if outcome.is_ok() {
+                        break;
                     }
-                    Err(e) => Err(Some(e)),
-                };
-                if outcome.is_ok() {
-                    break;
                 }
-            }
-            match outcome {
-                Ok((notes, mtime)) => {
-                    let mut s = lock();
-                    s.notes.extend(notes);
-                    s.inbox_mtime = mtime;
+                match outcome {
+                    Ok((notes, mtime)) => {
+                        let mut s = lock();
+                        s.notes.extend(notes);
+                        s.inbox_mtime = mtime;
+                        for f in &batch {
+                            s.in_flight.remove(&f.id);
+                        }
+                    }
+                    Err(e) => {
+                        let why = e.map_or_else(String::new, |e| format!(": {e}"));
+                        lock().notes.push(format!(
+                            "could not place {} result(s) yet{why}; trying again",
+                            batch.len()
+                        ));
+                        carried = batch;
+                    }
                 }
-                Err(e) => lock().failed = e,
-            }
-            let mut s = lock();
-            for f in &batch {
-                s.in_flight.remove(&f.id);
             }
         }
         for b in barriers {
-            let _ = b.send(());
+            let _ = b.send(carried.is_empty());
         }
     }
+}
+
+/// Flushes the ledger at `ledger`, if given (the relaxed level).
+fn flush_ledger(ledger: Option<&std::path::Path>) -> Result<()> {
+    if let Some(ledger) = ledger {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(ledger)
+            .and_then(|f| f.sync_data())
+            .map_err(|e| crate::error::Error::io("flush", ledger, &e))?;
+    }
+    Ok(())
 }
 
 /// Flushes `ledger` if given (the relaxed level: the start lines and
@@ -272,13 +307,7 @@ pub fn publish_batch(
     ledger: Option<&std::path::Path>,
     batch: &[Finished],
 ) -> Result<Vec<String>> {
-    if let Some(ledger) = ledger {
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(ledger)
-            .and_then(|f| f.sync_data())
-            .map_err(|e| crate::error::Error::io("flush", ledger, &e))?;
-    }
+    flush_ledger(ledger)?;
     if batch.is_empty() {
         return Ok(Vec::new());
     }

@@ -146,21 +146,25 @@ const REPAIRS: usize = 12;
 /// A file error, or `FORBIDDEN` when folders keep being swapped.
 pub fn open_repairing(dirs: &TargetDirs) -> Result<(Folders, Vec<String>)> {
     let mut notes = Vec::new();
-    let mut last = None;
+    let (mut last, mut failed) = (None, None);
     for _ in 0..REPAIRS {
         match dirs.open_all() {
             Ok(f) => return Ok((f, notes)),
             Err(OpenFailure::Error(e)) => return Err(e),
             Err(OpenFailure::Bad(bad)) => {
-                if let Some(note) = move_aside(dirs, bad)? {
-                    notes.push(note);
+                // A move that fails (the entry changed meanwhile) is tried
+                // again after the next opening judges it afresh.
+                match move_aside(dirs, bad) {
+                    Ok(Some(note)) => notes.push(note),
+                    Ok(None) => {}
+                    Err(e) => failed = Some(e),
                 }
                 last = Some(bad);
             }
         }
     }
     let bad = last.expect("a failed opening names its folder");
-    Err(fsops::not_a_folder(&dirs.bad_path(bad), bad.kind()))
+    Err(failed.unwrap_or_else(|| fsops::not_a_folder(&dirs.bad_path(bad), bad.kind())))
 }
 
 /// `20261129T193105.123Z`: the time in a name every platform accepts.

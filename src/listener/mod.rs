@@ -514,8 +514,9 @@ impl Listener {
             self.say(note);
         }
         self.counters.repaired += self.publisher.repaired();
-        waited?;
-        if !self.published && !self.ledger.wants_checkpoint() {
+        // Results not placed yet stay unfinished in the ledger: no
+        // checkpoint until they are.
+        if !waited? || (!self.published && !self.ledger.wants_checkpoint()) {
             return Ok(());
         }
         // Folders that cannot be opened now were flushed by the publisher
