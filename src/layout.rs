@@ -333,9 +333,11 @@ impl TargetDirs {
                     }
                 }
             }
-            Err(OpenFailure::Error(not_a_folder(
+            // Made and gone three times over: someone keeps removing it.
+            Err(OpenFailure::Error(Error::io(
+                "create directory",
                 &dir.shown(name),
-                "missing",
+                &std::io::Error::from(std::io::ErrorKind::NotFound),
             )))
         };
         let base = made(&root, self.base_name(), &Bad::Target)?;
