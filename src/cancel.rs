@@ -12,7 +12,7 @@ use crate::doc::{self, Marker, Outcome, job};
 use crate::error::{Error, Result};
 use crate::fsops;
 use crate::key::Key;
-use crate::layout::TargetDirs;
+use crate::layout::{Place, TargetDirs};
 use crate::names::{JobId, Machine};
 use crate::observe::{self, Observed};
 use crate::read::FileRead;
@@ -95,12 +95,16 @@ impl CancelStatus {
 /// Inside a job, only the target job's direct parent may cancel it: the
 /// signed job file names its `parentJobId`.
 fn check_parent(dirs: &TargetDirs, id: &JobId, key: &Key, caller: &JobId) -> Result<()> {
-    for path in [dirs.job_file(id), dirs.done_file(id)] {
-        let read = fsops::read_limited(&path, job::MAX_BYTES);
+    let name = id.file_name();
+    for place in [Place::Inbox, Place::Done] {
+        let path = dirs.place(place).join(&name);
+        let read = match dirs.open(place)? {
+            Some(d) => d.read_limited(&name, job::MAX_BYTES),
+            None => FileRead::Missing,
+        };
         if matches!(read, FileRead::Missing) {
             continue;
         }
-        let name = id.file_name();
         return match accept::job(&name, read, dirs.target().as_str(), key) {
             Ok(j) if j.spec.parent_job_id.as_deref() == Some(caller.as_str()) => Ok(()),
             Ok(j) => Err(Error::forbidden(format!(
@@ -165,14 +169,12 @@ pub fn place_marker(
     if let Observed::Done(o) = observed {
         return Ok(CancelStatus::NotRunning(o));
     }
-    let path = dirs.marker_file(id);
-    let name = id.file_name();
+    let (cancel, name) = (dirs.open_made(Place::Cancel)?, id.file_name());
     let target = dirs.target().as_str();
-    fsops::create_dirs(&[dirs.cancel()])?;
     let mut last = String::new();
     for _ in 0..ATTEMPTS {
-        if fsops::publish(
-            &path,
+        if cancel.publish(
+            &name,
             &doc::to_file_bytes(marker),
             fsops::Flush::DataAndName,
         )? {
@@ -181,7 +183,7 @@ pub fn place_marker(
                 existing: None,
             });
         }
-        let read = fsops::read_limited(&path, doc::marker::MAX_BYTES);
+        let read = cancel.read_limited(&name, doc::marker::MAX_BYTES);
         let r = match accept::marker(&name, read, target, key) {
             Ok(m) => {
                 return Ok(CancelStatus::Requested {
@@ -200,7 +202,10 @@ pub fn place_marker(
             _ => {
                 let reason =
                     rejected::Reason::new(&r, rejected::Kind::Marker, target).judged_with(key);
-                if let Err(e) = rejected::file(dirs, &path, &name, &reason) {
+                let moved = dirs
+                    .open_made(Place::Rejected)
+                    .and_then(|into| rejected::file(&into, &cancel, &name, &reason));
+                if let Err(e) = moved {
                     last = format!("{last}; it could not be moved aside: {}", e.message);
                     break;
                 }

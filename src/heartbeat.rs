@@ -3,13 +3,13 @@
 //! whether a target's listener is alive. Informational only: nothing trusts
 //! it for a decision that matters, and a failed write never stops a listener.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::clock;
 use crate::fsops;
+use crate::layout::{LISTENER_JSON, TargetDirs};
 use crate::read::FileRead;
 
 /// How often the heartbeat is refreshed.
@@ -81,9 +81,11 @@ impl Beat {
     }
 }
 
-/// The heartbeat at `path`, if one is there and parses.
-pub fn read(path: &Path) -> Option<Beat> {
-    match fsops::read_limited(path, MAX_BYTES) {
+/// The heartbeat in the target folder of `dirs`, if one is there and
+/// parses (read without following a link).
+pub fn read(dirs: &TargetDirs) -> Option<Beat> {
+    let base = dirs.open_base().ok()??;
+    match base.read_limited(LISTENER_JSON, MAX_BYTES) {
         FileRead::Bytes(b) => serde_json::from_slice(&b).ok(),
         _ => None,
     }
@@ -106,7 +108,7 @@ pub struct Identity {
 /// Writes heartbeats for one listener; cheap to clone into a thread.
 #[derive(Clone, Debug)]
 pub struct Heartbeat {
-    path: PathBuf,
+    dirs: TargetDirs,
     target: String,
     host: String,
     instance: String,
@@ -116,10 +118,11 @@ pub struct Heartbeat {
 }
 
 impl Heartbeat {
-    /// A heartbeat writer for `target` at `path`, as `who`.
-    pub fn new(path: PathBuf, target: &str, who: &Identity, poll: Duration) -> Heartbeat {
+    /// A heartbeat writer for `target` in the target folder of `dirs`, as
+    /// `who`.
+    pub fn new(dirs: TargetDirs, target: &str, who: &Identity, poll: Duration) -> Heartbeat {
         Heartbeat {
-            path,
+            dirs,
             target: target.to_string(),
             host: who.host.clone(),
             instance: who.instance.clone(),
@@ -133,7 +136,7 @@ impl Heartbeat {
     /// a second instance serving this target (a heartbeat from a version
     /// that wrote no instance id cannot be told apart, and is not counted).
     pub fn rival(&self) -> Option<Beat> {
-        read(&self.path)
+        read(&self.dirs)
             .filter(|b| !b.instance.is_empty() && b.instance != self.instance && b.alive())
     }
 
@@ -152,11 +155,14 @@ impl Heartbeat {
             instance: self.instance.clone(),
             key_fingerprint: self.key_fingerprint.clone(),
         };
-        let _ = fsops::replace(
-            &self.path,
-            &crate::doc::to_file_bytes(&beat),
-            fsops::Flush::Nothing,
-        );
+        // The target folder is opened for each write: never through a link.
+        if let Ok(Some(base)) = self.dirs.open_base() {
+            let _ = base.replace(
+                LISTENER_JSON,
+                &crate::doc::to_file_bytes(&beat),
+                fsops::Flush::Nothing,
+            );
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::fsops;
-use crate::layout::TargetDirs;
+use crate::layout::{Place, TargetDirs};
 use crate::names::JobId;
 
 /// The word that names the last job enqueued from this machine.
@@ -34,16 +34,16 @@ pub fn remember(state_dir: &Path, dirs: &TargetDirs, id: &JobId) {
 /// Every job id the target's folders know, sorted, without repeats.
 fn known_ids(dirs: &TargetDirs) -> Vec<JobId> {
     let mut ids: Vec<JobId> = [
-        dirs.inbox(),
-        dirs.running(),
-        dirs.results(),
-        dirs.done(),
-        dirs.rejected(),
+        Place::Inbox,
+        Place::Running,
+        Place::Results,
+        Place::Done,
+        Place::Rejected,
     ]
-    .iter()
-    .filter_map(|d| std::fs::read_dir(d).ok())
-    .flat_map(|rd| rd.flatten())
-    .filter_map(|e| JobId::from_file_name(e.file_name().to_str()?))
+    .into_iter()
+    .filter_map(|p| dirs.open(p).ok().flatten())
+    .flat_map(|d| d.list().unwrap_or_default())
+    .filter_map(|name| JobId::from_file_name(&name))
     .collect();
     ids.sort();
     ids.dedup();
@@ -114,11 +114,11 @@ mod tests {
     fn world() -> (tempfile::TempDir, TargetDirs) {
         let dir = tempfile::tempdir().unwrap();
         let dirs = TargetDirs::new(dir.path(), &Machine::parse("PC", "t").unwrap());
-        fsops::create_dirs(&dirs.all_dirs()).unwrap();
+        dirs.make_all().unwrap();
         (dir, dirs)
     }
 
-    fn touch(dir: &Path, name: &str) {
+    fn touch(dir: &std::path::Path, name: &str) {
         std::fs::write(dir.join(name), b"{}").unwrap();
     }
 

@@ -1,11 +1,173 @@
 //! The on-disk layout (docs/protocol.md §3), in one place: no other module joins path
-//! strings. [`TargetDirs`] names everything under `<root>/<TARGET>/`;
+//! strings. [`TargetDirs`] names everything under `<root>/<TARGET>/` and
+//! opens its folders as [`Folders`] (held open, never through a link);
 //! [`StateDirs`] names the per-user local state that must never sync.
 
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::fsops::{Child, Dir, not_a_folder};
 use crate::names::{JobId, Machine, is_machine};
+
+/// A folder of the layout under `<root>/<TARGET>/`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Place {
+    /// `inbox/`: queued jobs.
+    Inbox,
+    /// `cancel/`: cancel markers.
+    Cancel,
+    /// `running/`: what the listener runs now.
+    Running,
+    /// `results/`: signed results.
+    Results,
+    /// `logs/`: captured output.
+    Logs,
+    /// `archive/done/`: processed job files.
+    Done,
+    /// `archive/consumed/`: consumed cancel markers.
+    Consumed,
+    /// `archive/rejected/`: rejected inputs and their reasons.
+    Rejected,
+}
+
+/// The folder `archive/`, which holds three of the places.
+pub const ARCHIVE: &str = "archive";
+
+impl Place {
+    /// Every place, in the order [`Folders`] holds them.
+    pub const ALL: [Place; 8] = [
+        Place::Inbox,
+        Place::Cancel,
+        Place::Running,
+        Place::Results,
+        Place::Logs,
+        Place::Done,
+        Place::Consumed,
+        Place::Rejected,
+    ];
+
+    /// The folder's own name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Place::Inbox => "inbox",
+            Place::Cancel => "cancel",
+            Place::Running => "running",
+            Place::Results => "results",
+            Place::Logs => "logs",
+            Place::Done => "done",
+            Place::Consumed => "consumed",
+            Place::Rejected => "rejected",
+        }
+    }
+
+    /// True for the places inside `archive/`.
+    pub fn in_archive(self) -> bool {
+        matches!(self, Place::Done | Place::Consumed | Place::Rejected)
+    }
+
+    /// Its path under the target folder, as people read it: `archive/done`.
+    pub fn shown(self) -> String {
+        if self.in_archive() {
+            format!("{ARCHIVE}/{}", self.name())
+        } else {
+            self.name().to_string()
+        }
+    }
+}
+
+/// Which folder of a target's layout is not a real folder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bad {
+    /// `<root>/<TARGET>/` itself.
+    Target(&'static str),
+    /// `archive/`.
+    Archive(&'static str),
+    /// One of the places.
+    Place(Place, &'static str),
+}
+
+impl Bad {
+    /// What is there instead of a folder (`symbolic link`, `file`, …).
+    pub fn kind(self) -> &'static str {
+        match self {
+            Bad::Target(k) | Bad::Archive(k) | Bad::Place(_, k) => k,
+        }
+    }
+}
+
+/// Why [`TargetDirs::open_all`] could not open the layout.
+#[derive(Debug)]
+pub enum OpenFailure {
+    /// A link or a file stands where a folder belongs.
+    Bad(Bad),
+    /// Anything else.
+    Error(Error),
+}
+
+impl From<Error> for OpenFailure {
+    fn from(e: Error) -> OpenFailure {
+        OpenFailure::Error(e)
+    }
+}
+
+/// Every folder of one target's layout, held open: operations name entries
+/// of these handles, so a folder swapped for a link after opening is never
+/// followed. Opened per pass or per batch of operations, so a swap between
+/// two is noticed at the next opening.
+#[derive(Clone, Debug)]
+pub struct Folders {
+    base: Dir,
+    archive: Dir,
+    places: Vec<Dir>,
+}
+
+impl Folders {
+    /// `<root>/<TARGET>/`.
+    pub fn base(&self) -> &Dir {
+        &self.base
+    }
+    /// `archive/`.
+    pub fn archive(&self) -> &Dir {
+        &self.archive
+    }
+    /// The folder of `place`.
+    pub fn get(&self, place: Place) -> &Dir {
+        let i = Place::ALL.iter().position(|p| *p == place).unwrap_or(0);
+        &self.places[i]
+    }
+    /// `inbox/`.
+    pub fn inbox(&self) -> &Dir {
+        self.get(Place::Inbox)
+    }
+    /// `cancel/`.
+    pub fn cancel(&self) -> &Dir {
+        self.get(Place::Cancel)
+    }
+    /// `running/`.
+    pub fn running(&self) -> &Dir {
+        self.get(Place::Running)
+    }
+    /// `results/`.
+    pub fn results(&self) -> &Dir {
+        self.get(Place::Results)
+    }
+    /// `logs/`.
+    pub fn logs(&self) -> &Dir {
+        self.get(Place::Logs)
+    }
+    /// `archive/done/`.
+    pub fn done(&self) -> &Dir {
+        self.get(Place::Done)
+    }
+    /// `archive/consumed/`.
+    pub fn consumed(&self) -> &Dir {
+        self.get(Place::Consumed)
+    }
+    /// `archive/rejected/`.
+    pub fn rejected(&self) -> &Dir {
+        self.get(Place::Rejected)
+    }
+}
 
 /// The places under one target's folder in the dispatch root.
 #[derive(Clone, Debug)]
@@ -67,37 +229,166 @@ impl TargetDirs {
     }
     /// The listener heartbeat.
     pub fn listener_json(&self) -> PathBuf {
-        self.base.join("listener.json")
+        self.base.join(LISTENER_JSON)
     }
     /// The lock a listener holds in the target folder itself, so listeners
     /// with different state directories on one file system (or one SMB
     /// share) cannot serve the target together.
     pub fn folder_lock(&self) -> PathBuf {
-        self.base.join("listener.lock")
+        self.base.join(FOLDER_LOCK)
     }
 
-    /// Refuses the layout when the target folder or any folder in it (or
-    /// `archive/`) is a link or a file.
-    pub fn check_real(&self) -> Result<()> {
-        crate::fsops::check_real_dir(&self.base)?;
-        crate::fsops::check_real_dir(&self.base.join("archive"))?;
-        self.all_dirs()
-            .iter()
-            .try_for_each(|d| crate::fsops::check_real_dir(d))
+    /// The dispatch root, opened as the user named it (links followed).
+    ///
+    /// # Errors
+    ///
+    /// A file error naming the root.
+    pub fn open_root(&self) -> Result<Dir> {
+        let root = self.base.parent().unwrap_or(Path::new("."));
+        Dir::open_trusted(root)
     }
 
-    /// Every directory the listener needs, created on its first start.
-    pub fn all_dirs(&self) -> Vec<PathBuf> {
-        vec![
-            self.inbox(),
-            self.cancel(),
-            self.running(),
-            self.results(),
-            self.logs(),
-            self.done(),
-            self.consumed(),
-            self.rejected(),
-        ]
+    /// The name of the target's folder in the root.
+    pub fn base_name(&self) -> &str {
+        self.name.as_str()
+    }
+
+    fn open_base_as(&self, make: bool) -> Result<Option<Dir>> {
+        let root = self.open_root()?;
+        let name = self.base_name();
+        if make {
+            return root.child_made(name).map(Some);
+        }
+        match root.child(name)? {
+            Child::Dir(d) => Ok(Some(d)),
+            Child::Missing => Ok(None),
+            Child::NotAFolder(kind) => Err(not_a_folder(&self.base, kind)),
+        }
+    }
+
+    /// `<root>/<TARGET>/`, held open; `None` when it does not exist.
+    ///
+    /// # Errors
+    ///
+    /// `FORBIDDEN` when it is a link or a file; a file error.
+    pub fn open_base(&self) -> Result<Option<Dir>> {
+        self.open_base_as(false)
+    }
+
+    /// The folder of `place`, held open; `None` when it (or a folder above
+    /// it) does not exist.
+    ///
+    /// # Errors
+    ///
+    /// `FORBIDDEN` when it or a folder above it is a link or a file; a file
+    /// error.
+    pub fn open(&self, place: Place) -> Result<Option<Dir>> {
+        let Some(mut dir) = self.open_base()? else {
+            return Ok(None);
+        };
+        let names: &[&str] = if place.in_archive() {
+            &[ARCHIVE, place.name()]
+        } else {
+            &[place.name()]
+        };
+        for name in names {
+            dir = match dir.child(name)? {
+                Child::Dir(d) => d,
+                Child::Missing => return Ok(None),
+                Child::NotAFolder(kind) => return Err(not_a_folder(&dir.shown(name), kind)),
+            };
+        }
+        Ok(Some(dir))
+    }
+
+    /// The folder of `place`, held open, made (with the folders above it)
+    /// when missing.
+    ///
+    /// # Errors
+    ///
+    /// `FORBIDDEN` when it or a folder above it is a link or a file; a file
+    /// error.
+    pub fn open_made(&self, place: Place) -> Result<Dir> {
+        let mut dir = self
+            .open_base_as(true)?
+            .expect("made folders are always there");
+        if place.in_archive() {
+            dir = dir.child_made(ARCHIVE)?;
+        }
+        dir.child_made(place.name())
+    }
+
+    /// Every folder of the layout, held open, the missing ones made
+    /// (docs/protocol.md §3.5); the first that is a link or a file is named
+    /// in [`OpenFailure::Bad`].
+    ///
+    /// # Errors
+    ///
+    /// See [`OpenFailure`].
+    pub fn open_all(&self) -> std::result::Result<Folders, OpenFailure> {
+        let root = self.open_root()?;
+        let made = |dir: &Dir, name: &str, bad: &dyn Fn(&'static str) -> Bad| {
+            for _ in 0..3 {
+                match dir.child(name)? {
+                    Child::Dir(d) => return Ok(d),
+                    Child::NotAFolder(kind) => return Err(OpenFailure::Bad(bad(kind))),
+                    Child::Missing => {
+                        // Made by the next call unless something takes the
+                        // name first (then judged on the next turn).
+                        let _ = dir.child_made(name);
+                    }
+                }
+            }
+            // Made and gone three times over: someone keeps removing it.
+            Err(OpenFailure::Error(Error::io(
+                "create directory",
+                &dir.shown(name),
+                &std::io::Error::from(std::io::ErrorKind::NotFound),
+            )))
+        };
+        let base = made(&root, self.base_name(), &Bad::Target)?;
+        let archive = made(&base, ARCHIVE, &Bad::Archive)?;
+        let mut places = Vec::with_capacity(Place::ALL.len());
+        for p in Place::ALL {
+            let parent = if p.in_archive() { &archive } else { &base };
+            places.push(made(parent, p.name(), &|k| Bad::Place(p, k))?);
+        }
+        Ok(Folders {
+            base,
+            archive,
+            places,
+        })
+    }
+
+    /// [`TargetDirs::open_all`] for callers that do not repair: a link or a
+    /// file where a folder belongs is `FORBIDDEN`.
+    ///
+    /// # Errors
+    ///
+    /// `FORBIDDEN`, or a file error.
+    pub fn make_all(&self) -> Result<Folders> {
+        self.open_all().map_err(|f| match f {
+            OpenFailure::Error(e) => e,
+            OpenFailure::Bad(bad) => not_a_folder(&self.bad_path(bad), bad.kind()),
+        })
+    }
+
+    /// Where `bad` is.
+    pub fn bad_path(&self, bad: Bad) -> PathBuf {
+        match bad {
+            Bad::Target(_) => self.base.clone(),
+            Bad::Archive(_) => self.base.join(ARCHIVE),
+            Bad::Place(p, _) => self.place(p),
+        }
+    }
+
+    /// The path of `place`, for messages.
+    pub fn place(&self, place: Place) -> PathBuf {
+        if place.in_archive() {
+            self.base.join(ARCHIVE).join(place.name())
+        } else {
+            self.base.join(place.name())
+        }
     }
 
     /// `inbox/<id>.json`.
@@ -122,11 +413,11 @@ impl TargetDirs {
     }
     /// `archive/consumed/<id>.cancel.json`.
     pub fn consumed_file(&self, id: &JobId) -> PathBuf {
-        self.consumed().join(format!("{id}.cancel.json"))
+        self.consumed().join(consumed_name(id))
     }
     /// `logs/<id>.stdout.log` or `.stderr.log`.
     pub fn log_file(&self, id: &JobId, stream: &str) -> PathBuf {
-        self.logs().join(format!("{id}.{stream}.log"))
+        self.logs().join(log_name(id, stream))
     }
     /// `archive/rejected/<name>` and its `<name>.reason.json`; `n > 0` adds
     /// `.<n>` when the plain name is taken by an earlier rejection.
@@ -142,6 +433,21 @@ impl TargetDirs {
         )
     }
 }
+
+/// A consumed marker's name in `archive/consumed/`: `<id>.cancel.json`.
+pub fn consumed_name(id: &JobId) -> String {
+    format!("{id}.cancel.json")
+}
+
+/// A log's name in `logs/`: `<id>.stdout.log` or `<id>.stderr.log`.
+pub fn log_name(id: &JobId, stream: &str) -> String {
+    format!("{id}.{stream}.log")
+}
+
+/// The listener heartbeat's name in the target folder.
+pub const LISTENER_JSON: &str = "listener.json";
+/// The name of the listener's lock in the target folder.
+pub const FOLDER_LOCK: &str = "listener.lock";
 
 /// The per-user local state of one target's listener, outside the root.
 #[derive(Clone, Debug)]

@@ -23,7 +23,7 @@ use crate::doc::outcome;
 use crate::error::Result;
 use crate::fsops;
 use crate::key::Key;
-use crate::layout::TargetDirs;
+use crate::layout::{Folders, TargetDirs};
 use crate::names::JobId;
 use crate::read::FileRead;
 use crate::rejected;
@@ -36,10 +36,8 @@ pub const GATHER: Duration = Duration::from_millis(20);
 /// A finished job whose result is recorded in the ledger.
 #[derive(Debug)]
 pub struct Finished {
-    /// The job.
+    /// The job (its file is `inbox/<id>.json`).
     pub id: JobId,
-    /// Where its job file is (in the inbox).
-    pub job_path: PathBuf,
     /// Its result file's bytes.
     pub result: Vec<u8>,
     /// A valid cancel marker is waiting to be moved to `archive/consumed/`.
@@ -47,11 +45,12 @@ pub struct Finished {
 }
 
 enum Work {
-    /// A job started: its `running/` file and the file's bytes.
-    Running(PathBuf, Vec<u8>),
+    /// A job started: its `running/<id>.json` file's bytes.
+    Running(JobId, Vec<u8>),
     Publish(Finished),
-    /// Answered once everything sent before it is done.
-    Barrier(Sender<()>),
+    /// Answered once everything sent before it was tried: true when all
+    /// of it is placed.
+    Barrier(Sender<bool>),
 }
 
 /// What the listener and the publisher thread share.
@@ -65,8 +64,12 @@ struct Shared {
     /// The inbox's mtime right after the publisher's last archiving, so
     /// that change is not taken for new work.
     inbox_mtime: Option<SystemTime>,
-    /// What the publisher says about results that were there already.
+    /// What the publisher says about results that were there already, and
+    /// about folders it moved aside.
     notes: Vec<String>,
+    /// Layout folders it moved aside (links or files where a folder
+    /// belongs) since the listener last asked.
+    repaired: u64,
     /// Work handed over and not yet taken by the thread.
     work: Vec<Work>,
     /// The listener's side is gone: finish what is queued, then end.
@@ -118,23 +121,26 @@ impl Publisher {
 
     /// Shows a started job in `running/` (informational: a failure to write
     /// it is not reported).
-    pub fn show_running(&self, path: PathBuf, bytes: Vec<u8>) {
-        self.send(Work::Running(path, bytes));
+    pub fn show_running(&self, id: JobId, bytes: Vec<u8>) {
+        self.send(Work::Running(id, bytes));
     }
 
-    /// Waits until everything handed over is published and archived.
-    pub fn wait(&self) -> Result<()> {
+    /// Waits until everything handed over was tried: true when it is all
+    /// published and archived, false when some is kept to be tried again
+    /// (a folder of the layout vanished or was swapped meanwhile).
+    pub fn wait(&self) -> Result<bool> {
         let (done, wait) = mpsc::channel();
         self.send(Work::Barrier(done));
         // A thread that died (it never should) cannot answer: don't hang.
-        while let Err(mpsc::RecvTimeoutError::Timeout) =
-            wait.recv_timeout(Duration::from_millis(100))
-        {
-            if self.thread.is_finished() {
-                break;
+        let placed = loop {
+            match wait.recv_timeout(Duration::from_millis(100)) {
+                Ok(placed) => break placed,
+                Err(mpsc::RecvTimeoutError::Timeout) if !self.thread.is_finished() => {}
+                Err(_) => break false,
             }
-        }
-        self.check()
+        };
+        self.check()?;
+        Ok(placed)
     }
 
     fn check(&self) -> Result<()> {
@@ -157,6 +163,11 @@ impl Publisher {
     /// Notes the publisher made since the last call (for the listener's log).
     pub fn notes(&self) -> Vec<String> {
         std::mem::take(&mut self.shared().notes)
+    }
+
+    /// How many layout folders the publisher moved aside since the last call.
+    pub fn repaired(&self) -> u64 {
+        std::mem::take(&mut self.shared().repaired)
     }
 }
 
@@ -193,6 +204,10 @@ fn gather(shared: &(Mutex<Shared>, Condvar)) -> Option<Vec<Work>> {
     Some(std::mem::take(&mut s.work))
 }
 
+/// How often one batch is tried, its folders opened afresh each time,
+/// before it is kept for the next batch.
+const ATTEMPTS: usize = 2;
+
 fn serve(
     dirs: &TargetDirs,
     key: &Key,
@@ -201,54 +216,87 @@ fn serve(
 ) {
     crate::platform::lower_thread_priority();
     let lock = || shared.0.lock().unwrap_or_else(|p| p.into_inner());
+    // Jobs whose results could not be placed yet (a folder of the layout
+    // vanished or was swapped meanwhile): tried again with the next batch
+    // or wait, never dropped; until then a wait answers "not all placed".
+    let mut carried: Vec<Finished> = Vec::new();
     while let Some(gathered) = gather(shared) {
-        let mut batch = Vec::new();
+        let mut batch = std::mem::take(&mut carried);
         let mut shows = Vec::new();
         let mut barriers = Vec::new();
         for work in gathered {
             match work {
-                Work::Running(path, bytes) => shows.push((path, bytes)),
+                Work::Running(id, bytes) => shows.push((id, bytes)),
                 Work::Publish(f) => batch.push(f),
                 Work::Barrier(b) => barriers.push(b),
             }
         }
-        let over: HashSet<PathBuf> = batch.iter().map(|f| dirs.running_file(&f.id)).collect();
-        for (path, bytes) in shows.iter().filter(|(p, _)| !over.contains(p)) {
-            let _ = fsops::replace(path, bytes, fsops::Flush::Nothing);
-        }
-        // After a failure nothing more is placed: the listener stops, and
-        // its next start publishes from the ledger in order.
+        let over: HashSet<&JobId> = batch.iter().map(|f| &f.id).collect();
+        // After a failure of the local ledger nothing more is placed: the
+        // listener stops, and its next start publishes from the ledger.
         if (!batch.is_empty() || !shows.is_empty()) && lock().failed.is_none() {
-            match publish_batch(dirs, key, ledger, &batch) {
-                Ok(notes) => {
-                    let mtime = std::fs::metadata(dirs.inbox()).and_then(|m| m.modified());
-                    let mut s = lock();
-                    s.notes.extend(notes);
-                    s.inbox_mtime = mtime.ok();
+            if let Err(e) = flush_ledger(ledger) {
+                lock().failed = Some(e);
+            } else {
+                let mut outcome = Err(None);
+                // The folders are opened for each batch (a swap since the
+                // last one is noticed), and again when the batch fails: a
+                // folder swapped for a link meanwhile is moved aside and
+                // made again.
+                for _ in 0..ATTEMPTS {
+                    outcome = match rejected::open_repairing(dirs) {
+                        Ok((folders, notes)) => {
+                            {
+                                let mut s = lock();
+                                s.repaired += notes.len() as u64;
+                                s.notes.extend(notes);
+                            }
+                            for (id, bytes) in shows.iter().filter(|(id, _)| !over.contains(id)) {
+                                let _ = folders.running().replace(
+                                    &id.file_name(),
+                                    bytes,
+                                    fsops::Flush::Nothing,
+                                );
+                            }
+                            shows.clear();
+                            publish_batch(&folders, key, dirs.target().as_str(), None, &batch)
+                                .map(|notes| (notes, folders.inbox().modified()))
+                                .map_err(Some)
+                        }
+                        Err(e) => Err(Some(e)),
+                    };
+                    if outcome.is_ok() {
+                        break;
+                    }
                 }
-                Err(e) => lock().failed = Some(e),
-            }
-            let mut s = lock();
-            for f in &batch {
-                s.in_flight.remove(&f.id);
+                match outcome {
+                    Ok((notes, mtime)) => {
+                        let mut s = lock();
+                        s.notes.extend(notes);
+                        s.inbox_mtime = mtime;
+                        for f in &batch {
+                            s.in_flight.remove(&f.id);
+                        }
+                    }
+                    Err(e) => {
+                        let why = e.map_or_else(String::new, |e| format!(": {e}"));
+                        lock().notes.push(format!(
+                            "could not place {} result(s) yet{why}; trying again",
+                            batch.len()
+                        ));
+                        carried = batch;
+                    }
+                }
             }
         }
         for b in barriers {
-            let _ = b.send(());
+            let _ = b.send(carried.is_empty());
         }
     }
 }
 
-/// Flushes `ledger` if given (the relaxed level: the start lines and
-/// results in it), places the results of `batch` (flushed before they get
-/// their names), archives the job files and consumes their markers; returns
-/// notes for the log. Safe to repeat.
-pub fn publish_batch(
-    dirs: &TargetDirs,
-    key: &Key,
-    ledger: Option<&std::path::Path>,
-    batch: &[Finished],
-) -> Result<Vec<String>> {
+/// Flushes the ledger at `ledger`, if given (the relaxed level).
+fn flush_ledger(ledger: Option<&std::path::Path>) -> Result<()> {
     if let Some(ledger) = ledger {
         std::fs::OpenOptions::new()
             .append(true)
@@ -256,54 +304,71 @@ pub fn publish_batch(
             .and_then(|f| f.sync_data())
             .map_err(|e| crate::error::Error::io("flush", ledger, &e))?;
     }
+    Ok(())
+}
+
+/// Flushes `ledger` if given (the relaxed level: the start lines and
+/// results in it), places the results of `batch` (flushed before they get
+/// their names; a result file there that does not verify with `key` for
+/// `target` is moved aside first), archives the job files and consumes
+/// their markers; returns notes for the log. Safe to repeat.
+pub fn publish_batch(
+    folders: &Folders,
+    key: &Key,
+    target: &str,
+    ledger: Option<&std::path::Path>,
+    batch: &[Finished],
+) -> Result<Vec<String>> {
+    flush_ledger(ledger)?;
     if batch.is_empty() {
         return Ok(Vec::new());
     }
-    // Our folders may have vanished under a sync engine meanwhile, or been
-    // swapped for links.
-    dirs.check_real()?;
-    if !dirs.results().is_dir() || !dirs.done().is_dir() {
-        fsops::create_dirs(&dirs.all_dirs())?;
-    }
+    let results = folders.results();
     let mut notes = Vec::new();
     let mut temps = Vec::with_capacity(batch.len());
+    let mut files = Vec::with_capacity(batch.len());
     for f in batch {
-        let dest = dirs.result_file(&f.id);
-        temps.push((
-            fsops::write_temp(&dest, &f.result, fsops::Flush::Nothing)?,
-            dest,
-        ));
+        let name = f.id.file_name();
+        match results.write_temp(&name, &f.result, fsops::Flush::Nothing) {
+            Ok((tmp, file)) => {
+                temps.push((tmp, name));
+                files.push(file);
+            }
+            Err(e) => {
+                for (tmp, _) in &temps {
+                    let _ = results.remove(tmp);
+                }
+                return Err(e);
+            }
+        }
     }
-    let flushed =
-        crate::platform::sync_files(&dirs.results(), temps.iter().map(|(tmp, _)| tmp.as_path()));
+    let flushed = results.sync_files(&files);
+    drop(files);
     if let Err(e) = flushed {
         for (tmp, _) in &temps {
-            let _ = std::fs::remove_file(tmp);
+            let _ = results.remove(tmp);
         }
-        return Err(crate::error::Error::io(
-            "flush results in",
-            &dirs.results(),
-            &e,
-        ));
+        return Err(e);
     }
-    for ((tmp, dest), f) in temps.iter().zip(batch) {
-        let mut placed = fsops::move_no_replace(tmp, dest);
-        if matches!(placed, Ok(false)) && set_aside_forged(dirs, key, &f.id, &mut notes)? {
-            placed = fsops::move_no_replace(tmp, dest);
+    for ((tmp, name), f) in temps.iter().zip(batch) {
+        let mut placed = results.move_no_replace(tmp, results, name);
+        if matches!(placed, Ok(false)) && set_aside_forged(folders, key, target, &f.id, &mut notes)?
+        {
+            placed = results.move_no_replace(tmp, results, name);
         }
         if !matches!(placed, Ok(true)) {
-            let _ = std::fs::remove_file(tmp);
+            let _ = results.remove(tmp);
         }
         if !placed? {
             notes.push(format!("a result for {} already exists; keeping it", f.id));
         }
     }
     for f in batch {
-        archive(dirs, &f.id, &f.job_path)?;
+        archive(folders, &f.id)?;
         if f.marker {
-            consume_marker(dirs, &f.id)?;
+            consume_marker(folders, &f.id)?;
         }
-        let _ = fsops::remove(&dirs.running_file(&f.id));
+        let _ = folders.running().remove(&f.id.file_name());
     }
     Ok(notes)
 }
@@ -312,22 +377,22 @@ pub fn publish_batch(
 /// (a folder writer's forgery must not take the place of the genuine
 /// result); true when it did. A result that verifies is kept.
 fn set_aside_forged(
-    dirs: &TargetDirs,
+    folders: &Folders,
     key: &Key,
+    target: &str,
     id: &JobId,
     notes: &mut Vec<String>,
 ) -> Result<bool> {
-    let path = dirs.result_file(id);
-    let read = fsops::read_limited(&path, outcome::MAX_BYTES);
+    let (results, name) = (folders.results(), id.file_name());
+    let read = results.read_limited(&name, outcome::MAX_BYTES);
     if matches!(read, FileRead::Missing) {
         return Ok(true);
     }
-    let target = dirs.target().as_str();
     let Err(r) = accept::outcome(id.as_str(), read, target, key) else {
         return Ok(false);
     };
     let reason = rejected::Reason::new(&r, rejected::Kind::Result, target).judged_with(key);
-    rejected::file(dirs, &path, &id.file_name(), &reason)?;
+    rejected::file(folders.rejected(), results, &name, &reason)?;
     notes.push(format!(
         "moved aside a result for {id} that does not verify ({}: {})",
         r.verdict.as_str(),
@@ -338,24 +403,23 @@ fn set_aside_forged(
 
 /// Moves a finished job's (valid) marker to `archive/consumed/`. Safe to
 /// repeat.
-pub fn consume_marker(dirs: &TargetDirs, id: &JobId) -> Result<()> {
-    let path = dirs.marker_file(id);
-    if std::fs::symlink_metadata(&path).is_ok()
-        && !fsops::move_no_replace(&path, &dirs.consumed_file(id))?
+pub fn consume_marker(folders: &Folders, id: &JobId) -> Result<()> {
+    let (cancel, name) = (folders.cancel(), id.file_name());
+    if cancel.exists(&name)
+        && !cancel.move_no_replace(&name, folders.consumed(), &crate::layout::consumed_name(id))?
     {
-        fsops::remove(&path)?;
+        cancel.remove(&name)?;
     }
     Ok(())
 }
 
 /// Moves a finished job's file to `archive/done/`. Safe to repeat.
-pub fn archive(dirs: &TargetDirs, id: &JobId, job_path: &std::path::Path) -> Result<()> {
-    if std::fs::symlink_metadata(job_path).is_ok()
-        && !fsops::move_no_replace(job_path, &dirs.done_file(id))?
-    {
+pub fn archive(folders: &Folders, id: &JobId) -> Result<()> {
+    let (inbox, name) = (folders.inbox(), id.file_name());
+    if inbox.exists(&name) && !inbox.move_no_replace(&name, folders.done(), &name)? {
         // An earlier copy is archived already (a resurrected file): this
         // one is a duplicate of processed work.
-        fsops::remove(job_path)?;
+        inbox.remove(&name)?;
     }
     // Flushed at the next checkpoint; if a power loss undoes this move
     // first, the ledger still refuses the job.

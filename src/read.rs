@@ -1,5 +1,5 @@
 //! What reading one input file within a size bound gave: the value the file
-//! layer ([`crate::fsops::read_limited`]) produces and the acceptance rules
+//! layer ([`crate::fsops::Dir::read_limited`]) produces and the acceptance rules
 //! ([`crate::accept`]) judge, so the rules never touch the disk and the file
 //! layer never imports the rules.
 

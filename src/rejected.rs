@@ -1,6 +1,8 @@
 //! `archive/rejected/`: where refused inputs go, each with a
 //! `<name>.reason.json` saying why (docs/protocol.md §6.6), and how that reason is found
-//! again.
+//! again. Folders of the layout that turned out to be links or files go
+//! there too ([`open_repairing`], docs/protocol.md §3.5), so a folder
+//! writer can make the listener move things aside but never stop it.
 //!
 //! A name may be refused more than once (a job file resurrected by sync, a
 //! marker for the same id), so each refusal takes the first free slot:
@@ -13,9 +15,9 @@ use serde::{Deserialize, Serialize};
 use crate::accept::Rejection;
 use crate::clock;
 use crate::error::{Code, Error, Result};
-use crate::fsops;
+use crate::fsops::{self, Dir};
 use crate::key::Key;
-use crate::layout::TargetDirs;
+use crate::layout::{ARCHIVE, Bad, Folders, OpenFailure, Place, TargetDirs};
 use crate::names::JobId;
 use crate::read::FileRead;
 
@@ -34,10 +36,12 @@ pub enum Kind {
     Job,
     /// A cancel marker.
     Marker,
+    /// A folder of the layout that was a link or a file.
+    Folder,
     /// A result file that does not verify.
     Result,
-    /// Something in the place of one of the listener's own files or
-    /// folders (a link, a directory).
+    /// Something in the place of one of the listener's own files (a link,
+    /// a folder).
     Layout,
 }
 
@@ -75,6 +79,21 @@ impl Reason {
             verdict: r.verdict.as_str().to_string(),
         }
     }
+
+    /// The reason for moving aside the layout folder shown as `shown`
+    /// (`archive/done`), found to be a `kind` (`symbolic link`, `file`).
+    pub fn folder(shown: &str, kind: &str, target: &str) -> Reason {
+        Reason {
+            key_fingerprint: None,
+            kind: Kind::Folder,
+            message: format!(
+                "{shown} was a {kind}, not a folder: moved aside, never followed, and made again"
+            ),
+            rejected_at: clock::format(clock::now()),
+            target: target.to_string(),
+            verdict: NOT_A_FOLDER.to_string(),
+        }
+    }
 }
 
 impl Reason {
@@ -85,46 +104,201 @@ impl Reason {
     }
 }
 
-/// Moves the refused input at `path` (named `name`) to the first free slot
-/// of `archive/rejected/`, its reason written beside it first.
+/// The verdict word of a layout folder moved aside.
+pub const NOT_A_FOLDER: &str = "not-a-folder";
+
+/// The stored names of slot `n` for `name`: `<name>` (`<name>.<n>` past
+/// the first) and its `.reason.json`.
+fn slot(name: &str, n: u32) -> (String, String) {
+    let stored = if n == 0 {
+        name.to_string()
+    } else {
+        format!("{name}.{n}")
+    };
+    let reason = format!("{stored}.reason.json");
+    (stored, reason)
+}
+
+/// Moves the refused entry `name` of `from` to the first free slot of
+/// `rejected` (`archive/rejected/`), its reason written beside it first.
+/// A link is moved as itself, never followed.
 ///
 /// # Errors
 ///
 /// A file error, or `INTERNAL` when every slot is taken.
-pub fn file(dirs: &TargetDirs, path: &std::path::Path, name: &str, reason: &Reason) -> Result<()> {
+pub fn file(rejected: &Dir, from: &Dir, name: &str, reason: &Reason) -> Result<()> {
     let body = crate::doc::to_file_bytes(reason);
     for n in 0..SLOTS {
-        let (dest, reason_path) = dirs.rejected_files(name, n);
-        if std::fs::symlink_metadata(&dest).is_ok()
-            || std::fs::symlink_metadata(&reason_path).is_ok()
-        {
+        let (dest, reason_name) = slot(name, n);
+        if rejected.exists(&dest) || rejected.exists(&reason_name) {
             continue;
         }
-        if !fsops::publish(&reason_path, &body, fsops::Flush::Nothing)? {
+        if !rejected.publish(&reason_name, &body, fsops::Flush::Nothing)? {
             continue;
         }
-        if fsops::move_no_replace(path, &dest)? {
+        if from.move_no_replace(name, rejected, &dest)? {
             return Ok(());
         }
-        fsops::remove(&reason_path)?;
+        rejected.remove(&reason_name)?;
     }
     Err(Error::new(
         Code::Internal,
         format!(
             "cannot find a free name for {name} in {}",
-            dirs.rejected().display()
+            rejected.path().display()
         ),
     ))
+}
+
+/// How many folders one opening moves aside before it gives up (a writer
+/// swapping faster than that is met again at the next opening).
+const REPAIRS: usize = 12;
+
+/// Opens every folder of the layout (docs/protocol.md §3.5), making the
+/// missing ones; a folder that is a link or a file is moved aside, never
+/// followed, and made again: into `archive/rejected/` with a reason, or,
+/// when `archive/` or `archive/rejected/` is the one, beside it under the
+/// target folder as `<name>.<time>.moved-aside` (the target folder itself
+/// likewise in the root). Returns the folders and a line per folder moved.
+///
+/// # Errors
+///
+/// A file error, or `FORBIDDEN` when folders keep being swapped.
+pub fn open_repairing(dirs: &TargetDirs) -> Result<(Folders, Vec<String>)> {
+    let mut notes = Vec::new();
+    let (mut last, mut failed) = (None, None);
+    for _ in 0..REPAIRS {
+        match dirs.open_all() {
+            Ok(f) => return Ok((f, notes)),
+            Err(OpenFailure::Error(e)) => return Err(e),
+            Err(OpenFailure::Bad(bad)) => {
+                // A move that fails (the entry changed meanwhile) is tried
+                // again after the next opening judges it afresh.
+                match move_aside(dirs, bad) {
+                    Ok(Some(note)) => notes.push(note),
+                    Ok(None) => {}
+                    Err(e) => failed = Some(e),
+                }
+                last = Some(bad);
+            }
+        }
+    }
+    let bad = last.expect("a failed opening names its folder");
+    Err(failed.unwrap_or_else(|| fsops::not_a_folder(&dirs.bad_path(bad), bad.kind())))
+}
+
+/// `20261129T193105.123Z`: the time in a name every platform accepts.
+fn stamp() -> String {
+    clock::format(clock::now()).replace(['-', ':'], "")
+}
+
+/// Moves the entry `name` of `from` to a fresh `<name>.<time>.moved-aside`
+/// in `to`; false when it is gone already.
+fn set_aside(from: &Dir, name: &str, to: &Dir, shown: &str) -> Result<bool> {
+    let base = format!("{}.{}.moved-aside", shown.replace('/', "-"), stamp());
+    for n in 0..SLOTS {
+        let (stored, _) = slot(&base, n);
+        match from.move_no_replace(name, to, &stored) {
+            Ok(true) => return Ok(true),
+            Ok(false) => continue,
+            Err(_) if !from.exists(name) => return Ok(false),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(false)
+}
+
+/// Moves the bad folder aside (see [`open_repairing`]); the line to log,
+/// or `None` when someone else moved it meanwhile.
+fn move_aside(dirs: &TargetDirs, bad: Bad) -> Result<Option<String>> {
+    let target = dirs.target().as_str();
+    let gone = |moved: bool, line: String| Ok(moved.then_some(line));
+    let base = || -> Result<Dir> {
+        dirs.open_base()?
+            .ok_or_else(|| Error::not_found(format!("{} vanished", dirs.base().display())))
+    };
+    match bad {
+        Bad::Target(kind) => {
+            let root = dirs.open_root()?;
+            let moved = set_aside(&root, dirs.base_name(), &root, dirs.base_name())?;
+            gone(
+                moved,
+                format!(
+                    "{} was a {kind}, not a folder: moved aside in {} and made again",
+                    dirs.base().display(),
+                    root.path().display()
+                ),
+            )
+        }
+        Bad::Archive(kind) => {
+            let base = base()?;
+            let moved = set_aside(&base, ARCHIVE, &base, ARCHIVE)?;
+            gone(
+                moved,
+                format!(
+                    "{ARCHIVE}/ was a {kind}, not a folder: moved aside as {ARCHIVE}.<time>.moved-aside and made again"
+                ),
+            )
+        }
+        Bad::Place(Place::Rejected, kind) => {
+            let base = base()?;
+            let archive = match base.child(ARCHIVE)? {
+                fsops::Child::Dir(d) => d,
+                _ => return Ok(None),
+            };
+            let shown = Place::Rejected.shown();
+            let moved = set_aside(&archive, Place::Rejected.name(), &base, &shown)?;
+            gone(
+                moved,
+                format!(
+                    "{shown}/ was a {kind}, not a folder: moved aside under the target folder and made again"
+                ),
+            )
+        }
+        Bad::Place(place, kind) => {
+            let rejected = match dirs.open(Place::Rejected) {
+                Ok(Some(d)) => d,
+                Ok(None) => dirs.open_made(Place::Rejected)?,
+                // Judged (and moved aside) on the next turn.
+                Err(_) => return Ok(None),
+            };
+            let parent = if place.in_archive() {
+                base()?.child_made(ARCHIVE)?
+            } else {
+                base()?
+            };
+            let shown = place.shown();
+            let reason = Reason::folder(&shown, kind, target);
+            let stored = format!("{}.{}.moved-aside", shown.replace('/', "-"), stamp());
+            if !parent.exists(place.name()) {
+                return Ok(None);
+            }
+            // The entry is renamed to its stored name first, so the slot
+            // search in `file` names an entry no one else is moving.
+            if !parent.move_no_replace(place.name(), &parent, &stored)? {
+                return Ok(None);
+            }
+            file(&rejected, &parent, &stored, &reason)?;
+            gone(
+                true,
+                format!(
+                    "{shown}/ was a {kind}, not a folder: moved to {}/{stored} and made again",
+                    Place::Rejected.shown()
+                ),
+            )
+        }
+    }
 }
 
 /// Why a job file named after `id` was refused, if one was. Markers are
 /// refused into the same slots; their reasons are passed over.
 pub fn find_job_rejection(dirs: &TargetDirs, id: &JobId) -> Option<Reason> {
+    let rejected = dirs.open(Place::Rejected).ok()??;
     let name = id.file_name();
     for n in 0..SLOTS {
-        let (dest, reason_path) = dirs.rejected_files(&name, n);
-        let FileRead::Bytes(b) = fsops::read_limited(&reason_path, MAX_BYTES) else {
-            if std::fs::symlink_metadata(&dest).is_err() {
+        let (dest, reason_name) = slot(&name, n);
+        let FileRead::Bytes(b) = rejected.read_limited(&reason_name, MAX_BYTES) else {
+            if !rejected.exists(&dest) {
                 // The first free slot: no later one is in use.
                 return None;
             }
@@ -141,15 +315,17 @@ pub fn find_job_rejection(dirs: &TargetDirs, id: &JobId) -> Option<Reason> {
 /// The last `n` refused job files, newest first: their names and reasons
 /// (for `status`). Markers and other kinds are passed over.
 pub fn recent_jobs(dirs: &TargetDirs, n: usize) -> Vec<(String, Reason)> {
-    let Ok(rd) = std::fs::read_dir(dirs.rejected()) else {
+    let Some(rejected) = dirs.open(Place::Rejected).ok().flatten() else {
         return Vec::new();
     };
-    let mut found: Vec<(Option<std::time::SystemTime>, String)> = rd
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            name.ends_with(".reason.json").then_some(())?;
-            Some((e.metadata().ok().and_then(|m| m.modified().ok()), name))
+    let mut found: Vec<(Option<std::time::SystemTime>, String)> = rejected
+        .list()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|name| name.ends_with(".reason.json"))
+        .map(|name| {
+            let modified = rejected.entry(&name).ok().and_then(|e| e.modified);
+            (modified, name)
         })
         .collect();
     found.sort();
@@ -157,8 +333,7 @@ pub fn recent_jobs(dirs: &TargetDirs, n: usize) -> Vec<(String, Reason)> {
         .into_iter()
         .rev()
         .filter_map(|(_, name)| {
-            let path = dirs.rejected().join(&name);
-            let FileRead::Bytes(b) = fsops::read_limited(&path, MAX_BYTES) else {
+            let FileRead::Bytes(b) = rejected.read_limited(&name, MAX_BYTES) else {
                 return None;
             };
             let reason: Reason = serde_json::from_slice(&b).ok()?;

@@ -81,10 +81,12 @@ pub struct Request {
     pub timeout: Option<Duration>,
     /// Graceful-stop window.
     pub grace: Duration,
-    /// Where stdout goes.
-    pub stdout_log: PathBuf,
-    /// Where stderr goes.
-    pub stderr_log: PathBuf,
+    /// The folder the logs go to (`logs/`), held open.
+    pub logs: crate::fsops::Dir,
+    /// The stdout log's name in it.
+    pub stdout_log: String,
+    /// The stderr log's name in it.
+    pub stderr_log: String,
 }
 
 /// A job process that was started, and its output being captured.
@@ -159,8 +161,8 @@ pub fn start<'a>(
         tree,
         io,
         exited: false,
-        out: Tail::new(req.stdout_log.clone()),
-        err: Tail::new(req.stderr_log.clone()),
+        out: Tail::new(req.logs.clone(), req.stdout_log.clone()),
+        err: Tail::new(req.logs.clone(), req.stderr_log.clone()),
         buf: vec![0; 8192],
     })
 }
@@ -314,7 +316,8 @@ impl Running<'_> {
 /// The log file is made when the first byte arrives: a silent job (most
 /// quick ones) then costs no file creation in the synced folder.
 struct Tail {
-    path: PathBuf,
+    dir: crate::fsops::Dir,
+    name: String,
     log: Option<File>,
     tried: bool,
     truncated: bool,
@@ -323,9 +326,10 @@ struct Tail {
 }
 
 impl Tail {
-    fn new(path: PathBuf) -> Tail {
+    fn new(dir: crate::fsops::Dir, name: String) -> Tail {
         Tail {
-            path,
+            dir,
+            name,
             log: None,
             tried: false,
             truncated: false,
@@ -339,7 +343,7 @@ impl Tail {
             // A log that cannot be made loses the file copy only: the tail
             // still goes into the result.
             self.tried = true;
-            self.log = crate::fsops::create_log(&self.path).ok();
+            self.log = self.dir.create_log(&self.name).ok();
         }
         let room = LOG_CAP.saturating_sub(self.bytes) as usize;
         if let Some(log) = self.log.as_mut() {

@@ -9,9 +9,9 @@ use crate::accept::{self, Rejection};
 use crate::clock;
 use crate::doc::{Job, job};
 use crate::error::{Error, Result};
-use crate::fsops::{self, Flush};
+use crate::fsops::Flush;
 use crate::key::Key;
-use crate::layout::TargetDirs;
+use crate::layout::{Place, TargetDirs};
 use crate::names::JobId;
 use crate::read::FileRead;
 use crate::replay;
@@ -77,12 +77,11 @@ pub fn admit(
 /// signed job sent twice (a retry, or both doors) is the same job, queued
 /// once; another file holding the id is left untouched and refused.
 pub fn publish(dirs: &TargetDirs, job: &Job, key: &Key, flush: Flush) -> Result<()> {
-    let path = dirs.job_file(&job.id);
-    fsops::create_dirs(&[dirs.inbox()])?;
-    if fsops::publish(&path, &job.to_file_bytes(), flush)? {
+    let (inbox, name) = (dirs.open_made(Place::Inbox)?, job.id.file_name());
+    if inbox.publish(&name, &job.to_file_bytes(), flush)? {
         return Ok(());
     }
-    let there = fsops::read_limited(&path, job::MAX_BYTES);
+    let there = inbox.read_limited(&name, job::MAX_BYTES);
     let same = accept::job(&job.id.file_name(), there, dirs.target().as_str(), key)
         .is_ok_and(|t| signed_text(&t) == signed_text(job));
     if same {
@@ -92,7 +91,7 @@ pub fn publish(dirs: &TargetDirs, job: &Job, key: &Key, flush: Flush) -> Result<
         "job id {} is already queued for {} with other content ({}); nothing was overwritten",
         job.id,
         dirs.target(),
-        path.display()
+        inbox.shown(&name).display()
     ))
     .hint("omit --job-id to get a fresh one"))
 }

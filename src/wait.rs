@@ -106,7 +106,7 @@ pub fn for_result(
 /// its heartbeat is stale or says it stopped.
 fn listener_note(dirs: &TargetDirs) -> Option<String> {
     let target = dirs.target();
-    let Some(beat) = heartbeat::read(&dirs.listener_json()) else {
+    let Some(beat) = heartbeat::read(dirs) else {
         return Some(format!(
             "no listener has ever run for {target} (no {}): start `fleet-dispatch listen` on it",
             dirs.listener_json().display()

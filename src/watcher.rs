@@ -9,16 +9,15 @@
 //! for the rest of the run. It also keeps the listener's heartbeat fresh while
 //! the job runs, since the listener itself is busy waiting for the job.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::accept::{self, Verdict};
 use crate::doc::Marker;
-use crate::fsops;
+use crate::fsops::Dir;
 use crate::heartbeat::{self, Heartbeat};
 use crate::key::Key;
-use crate::layout::TargetDirs;
+use crate::layout::Folders;
 use crate::names::JobId;
 use crate::rejected::{self, Kind, Reason};
 use crate::settle::Settling;
@@ -26,8 +25,9 @@ use crate::settle::Settling;
 /// What to look at, and what was seen.
 pub struct Watch {
     job: JobId,
-    dirs: TargetDirs,
-    marker: PathBuf,
+    cancel: Dir,
+    rejected: Dir,
+    target: String,
     key: Arc<Key>,
     poll: Duration,
     settle: Duration,
@@ -48,11 +48,13 @@ pub struct Watch {
 const FIRST_BEAT: Duration = Duration::from_secs(1);
 
 impl Watch {
-    /// Watches `cancel/<job>.json` under `dirs` every `poll`, starting now;
-    /// a file there that does not parse settles after `settle`.
+    /// Watches `cancel/<job>.json` in `f` (held open) for `job` of
+    /// `target`, every `poll`, starting now; a file there that does not
+    /// parse settles after `settle`.
     pub fn new(
         job: JobId,
-        dirs: TargetDirs,
+        f: &Folders,
+        target: String,
         key: Arc<Key>,
         poll: Duration,
         settle: Duration,
@@ -60,9 +62,10 @@ impl Watch {
     ) -> Watch {
         let now = Instant::now();
         Watch {
-            marker: dirs.marker_file(&job),
             job,
-            dirs,
+            cancel: f.cancel().clone(),
+            rejected: f.rejected().clone(),
+            target,
             key,
             poll,
             settle,
@@ -101,19 +104,21 @@ impl Watch {
             return None;
         }
         self.next_look = now + self.poll;
-        let Ok(meta) = std::fs::symlink_metadata(&self.marker) else {
+        let name = self.job.file_name();
+        let Ok(meta) = self.cancel.entry(&name) else {
             self.settling = None;
             return None;
         };
-        let stamp = (meta.len(), meta.modified().ok());
+        let stamp = (meta.len, meta.modified);
         let unsettled = self.settling.is_some();
         if self.last_seen == Some(stamp) && !unsettled {
             return None;
         }
         self.last_seen = Some(stamp);
-        let read = fsops::read_limited(&self.marker, crate::doc::marker::MAX_BYTES);
-        let target = self.dirs.target().as_str().to_string();
-        let r = match accept::marker(&self.job.file_name(), read, &target, &self.key) {
+        let read = self
+            .cancel
+            .read_limited(&name, crate::doc::marker::MAX_BYTES);
+        let r = match accept::marker(&name, read, &self.target, &self.key) {
             Ok(m) => return Some(m),
             Err(r) => r,
         };
@@ -127,10 +132,9 @@ impl Watch {
                     .observe(stamp, now, SystemTime::now(), self.settle) => {}
             _ => {
                 self.settling = None;
-                let name = self.job.file_name();
-                let reason = Reason::new(&r, Kind::Marker, &target).judged_with(&self.key);
+                let reason = Reason::new(&r, Kind::Marker, &self.target).judged_with(&self.key);
                 self.notes.push(
-                    match rejected::file(&self.dirs, &self.marker, &name, &reason) {
+                    match rejected::file(&self.rejected, &self.cancel, &name, &reason) {
                         Ok(()) => format!(
                             "moved cancel/{name} aside: {} ({})",
                             r.verdict.as_str(),

@@ -75,13 +75,14 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
         ctx,
         &json!({"counters": c, "interrupted": summary.interrupted}),
         &format!(
-            "done {}, failed {}, cancelled {}, deferred {}, rejected {}, skipped {}{}",
+            "done {}, failed {}, cancelled {}, deferred {}, rejected {}, skipped {}, repaired {}{}",
             c.done,
             c.failed,
             c.cancelled,
             c.deferred,
             c.rejected,
             c.skipped,
+            c.repaired,
             if summary.interrupted {
                 " (interrupted)"
             } else {

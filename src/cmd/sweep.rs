@@ -1,70 +1,99 @@
 //! `sweep`: remove stale cancel markers and our own stale temp files, for
 //! cron. Quiet when there is nothing to do; never follows a link or leaves
-//! the target's folder.
+//! the target's folder: every folder is held open as it is walked, and each
+//! entry is removed from the folder it was found in.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::SystemTime;
 
 use serde_json::json;
-use walkdir::WalkDir;
 
 use crate::cli::SweepArgs;
 use crate::config::Context;
 use crate::error::{Error, Result};
 use crate::exit;
-use crate::fsops;
-use crate::layout::{self, TargetDirs};
+use crate::fsops::{self, Child, Dir};
+use crate::layout::{self, Place, TargetDirs};
 use crate::names::{JobId, Machine};
+use crate::platform::{Entry, EntryKind};
 use crate::retention::{self, Decision};
 
-fn age_of(meta: &std::fs::Metadata) -> Option<std::time::Duration> {
-    meta.modified()
-        .ok()
+fn age_of(meta: &Entry) -> Option<std::time::Duration> {
+    meta.modified
         .and_then(|m| SystemTime::now().duration_since(m).ok())
 }
 
+/// One entry to remove: the folder it is in, its name, its path (for
+/// output) and what it is.
+struct Doomed {
+    dir: Dir,
+    name: String,
+    path: PathBuf,
+    kind: &'static str,
+}
+
+/// How deep below the target folder sweep looks (`archive/done/<file>`).
+const DEPTH: usize = 3;
+
 /// The entries to remove under one target: markers by age, and our temp
-/// files anywhere in the target's folders.
-fn plan(dirs: &TargetDirs, max_age: std::time::Duration) -> Vec<(PathBuf, &'static str)> {
+/// files anywhere in the target's folders (none when the target folder is
+/// missing).
+fn plan(dirs: &TargetDirs, max_age: std::time::Duration) -> Result<Vec<Doomed>> {
     let mut out = Vec::new();
-    for entry in WalkDir::new(dirs.base())
-        .min_depth(1)
-        .max_depth(3)
-        .follow_links(false)
-        .follow_root_links(false)
-        .into_iter()
-        .flatten()
-    {
-        if entry.file_type().is_dir() {
-            continue;
-        }
-        let Some(name) = entry.file_name().to_str() else {
-            continue;
-        };
-        let Ok(meta) = entry.metadata() else { continue };
-        if fsops::is_our_temp_name(name) {
-            if retention::temp_file(age_of(&meta)) == Decision::Remove {
-                out.push((entry.path().to_path_buf(), "temp file"));
+    if let Some(base) = dirs.open_base()? {
+        walk(dirs, &base, 1, false, max_age, &mut out);
+    }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(out)
+}
+
+fn walk(
+    dirs: &TargetDirs,
+    dir: &Dir,
+    depth: usize,
+    in_cancel: bool,
+    max_age: std::time::Duration,
+    out: &mut Vec<Doomed>,
+) {
+    for name in dir.list().unwrap_or_default() {
+        let Ok(meta) = dir.entry(&name) else { continue };
+        if meta.kind == EntryKind::Dir {
+            if depth < DEPTH
+                && let Ok(Child::Dir(sub)) = dir.child(&name)
+            {
+                let cancel = depth == 1 && name == Place::Cancel.name();
+                walk(dirs, &sub, depth + 1, cancel, max_age, out);
             }
             continue;
         }
-        if entry.depth() != 2 || entry.path().parent() != Some(dirs.cancel().as_path()) {
+        let mut doomed = |kind| {
+            out.push(Doomed {
+                dir: dir.clone(),
+                path: dir.shown(&name),
+                name: name.clone(),
+                kind,
+            })
+        };
+        if fsops::is_our_temp_name(&name) {
+            if retention::temp_file(age_of(&meta)) == Decision::Remove {
+                doomed("temp file");
+            }
             continue;
         }
-        let Some(id) = JobId::from_file_name(name) else {
+        let Some(id) = JobId::from_file_name(&name).filter(|_| in_cancel) else {
             continue;
         };
-        let waiting = exists(&dirs.job_file(&id)) || exists(&dirs.running_file(&id));
+        let there = |p: Place| {
+            dirs.open(p)
+                .ok()
+                .flatten()
+                .is_some_and(|d| d.exists(&id.file_name()))
+        };
+        let waiting = there(Place::Inbox) || there(Place::Running);
         if retention::marker(age_of(&meta), max_age, waiting) == Decision::Remove {
-            out.push((entry.path().to_path_buf(), "marker"));
+            doomed("marker");
         }
     }
-    out.sort();
-    out
-}
-
-fn exists(p: &Path) -> bool {
-    std::fs::symlink_metadata(p).is_ok()
 }
 
 /// Runs `sweep`.
@@ -87,14 +116,22 @@ pub fn run(ctx: &Context, args: SweepArgs) -> Result<u8> {
     let mut removed = Vec::new();
     let mut failed = Vec::new();
     for dirs in &targets {
-        for (path, kind) in plan(dirs, max_age) {
-            if !args.dry_run
-                && let Err(e) = fsops::remove(&path)
-            {
-                failed.push(json!({"path": path.display().to_string(), "error": e.message}));
+        let planned = match plan(dirs, max_age) {
+            Ok(p) => p,
+            Err(e) => {
+                let path = dirs.base().display().to_string();
+                failed.push(json!({"path": path, "error": e.message}));
                 continue;
             }
-            removed.push((dirs.target().to_string(), path, kind));
+        };
+        for d in planned {
+            if !args.dry_run
+                && let Err(e) = d.dir.remove(&d.name)
+            {
+                failed.push(json!({"path": d.path.display().to_string(), "error": e.message}));
+                continue;
+            }
+            removed.push((dirs.target().to_string(), d.path, d.kind));
         }
     }
     let verb = if args.dry_run {

@@ -8,7 +8,7 @@ use crate::cli::VerifyMarkerArgs;
 use crate::config::Context;
 use crate::error::{Error, Result};
 use crate::exit;
-use crate::fsops;
+use crate::fsops::Dir;
 use crate::names::Machine;
 
 /// Runs `verify-marker`.
@@ -22,14 +22,22 @@ pub fn run(ctx: &Context, args: VerifyMarkerArgs) -> Result<u8> {
         Some(t) => Machine::parse(t, "target")?,
         None => target_from_path(file)?,
     };
-    if std::fs::symlink_metadata(file).is_err() {
+    // The folder named is opened as given; the marker in it is read
+    // without following a link.
+    let parent = match file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    let dir = Dir::open_trusted(parent);
+    if !dir.as_ref().is_ok_and(|d| d.exists(name)) {
         return Err(Error::not_found(format!(
             "no marker file at {}",
             file.display()
         )));
     }
+    let dir = dir?;
     let key = ctx.key(ctx.root().ok().as_deref())?;
-    let read = fsops::read_limited(file, crate::doc::marker::MAX_BYTES);
+    let read = dir.read_limited(name, crate::doc::marker::MAX_BYTES);
     let (verdict, message) = match accept::marker(name, read, target.as_str(), &key) {
         Ok(m) => (
             "valid",

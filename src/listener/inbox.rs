@@ -11,21 +11,19 @@
 //! the listener's.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::accept::{self, Rejection, Verdict};
 use crate::doc::{self, Job};
-use crate::error::{Error, Result};
-use crate::fsops;
+use crate::error::Result;
+use crate::fsops::Dir;
 use crate::key::Key;
-use crate::layout::TargetDirs;
 use crate::names::JobId;
 
-/// A job that passed acceptance (steps 1 to 8).
+/// A job that passed acceptance (steps 1 to 8); its file is
+/// `inbox/<id>.json` (the name matches the body's id, §6.1 step 5).
 pub(super) struct Candidate {
     pub job: Job,
-    pub path: PathBuf,
 }
 
 /// A file's size and mtime: the listener's sign that it did not change.
@@ -34,8 +32,8 @@ use crate::settle::{Settling, Stamp};
 /// What one listing found besides the runnable jobs.
 #[derive(Default)]
 pub(super) struct Listing {
-    /// Files to refuse: name, path and why.
-    pub refused: Vec<(String, PathBuf, Rejection)>,
+    /// Files to refuse: name and why.
+    pub refused: Vec<(String, Rejection)>,
     /// Lines to say (each said once per name).
     pub notes: Vec<String>,
 }
@@ -57,10 +55,6 @@ pub(super) struct Inbox {
     settle: Duration,
 }
 
-fn mtime(inbox: &Path) -> Option<SystemTime> {
-    std::fs::metadata(inbox).and_then(|m| m.modified()).ok()
-}
-
 impl Inbox {
     /// An inbox never listed, whose unparseable files settle after `settle`.
     pub fn new(settle: Duration) -> Inbox {
@@ -79,22 +73,22 @@ impl Inbox {
     /// changed (other than by our own archiving, whose mtime is `ours`), or
     /// a poll interval passed (coarse mtimes on network filesystems can hide
     /// a change).
-    pub fn stale(&self, inbox: &Path, poll: Duration, ours: Option<SystemTime>) -> bool {
-        let now = mtime(inbox);
+    pub fn stale(&self, inbox: &Dir, poll: Duration, ours: Option<SystemTime>) -> bool {
+        let now = inbox.modified();
         self.listed.is_none_or(|t| t.elapsed() >= poll)
             || (now != self.inbox_mtime && (now.is_none() || now != ours))
     }
 
     /// Takes `jobs` (in drain order) as the queue listed just now.
-    pub fn reset(&mut self, jobs: Vec<Candidate>, inbox: &Path) {
-        self.inbox_mtime = mtime(inbox);
+    pub fn reset(&mut self, jobs: Vec<Candidate>, inbox: &Dir) {
+        self.inbox_mtime = inbox.modified();
         self.jobs = jobs.into();
         self.listed = Some(Instant::now());
     }
 
     /// Records the folder's state after our own change to it (archiving).
-    pub fn note_own_change(&mut self, inbox: &Path) {
-        self.inbox_mtime = mtime(inbox);
+    pub fn note_own_change(&mut self, inbox: &Dir) {
+        self.inbox_mtime = inbox.modified();
     }
 
     /// Forgets the parsed copy of `name` (its job ended or was refused).
@@ -110,41 +104,27 @@ impl Inbox {
     /// Lists the inbox and judges each entry: returns the runnable jobs
     /// (unsorted) and what to refuse. Names that are not `<id>.json` are
     /// never read, moved or deleted.
-    pub fn scan(&mut self, dirs: &TargetDirs, key: &Key) -> Result<(Vec<Candidate>, Listing)> {
+    /// The listing goes through `inbox` held open (the listener opened the
+    /// layout for this pass, making missing folders and moving aside links),
+    /// so every entry judged is one of that folder's.
+    pub fn scan(
+        &mut self,
+        inbox: &Dir,
+        target: &str,
+        key: &Key,
+    ) -> Result<(Vec<Candidate>, Listing)> {
         let mut found = Listing::default();
-        // A folder of ours swapped for a link since the last look would lead
-        // reads and moves out of the root: stop rather than follow it.
-        dirs.check_real()?;
-        let inbox = dirs.inbox();
-        let entries = match std::fs::read_dir(&inbox) {
-            Ok(e) => e,
-            // A synced folder can vanish for a while (a sync hiccup, a
-            // restore): make ours again and carry on.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if self.first_note("inbox/") {
-                    let line = format!("{} is missing; making it again", inbox.display());
-                    found.notes.push(line);
-                }
-                fsops::create_dirs(&dirs.all_dirs())?;
-                return Ok((Vec::new(), found));
-            }
-            Err(e) => return Err(Error::io("list", &inbox, &e)),
-        };
         let mut out = Vec::new();
         let mut present = HashSet::new();
-        for entry in entries.flatten() {
-            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
-                continue;
-            };
+        for name in inbox.list()? {
             if JobId::from_file_name(&name).is_none() {
                 continue;
             }
             present.insert(name.clone());
-            let path = entry.path();
-            match self.judge(&name, &path, dirs.target().as_str(), key) {
+            match self.judge(&name, inbox, target, key) {
                 Ok(job) => {
                     self.unsettled.remove(&name);
-                    out.push(Candidate { job, path });
+                    out.push(Candidate { job });
                 }
                 Err(r) if matches!(r.verdict, Verdict::Missing) => {}
                 Err(r) if matches!(r.verdict, Verdict::Unreadable) => {
@@ -155,10 +135,11 @@ impl Inbox {
                     }
                 }
                 Err(r)
-                    if matches!(r.verdict, Verdict::Malformed) && !self.settled(&name, &path) => {}
+                    if matches!(r.verdict, Verdict::Malformed)
+                        && !self.settled(&name, inbox, &name) => {}
                 Err(r) => {
                     self.unsettled.remove(&name);
-                    found.refused.push((name, path, r));
+                    found.refused.push((name, r));
                 }
             }
         }
@@ -174,22 +155,22 @@ impl Inbox {
     fn judge(
         &mut self,
         name: &str,
-        path: &Path,
+        inbox: &Dir,
         target: &str,
         key: &Key,
     ) -> Result<Job, Rejection> {
-        let meta = std::fs::symlink_metadata(path);
+        let meta = inbox.entry(name);
         let stamp = meta
             .as_ref()
             .ok()
-            .filter(|m| m.is_file())
-            .map(|m| (m.len(), m.modified().ok()));
+            .filter(|m| m.kind == crate::platform::EntryKind::File)
+            .map(|m| (m.len, m.modified));
         if let (Some(stamp), Some((seen, job))) = (stamp, self.parsed.get(name))
             && *seen == stamp
         {
             return Ok(job.clone());
         }
-        let read = fsops::read_limited_with(path, meta, doc::job::MAX_BYTES);
+        let read = inbox.read_limited_with(name, meta, doc::job::MAX_BYTES);
         let job = accept::job(name, read, target, key)?;
         if let Some(stamp) = stamp {
             self.parsed.insert(name.to_string(), (stamp, job.clone()));
@@ -197,13 +178,13 @@ impl Inbox {
         Ok(job)
     }
 
-    /// True when a file that does not parse counts as settled
-    /// ([`crate::settle`]).
-    pub fn settled(&mut self, name: &str, path: &Path) -> bool {
-        let Ok(meta) = std::fs::symlink_metadata(path) else {
+    /// True when a file that does not parse (remembered as `name`, the
+    /// entry `file` of `dir`) counts as settled ([`crate::settle`]).
+    pub fn settled(&mut self, name: &str, dir: &Dir, file: &str) -> bool {
+        let Ok(meta) = dir.entry(file) else {
             return false;
         };
-        let stamp = (meta.len(), meta.modified().ok());
+        let stamp = (meta.len, meta.modified);
         let now = Instant::now();
         self.unsettled
             .entry(name.to_string())

@@ -8,7 +8,7 @@ use crate::accept::{self, Verdict};
 use crate::clock;
 use crate::doc::{self, Marker, detail};
 use crate::error::Result;
-use crate::fsops;
+use crate::layout::Folders;
 use crate::names::JobId;
 use crate::rejected::Kind;
 
@@ -16,16 +16,17 @@ impl Listener {
     /// The valid cancel marker for `id`, if one is there. An invalid one is
     /// moved to `archive/rejected/` (once settled), so it cannot block the
     /// slot a genuine marker needs.
-    pub(super) fn valid_marker(&mut self, id: &JobId) -> Option<Marker> {
-        let path = self.dirs.marker_file(id);
+    pub(super) fn valid_marker(&mut self, f: &Folders, id: &JobId) -> Option<Marker> {
         let name = id.file_name();
-        let read = fsops::read_limited(&path, doc::marker::MAX_BYTES);
+        let read = f.cancel().read_limited(&name, doc::marker::MAX_BYTES);
         match accept::marker(&name, read, self.dirs.target().as_str(), &self.key) {
             Ok(m) => Some(m),
             Err(r) if matches!(r.verdict, Verdict::Missing | Verdict::Unreadable) => None,
             Err(r)
                 if r.verdict == Verdict::Malformed
-                    && !self.inbox.settled(&format!("cancel/{name}"), &path) =>
+                    && !self
+                        .inbox
+                        .settled(&format!("cancel/{name}"), f.cancel(), &name) =>
             {
                 None
             }
@@ -35,7 +36,7 @@ impl Listener {
                     r.verdict.as_str(),
                     r.message
                 ));
-                if let Err(e) = self.reject(&path, &name, &r, Kind::Marker) {
+                if let Err(e) = self.reject(f, f.cancel(), &name, &r, Kind::Marker) {
                     self.say(format!("could not move the marker aside: {e}"));
                 }
                 None
@@ -51,6 +52,6 @@ impl Listener {
             "cancelled {} before start (marker from {})",
             c.job.id, marker.origin
         ));
-        self.finish(&c.job.id, &c.path, &outcome, true)
+        self.finish(&c.job.id, &outcome, true)
     }
 }

@@ -37,13 +37,12 @@ use crate::accept::{self, Rejection, Verdict};
 use crate::clock;
 use crate::doc::{self, Outcome, Termination, detail, job};
 use crate::error::Result;
-use crate::fsops;
-use crate::fsops::Durability;
+use crate::fsops::{Dir, Durability};
 use crate::governor::Tier;
 use crate::heartbeat::{self, Beat, Heartbeat};
 use crate::jobenv;
 use crate::key::Key;
-use crate::layout::{StateDirs, TargetDirs};
+use crate::layout::{self, Folders, StateDirs, TargetDirs};
 use crate::names::JobId;
 use crate::platform;
 use crate::publisher::{Finished, Publisher};
@@ -100,6 +99,9 @@ pub struct Counters {
     pub rejected: u64,
     /// Already processed (replays).
     pub skipped: u64,
+    /// Layout folders found to be links or files, moved aside and made
+    /// again (docs/protocol.md §3.5).
+    pub repaired: u64,
 }
 
 /// How a listener run ended.
@@ -114,6 +116,9 @@ pub struct Summary {
 /// Where the listener runs and with what.
 pub struct Listener {
     dirs: TargetDirs,
+    /// The layout's folders, held open for one pass (opened again at the
+    /// next, so a folder swapped meanwhile is noticed and moved aside).
+    folders: Option<Folders>,
     key: Arc<Key>,
     key_path: PathBuf,
     root: PathBuf,
@@ -156,8 +161,7 @@ impl Listener {
         shutdown: Arc<Shutdown>,
     ) -> Result<Listener> {
         let lock = Lock::acquire(&state, dirs.target().as_str())?;
-        dirs.check_real()?;
-        fsops::create_dirs(&dirs.all_dirs())?;
+        let (folders, repairs) = rejected::open_repairing(&dirs)?;
         let folder_lock = Lock::acquire_folder(&dirs)?;
         let instance = state::instance_id(&state)?;
         let host = platform::hostname().unwrap_or_default();
@@ -166,12 +170,7 @@ impl Listener {
             instance,
             key_fingerprint: key.fingerprint(),
         };
-        let beat = Heartbeat::new(
-            dirs.listener_json(),
-            dirs.target().as_str(),
-            &who,
-            settings.poll,
-        );
+        let beat = Heartbeat::new(dirs.clone(), dirs.target().as_str(), &who, settings.poll);
         if let Some(other) = beat.rival() {
             return Err(crate::error::Error::new(
                 crate::error::Code::Busy,
@@ -205,6 +204,7 @@ impl Listener {
         let inbox = Inbox::new(settings.settle);
         let mut l = Listener {
             dirs,
+            folders: Some(folders),
             key,
             key_path,
             root,
@@ -227,9 +227,30 @@ impl Listener {
             _lock: lock,
             _folder_lock: folder_lock,
         };
+        l.repaired(repairs);
         l.recover(unfinished)?;
         l.heartbeat(None, "listening");
         Ok(l)
+    }
+
+    /// Counts and logs layout folders moved aside.
+    fn repaired(&mut self, notes: Vec<String>) {
+        self.counters.repaired += notes.len() as u64;
+        for n in notes {
+            self.say(n);
+        }
+    }
+
+    /// The layout's folders for this pass, opened (and repaired) when the
+    /// pass has none yet.
+    fn folders(&mut self) -> Result<Folders> {
+        if let Some(f) = &self.folders {
+            return Ok(f.clone());
+        }
+        let (f, notes) = rejected::open_repairing(&self.dirs)?;
+        self.repaired(notes);
+        self.folders = Some(f.clone());
+        Ok(f)
     }
 
     fn say(&self, line: impl AsRef<str>) {
@@ -270,6 +291,8 @@ impl Listener {
                 continue;
             }
             self.checkpoint()?;
+            // Folders are held for a pass only: an idle listener holds none.
+            self.folders = None;
             if self.settings.once {
                 break;
             }
@@ -296,54 +319,69 @@ impl Listener {
     /// interval has passed, so draining n queued jobs costs n small steps,
     /// not n listings of n files. Before saying "nothing to do" the pass
     /// always looks at a fresh listing.
+    ///
+    /// The folders are opened afresh for each pass. When they cannot be
+    /// (a writer keeps swapping them), the pass is skipped and tried again
+    /// after a poll interval: nothing in the folder stops the listener.
     fn pass(&mut self) -> Result<bool> {
         if self.rival_serves() {
             return Ok(false);
         }
-        let fresh = self.inbox.stale(
-            &self.dirs.inbox(),
-            self.settings.poll,
-            self.publisher.inbox_mtime(),
-        );
+        self.folders = None;
+        let f = match self.folders() {
+            Ok(f) => f,
+            Err(e) => {
+                self.say(format!(
+                    "cannot open the folders of {}: {e}; trying again",
+                    self.dirs.target()
+                ));
+                return Ok(false);
+            }
+        };
+        let fresh = self
+            .inbox
+            .stale(f.inbox(), self.settings.poll, self.publisher.inbox_mtime());
         if fresh {
-            self.rescan()?;
+            self.rescan(&f)?;
         }
-        if self.act()? {
+        if self.act(&f)? {
             return Ok(true);
         }
         if !fresh {
-            self.rescan()?;
-            return self.act();
+            self.rescan(&f)?;
+            return self.act(&f);
         }
         Ok(false)
     }
 
-    fn rescan(&mut self) -> Result<()> {
-        let (mut jobs, found) = self.inbox.scan(&self.dirs, &self.key)?;
+    fn rescan(&mut self, f: &Folders) -> Result<()> {
+        let (mut jobs, found) =
+            self.inbox
+                .scan(f.inbox(), self.dirs.target().as_str(), &self.key)?;
         for line in found.notes {
             self.say(line);
         }
-        for (name, path, r) in found.refused {
-            self.refuse(&path, &name, &r);
+        for (name, r) in found.refused {
+            self.refuse(f, &name, &r);
         }
         // Finished jobs not yet archived are no longer queued.
         jobs.retain(|c| {
             !self.pending.iter().any(|p| p.id == c.job.id) && !self.publisher.in_flight(&c.job.id)
         });
         jobs.sort_by_key(|c| c.job.drain_key());
-        self.inbox.reset(jobs, &self.dirs.inbox());
+        self.inbox.reset(jobs, f.inbox());
         Ok(())
     }
 
     /// Walks the queue in drain order and acts on the first job that can
     /// start or end: replay guard → age → cancel check (before the governor,
     /// so a cancelled job never sits deferred under RED) → governor → run.
-    fn act(&mut self) -> Result<bool> {
+    fn act(&mut self, f: &Folders) -> Result<bool> {
         let tier = Tier::read(self.settings.governor.as_deref());
         let mut i = 0;
         while i < self.inbox.jobs.len() {
             let c = &self.inbox.jobs[i];
-            if std::fs::symlink_metadata(&c.path).is_err() {
+            if !f.inbox().exists(&c.job.id.file_name()) {
                 // Gone meanwhile (moved by a sync engine): nothing to do.
                 self.inbox.jobs.remove(i);
                 continue;
@@ -353,14 +391,14 @@ impl Listener {
             });
             if let Err(r) = checked {
                 let c = self.inbox.jobs.remove(i).expect("index in range");
-                self.refuse(&c.path, &c.job.id.file_name(), &r);
+                self.refuse(f, &c.job.id.file_name(), &r);
                 continue;
             }
             let id = c.job.id.clone();
-            if let Some(marker) = self.valid_marker(&id) {
+            if let Some(marker) = self.valid_marker(f, &id) {
                 let c = self.inbox.jobs.remove(i).expect("index in range");
                 self.cancel_before_start(&c, &marker)?;
-                self.inbox.note_own_change(&self.dirs.inbox());
+                self.inbox.note_own_change(f.inbox());
                 return Ok(true);
             }
             if !tier.admits(self.inbox.jobs[i].job.spec.priority) {
@@ -373,8 +411,8 @@ impl Listener {
             }
             let c = self.inbox.jobs.remove(i).expect("index in range");
             self.deferred.remove(&c.job.id);
-            self.run_job(c)?;
-            self.inbox.note_own_change(&self.dirs.inbox());
+            self.run_job(f, c)?;
+            self.inbox.note_own_change(f.inbox());
             return Ok(true);
         }
         Ok(false)
@@ -382,7 +420,7 @@ impl Listener {
 
     /// Counts and moves aside a refused inbox file. A file we cannot move
     /// stays and is retried; it must never take the listener down.
-    fn refuse(&mut self, path: &std::path::Path, name: &str, r: &Rejection) {
+    fn refuse(&mut self, f: &Folders, name: &str, r: &Rejection) {
         self.inbox.forget(name);
         if r.verdict == Verdict::AlreadyProcessed {
             self.counters.skipped += 1;
@@ -394,7 +432,7 @@ impl Listener {
             r.verdict.as_str(),
             r.message
         ));
-        if let Err(e) = self.reject(path, name, r, Kind::Job) {
+        if let Err(e) = self.reject(f, f.inbox(), name, r, Kind::Job) {
             self.say_once(name, format!("could not move {name} aside: {e}"));
         }
     }
@@ -412,11 +450,12 @@ impl Listener {
         })
     }
 
-    /// Moves a refused input to `archive/rejected/` with its reason.
-    fn reject(&self, path: &std::path::Path, name: &str, r: &Rejection, kind: Kind) -> Result<()> {
+    /// Moves the refused entry `name` of `from` to `archive/rejected/` with
+    /// its reason.
+    fn reject(&self, f: &Folders, from: &Dir, name: &str, r: &Rejection, kind: Kind) -> Result<()> {
         let reason =
             rejected::Reason::new(r, kind, self.dirs.target().as_str()).judged_with(&self.key);
-        rejected::file(&self.dirs, path, name, &reason)
+        rejected::file(f.rejected(), from, name, &reason)
     }
 
     /// Records `outcome` in the ledger; it is handed on by [`Self::settle`],
@@ -424,13 +463,7 @@ impl Listener {
     /// (the publisher consumes it once the result is durable: a marker
     /// consumed before that could let a crash run a job that was cancelled
     /// before it started).
-    fn finish(
-        &mut self,
-        id: &JobId,
-        job_path: &std::path::Path,
-        outcome: &Outcome,
-        marker: bool,
-    ) -> Result<()> {
+    fn finish(&mut self, id: &JobId, outcome: &Outcome, marker: bool) -> Result<()> {
         let result = doc::to_file_bytes(outcome);
         {
             let _recording = shutdown::recording();
@@ -439,7 +472,6 @@ impl Listener {
         self.inbox.forget(&id.file_name());
         self.pending.push(Finished {
             id: id.clone(),
-            job_path: job_path.to_path_buf(),
             result,
             marker,
         });
@@ -473,12 +505,18 @@ impl Listener {
         for note in self.publisher.notes() {
             self.say(note);
         }
-        waited?;
-        if !self.published && !self.ledger.wants_checkpoint() {
+        self.counters.repaired += self.publisher.repaired();
+        // Results not placed yet stay unfinished in the ledger: no
+        // checkpoint until they are.
+        if !waited? || (!self.published && !self.ledger.wants_checkpoint()) {
             return Ok(());
         }
-        for dir in [self.dirs.results(), self.dirs.done(), self.dirs.consumed()] {
-            platform::sync_dir(&dir);
+        // Folders that cannot be opened now were flushed by the publisher
+        // when it placed the batch, or are moved aside at the next pass.
+        if let Ok(f) = self.folders() {
+            for dir in [f.results(), f.done(), f.consumed()] {
+                dir.sync();
+            }
         }
         self.ledger.checkpoint(clock::now())?;
         self.published = false;
@@ -488,11 +526,13 @@ impl Listener {
     /// True when a valid marker for a finished job is in `cancel/`, read
     /// from the folder (for a job whose runner did not meet one).
     pub(super) fn has_valid_marker(&mut self, id: &JobId) -> bool {
-        std::fs::symlink_metadata(self.dirs.marker_file(id)).is_ok()
-            && self.valid_marker(id).is_some()
+        let Ok(f) = self.folders() else {
+            return false;
+        };
+        f.cancel().exists(&id.file_name()) && self.valid_marker(&f, id).is_some()
     }
 
-    fn run_job(&mut self, c: Candidate) -> Result<()> {
+    fn run_job(&mut self, f: &Folders, c: Candidate) -> Result<()> {
         // Messages left from an earlier job are stale; a shutdown asked for
         // meanwhile is in the flag, checked once the queue is clear.
         while self.rx.try_recv().is_ok() {}
@@ -528,12 +568,14 @@ impl Listener {
             env,
             timeout: spec.timeout,
             grace: spec.grace(),
-            stdout_log: self.dirs.log_file(&id, "stdout"),
-            stderr_log: self.dirs.log_file(&id, "stderr"),
+            logs: f.logs().clone(),
+            stdout_log: layout::log_name(&id, "stdout"),
+            stderr_log: layout::log_name(&id, "stderr"),
         };
         let mut watch = Watch::new(
             id.clone(),
-            self.dirs.clone(),
+            f,
+            self.dirs.target().to_string(),
             Arc::clone(&self.key),
             self.settings.poll,
             self.settings.settle,
@@ -547,7 +589,7 @@ impl Listener {
                 let _ = self.ledger.note_pid(id.as_str(), running.id());
                 let settled = self.settle();
                 self.publisher
-                    .show_running(self.dirs.running_file(&id), doc::to_file_bytes(&shown));
+                    .show_running(id.clone(), doc::to_file_bytes(&shown));
                 (running.wait(&self.rx, &mut watch), settled)
             }
             Err(report) => (*report, self.settle()),
@@ -583,7 +625,7 @@ impl Listener {
         // marker may still have come after the watch's last look, and is
         // consumed all the same (the completion race, docs/protocol.md §7).
         let marker = report.marker().is_some() || self.has_valid_marker(&id);
-        self.finish(&id, &c.path, &outcome, marker)?;
+        self.finish(&id, &outcome, marker)?;
         settled
     }
 

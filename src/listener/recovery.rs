@@ -13,7 +13,6 @@ use super::Listener;
 use crate::clock;
 use crate::doc::detail;
 use crate::error::Result;
-use crate::fsops;
 use crate::jobenv;
 use crate::names::JobId;
 use crate::platform::{self, Signal};
@@ -32,11 +31,10 @@ impl Listener {
             let Ok(id) = JobId::parse(&r.job_id) else {
                 continue;
             };
-            if std::fs::symlink_metadata(self.dirs.result_file(&id)).is_err() {
+            if !self.folders()?.results().exists(&id.file_name()) {
                 self.say(format!("publishing the recorded result of {id}"));
             }
             recorded.push(Finished {
-                job_path: self.dirs.job_file(&id),
                 marker: self.has_valid_marker(&id),
                 id,
                 result: r.result,
@@ -47,7 +45,14 @@ impl Listener {
         // lines are flushed first: after a crash of a relaxed listener they
         // may be in the page cache only.
         if !recorded.is_empty() {
-            publisher::publish_batch(&self.dirs, &self.key, Some(self.ledger.path()), &recorded)?;
+            let f = self.folders()?;
+            publisher::publish_batch(
+                &f,
+                &self.key,
+                self.dirs.target().as_str(),
+                Some(self.ledger.path()),
+                &recorded,
+            )?;
         }
         self.published |= !recorded.is_empty();
         for entry in left.started {
@@ -82,14 +87,15 @@ impl Listener {
             }
             platform::signal_pids(&pids, Signal::Kill);
         }
-        let _ = fsops::remove(&self.dirs.running_file(id));
-        let job_path = self.dirs.job_file(id);
-        if std::fs::symlink_metadata(self.dirs.result_file(id)).is_ok() {
+        let f = self.folders()?;
+        let name = id.file_name();
+        let _ = f.running().remove(&name);
+        if f.results().exists(&name) {
             // A result is there already (placed by hand, or by another
             // copy): only the bookkeeping after it is left to do.
-            publisher::archive(&self.dirs, id, &job_path)?;
+            publisher::archive(&f, id)?;
             if self.has_valid_marker(id) {
-                publisher::consume_marker(&self.dirs, id)?;
+                publisher::consume_marker(&f, id)?;
             }
             return Ok(());
         }
@@ -104,6 +110,6 @@ impl Listener {
         self.counters.failed += 1;
         self.say(format!("finished {id}: interrupted"));
         let marker = self.has_valid_marker(id);
-        self.finish(id, &job_path, &outcome, marker)
+        self.finish(id, &outcome, marker)
     }
 }

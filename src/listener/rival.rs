@@ -23,7 +23,7 @@ impl Listener {
             return self.rival.is_some();
         }
         self.rival_checked = Some(Instant::now());
-        let now_there = heartbeat::read(&self.dirs.listener_json());
+        let now_there = heartbeat::read(&self.dirs);
         let seen = match (self.beat.rival(), self.rival.take()) {
             (Some(fresh), _) => Some(fresh),
             // Our own beat may have covered theirs since: keep the last

@@ -14,9 +14,9 @@ pub use target::{
 
 use crate::accept;
 use crate::doc::{Outcome, outcome};
-use crate::fsops;
+use crate::fsops::Dir;
 use crate::key::Key;
-use crate::layout::TargetDirs;
+use crate::layout::{Place, TargetDirs};
 use crate::names::JobId;
 use crate::rejected::{self, Reason};
 
@@ -53,8 +53,12 @@ impl Observed {
 
 /// Looks at `id` under `dirs`.
 pub fn job(dirs: &TargetDirs, id: &JobId, key: &Key) -> Observed {
-    let result = dirs.result_file(id);
-    match fsops::read_limited(&result, outcome::MAX_BYTES) {
+    let name = id.file_name();
+    let read = match open(dirs, Place::Results) {
+        Some(results) => results.read_limited(&name, outcome::MAX_BYTES),
+        None => crate::read::FileRead::Missing,
+    };
+    match read {
         crate::read::FileRead::Missing => {}
         read => {
             return match accept::outcome(id.as_str(), read, dirs.target().as_str(), key) {
@@ -63,15 +67,22 @@ pub fn job(dirs: &TargetDirs, id: &JobId, key: &Key) -> Observed {
             };
         }
     }
-    if std::fs::symlink_metadata(dirs.running_file(id)).is_ok() {
+    let there = |p: Place| open(dirs, p).is_some_and(|d| d.exists(&name));
+    if there(Place::Running) {
         Observed::Running
-    } else if std::fs::symlink_metadata(dirs.job_file(id)).is_ok() {
+    } else if there(Place::Inbox) {
         Observed::Queued
     } else if let Some(reason) = rejected::find_job_rejection(dirs, id) {
         Observed::Rejected(Box::new(reason))
     } else {
         Observed::NotSeen
     }
+}
+
+/// The folder of `place`, opened without following links; `None` when it
+/// is missing, or a link or a file (which the listener moves aside).
+fn open(dirs: &TargetDirs, place: Place) -> Option<Dir> {
+    dirs.open(place).ok().flatten()
 }
 
 /// What to tell the sender of `id` whose job file the listener of `dirs`

@@ -6,7 +6,6 @@
 //! Cost: one directory listing per folder; job bodies are read for the
 //! queue's order (they are small), result bodies only for the last few.
 
-use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
@@ -14,10 +13,9 @@ use serde::{Deserialize, Serialize};
 use crate::accept;
 use crate::clock;
 use crate::doc::{self, Job, Priority};
-use crate::fsops;
 use crate::heartbeat::{self, Beat};
 use crate::key::Key;
-use crate::layout::TargetDirs;
+use crate::layout::{LISTENER_JSON, Place, TargetDirs};
 use crate::names::JobId;
 use crate::read::FileRead;
 use crate::rejected;
@@ -200,17 +198,28 @@ pub enum RecentResult {
     },
 }
 
-/// The ids named by `<id>.json` entries of `dir`, with their mtimes.
-fn entries(dir: &Path) -> Vec<(JobId, Option<SystemTime>)> {
-    let Ok(rd) = std::fs::read_dir(dir) else {
+/// The ids named by `<id>.json` entries of `place`, with their mtimes.
+fn entries(dirs: &TargetDirs, place: Place) -> Vec<(JobId, Option<SystemTime>)> {
+    let Some(dir) = super::open(dirs, place) else {
         return Vec::new();
     };
-    rd.flatten()
-        .filter_map(|e| {
-            let id = JobId::from_file_name(e.file_name().to_str()?)?;
-            Some((id, e.metadata().ok().and_then(|m| m.modified().ok())))
+    dir.list()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|n| {
+            let id = JobId::from_file_name(&n)?;
+            let mtime = dir.entry(&n).ok().and_then(|m| m.modified);
+            Some((id, mtime))
         })
         .collect()
+}
+
+/// Reads the entry `name` of `place` as [`crate::fsops::Dir::read_limited`] does.
+fn read(dirs: &TargetDirs, place: Place, name: &str, limit: u64) -> FileRead {
+    match super::open(dirs, place) {
+        Some(d) => d.read_limited(name, limit),
+        None => FileRead::Missing,
+    }
 }
 
 fn age_since(ts: &str) -> Option<Duration> {
@@ -219,7 +228,14 @@ fn age_since(ts: &str) -> Option<Duration> {
 }
 
 fn listener(dirs: &TargetDirs) -> ListenerState {
-    let FileRead::Bytes(b) = fsops::read_limited(&dirs.listener_json(), 64 * 1024) else {
+    let beat = dirs
+        .open_base()
+        .ok()
+        .flatten()
+        .map_or(FileRead::Missing, |b| {
+            b.read_limited(LISTENER_JSON, 64 * 1024)
+        });
+    let FileRead::Bytes(b) = beat else {
         return ListenerState::NotSeen {
             alive: false,
             seen: false,
@@ -263,10 +279,10 @@ struct Shown {
 }
 
 fn running(dirs: &TargetDirs) -> Vec<RunningJob> {
-    entries(&dirs.running())
+    entries(dirs, Place::Running)
         .into_iter()
         .filter_map(|(id, _)| {
-            let FileRead::Bytes(b) = fsops::read_limited(&dirs.running_file(&id), 1 << 20) else {
+            let FileRead::Bytes(b) = read(dirs, Place::Running, &id.file_name(), 1 << 20) else {
                 return None;
             };
             let shown: Shown = serde_json::from_slice(&b).ok()?;
@@ -285,16 +301,20 @@ fn queued(dirs: &TargetDirs, key: &Key) -> (Vec<Job>, usize) {
     let mut jobs = Vec::new();
     let mut invalid = 0;
     // A running job's file stays in the inbox until it is archived.
-    let running: Vec<JobId> = entries(&dirs.running())
+    let running: Vec<JobId> = entries(dirs, Place::Running)
         .into_iter()
         .map(|(id, _)| id)
         .collect();
-    for (id, _) in entries(&dirs.inbox())
+    let inbox = super::open(dirs, Place::Inbox);
+    for (id, _) in entries(dirs, Place::Inbox)
         .into_iter()
         .filter(|(id, _)| !running.contains(id))
     {
-        let read = fsops::read_limited(&dirs.job_file(&id), doc::job::MAX_BYTES);
-        match accept::job(&id.file_name(), read, dirs.target().as_str(), key) {
+        let name = id.file_name();
+        let read = inbox.as_ref().map_or(FileRead::Missing, |d| {
+            d.read_limited(&name, doc::job::MAX_BYTES)
+        });
+        match accept::job(&name, read, dirs.target().as_str(), key) {
             Ok(j) => jobs.push(j),
             Err(_) => invalid += 1,
         }
@@ -304,7 +324,7 @@ fn queued(dirs: &TargetDirs, key: &Key) -> (Vec<Job>, usize) {
 }
 
 fn pending_cancels(dirs: &TargetDirs, key: &Key) -> Vec<PendingCancel> {
-    entries(&dirs.cancel())
+    entries(dirs, Place::Cancel)
         .into_iter()
         .map(|(id, _)| PendingCancel {
             job: match super::job(dirs, &id, key) {
@@ -319,13 +339,18 @@ fn pending_cancels(dirs: &TargetDirs, key: &Key) -> Vec<PendingCancel> {
 }
 
 fn recent(dirs: &TargetDirs, key: &Key) -> Vec<RecentResult> {
-    let mut all = entries(&dirs.results());
+    let mut all = entries(dirs, Place::Results);
     all.sort_by_key(|(id, m)| (*m, id.clone()));
     all.into_iter()
         .rev()
         .take(RECENT)
         .map(|(id, _)| {
-            let read = fsops::read_limited(&dirs.result_file(&id), doc::outcome::MAX_BYTES);
+            let read = read(
+                dirs,
+                Place::Results,
+                &id.file_name(),
+                doc::outcome::MAX_BYTES,
+            );
             match accept::outcome(id.as_str(), read, dirs.target().as_str(), key) {
                 Ok(o) => {
                     let d = o.detail();

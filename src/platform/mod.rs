@@ -34,6 +34,54 @@ use windows as imp;
 #[cfg(windows)]
 mod threaded;
 
+#[cfg(unix)]
+mod dir_unix;
+#[cfg(windows)]
+mod dir_windows;
+
+// An open folder, for operations on its entries by name. Every platform
+// provides `DirHandle::open_trusted(&Path)` (a folder the user named; links
+// on the way are followed), `open_child(name, shown)` (refusing a link, an
+// error `is_link_error` recognises, or anything but a folder,
+// `NotADirectory`), `create_dir`, `entry` (lstat), `open_read` (never
+// following a link, never blocking on a FIFO), `create_new` (exclusive,
+// never through a link), `rename_no_replace` and `rename_replace` (to a
+// name in this or another handle's folder), `remove_file`, `names`,
+// `sync`, `sync_files(&[File])` and `modified`. Unix: descriptors and the
+// `*at` calls (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` on
+// Linux where the kernel has it, `O_NOFOLLOW | O_DIRECTORY` otherwise,
+// `renameat2(RENAME_NOREPLACE)`, `unlinkat`). Windows: a handle held
+// without delete sharing pins the folder in place while path operations
+// name its entries.
+#[cfg(unix)]
+pub use dir_unix::DirHandle;
+#[cfg(windows)]
+pub use dir_windows::DirHandle;
+
+/// What a folder entry is, as `lstat` tells it (a link is never followed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A regular file.
+    File,
+    /// A folder.
+    Dir,
+    /// A symbolic link (on Windows also a junction).
+    Link,
+    /// A FIFO, socket or device.
+    Other,
+}
+
+/// One folder entry's kind, size and modification time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// What it is.
+    pub kind: EntryKind,
+    /// Its size in bytes.
+    pub len: u64,
+    /// When it last changed, where the system says.
+    pub modified: Option<std::time::SystemTime>,
+}
+
 // The process tree of one running job. Every platform provides
 // `Tree::adopt(&Child) -> io::Result<Tree>` (take charge of a job spawned
 // after `prepare_job`), `id()` (the id the journal records), `leader_exited()`,

@@ -21,8 +21,7 @@ use time::OffsetDateTime;
 use crate::accept;
 use crate::error::{Code, Error, Result};
 use crate::fsops;
-use crate::layout::{StateDirs, TargetDirs};
-use crate::platform;
+use crate::layout::{FOLDER_LOCK, Place, StateDirs, TargetDirs};
 use crate::rejected;
 
 mod line;
@@ -86,33 +85,32 @@ impl Lock {
     /// cannot keep the listener from starting.
     pub fn acquire_folder(dirs: &TargetDirs) -> Result<Lock> {
         let path = dirs.folder_lock();
+        let base = dirs
+            .open_base()?
+            .ok_or_else(|| Error::not_found(format!("{} vanished", dirs.base().display())))?;
         let mut moved = false;
         let file = loop {
-            let opened = match platform::open_no_follow(&path) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    platform::create_new_no_follow(&path)
+            match base.open_lock_file(FOLDER_LOCK) {
+                Ok(Some(f)) => break f,
+                Ok(None) if !moved => {
+                    let r = accept::Rejection::new(
+                        accept::Verdict::NotAFile,
+                        "the listener's lock must be a regular file",
+                    );
+                    let reason =
+                        rejected::Reason::new(&r, rejected::Kind::Layout, dirs.target().as_str());
+                    rejected::file(
+                        &dirs.open_made(Place::Rejected)?,
+                        &base,
+                        FOLDER_LOCK,
+                        &reason,
+                    )?;
+                    moved = true;
                 }
-                other => other,
-            };
-            let bad = match &opened {
-                Ok(f) => f.metadata().is_ok_and(|m| !m.is_file()),
-                Err(e) => platform::is_link_error(e),
-            };
-            if bad && !moved {
-                let r = accept::Rejection::new(
-                    accept::Verdict::NotAFile,
-                    "the listener's lock must be a regular file",
-                );
-                let reason =
-                    rejected::Reason::new(&r, rejected::Kind::Layout, dirs.target().as_str());
-                drop(opened);
-                rejected::file(dirs, &path, "listener.lock", &reason)?;
-                moved = true;
-                continue;
-            }
-            match opened {
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                other => break other.map_err(|e| Error::io("open", &path, &e))?,
+                Ok(None) => {
+                    return Err(fsops::not_a_folder(&path, "file that is not a regular one"));
+                }
+                Err(e) => return Err(Error::io("open", &path, &e)),
             }
         };
         match file.try_lock() {

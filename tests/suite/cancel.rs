@@ -1283,7 +1283,7 @@ fn a_kill_and_a_before_start_cancel_both_count_as_cancelled() {
     assert_cancelled(&w, &queued, "cancelled-before-start");
     assert_eq!(
         counters,
-        json!({"done": 0, "failed": 0, "cancelled": 2, "deferred": 0, "rejected": 0, "skipped": 0})
+        json!({"done": 0, "failed": 0, "cancelled": 2, "deferred": 0, "rejected": 0, "skipped": 0, "repaired": 0})
     );
 }
 

@@ -1875,6 +1875,107 @@ fn folders_of_the_target_replaced_by_links_out_of_the_root_are_never_used() {
         if sub == "inbox" && side.exists() {
             wrong.push("a job was read and run through an inbox link".into());
         }
+        // The link is moved aside and the folder made again: the listener
+        // goes on (it exited 77 once, and at every restart after).
+        if code != 0 || !text.contains("repaired 1") {
+            wrong.push(format!(
+                "{sub} as a link: exit {code}, not repaired: {text}"
+            ));
+        }
+        if !std::fs::symlink_metadata(w.pc().join(sub)).is_ok_and(|m| m.is_dir()) {
+            wrong.push(format!("{sub} was not made again"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The reason files in `archive/rejected/` whose verdict is `not-a-folder`.
+fn folder_reasons(w: &World) -> Vec<Value> {
+    let dir = w.pc().join("archive").join("rejected");
+    files(&dir)
+        .iter()
+        .filter(|n| n.ends_with(".reason.json"))
+        .filter_map(|n| serde_json::from_slice::<Value>(&std::fs::read(dir.join(n)).ok()?).ok())
+        .filter(|v| v["verdict"] == "not-a-folder")
+        .collect()
+}
+
+#[test]
+fn a_layout_folder_that_is_a_file_or_a_link_is_moved_aside_and_the_listener_goes_on() {
+    let mut wrong = Vec::new();
+    for sub in [
+        "inbox",
+        "cancel",
+        "running",
+        "results",
+        "logs",
+        "archive",
+        "archive/done",
+        "archive/consumed",
+        "archive/rejected",
+    ] {
+        for as_link in [false, true] {
+            let w = World::with_target();
+            let outside = outside_dir(&w, "outside");
+            let side = w.dir.path().join("side");
+            let id = format!("ok-{:x}", std::process::id());
+            w.write_job(
+                "PC",
+                &id,
+                "PC",
+                &now_text(),
+                &crate::util::appends(&side, "ran"),
+            );
+            let p = w.pc().join(sub);
+            std::fs::rename(&p, w.dir.path().join("put-away")).unwrap();
+            if as_link {
+                std::os::unix::fs::symlink(&outside, &p).unwrap();
+            } else {
+                std::fs::write(&p, b"a file where a folder belongs").unwrap();
+            }
+            if sub == "inbox" {
+                std::fs::rename(
+                    w.dir.path().join("put-away"),
+                    w.dir.path().join("old-inbox"),
+                )
+                .unwrap();
+            }
+            let before = snapshot(&outside);
+            let (code, text) = listen_once_bounded(&w);
+            let what = format!("{sub} as a {}", if as_link { "link" } else { "file" });
+            if code != 0 || !text.contains("repaired 1") {
+                wrong.push(format!("{what}: exit {code}: {text}"));
+                continue;
+            }
+            if !std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir()) {
+                wrong.push(format!("{what}: not made again"));
+            }
+            if before != snapshot(&outside) {
+                wrong.push(format!("{what}: the outside folder changed"));
+            }
+            // Moved aside with a reason, or beside `archive/` for the two
+            // folders that hold the reasons.
+            let beside = files(&w.pc())
+                .iter()
+                .chain(files(&w.pc().join("archive")).iter())
+                .any(|n| n.ends_with(".moved-aside"));
+            let explained = folder_reasons(&w)
+                .iter()
+                .any(|r| r["kind"] == "folder" && r["message"].as_str().unwrap().starts_with(sub));
+            if matches!(sub, "archive" | "archive/rejected") {
+                if !beside {
+                    wrong.push(format!("{what}: no <name>.<time>.moved-aside entry"));
+                }
+            } else if !explained {
+                wrong.push(format!(
+                    "{what}: no not-a-folder reason: {:?}",
+                    folder_reasons(&w)
+                ));
+            }
+            if sub != "inbox" && lines(&side) != ["ran"] {
+                wrong.push(format!("{what}: the queued job did not run once"));
+            }
+        }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

@@ -1123,7 +1123,7 @@ fn the_human_summary_line_names_every_counter() {
 }
 
 #[test]
-fn the_json_summary_has_the_six_counters_and_interrupted() {
+fn the_json_summary_has_the_seven_counters_and_interrupted() {
     let w = World::with_target();
     let (code, out, err) = w.run(&["--json", "listen", "--once", "--poll-interval", "100ms"]);
     assert_eq!(code, 0, "{err}");
@@ -1138,6 +1138,7 @@ fn the_json_summary_has_the_six_counters_and_interrupted() {
             "done",
             "failed",
             "rejected",
+            "repaired",
             "skipped"
         ]
     );

@@ -27,6 +27,10 @@ mod operator;
 mod properties;
 mod readme;
 mod status;
+// Unix only (symbolic links swapped in a loop, `sh` jobs and `kill`).
+// Windows: a held folder cannot be renamed there, see `platform`.
+#[cfg(unix)]
+mod swaps;
 // Unix only (symlinks, `utimensat` and Unix paths). Windows: see `windows`.
 #[cfg(unix)]
 mod sweep_verify;

@@ -20,6 +20,12 @@ fn every_test_the_security_section_names_exists() {
             continue;
         }
         let file = root.join("tests/suite").join(format!("{module}.rs"));
+        // A path into the source (`fsops::Dir`) names code, not a test.
+        let in_src = root.join("src").join(format!("{module}.rs")).exists()
+            || root.join("src").join(module).is_dir();
+        if in_src && !file.exists() {
+            continue;
+        }
         let text = std::fs::read_to_string(&file).unwrap_or_else(|_| {
             panic!(
                 "the Security section names `{quoted}`: no {}",

@@ -184,25 +184,14 @@ fn keygen_writes_a_private_key_that_signs() {
 
 #[test]
 fn publishing_never_replaces_a_name_in_any_case() {
+    use fleet_dispatch::fsops::{Dir, Flush};
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("job.json");
-    assert!(
-        fleet_dispatch::fsops::publish(&p, b"one", fleet_dispatch::fsops::Flush::DataAndName)
-            .unwrap()
-    );
-    assert!(
-        !fleet_dispatch::fsops::publish(&p, b"two", fleet_dispatch::fsops::Flush::DataAndName)
-            .unwrap()
-    );
+    let d = Dir::open_trusted(dir.path()).unwrap();
+    assert!(d.publish("job.json", b"one", Flush::DataAndName).unwrap());
+    assert!(!d.publish("job.json", b"two", Flush::DataAndName).unwrap());
     // Windows folders are case-insensitive: JOB.JSON is job.json.
-    assert!(
-        !fleet_dispatch::fsops::publish(
-            &dir.path().join("JOB.JSON"),
-            b"three",
-            fleet_dispatch::fsops::Flush::DataAndName
-        )
-        .unwrap()
-    );
+    assert!(!d.publish("JOB.JSON", b"three", Flush::DataAndName).unwrap());
     assert_eq!(std::fs::read(&p).unwrap(), b"one");
     let other = dir.path().join("other.json");
     std::fs::write(&other, "other").unwrap();
@@ -214,6 +203,26 @@ fn publishing_never_replaces_a_name_in_any_case() {
         2,
         "no temp file left"
     );
+}
+
+#[test]
+fn a_held_folder_cannot_be_renamed_or_swapped_while_held() {
+    use fleet_dispatch::fsops::{Child, Dir};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("inbox")).unwrap();
+    let root = Dir::open_trusted(dir.path()).unwrap();
+    let Child::Dir(inbox) = root.child("inbox").unwrap() else {
+        panic!("inbox is a folder");
+    };
+    let moved = std::fs::rename(dir.path().join("inbox"), dir.path().join("elsewhere"));
+    assert!(moved.is_err(), "a held folder was renamed");
+    assert!(
+        inbox
+            .publish("a.json", b"x", fleet_dispatch::fsops::Flush::Nothing)
+            .unwrap()
+    );
+    drop(inbox);
+    std::fs::rename(dir.path().join("inbox"), dir.path().join("elsewhere")).unwrap();
 }
 
 #[test]

@@ -1,0 +1,432 @@
+//! [`Dir`]: a folder of the layout held open, and the file operations the
+//! lane makes in it (docs/protocol.md §3.3, §3.5). Every operation names one
+//! entry of the open folder, so a folder swapped for a link after it was
+//! opened leads nowhere: nothing under the root is looked up by path twice,
+//! and no link is followed.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use super::{Flush, retry, temp_name};
+use crate::error::{Error, Result};
+use crate::platform::{DirHandle, Entry, EntryKind};
+use crate::read::FileRead;
+
+/// An open folder and its path (for messages; on Windows also for the
+/// operations, see `platform`). Cheap to clone: clones share the handle.
+#[derive(Clone, Debug)]
+pub struct Dir {
+    handle: Arc<DirHandle>,
+    path: Arc<Path>,
+}
+
+/// What [`Dir::child`] found at a folder's name.
+#[derive(Debug)]
+pub enum Child {
+    /// A real folder, now open.
+    Dir(Dir),
+    /// Nothing has the name.
+    Missing,
+    /// Something other than a folder has it: `symbolic link`, `file` or
+    /// `special file`.
+    NotAFolder(&'static str),
+}
+
+/// Names the kind of a non-folder entry, for messages and reasons.
+pub fn kind_word(kind: EntryKind) -> &'static str {
+    match kind {
+        EntryKind::Link => "symbolic link",
+        EntryKind::Dir => "directory",
+        EntryKind::File => "file",
+        EntryKind::Other => "special file",
+    }
+}
+
+impl Dir {
+    /// Opens the folder at `path`, following links on the way: for the
+    /// dispatch root, which the user names, never for a folder under it.
+    ///
+    /// # Errors
+    ///
+    /// `NOT_FOUND` or another file error naming `path`.
+    pub fn open_trusted(path: &Path) -> Result<Dir> {
+        let handle = DirHandle::open_trusted(path).map_err(|e| Error::io("open", path, &e))?;
+        Ok(Dir {
+            handle: Arc::new(handle),
+            path: path.into(),
+        })
+    }
+
+    /// The folder's path, for messages.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The path of the entry `name`, for messages.
+    pub fn shown(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// Opens the child folder `name`, never following a link.
+    ///
+    /// # Errors
+    ///
+    /// A file error other than the three answers of [`Child`].
+    pub fn child(&self, name: &str) -> Result<Child> {
+        let shown = self.shown(name);
+        match self.handle.open_child(OsStr::new(name), &shown) {
+            Ok(handle) => Ok(Child::Dir(Dir {
+                handle: Arc::new(handle),
+                path: shown.into(),
+            })),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Child::Missing),
+            Err(e) if crate::platform::is_link_error(&e) => Ok(Child::NotAFolder("symbolic link")),
+            Err(e) if e.kind() == io::ErrorKind::NotADirectory => {
+                let kind = match self.entry(name).map(|m| m.kind) {
+                    Ok(EntryKind::Link) => "symbolic link",
+                    Ok(EntryKind::Other) => "special file",
+                    _ => "file",
+                };
+                Ok(Child::NotAFolder(kind))
+            }
+            Err(e) => Err(Error::io("open", &shown, &e)),
+        }
+    }
+
+    /// Opens the child folder `name`, making it when missing.
+    ///
+    /// # Errors
+    ///
+    /// `FORBIDDEN` when a link or a file has the name, or a file error.
+    pub fn child_made(&self, name: &str) -> Result<Dir> {
+        for _ in 0..3 {
+            match self.child(name)? {
+                Child::Dir(d) => return Ok(d),
+                Child::NotAFolder(kind) => return Err(not_a_folder(&self.shown(name), kind)),
+                Child::Missing => match self.handle.create_dir(OsStr::new(name)) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(Error::io("create directory", &self.shown(name), &e)),
+                },
+            }
+        }
+        Err(Error::io(
+            "create directory",
+            &self.shown(name),
+            &io::Error::from(io::ErrorKind::NotFound),
+        ))
+    }
+
+    /// What the entry `name` is, without following a link.
+    pub fn entry(&self, name: &str) -> io::Result<Entry> {
+        self.handle.entry(OsStr::new(name))
+    }
+
+    /// The regular file `name`, opened to hold a lock on it and made empty
+    /// when missing; never through a link. `Ok(None)` when something else
+    /// has the name (a link, a folder, a FIFO), to be moved aside.
+    pub fn open_lock_file(&self, name: &str) -> io::Result<Option<File>> {
+        for _ in 0..3 {
+            let opened = match self.handle.open_read(OsStr::new(name)) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    match self.handle.create_new(OsStr::new(name)) {
+                        // Made by someone else meanwhile: open theirs.
+                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                        other => other,
+                    }
+                }
+                other => other,
+            };
+            return match opened {
+                Ok(f) if f.metadata()?.is_file() => Ok(Some(f)),
+                Ok(_) => Ok(None),
+                Err(e) if crate::platform::is_link_error(&e) => Ok(None),
+                Err(e) => Err(e),
+            };
+        }
+        Err(io::Error::from(io::ErrorKind::AlreadyExists))
+    }
+
+    /// True when anything (a link included) has the name `name`.
+    pub fn exists(&self, name: &str) -> bool {
+        self.entry(name).is_ok()
+    }
+
+    /// The UTF-8 names in the folder; other names are skipped (readers
+    /// never consider them, docs/protocol.md §3.2).
+    ///
+    /// # Errors
+    ///
+    /// A file error naming the folder.
+    pub fn list(&self) -> Result<Vec<String>> {
+        let names = self
+            .handle
+            .names()
+            .map_err(|e| Error::io("list", &self.path, &e))?;
+        Ok(names
+            .into_iter()
+            .filter_map(|n| n.into_string().ok())
+            .collect())
+    }
+
+    /// The folder's own modification time.
+    pub fn modified(&self) -> Option<SystemTime> {
+        self.handle.modified()
+    }
+
+    /// Flushes the folder's entries to disk, best effort.
+    pub fn sync(&self) {
+        self.handle.sync()
+    }
+
+    /// Flushes `files`, written in this folder (docs/protocol.md §7.10).
+    ///
+    /// # Errors
+    ///
+    /// The first failure, naming the folder.
+    pub fn sync_files(&self, files: &[File]) -> Result<()> {
+        self.handle
+            .sync_files(files)
+            .map_err(|e| Error::io("flush files in", &self.path, &e))
+    }
+
+    /// Reads the candidate file `name` (docs/protocol.md §6.1 steps 1 and
+    /// 2): never follows a link, never blocks on a FIFO, and refuses
+    /// anything over `limit` before reading more than `limit + 1` bytes.
+    pub fn read_limited(&self, name: &str, limit: u64) -> FileRead {
+        self.read_limited_with(name, self.entry(name), limit)
+    }
+
+    /// [`Dir::read_limited`] for a caller that has just looked at the entry
+    /// itself, so it is looked up once.
+    pub fn read_limited_with(&self, name: &str, meta: io::Result<Entry>, limit: u64) -> FileRead {
+        let meta = match meta {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return FileRead::Missing,
+            Err(e) => return FileRead::Unreadable(e.to_string()),
+        };
+        if meta.kind != EntryKind::File {
+            return FileRead::NotAFile(kind_word(meta.kind));
+        }
+        if meta.len > limit {
+            return FileRead::TooLarge(meta.len);
+        }
+        let mut f = match self.handle.open_read(OsStr::new(name)) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return FileRead::Missing,
+            Err(e) if crate::platform::is_link_error(&e) => {
+                return FileRead::NotAFile("symbolic link");
+            }
+            Err(e) => return FileRead::Unreadable(e.to_string()),
+        };
+        // The entry may have been swapped between lstat and open: check again.
+        let size = match f.metadata() {
+            Ok(m) if !m.is_file() => return FileRead::NotAFile("special file"),
+            Ok(m) => m.len().min(limit),
+            Err(e) => return FileRead::Unreadable(e.to_string()),
+        };
+        // Room for the whole file and one byte more: one read takes it all and
+        // the next sees the end (an empty buffer would start with small probes).
+        let mut buf = Vec::with_capacity(size as usize + 1);
+        match (&mut f).take(limit + 1).read_to_end(&mut buf) {
+            Ok(_) if buf.len() as u64 > limit => FileRead::TooLarge(buf.len() as u64),
+            Ok(_) => FileRead::Bytes(buf),
+            Err(e) => FileRead::Unreadable(e.to_string()),
+        }
+    }
+
+    /// Writes `bytes` to a new temp file for the final name `name`
+    /// (docs/protocol.md §3.3 step 1), flushed as `flush` says; returns its
+    /// name and the file, still open (for a batch flush).
+    ///
+    /// # Errors
+    ///
+    /// A file error naming the temp file (which is then removed).
+    pub fn write_temp(&self, name: &str, bytes: &[u8], flush: Flush) -> Result<(String, File)> {
+        let tmp = temp_name(name);
+        let written = (|| -> io::Result<File> {
+            let mut f = self.handle.create_new(OsStr::new(&tmp))?;
+            f.write_all(bytes)?;
+            if flush != Flush::Nothing {
+                f.sync_all()?;
+            }
+            Ok(f)
+        })();
+        match written {
+            Ok(f) => Ok((tmp, f)),
+            Err(e) => {
+                let _ = self.handle.remove_file(OsStr::new(&tmp));
+                Err(Error::io("write", &self.shown(&tmp), &e))
+            }
+        }
+    }
+
+    /// Publishes `bytes` at `name` unless something is already there
+    /// (docs/protocol.md §3.3): `Ok(true)` when placed, `Ok(false)` when the
+    /// name was taken (nothing is changed).
+    ///
+    /// # Errors
+    ///
+    /// A file error naming the file.
+    pub fn publish(&self, name: &str, bytes: &[u8], flush: Flush) -> Result<bool> {
+        let (tmp, f) = self.write_temp(name, bytes, flush)?;
+        drop(f);
+        let placed = self.move_no_replace(&tmp, self, name);
+        if !matches!(placed, Ok(true)) {
+            let _ = self.handle.remove_file(OsStr::new(&tmp));
+        }
+        if placed.as_ref().is_ok_and(|p| *p) && flush == Flush::DataAndName {
+            self.sync();
+        }
+        placed
+    }
+
+    /// Writes `bytes` at `name`, replacing it: only for our informational
+    /// files (heartbeat, `running/`), never for published documents.
+    ///
+    /// # Errors
+    ///
+    /// A file error naming the file.
+    pub fn replace(&self, name: &str, bytes: &[u8], flush: Flush) -> Result<()> {
+        let (tmp, f) = self.write_temp(name, bytes, flush)?;
+        drop(f);
+        let (from, to) = (OsStr::new(&tmp), OsStr::new(name));
+        retry(|| self.handle.rename_replace(from, &self.handle, to)).map_err(|e| {
+            let _ = self.handle.remove_file(from);
+            Error::io("replace", &self.shown(name), &e)
+        })?;
+        if flush == Flush::DataAndName {
+            self.sync();
+        }
+        Ok(())
+    }
+
+    /// Moves the entry `from` to `to` in `dest` (this folder or another)
+    /// unless `to` exists: `Ok(true)` when moved, `Ok(false)` when `to` was
+    /// taken (then `from` is left where it was). A link is moved as itself.
+    ///
+    /// # Errors
+    ///
+    /// A file error naming both entries.
+    pub fn move_no_replace(&self, from: &str, dest: &Dir, to: &str) -> Result<bool> {
+        let (f, t) = (OsStr::new(from), OsStr::new(to));
+        match retry(|| self.handle.rename_no_replace(f, &dest.handle, t)) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(Error::io(
+                &format!("move {} to", self.shown(from).display()),
+                &dest.shown(to),
+                &e,
+            )),
+        }
+    }
+
+    /// Removes the entry `name` (a link itself, never what it names),
+    /// retrying transient failures; a missing entry is fine.
+    ///
+    /// # Errors
+    ///
+    /// A file error naming the entry.
+    pub fn remove(&self, name: &str) -> Result<()> {
+        match retry(|| self.handle.remove_file(OsStr::new(name))) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io("remove", &self.shown(name), &e)),
+        }
+    }
+
+    /// Creates a fresh log file `name` for writing (docs/protocol.md §3.5):
+    /// whatever entry had that name (a planted link or hard link to a file
+    /// elsewhere) is removed first, and the new file is created exclusively,
+    /// never through a link.
+    pub fn create_log(&self, name: &str) -> io::Result<File> {
+        match self.handle.remove_file(OsStr::new(name)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        self.handle.create_new(OsStr::new(name))
+    }
+}
+
+/// The `FORBIDDEN` error for a folder of the layout that is not one.
+pub fn not_a_folder(path: &Path, kind: &str) -> Error {
+    Error::forbidden(format!(
+        "{} is not a real folder ({kind}); a folder of the layout must not be a link or a file",
+        path.display(),
+    ))
+    .hint("move it away; the listener moves it aside and makes the folder again")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn publish_never_replaces_and_leaves_no_temp_file() {
+        let t = tempfile::tempdir().unwrap();
+        let d = Dir::open_trusted(t.path()).unwrap();
+        assert!(d.publish("a.json", b"one", Flush::DataAndName).unwrap());
+        assert!(!d.publish("a.json", b"two", Flush::DataAndName).unwrap());
+        assert_eq!(std::fs::read(t.path().join("a.json")).unwrap(), b"one");
+        assert_eq!(d.list().unwrap(), vec!["a.json".to_string()]);
+    }
+
+    #[test]
+    fn read_limited_refuses_links_folders_and_large_files() {
+        let t = tempfile::tempdir().unwrap();
+        let d = Dir::open_trusted(t.path()).unwrap();
+        std::fs::write(t.path().join("a.json"), b"12345").unwrap();
+        assert!(matches!(d.read_limited("a.json", 5), FileRead::Bytes(b) if b == b"12345"));
+        assert!(matches!(d.read_limited("a.json", 4), FileRead::TooLarge(5)));
+        assert!(matches!(d.read_limited("none", 4), FileRead::Missing));
+        std::fs::create_dir(t.path().join("sub")).unwrap();
+        assert!(matches!(
+            d.read_limited("sub", 4),
+            FileRead::NotAFile("directory")
+        ));
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(t.path().join("a.json"), t.path().join("l.json")).unwrap();
+            assert!(matches!(
+                d.read_limited("l.json", 100),
+                FileRead::NotAFile("symbolic link")
+            ));
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_folder_link_is_refused_and_a_held_folder_stays_itself_when_swapped() {
+        let t = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("x.json"), b"outside").unwrap();
+        let root = Dir::open_trusted(t.path()).unwrap();
+        std::os::unix::fs::symlink(outside.path(), t.path().join("link")).unwrap();
+        assert!(matches!(
+            root.child("link").unwrap(),
+            Child::NotAFolder("symbolic link")
+        ));
+        std::fs::write(t.path().join("file"), b"").unwrap();
+        assert!(matches!(
+            root.child("file").unwrap(),
+            Child::NotAFolder("file")
+        ));
+        assert!(matches!(root.child("none").unwrap(), Child::Missing));
+        let held = root.child_made("inbox").unwrap();
+        // Swapped for a link to the outside folder while held.
+        std::fs::rename(t.path().join("inbox"), t.path().join("old")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), t.path().join("inbox")).unwrap();
+        assert!(!held.exists("x.json"));
+        assert!(held.publish("x.json", b"ours", Flush::Nothing).unwrap());
+        held.remove("x.json").unwrap();
+        assert_eq!(
+            std::fs::read(outside.path().join("x.json")).unwrap(),
+            b"outside"
+        );
+    }
+}
