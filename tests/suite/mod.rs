@@ -1,7 +1,5 @@
 //! The test modules, one per area.
 
-// Unix only (signals, process groups and `sh` jobs). Windows: see `windows`.
-#[cfg(unix)]
 mod cancel;
 // Unix only (Unix modes and `sh`). Windows: see `windows`.
 #[cfg(unix)]
