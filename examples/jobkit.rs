@@ -20,6 +20,10 @@
 //! | --- | --- |
 //! | `out TEXT`, `err TEXT` | a line on stdout, on stderr |
 //! | `env NAME` | the variable's value on stdout (empty when unset) |
+//! | `env-all` | every variable as `NAME=VALUE` lines on stdout |
+//! | `cwd LABEL` | LABEL and the working directory, resolved (`pwd -P`), on stdout |
+//! | `cat` | copies stdin to stdout until end of file |
+//! | `fill BYTES TEXT` | BYTES bytes of `TEXT` lines on stdout, the last one cut (`yes TEXT \| head -c BYTES`) |
 //! | `sleep SECS` | sleeps (fractions allowed) |
 //! | `exit CODE` | exits with CODE at once |
 //! | `pid FILE` | writes its own pid to FILE |
@@ -28,8 +32,8 @@
 //! | `touch FILE` | creates FILE (empty) if it is missing |
 //! | `move FROM TO` | renames FROM to TO |
 //! | `wait-for FILE` | polls every 50 ms until FILE exists |
-//! | `ignore-stop` | the stop signal no longer ends it (Unix: SIGTERM ignored; Windows: CTRL_BREAK and CTRL_C handled and ignored) |
-//! | `exit-on-stop CODE` | the stop signal makes it exit with CODE |
+//! | `ignore-stop` | the stop signals no longer end it (Unix: SIGTERM and SIGINT ignored; Windows: CTRL_BREAK and CTRL_C handled and ignored) |
+//! | `exit-on-stop CODE` | a stop signal makes it exit with CODE |
 //! | `spawn [ STEPS ]` | starts `jobkit STEPS` in the background, in the job's group |
 //! | `escape [ STEPS ]` | the same, but trying to leave the job's group: Unix `setsid`; Windows a detached process in a new process group, asking to break away from the Job Object (the listener's job forbids that, so it stays inside the Job Object, out of reach of CTRL_BREAK only) |
 //! | `run-to FILE [ PROGRAM ARGS ]` | runs PROGRAM with its stdout in FILE; fails unless it exits 0 |
@@ -104,6 +108,33 @@ fn run(args: &[String]) -> Result<(), String> {
                 "{}",
                 std::env::var(next(&mut i, "env")?).unwrap_or_default()
             ),
+            "env-all" => {
+                for (k, v) in std::env::vars_os() {
+                    println!("{}={}", k.to_string_lossy(), v.to_string_lossy());
+                }
+            }
+            "cwd" => {
+                let label = next(&mut i, "cwd")?;
+                let dir = std::env::current_dir().and_then(std::fs::canonicalize);
+                println!("{label}{}", dir.map_err(|e| format!("cwd: {e}"))?.display());
+            }
+            "cat" => {
+                std::io::copy(&mut std::io::stdin().lock(), &mut std::io::stdout().lock())
+                    .map_err(|e| format!("cat: {e}"))?;
+            }
+            "fill" => {
+                let n = next(&mut i, "fill")?;
+                let n: usize = n.parse().map_err(|_| format!("fill: bad size {n:?}"))?;
+                let line = format!("{}\n", next(&mut i, "fill")?);
+                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+                let mut left = n;
+                while left > 0 {
+                    let part = &line.as_bytes()[..line.len().min(left)];
+                    out.write_all(part).map_err(|e| format!("fill: {e}"))?;
+                    left -= part.len();
+                }
+                out.flush().map_err(|e| format!("fill: {e}"))?;
+            }
             "sleep" => {
                 let s = next(&mut i, "sleep")?;
                 let secs: f64 = s.parse().map_err(|_| format!("sleep: bad seconds {s:?}"))?;
@@ -239,6 +270,7 @@ mod stop {
         // SAFETY: ignoring a signal touches no memory of ours.
         unsafe {
             libc::signal(libc::SIGTERM, libc::SIG_IGN);
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
         }
     }
 
@@ -247,6 +279,7 @@ mod stop {
         // SAFETY: the handler only calls `_exit`, which is async-signal-safe.
         unsafe {
             libc::signal(libc::SIGTERM, on_term as *const () as libc::sighandler_t);
+            libc::signal(libc::SIGINT, on_term as *const () as libc::sighandler_t);
         }
     }
 }

@@ -17,8 +17,6 @@ mod http;
 // Unix only (symlinks, FIFOs, `sh` jobs and `kill`). Windows: see `windows`.
 #[cfg(unix)]
 mod hostile;
-// Unix only (`sh` jobs, FIFOs, `/proc` and `kill`). Windows: see `windows`.
-#[cfg(unix)]
 mod listen;
 mod manners;
 mod properties;
