@@ -10,10 +10,8 @@ mod contrib;
 #[cfg(unix)]
 mod crash_loop;
 mod generated;
-mod layers;
-// Unix only (`sh` jobs and `/proc`). Windows: see `windows`.
-#[cfg(unix)]
 mod http;
+mod layers;
 // Unix only (symlinks, FIFOs, `sh` jobs and `kill`). Windows: see `windows`.
 #[cfg(unix)]
 mod hostile;
