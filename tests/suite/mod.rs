@@ -1,8 +1,6 @@
 //! The test modules, one per area.
 
 mod cancel;
-// Unix only (Unix modes and `sh`). Windows: see `windows`.
-#[cfg(unix)]
 mod cli;
 mod config;
 mod contrib;

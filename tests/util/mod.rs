@@ -160,6 +160,7 @@ impl World {
         c.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", &self.home)
+            .env("USERPROFILE", &self.home)
             .env("FLEET_DISPATCH_ROOT", &self.root)
             .env("FLEET_DISPATCH_KEY_FILE", &self.key)
             .env("FLEET_DISPATCH_STATE_DIR", &self.state)
@@ -407,6 +408,8 @@ pub fn write_private(p: &Path, text: &str) {
     #[cfg(windows)]
     {
         use std::io::Write;
+        // A new file: the access list is set when it is created.
+        let _ = std::fs::remove_file(p);
         let mut f = fleet_dispatch::platform::create_private(p).unwrap();
         f.write_all(text.as_bytes()).unwrap();
     }
