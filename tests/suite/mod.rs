@@ -17,11 +17,7 @@ mod listen;
 mod manners;
 mod properties;
 mod status;
-// Unix only (symlinks, `utimensat` and Unix paths). Windows: see `windows`.
-#[cfg(unix)]
 mod sweep_verify;
-// Unix only (`chattr`, `sh` jobs and `kill`). Windows: see `windows`.
-#[cfg(unix)]
 mod sync_races;
 mod vectors;
 #[cfg(windows)]
