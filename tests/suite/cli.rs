@@ -2,6 +2,7 @@
 //! key, finding the root, `enqueue`, `result`, the error forms, `--help`
 //! and `demo`. Each test is named after the rule it protects.
 
+#[cfg(unix)]
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -86,6 +87,7 @@ fn spawn(mut c: Command) -> Child {
         .unwrap()
 }
 
+#[cfg(unix)]
 fn mode(p: &Path) -> u32 {
     std::fs::metadata(p).unwrap().permissions().mode() & 0o777
 }
@@ -107,6 +109,7 @@ fn keygen_writes_64_hex_chars_and_a_newline_with_mode_600() {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
         "{text:?}"
     );
+    #[cfg(unix)] // Windows: the access list, see `windows`
     assert_eq!(mode(&w.key), 0o600);
     // Random: a second key differs.
     let (code, _, _) = w.run(&["keygen", "--force"]);
@@ -137,6 +140,7 @@ fn keygen_force_replaces_the_key() {
     let text = std::fs::read_to_string(&w.key).unwrap();
     assert_ne!(text, VECTOR_KEY);
     assert_eq!(text.len(), 65);
+    #[cfg(unix)] // Windows: the access list, see `windows`
     assert_eq!(mode(&w.key), 0o600);
     assert_eq!(files(w.key.parent().unwrap()), ["fleet.key"]);
 }
@@ -177,6 +181,7 @@ fn keygen_default_path_is_home_claude_fleet_dispatch_key() {
     assert_eq!(code, 0, "{out}{err}");
     let p = w.home.join(".claude").join("fleet-dispatch.key");
     assert_eq!(std::fs::read(&p).unwrap().len(), 65);
+    #[cfg(unix)] // Windows: the access list, see `windows`
     assert_eq!(mode(&p), 0o600);
     assert_eq!(std::fs::read_to_string(&w.key).unwrap(), VECTOR_KEY);
 }
@@ -198,8 +203,7 @@ fn missing_key_is_config_naming_the_path_with_a_keygen_hint() {
 fn key_shorter_than_32_bytes_is_config() {
     let w = World::with_target();
     // 31 bytes, padded with trailing whitespace that does not count.
-    std::fs::write(&w.key, format!("{}\n\n   \n", "a".repeat(31))).unwrap();
-    set_mode(&w.key, 0o600);
+    write_private(&w.key, &format!("{}\n\n   \n", "a".repeat(31)));
     let got = w.run(&["enqueue", "--target", "PC", "--", "true"]);
     assert_error(&got, 78, "CONFIG");
     assert!(got.2.contains(w.key.to_str().unwrap()), "{}", got.2);
@@ -211,6 +215,7 @@ fn key_shorter_than_32_bytes_is_config() {
 }
 
 #[test]
+#[cfg(unix)] // Unix modes; Windows: the access-list rule, see `windows`
 fn key_readable_by_others_is_config_with_chmod_600_hint() {
     let w = World::with_target();
     for m in [0o644, 0o640, 0o604] {
@@ -226,9 +231,8 @@ fn key_readable_by_others_is_config_with_chmod_600_hint() {
 #[test]
 fn key_trailing_whitespace_is_trimmed() {
     let w = World::with_target();
-    std::fs::write(&w.key, format!("{} \t\r\n\n  \n", VECTOR_KEY.trim_end())).unwrap();
-    set_mode(&w.key, 0o600);
-    let id = w.enqueue(&[], &["true"]);
+    write_private(&w.key, &format!("{} \t\r\n\n  \n", VECTOR_KEY.trim_end()));
+    let id = w.enqueue(&[], &kit(&[]));
     let doc = job_doc(&w, &id);
     assert_eq!(doc["sig"].as_str().unwrap(), expected_job_sig(&doc));
 }
@@ -237,8 +241,7 @@ fn key_trailing_whitespace_is_trimmed() {
 fn key_file_inside_the_root_is_config() {
     let w = World::with_target();
     let inside = w.root.join("fleet.key");
-    std::fs::write(&inside, VECTOR_KEY).unwrap();
-    set_mode(&inside, 0o600);
+    write_private(&inside, VECTOR_KEY);
     let before = files(&w.root);
     let got = output(
         w.cmd()
@@ -325,7 +328,7 @@ fn enqueue_prints_a_generated_id() {
     let id = out.trim();
     assert!(is_generated_id(id), "{out:?}");
     assert!(w.inbox(id).exists());
-    let other = w.enqueue(&[], &["true"]);
+    let other = w.enqueue(&[], &kit(&[]));
     assert_ne!(other, id);
 }
 
@@ -391,6 +394,9 @@ fn enqueue_validates_the_job_id_before_touching_a_path() {
 #[test]
 fn enqueue_refuses_an_invalid_target_name() {
     let w = World::with_target();
+    // Even a folder of that name would not make it valid (Windows cannot
+    // create one at all).
+    #[cfg(unix)]
     std::fs::create_dir_all(w.root.join("CON").join("inbox")).unwrap();
     let before = files(w.dir.path());
     for bad in [
@@ -429,10 +435,14 @@ fn enqueue_resolves_the_target_case_insensitively() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.trim(), "lower");
     assert!(w.inbox("lower").exists());
-    assert!(
-        !w.root.join("pc").exists(),
-        "no second folder for the same machine"
-    );
+    // By name, not `exists()`, which a case-insensitive file system
+    // answers for `pc` as for `PC`.
+    let spellings: Vec<String> = std::fs::read_dir(&w.root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.eq_ignore_ascii_case("pc"))
+        .collect();
+    assert_eq!(spellings, ["PC"], "no second folder for the same machine");
     assert_eq!(
         job_doc(&w, "lower")["target"],
         "PC",
@@ -534,7 +544,7 @@ fn enqueue_priority_high_is_recorded() {
     let w = World::with_target();
     let high = w.enqueue(&["--priority", "high"], &["true"]);
     assert_eq!(spec_of(&job_doc(&w, &high))["priority"], "high");
-    let normal = w.enqueue(&[], &["true"]);
+    let normal = w.enqueue(&[], &kit(&[]));
     let p = &spec_of(&job_doc(&w, &normal))["priority"];
     assert!(p.is_null() || p == "normal", "{p}");
     let got = w.run(&[
@@ -567,7 +577,7 @@ fn enqueue_takes_parent_job_id_from_the_environment() {
     assert_eq!(spec_of(&doc)["parentJobId"], "parent-1");
     assert_eq!(doc["sig"].as_str().unwrap(), expected_job_sig(&doc));
     // Outside a job there is no parent.
-    let id = w.enqueue(&[], &["true"]);
+    let id = w.enqueue(&[], &kit(&[]));
     assert!(spec_of(&job_doc(&w, &id)).get("parentJobId").is_none());
 }
 
@@ -665,7 +675,7 @@ fn result_before_the_job_ran_is_unfinished_and_an_unknown_id_not_found() {
     // A queued job is not an error: it has no result yet (exit 124, as a
     // wait that ran out), with a hint; an id nothing knows is NOT_FOUND.
     let w = World::with_target();
-    let id = w.enqueue(&[], &["true"]);
+    let id = w.enqueue(&[], &kit(&[]));
     let (code, out, err) = w.run(&["result", "--target", "PC", "--job-id", &id]);
     assert_eq!(code, 124, "{out}{err}");
     assert!(err.contains(&id) && err.contains("queued"), "{err}");
@@ -677,7 +687,7 @@ fn result_before_the_job_ran_is_unfinished_and_an_unknown_id_not_found() {
 #[test]
 fn result_shows_a_genuine_result_human_and_json() {
     let w = World::with_target();
-    let id = w.enqueue(&[], &["sh", "-c", "echo hello-from-job; exit 3"]);
+    let id = w.enqueue(&[], &kit(&["out", "hello-from-job", "exit", "3"]));
     w.listen_once(&[]);
     // `result` exits with the job's own exit code, as `result --wait`.
     let (code, out, err) = w.run(&["result", "--target", "PC", "--job-id", &id]);
@@ -699,7 +709,7 @@ fn result_shows_a_genuine_result_human_and_json() {
 #[test]
 fn result_that_was_tampered_with_is_forbidden_and_not_shown() {
     let w = World::with_target();
-    let id = w.enqueue(&[], &["sh", "-c", "exit 3"]);
+    let id = w.enqueue(&[], &kit(&["exit", "3"]));
     w.listen_once(&[]);
     let mut doc = w.result(&id);
     assert_eq!(doc["exitCode"], 3);
@@ -728,8 +738,8 @@ fn result_that_was_tampered_with_is_forbidden_and_not_shown() {
 fn result_copied_under_another_id_or_target_is_forbidden() {
     let w = World::with_target();
     w.make_target("LAPTOP");
-    let id = w.enqueue(&[], &["true"]);
-    let other = w.enqueue(&[], &["sh", "-c", "exit 9"]);
+    let id = w.enqueue(&[], &kit(&[]));
+    let other = w.enqueue(&[], &kit(&["exit", "9"]));
     w.listen_once(&[]);
     // A genuine result of one job, placed where another job's result goes.
     std::fs::copy(w.result_path(&id), w.result_path(&other)).unwrap();
@@ -749,7 +759,7 @@ fn result_copied_under_another_id_or_target_is_forbidden() {
 #[test]
 fn result_wait_exits_with_the_jobs_exit_code() {
     let w = World::with_target();
-    let id = w.enqueue(&[], &["sh", "-c", "exit 7"]);
+    let id = w.enqueue(&[], &kit(&["exit", "7"]));
     let waiter = spawn({
         let mut c = w.bg_cmd();
         c.args(["result", "--target", "PC", "--job-id", &id, "--wait"]);
@@ -765,7 +775,7 @@ fn result_wait_exits_with_the_jobs_exit_code() {
 #[test]
 fn result_wait_exits_1_when_the_job_never_started() {
     let w = World::with_target();
-    let id = w.enqueue(&[], &["sh", "-c", "exit 0"]);
+    let id = w.enqueue(&[], &kit(&["exit", "0"]));
     w.write_marker("PC", &id, "PC");
     w.listen_once(&[]);
     assert_eq!(w.result(&id)["error"], "cancelled-before-start");
@@ -779,7 +789,10 @@ fn result_wait_exits_1_when_the_job_never_started() {
 #[test]
 fn result_wait_exits_1_when_the_job_timed_out() {
     let w = World::with_target();
-    let id = w.enqueue(&["--timeout", "1s", "--grace", "1s"], &["sleep", "30"]);
+    let id = w.enqueue(
+        &["--timeout", "1s", "--grace", "1s"],
+        &kit(&["sleep", "30"]),
+    );
     w.listen_once(&[]);
     assert_eq!(w.result(&id)["error"], "timeout");
     let (code, out, err) = w.run(&["result", "--target", "PC", "--job-id", &id, "--wait"]);
@@ -792,8 +805,9 @@ fn enqueue_wait_exits_with_the_jobs_exit_code() {
     let waiter = spawn({
         let mut c = w.bg_cmd();
         c.args([
-            "enqueue", "--target", "PC", "--job-id", "waited", "--wait", "--", "sh", "-c", "exit 7",
-        ]);
+            "enqueue", "--target", "PC", "--job-id", "waited", "--wait", "--",
+        ])
+        .args(kit(&["exit", "7"]));
         c
     });
     wait_until(Duration::from_secs(10), || w.inbox("waited").exists());
@@ -809,9 +823,9 @@ fn enqueue_wait_json_prints_one_document_with_the_result() {
     let waiter = spawn({
         let mut c = w.bg_cmd();
         c.args([
-            "--json", "enqueue", "--target", "PC", "--job-id", "waited", "--wait", "--", "sh",
-            "-c", "exit 5",
-        ]);
+            "--json", "enqueue", "--target", "PC", "--job-id", "waited", "--wait", "--",
+        ])
+        .args(kit(&["exit", "5"]));
         c
     });
     wait_until(Duration::from_secs(10), || w.inbox("waited").exists());
@@ -958,6 +972,10 @@ fn demo_runs_on_a_fresh_machine_and_leaves_nothing_behind() {
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", home.path())
         .env("TMPDIR", tmp.path())
+        // The same places on Windows.
+        .env("USERPROFILE", home.path())
+        .env("TMP", tmp.path())
+        .env("TEMP", tmp.path())
         .arg("demo");
     let start = Instant::now();
     let (code, out, err) = output_within(&mut c, Duration::from_secs(60));

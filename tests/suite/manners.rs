@@ -9,7 +9,7 @@ use crate::util::*;
 #[test]
 fn a_closed_stdout_pipe_exits_quietly() {
     let w = World::with_target();
-    let id = w.enqueue(&[], &["true"]);
+    let id = w.enqueue(&[], &kit(&[]));
     // The reader goes away before the command writes: `result --wait`
     // prints only once the listener (started after the drop) has run it.
     let mut child = w
@@ -61,7 +61,7 @@ fn on_a_terminal(w: &World, args: &str, no_color: bool) -> Option<String> {
 #[test]
 fn colour_only_on_a_terminal_and_never_with_no_color() {
     let w = World::with_target();
-    let id = w.enqueue(&[], &["sh", "-c", "exit 3"]);
+    let id = w.enqueue(&[], &kit(&["exit", "3"]));
     w.listen_once(&[]);
     let (_, plain, _) = w.run(&["result", "--target", "PC", "--job-id", &id]);
     assert!(
@@ -86,7 +86,7 @@ fn colour_only_on_a_terminal_and_never_with_no_color() {
 #[test]
 fn every_command_speaks_json() {
     let w = World::with_target();
-    let id = w.enqueue(&[], &["true"]);
+    let id = w.enqueue(&[], &kit(&[]));
     let marker = w.write_marker("PC", "m1", "PC");
     let cases: Vec<Vec<String>> = vec![
         vec![
@@ -140,7 +140,7 @@ fn every_command_speaks_json() {
 #[test]
 fn waiting_shows_one_progress_line_on_a_terminal_and_nothing_otherwise() {
     let w = World::with_target();
-    let id = w.enqueue(&[], &["true"]);
+    let id = w.enqueue(&[], &kit(&[]));
     let args = format!("result --target PC --job-id {id} --wait --wait-timeout 600ms");
     // Not a terminal: only the verdict on stderr, no progress line.
     let (code, out, err) = w.run(&[

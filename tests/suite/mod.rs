@@ -1,10 +1,6 @@
 //! The test modules, one per area.
 
-// Unix only (signals, process groups and `sh` jobs). Windows: see `windows`.
-#[cfg(unix)]
 mod cancel;
-// Unix only (Unix modes and `sh`). Windows: see `windows`.
-#[cfg(unix)]
 mod cli;
 mod config;
 mod contrib;
@@ -12,15 +8,11 @@ mod contrib;
 #[cfg(unix)]
 mod crash_loop;
 mod generated;
-mod layers;
-// Unix only (`sh` jobs and `/proc`). Windows: see `windows`.
-#[cfg(unix)]
 mod http;
+mod layers;
 // Unix only (symlinks, FIFOs, `sh` jobs and `kill`). Windows: see `windows`.
 #[cfg(unix)]
 mod hostile;
-// Unix only (`sh` jobs, FIFOs, `/proc` and `kill`). Windows: see `windows`.
-#[cfg(unix)]
 mod listen;
 mod manners;
 mod operator;
@@ -31,11 +23,7 @@ mod status;
 // Windows: a held folder cannot be renamed there, see `platform`.
 #[cfg(unix)]
 mod swaps;
-// Unix only (symlinks, `utimensat` and Unix paths). Windows: see `windows`.
-#[cfg(unix)]
 mod sweep_verify;
-// Unix only (`chattr`, `sh` jobs and `kill`). Windows: see `windows`.
-#[cfg(unix)]
 mod sync_races;
 // Unix only (`sh` jobs).
 #[cfg(unix)]

@@ -16,20 +16,16 @@ fn status_json(w: &World, args: &[&str]) -> Value {
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "runs sh, sleep and true jobs; Windows job runs are in suite::windows"
-)]
 fn status_shows_running_queued_in_drain_order_cancels_and_recent_results() {
     let w = World::new();
     let l = w.spawn_listener(&[]);
-    let failed = w.enqueue(&["--label", "first"], &["sh", "-c", "exit 2"]);
+    let failed = w.enqueue(&["--label", "first"], &kit(&["exit", "2"]));
     w.wait_result(&failed, Duration::from_secs(10));
-    let long = w.enqueue(&["--label", "long"], &["sleep", "30"]);
+    let long = w.enqueue(&["--label", "long"], &kit(&["sleep", "30"]));
     wait_until(Duration::from_secs(10), || w.running(&long).exists());
-    let normal = w.enqueue(&["--label", "later"], &["true"]);
-    let high = w.enqueue(&["--priority", "high", "--label", "urgent"], &["true"]);
-    let cancelled = w.enqueue(&[], &["true"]);
+    let normal = w.enqueue(&["--label", "later"], &kit(&[]));
+    let high = w.enqueue(&["--priority", "high", "--label", "urgent"], &kit(&[]));
+    let cancelled = w.enqueue(&[], &kit(&[]));
     let (code, _, _) = w.run(&["cancel", "--target", "PC", "--job-id", &cancelled]);
     assert_eq!(code, 0);
 

@@ -3,7 +3,9 @@
 //! must keep (a queued or running job's marker, other people's files,
 //! anything behind a link), and how it reports.
 
+#[cfg(unix)]
 use std::ffi::CString;
+#[cfg(unix)]
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -30,6 +32,7 @@ fn set_mtime(p: &Path, t: SystemTime) {
 }
 
 /// Ages a symbolic link itself (not what it points to).
+#[cfg(unix)]
 fn age_link(p: &Path, secs_ago: u64) {
     let when = SystemTime::now() - Duration::from_secs(secs_ago);
     let secs = when
@@ -312,7 +315,11 @@ fn sweep_dry_run_removes_nothing_but_lists() {
 fn sweep_removes_our_temp_files_older_than_an_hour() {
     let w = World::with_target();
     let old_inbox = w.pc().join("inbox").join(".a.json.0123456789ab.tmp");
-    let old_done = w.pc().join("archive/done").join(".b.json.abcdef012345.tmp");
+    let old_done = w
+        .pc()
+        .join("archive")
+        .join("done")
+        .join(".b.json.abcdef012345.tmp");
     let old_cancel = w.pc().join("cancel").join(".c.json.00aa11bb22cc.tmp");
     let young = w.pc().join("inbox").join(".d.json.0123456789ab.tmp");
     for p in [&old_inbox, &old_done, &old_cancel] {
@@ -362,6 +369,7 @@ fn sweep_never_touches_other_peoples_temp_files() {
 // ---------------------------------------------------------------- sweep: links
 
 #[test]
+#[cfg(unix)] // symbolic links: Wine cannot create them; Windows links: `windows`
 fn sweep_never_follows_links_out_of_the_root() {
     let w = World::with_target();
     let outside = w.dir.path().join("outside");
@@ -406,6 +414,7 @@ fn sweep_never_follows_links_out_of_the_root() {
 
 /// `<root>/PC` planted as a link to a folder outside the root that holds an
 /// old marker and one of our old temp files; returns the outside folder.
+#[cfg(unix)]
 fn linked_target_folder(w: &World) -> PathBuf {
     let outside = w.dir.path().join("outside");
     for d in ["cancel", "inbox"] {
@@ -421,6 +430,7 @@ fn linked_target_folder(w: &World) -> PathBuf {
     outside
 }
 
+#[cfg(unix)]
 fn assert_sweeps_stay_inside(w: &World, outside: &Path, fleet: Option<&str>) {
     let before = files(outside);
     assert_eq!(before.len(), 2);
@@ -441,6 +451,7 @@ fn assert_sweeps_stay_inside(w: &World, outside: &Path, fleet: Option<&str>) {
 }
 
 #[test]
+#[cfg(unix)] // symbolic links: Wine cannot create them; Windows links: `windows`
 fn sweep_never_follows_a_target_folder_that_is_a_link() {
     // Folder access alone could plant <root>/PC -> somewhere else.
     let w = World::new();
@@ -449,6 +460,7 @@ fn sweep_never_follows_a_target_folder_that_is_a_link() {
 }
 
 #[test]
+#[cfg(unix)] // symbolic links: Wine cannot create them; Windows links: `windows`
 fn sweep_never_follows_a_fleet_members_target_folder_that_is_a_link() {
     let w = World::new();
     let outside = linked_target_folder(&w);

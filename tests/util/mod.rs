@@ -160,6 +160,7 @@ impl World {
         c.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", &self.home)
+            .env("USERPROFILE", &self.home)
             .env("FLEET_DISPATCH_ROOT", &self.root)
             .env("FLEET_DISPATCH_KEY_FILE", &self.key)
             .env("FLEET_DISPATCH_STATE_DIR", &self.state)
@@ -174,11 +175,11 @@ impl World {
     }
 
     /// `enqueue --target PC EXTRA… -- ARGV…`, returning the id.
-    pub fn enqueue(&self, extra: &[&str], argv: &[&str]) -> String {
+    pub fn enqueue<S: AsRef<str>>(&self, extra: &[&str], argv: &[S]) -> String {
         let mut args = vec!["enqueue", "--target", "PC"];
         args.extend_from_slice(extra);
         args.push("--");
-        args.extend_from_slice(argv);
+        args.extend(argv.iter().map(AsRef::as_ref));
         let (code, out, err) = self.run(&args);
         assert_eq!(code, 0, "enqueue failed: {out}{err}");
         out.trim().lines().next().unwrap().to_string()
@@ -407,6 +408,8 @@ pub fn write_private(p: &Path, text: &str) {
     #[cfg(windows)]
     {
         use std::io::Write;
+        // A new file: the access list is set when it is created.
+        let _ = std::fs::remove_file(p);
         let mut f = fleet_dispatch::platform::create_private(p).unwrap();
         f.write_all(text.as_bytes()).unwrap();
     }
@@ -416,6 +419,50 @@ pub fn write_private(p: &Path, text: &str) {
 pub fn set_mode(p: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// True while a process with this pid exists and has not exited.
+#[cfg(windows)]
+pub fn alive(pid: i32) -> bool {
+    use windows_sys::Win32::Foundation::{CloseHandle, WAIT_TIMEOUT};
+    use windows_sys::Win32::System::Threading::{
+        OpenProcess, PROCESS_SYNCHRONIZE, WaitForSingleObject,
+    };
+    // SAFETY: OpenProcess gives a handle we own or null; it is closed here.
+    unsafe {
+        let h = OpenProcess(PROCESS_SYNCHRONIZE, 0, pid as u32);
+        if h.is_null() {
+            return false;
+        }
+        let running = WaitForSingleObject(h, 0) == WAIT_TIMEOUT;
+        CloseHandle(h);
+        running
+    }
+}
+
+/// Ends process `pid` at once: SIGKILL on Unix, `TerminateProcess` on
+/// Windows.
+pub fn kill_hard(pid: i32) {
+    #[cfg(unix)]
+    // SAFETY: kill(2) touches no memory of ours.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+    #[cfg(windows)]
+    {
+        use windows_sys::Win32::Foundation::CloseHandle;
+        use windows_sys::Win32::System::Threading::{
+            OpenProcess, PROCESS_TERMINATE, TerminateProcess,
+        };
+        // SAFETY: OpenProcess gives a handle we own or null; it is closed here.
+        unsafe {
+            let h = OpenProcess(PROCESS_TERMINATE, 0, pid as u32);
+            if !h.is_null() {
+                TerminateProcess(h, 1);
+                CloseHandle(h);
+            }
+        }
+    }
 }
 
 /// True while a process with this pid exists and is not a zombie.
@@ -430,13 +477,20 @@ pub fn alive(pid: i32) -> bool {
     }
 }
 
-/// Every file under `dir`, relative, sorted.
+/// Every file under `dir`, relative, sorted, with `/` between names on
+/// every platform.
 pub fn files(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = walkdir::WalkDir::new(dir)
         .into_iter()
         .flatten()
         .filter(|e| !e.file_type().is_dir())
-        .map(|e| e.path().strip_prefix(dir).unwrap().display().to_string())
+        .map(|e| {
+            let rel = e.path().strip_prefix(dir).unwrap();
+            rel.iter()
+                .map(|c| c.to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/")
+        })
         .collect();
     v.sort();
     v
@@ -464,10 +518,66 @@ pub fn scratch(w: &World, name: &str) -> PathBuf {
     w.dir.path().join(name)
 }
 
-/// A spec whose job appends `word` to `file` (passed as `$1`, never quoted
-/// into the script).
+/// The job program of every test that runs one: `examples/jobkit.rs`, a
+/// chain of steps (`out`, `sleep`, `exit`, `pid`, `append`, `spawn`,
+/// `escape`, `ignore-stop`…; see there) that does what the `sh -c` scripts
+/// did, on Unix and on Windows alike.
+///
+/// An example rather than a `[[bin]]`, so `cargo install` never installs
+/// it: `cargo test` builds the examples for the host or the `--target`, in
+/// `examples/` beside the `deps/` folder holding this test binary. A
+/// filtered run (`cargo test NAME`, `--test tests`) builds no example; then
+/// build it first with `cargo build --example jobkit` (`ci/windows` does),
+/// and this says so rather than run a missing or stale copy.
+pub fn jobkit() -> PathBuf {
+    static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let exe = std::env::current_exe().unwrap();
+        let kit = exe
+            .parent()
+            .and_then(Path::parent)
+            .unwrap()
+            .join("examples")
+            .join(format!("jobkit{}", std::env::consts::EXE_SUFFIX));
+        let built = std::fs::metadata(&kit).and_then(|m| m.modified());
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/jobkit.rs");
+        let stale = match (built, std::fs::metadata(source).and_then(|m| m.modified())) {
+            (Err(_), _) => true,
+            (Ok(built), Ok(source)) => built < source,
+            // The source is out of reach (a Windows path under Wine): trust it.
+            (Ok(_), Err(_)) => false,
+        };
+        assert!(
+            !stale,
+            "{} is missing or older than examples/jobkit.rs: run `cargo test` \
+             (which builds examples), or `cargo build --example jobkit` first",
+            kit.display()
+        );
+        kit
+    })
+    .clone()
+}
+
+/// The argv of a job running `jobkit STEPS…`.
+pub fn kit(steps: &[&str]) -> Vec<String> {
+    std::iter::once(jobkit().to_str().unwrap().to_string())
+        .chain(steps.iter().map(|s| s.to_string()))
+        .collect()
+}
+
+/// A spec whose argv is `jobkit STEPS…`.
+pub fn kit_spec(steps: &[&str]) -> Value {
+    json!({ "argv": kit(steps) })
+}
+
+/// A path as a jobkit step's argument.
+pub fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// A spec whose job appends the line `word` to `file`.
 pub fn appends(file: &Path, word: &str) -> Value {
-    json!({"argv": ["sh", "-c", format!("echo {word} >> \"$1\""), "sh", file.to_str().unwrap()]})
+    kit_spec(&["append", p(file), word])
 }
 
 /// The lines of a side-effect file; none when it does not exist.
