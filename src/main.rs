@@ -1,4 +1,5 @@
-//! The `fleet-dispatch` binary: parse, dispatch, print an error once.
+//! The `fleet-dispatch` binary: answer a shell's completion request, or
+//! parse, dispatch, print an error once.
 //!
 //! Every failure arrives as the crate's own `Error`, which carries its protocol
 //! code, so the exit status comes straight from it. A closed stdout (`| head`)
@@ -7,11 +8,9 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
-use fleet_dispatch::cli::Cli;
-
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    fleet_dispatch::complete::respond();
+    let cli = fleet_dispatch::cli::parse();
     let json = cli.global.json;
     match fleet_dispatch::cmd::dispatch(cli) {
         Ok(status) => ExitCode::from(status),

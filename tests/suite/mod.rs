@@ -6,6 +6,9 @@ mod cancel;
 // Unix only (Unix modes and `sh`). Windows: see `windows`.
 #[cfg(unix)]
 mod cli;
+// Unix only (bash, zsh and fish drive the scripts).
+#[cfg(unix)]
+mod completion;
 mod config;
 mod contrib;
 // Unix only (SIGKILL, `sh` jobs and `/proc`). Windows: see `windows`.
