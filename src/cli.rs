@@ -3,7 +3,10 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{
+    ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum, ValueHint,
+};
 
 /// Hand signed jobs to the machines of a fleet through a shared folder.
 #[derive(Debug, Parser)]
@@ -16,7 +19,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 the target's listener runs it and writes back a signed result. Cancel markers stop running or \
 queued jobs. Folder access alone can never run, cancel or forge anything: every document is \
 signed with the fleet key, which never lives in the shared folder.",
-    after_help = "Start with `fleet-dispatch demo` to watch the whole lane on a temporary folder."
+    after_help = "Settings come from a flag, else its FLEET_DISPATCH_* variable, else the config file \
+(see `fleet-dispatch config`), else the default.\n\
+Start with `fleet-dispatch demo` to watch the whole lane on a temporary folder."
 )]
 pub struct Cli {
     /// Options every command takes.
@@ -29,6 +34,7 @@ pub struct Cli {
 
 /// Options every command takes, each also from its environment variable.
 #[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Global options")]
 pub struct Global {
     /// The dispatch root, the shared folder [default: $OneDrive/fleet-dispatch]
     #[arg(
@@ -36,7 +42,8 @@ pub struct Global {
         global = true,
         env = "FLEET_DISPATCH_ROOT",
         hide_env_values = true,
-        value_name = "DIR"
+        value_name = "DIR",
+        value_hint = ValueHint::DirPath
     )]
     pub root: Option<PathBuf>,
     /// The fleet key file [default: ~/.claude/fleet-dispatch.key]
@@ -44,7 +51,8 @@ pub struct Global {
         long,
         global = true,
         env = "FLEET_DISPATCH_KEY_FILE",
-        value_name = "FILE"
+        value_name = "FILE",
+        value_hint = ValueHint::FilePath
     )]
     pub key_file: Option<PathBuf>,
     /// This machine's name [default: the host name]
@@ -60,7 +68,8 @@ pub struct Global {
         long,
         global = true,
         env = "FLEET_DISPATCH_STATE_DIR",
-        value_name = "DIR"
+        value_name = "DIR",
+        value_hint = ValueHint::DirPath
     )]
     pub state_dir: Option<PathBuf>,
     /// Print one JSON document on stdout, for programs
@@ -74,6 +83,54 @@ pub struct Global {
         value_name = "LEVEL"
     )]
     pub durability: Option<crate::fsops::Durability>,
+    /// Which options were given as a flag and which by their variable,
+    /// by id ([`parse`] fills it in; absent means a flag).
+    #[arg(skip)]
+    pub given: Vec<(String, Given)>,
+}
+
+/// How a global option's value was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Given {
+    /// On the command line.
+    Flag,
+    /// By its `FLEET_DISPATCH_*` environment variable.
+    Variable,
+}
+
+impl Global {
+    /// How the option with this id was given, when it was.
+    pub fn given(&self, id: &str) -> Given {
+        self.given
+            .iter()
+            .find(|(i, _)| i == id)
+            .map_or(Given::Flag, |(_, g)| *g)
+    }
+}
+
+/// Parses the command line `args` and records how each global option was
+/// given, for `config`; a refusal goes to [`refuse`].
+pub fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
+    let matches = Cli::command().try_get_matches_from(args)?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    cli.global.given = given(&matches);
+    Ok(cli)
+}
+
+/// How each global option in `matches` was given.
+pub fn given(matches: &ArgMatches) -> Vec<(String, Given)> {
+    Global::augment_args(clap::Command::new("global"))
+        .get_arguments()
+        .filter_map(|a| {
+            let id = a.get_id().as_str();
+            let how = match matches.value_source(id)? {
+                ValueSource::CommandLine => Given::Flag,
+                ValueSource::EnvVariable => Given::Variable,
+                _ => return None,
+            };
+            Some((id.to_string(), how))
+        })
+        .collect()
 }
 
 /// The subcommands.
@@ -122,7 +179,20 @@ pub enum Cmd {
     /// Run the whole lane on a temporary folder and narrate each step
     #[command(after_help = "Example:\n  fleet-dispatch demo")]
     Demo(DemoArgs),
+    /// Show the effective settings and where each came from; creates nothing
+    #[command(
+        long_about = "Show the effective settings (root, key file, machine, state directory, \
+durability, poll interval, fleet list, config file) and where each came from: a flag, its \
+FLEET_DISPATCH_* variable, the config file, or the default. Creates nothing and never reads \
+the key: a missing key file or root is said, not an error.",
+        after_help = "Examples:\n  fleet-dispatch config\n  fleet-dispatch --root ~/Sync/fleet-dispatch config --json"
+    )]
+    Config(ConfigArgs),
 }
+
+/// `config`.
+#[derive(Debug, Args)]
+pub struct ConfigArgs {}
 
 /// `keygen`.
 #[derive(Debug, Args)]
@@ -151,7 +221,7 @@ pub struct EnqueueArgs {
     #[arg(long, value_name = "ID")]
     pub job_id: Option<String>,
     /// Working directory on the target
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::Other)]
     pub cwd: Option<String>,
     /// An environment variable for the job (repeatable)
     #[arg(long = "env", value_name = "K=V")]
@@ -181,7 +251,12 @@ pub struct EnqueueArgs {
     #[arg(long, value_name = "URL")]
     pub via: Option<String>,
     /// The program and its arguments, after `--`
-    #[arg(last = true, required = true, value_name = "PROGRAM [ARG]...")]
+    #[arg(
+        last = true,
+        required = true,
+        value_name = "PROGRAM [ARG]...",
+        value_hint = ValueHint::CommandWithArguments
+    )]
     pub argv: Vec<String>,
 }
 
@@ -206,7 +281,7 @@ pub struct ListenArgs {
     #[arg(long, value_name = "D", default_value = "7d")]
     pub max_job_age: String,
     /// Governor file: first word GREEN, YELLOW (only high jobs run) or RED (none)
-    #[arg(long, value_name = "F")]
+    #[arg(long, value_name = "F", value_hint = ValueHint::FilePath)]
     pub governor_file: Option<PathBuf>,
     /// Also take jobs and cancels over HTTP on ADDR (HOST:PORT; a bare port means 127.0.0.1:PORT). Plain HTTP, no TLS [default: off]
     #[arg(long, value_name = "ADDR", conflicts_with = "once")]
@@ -282,7 +357,7 @@ pub struct StatusArgs {
 #[derive(Debug, Args)]
 pub struct VerifyMarkerArgs {
     /// The marker file
-    #[arg(value_name = "FILE")]
+    #[arg(value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub file: PathBuf,
     /// Check against this target [default: the folder the file sits in]
     #[arg(long, short = 't', value_name = "T")]
@@ -311,6 +386,14 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "full (the default) or relaxed (--durability)",
     ),
     (
+        "FLEET_DISPATCH_POLL_INTERVAL",
+        "the listener's poll interval (listen --poll-interval)",
+    ),
+    (
+        "FLEET_DISPATCH_CONFIG",
+        "the config file to read instead of the default one; it must exist",
+    ),
+    (
         "FLEET_DISPATCH_FLEET",
         "a comma list of machine names that are valid targets before their listener first starts",
     ),
@@ -321,6 +404,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     (
         "FLEET_DISPATCH_TARGET, FLEET_DISPATCH_ORIGIN",
         "set by the listener for a job: the machine running it and the one that sent it",
+    ),
+    (
+        "FLEET_DISPATCH_COMPLETE",
+        "set to bash, zsh, fish, powershell or elvish: print that shell's completion script and exit; the scripts set it to ask the binary for completions",
     ),
     (
         "OneDrive",
@@ -370,6 +457,55 @@ pub const FILES: &[(&str, &str)] = &[
         "the fleet key (default path); never inside the root",
     ),
 ];
+
+/// The config file, for the man page's CONFIGURATION FILE section and the
+/// hint of a bad file: where it is, its keys, and the precedence.
+pub const CONFIG_FILE: ConfigFileDoc = ConfigFileDoc {
+    paths: &[
+        (
+            "$FLEET_DISPATCH_CONFIG",
+            "when set, this file and no other; it must exist",
+        ),
+        (
+            "$XDG_CONFIG_HOME/fleet-dispatch/config.toml",
+            "on Linux and other Unix (~/.config/fleet-dispatch/config.toml without XDG_CONFIG_HOME)",
+        ),
+        (
+            "~/Library/Application Support/fleet-dispatch/config.toml",
+            "on macOS",
+        ),
+        ("%APPDATA%\\fleet-dispatch\\config.toml", "on Windows"),
+    ],
+    keys: &[
+        (
+            "root = \"DIR\"",
+            "the dispatch root (--root); ~ is the home directory",
+        ),
+        ("key_file = \"FILE\"", "the fleet key file (--key-file)"),
+        ("machine = \"NAME\"", "this machine's name (--machine)"),
+        (
+            "state_dir = \"DIR\"",
+            "the local state directory (--state-dir)",
+        ),
+        (
+            "fleet = [\"NAME\", ...]",
+            "machines that are valid targets before their listener first starts",
+        ),
+        ("poll_interval = \"2s\"", "the listener's poll interval"),
+        ("durability = \"full\"", "full or relaxed (--durability)"),
+    ],
+    precedence: "Every setting comes from its flag, else its FLEET_DISPATCH_* variable, else the config file, else the default. The file is TOML and optional; an unknown key is an error naming the file. `fleet-dispatch config` shows the result and where each setting came from.",
+};
+
+/// What [`CONFIG_FILE`] holds.
+pub struct ConfigFileDoc {
+    /// Where the file is looked for, and when.
+    pub paths: &'static [(&'static str, &'static str)],
+    /// Each key, as a line of the file, and what it sets.
+    pub keys: &'static [(&'static str, &'static str)],
+    /// How the file ranks against flags, variables and defaults.
+    pub precedence: &'static str,
+}
 
 /// Reports a command line clap refused, and returns the exit status: a bad
 /// value for a flag (an unknown `--priority`, say) is `VALIDATION_ERROR`

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::cli::Global;
+use crate::cli::{Given, Global};
 use crate::error::{Error, Result};
 use crate::jobenv;
 use crate::key::Key;
@@ -94,14 +94,37 @@ pub fn parse_config(text: &str, path: &Path) -> Result<FileConfig> {
     Ok(cfg)
 }
 
-fn load_config() -> Result<FileConfig> {
+/// The config file a context read, or looked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigFile {
+    /// Its path.
+    pub path: PathBuf,
+    /// [`Source::Variable`] when `FLEET_DISPATCH_CONFIG` named it, else
+    /// [`Source::Default`].
+    pub source: Source,
+    /// Whether it was there and read.
+    pub read: bool,
+}
+
+fn load_config() -> Result<(FileConfig, Option<ConfigFile>)> {
     let Some((path, explicit)) = config_path() else {
-        return Ok(FileConfig::default());
+        return Ok((FileConfig::default(), None));
+    };
+    let source = if explicit {
+        Source::Variable
+    } else {
+        Source::Default
     };
     match std::fs::read_to_string(&path) {
-        Ok(text) => parse_config(&text, &path),
+        Ok(text) => {
+            let cfg = parse_config(&text, &path)?;
+            let read = true;
+            Ok((cfg, Some(ConfigFile { path, source, read })))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {
-            Ok(FileConfig::default())
+            let read = false;
+            let file = ConfigFile { path, source, read };
+            Ok((FileConfig::default(), Some(file)))
         }
         Err(e) => Err(Error::config(format!(
             "cannot read config file {}: {e}",
@@ -110,60 +133,223 @@ fn load_config() -> Result<FileConfig> {
     }
 }
 
+/// Where a setting's value came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// A command-line flag.
+    Flag,
+    /// A `FLEET_DISPATCH_*` environment variable.
+    Variable,
+    /// The config file.
+    File,
+    /// The built-in default.
+    Default,
+}
+
+impl Source {
+    /// The word `config` prints: flag, variable, file, default.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Flag => "flag",
+            Source::Variable => "variable",
+            Source::File => "file",
+            Source::Default => "default",
+        }
+    }
+}
+
+/// A setting's value and where it came from. The value is `None` only when
+/// nothing set it and the default cannot be worked out (no `HOME`, no
+/// `OneDrive` for the root).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Setting<T> {
+    /// The effective value.
+    pub value: Option<T>,
+    /// Where it came from.
+    pub source: Source,
+}
+
+impl<T> Setting<T> {
+    /// The precedence, in one place: a flag or its variable (`given`, with
+    /// how clap saw it), else the file, else the default.
+    fn resolve(
+        given: Option<(T, Given)>,
+        file: Option<T>,
+        default: impl FnOnce() -> Option<T>,
+    ) -> Setting<T> {
+        match (given, file) {
+            (Some((value, how)), _) => Setting {
+                value: Some(value),
+                source: match how {
+                    Given::Flag => Source::Flag,
+                    Given::Variable => Source::Variable,
+                },
+            },
+            (None, Some(value)) => Setting {
+                value: Some(value),
+                source: Source::File,
+            },
+            (None, None) => Setting {
+                value: default(),
+                source: Source::Default,
+            },
+        }
+    }
+}
+
+/// The variable that lists fleet members.
+pub const FLEET_VAR: &str = "FLEET_DISPATCH_FLEET";
+
+/// The variable that sets the listener's poll interval.
+pub const POLL_INTERVAL_VAR: &str = "FLEET_DISPATCH_POLL_INTERVAL";
+
+/// The listener's poll interval when nothing sets it.
+pub const DEFAULT_POLL_INTERVAL: &str = "2s";
+
 /// What every command knows about where it runs.
 #[derive(Debug, Clone)]
 pub struct Context {
-    global: Global,
+    json: bool,
+    root: Setting<PathBuf>,
+    key_file: Setting<PathBuf>,
+    machine: Setting<String>,
+    state_dir: Setting<PathBuf>,
+    durability: Setting<crate::fsops::Durability>,
     file: FileConfig,
+    config_file: Option<ConfigFile>,
 }
 
 impl Context {
     /// A context from parsed global options and the config file.
     pub fn load(global: Global) -> Result<Context> {
-        Ok(Context::with_file(global, load_config()?))
+        let (file, config_file) = load_config()?;
+        let mut ctx = Context::with_file(global, file);
+        ctx.config_file = config_file;
+        Ok(ctx)
     }
 
     /// A context from options and an already-read config.
-    pub fn with_file(mut global: Global, file: FileConfig) -> Context {
-        global.root = global.root.or_else(|| file.root.clone());
-        global.key_file = global.key_file.or_else(|| file.key_file.clone());
-        global.machine = global.machine.or_else(|| file.machine.clone());
-        global.state_dir = global.state_dir.or_else(|| file.state_dir.clone());
-        global.durability = global.durability.or(file.durability);
-        Context { global, file }
+    pub fn with_file(global: Global, file: FileConfig) -> Context {
+        let given = |id: &str| global.given(id);
+        let host =
+            || crate::platform::hostname().map(|h| h.split('.').next().unwrap_or("").to_string());
+        Context {
+            json: global.json,
+            root: Setting::resolve(
+                global.root.clone().map(|v| (v, given("root"))),
+                file.root.clone(),
+                layout::default_root,
+            ),
+            key_file: Setting::resolve(
+                global.key_file.clone().map(|v| (v, given("key_file"))),
+                file.key_file.clone(),
+                layout::default_key_file,
+            ),
+            machine: Setting::resolve(
+                global.machine.clone().map(|v| (v, given("machine"))),
+                file.machine.clone(),
+                host,
+            ),
+            state_dir: Setting::resolve(
+                global.state_dir.clone().map(|v| (v, given("state_dir"))),
+                file.state_dir.clone(),
+                layout::default_state_dir,
+            ),
+            durability: Setting::resolve(
+                global.durability.map(|v| (v, given("durability"))),
+                file.durability,
+                || Some(crate::fsops::Durability::default()),
+            ),
+            file,
+            config_file: None,
+        }
+    }
+
+    /// The dispatch root as configured, whether or not it exists.
+    pub fn root_setting(&self) -> &Setting<PathBuf> {
+        &self.root
+    }
+
+    /// The key file as configured, whether or not it exists.
+    pub fn key_file_setting(&self) -> &Setting<PathBuf> {
+        &self.key_file
+    }
+
+    /// This machine's name as configured (the host name by default), not
+    /// yet checked.
+    pub fn machine_setting(&self) -> &Setting<String> {
+        &self.machine
+    }
+
+    /// The state directory as configured, whether or not it exists.
+    pub fn state_dir_setting(&self) -> &Setting<PathBuf> {
+        &self.state_dir
+    }
+
+    /// The durability level and where it came from.
+    pub fn durability_setting(&self) -> &Setting<crate::fsops::Durability> {
+        &self.durability
+    }
+
+    /// The config file read or looked for; `None` when there is nowhere to
+    /// look (no home directory) or the context was built without one.
+    pub fn config_file(&self) -> Option<&ConfigFile> {
+        self.config_file.as_ref()
+    }
+
+    /// The poll interval's text and where it came from: `given` (the flag
+    /// or its variable), else the file, else 2 s.
+    pub fn poll_interval_setting(&self, given: Option<(&str, Given)>) -> Setting<String> {
+        Setting::resolve(
+            given.map(|(v, how)| (v.to_string(), how)),
+            self.file.poll_interval.clone(),
+            || Some(DEFAULT_POLL_INTERVAL.to_string()),
+        )
+    }
+
+    /// Fleet members and where the list came from: `FLEET_DISPATCH_FLEET`
+    /// (a comma list), else the file, else none.
+    pub fn fleet_setting(&self) -> Setting<Vec<String>> {
+        let var = std::env::var(FLEET_VAR)
+            .ok()
+            .filter(|l| !l.trim().is_empty())
+            .map(|list| {
+                let names = list
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect();
+                (names, Given::Variable)
+            });
+        Setting::resolve(var, self.file.fleet.clone(), || Some(Vec::new()))
     }
 
     /// The poll interval: the flag or its variable, else the file, else 2 s.
     pub fn poll_interval(&self, flag: Option<&str>) -> Result<Duration> {
-        match flag.or(self.file.poll_interval.as_deref()) {
-            Some(s) => crate::clock::parse_duration(s)
-                .map_err(|e| Error::validation(format!("--poll-interval: {}", e.message))),
-            None => Ok(Duration::from_secs(2)),
-        }
+        let text = self.poll_interval_setting(flag.map(|f| (f, Given::Flag)));
+        let text = text.value.unwrap_or_default();
+        crate::clock::parse_duration(&text)
+            .map_err(|e| Error::validation(format!("--poll-interval: {}", e.message)))
     }
 
     /// The durability level: the flag or its variable, else the file, else
     /// full.
     pub fn durability(&self) -> crate::fsops::Durability {
-        self.global.durability.unwrap_or_default()
+        self.durability.value.unwrap_or_default()
     }
 
     /// True when output should be one JSON document.
     pub fn json(&self) -> bool {
-        self.global.json
+        self.json
     }
 
     /// The dispatch root; it must exist (it is the shared folder).
     pub fn root(&self) -> Result<PathBuf> {
-        let root =
-            self.global
-                .root
-                .clone()
-                .or_else(layout::default_root)
-                .ok_or_else(|| {
-                    Error::config("no dispatch root: pass --root DIR or set FLEET_DISPATCH_ROOT")
+        let root = self.root.value.clone().ok_or_else(|| {
+            Error::config("no dispatch root: pass --root DIR or set FLEET_DISPATCH_ROOT")
                 .hint("the root is a folder every machine shares, e.g. ~/OneDrive/fleet-dispatch")
-                })?;
+        })?;
         match std::fs::metadata(&root) {
             Ok(m) if m.is_dir() => Ok(root),
             Ok(_) => Err(Error::config(format!(
@@ -180,7 +366,7 @@ impl Context {
 
     /// The key file's path.
     pub fn key_path(&self) -> Result<PathBuf> {
-        self.global.key_file.clone().or_else(layout::default_key_file).ok_or_else(|| {
+        self.key_file.value.clone().ok_or_else(|| {
             Error::config("no key file: pass --key-file FILE or set FLEET_DISPATCH_KEY_FILE (HOME is not set)")
         })
     }
@@ -203,12 +389,11 @@ impl Context {
 
     /// This machine's name: `--machine`, or the host name up to its first dot.
     pub fn machine(&self) -> Result<Machine> {
-        if let Some(m) = &self.global.machine {
-            return Machine::parse(m, "machine name");
+        let name = self.machine.value.as_deref().unwrap_or("");
+        if self.machine.source != Source::Default {
+            return Machine::parse(name, "machine name");
         }
-        let host = crate::platform::hostname().unwrap_or_default();
-        let short = host.split('.').next().unwrap_or("");
-        Machine::parse(short, "host name").map_err(|e| {
+        Machine::parse(name, "host name").map_err(|e| {
             Error::config(format!("{}; this machine needs a name", e.message))
                 .hint("pass --machine NAME or set FLEET_DISPATCH_MACHINE")
         })
@@ -216,16 +401,11 @@ impl Context {
 
     /// The state directory, refused when it lies inside `root`.
     pub fn state_dir(&self, root: &Path) -> Result<PathBuf> {
-        let dir = self
-            .global
-            .state_dir
-            .clone()
-            .or_else(layout::default_state_dir)
-            .ok_or_else(|| {
-                Error::config(
-                    "no state directory: pass --state-dir DIR or set FLEET_DISPATCH_STATE_DIR",
-                )
-            })?;
+        let dir = self.state_dir.value.clone().ok_or_else(|| {
+            Error::config(
+                "no state directory: pass --state-dir DIR or set FLEET_DISPATCH_STATE_DIR",
+            )
+        })?;
         if layout::is_inside(&dir, root) {
             return Err(Error::config(format!(
                 "state directory {} lies inside the dispatch root {}; local state must not sync",
@@ -243,15 +423,7 @@ impl Context {
 
     /// Fleet members: `FLEET_DISPATCH_FLEET` (a comma list), else the file.
     pub fn fleet(&self) -> Vec<String> {
-        match std::env::var("FLEET_DISPATCH_FLEET") {
-            Ok(list) if !list.trim().is_empty() => list
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect(),
-            _ => self.file.fleet.clone().unwrap_or_default(),
-        }
+        self.fleet_setting().value.unwrap_or_default()
     }
 
     /// Resolves a target name under `root` (docs/protocol.md §2).
@@ -306,6 +478,7 @@ mod tests {
             state_dir: None,
             json: false,
             durability: None,
+            given: Vec::new(),
         };
         let f = FileConfig {
             root: Some(PathBuf::from("/file")),
@@ -330,8 +503,10 @@ mod tests {
         );
         assert!(parse_config("durability = \"sometimes\"", Path::new("/c.toml")).is_err());
         let ctx = Context::with_file(g, f);
-        assert_eq!(ctx.global.root, Some(PathBuf::from("/flag")));
-        assert_eq!(ctx.global.machine.as_deref(), Some("FILEPC"));
+        assert_eq!(ctx.root.value, Some(PathBuf::from("/flag")));
+        assert_eq!(ctx.root.source, Source::Flag);
+        assert_eq!(ctx.machine.value.as_deref(), Some("FILEPC"));
+        assert_eq!(ctx.machine.source, Source::File);
         assert_eq!(ctx.poll_interval(None).unwrap(), Duration::from_secs(5));
         assert_eq!(
             ctx.poll_interval(Some("1s")).unwrap(),

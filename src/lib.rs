@@ -18,7 +18,7 @@
 //! 4. places and state: [`state`], [`heartbeat`], [`rejected`], [`observe`], [`jobref`]
 //! 5. requests: [`submit`], [`cancel`], [`wait`]
 //! 6. the engine: [`shutdown`], [`watcher`], [`publisher`], [`runner`], [`listener`]
-//! 7. front ends: [`http`], [`cli`], [`config`], [`cmd`]
+//! 7. front ends: [`http`], [`cli`], [`config`], [`complete`], [`cmd`]
 //!
 //! Foundations name things (ids, times, exit statuses) and wrap the
 //! operating system; files place bytes without ever replacing; documents
@@ -34,6 +34,7 @@ pub mod cancel;
 pub mod cli;
 pub mod clock;
 pub mod cmd;
+pub mod complete;
 pub mod config;
 pub mod doc;
 pub mod error;

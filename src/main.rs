@@ -1,4 +1,5 @@
-//! The `fleet-dispatch` binary: parse, dispatch, print an error once.
+//! The `fleet-dispatch` binary: answer a shell's completion request, or
+//! parse, dispatch, print an error once.
 //!
 //! Every failure arrives as the crate's own `Error`, which carries its protocol
 //! code, so the exit status comes straight from it. A closed stdout (`| head`)
@@ -7,12 +8,10 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
-use fleet_dispatch::cli::Cli;
-
 fn main() -> ExitCode {
+    fleet_dispatch::complete::respond();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let cli = match Cli::try_parse_from(&args) {
+    let cli = match fleet_dispatch::cli::parse(&args) {
         Ok(cli) => cli,
         Err(e) => return ExitCode::from(fleet_dispatch::cli::refuse(e, &args)),
     };

@@ -4,6 +4,7 @@
 //! here, so no command imports another.
 
 mod cancel;
+mod config;
 mod demo;
 mod enqueue;
 mod keygen;
@@ -39,6 +40,7 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
         Cmd::Sweep(a) => sweep::run(&ctx, a),
         Cmd::VerifyMarker(a) => verify_marker::run(&ctx, a),
         Cmd::Demo(a) => demo::run(&ctx, a),
+        Cmd::Config(a) => config::run(&ctx, a),
     }
 }
 

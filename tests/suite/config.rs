@@ -1,5 +1,7 @@
-//! Configuration precedence: flag > FLEET_DISPATCH_* variable > config file
-//! > default, for the root, machine, fleet list and poll interval.
+//! Configuration precedence: flag, then FLEET_DISPATCH_* variable, then
+//! config file, then default, for the root, machine, fleet list and poll
+//! interval; `config` shows the result and where each setting came from,
+//! creating nothing.
 
 use assert_cmd::Command;
 use serde_json::Value;
@@ -155,4 +157,128 @@ fn fleet_dispatch_config_names_another_file() {
     );
     assert_eq!(code, 0, "{err}");
     assert!(w.pc().is_dir());
+}
+
+/// Every file and folder under `dir`, for "created nothing".
+fn tree(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out: Vec<_> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .map(|e| e.unwrap().into_path())
+        .collect();
+    out.sort();
+    out
+}
+
+fn config_json(c: &mut Command) -> Value {
+    let (code, out, err) = output(c.args(["config", "--json"]));
+    assert_eq!(code, 0, "{out}{err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+#[test]
+fn config_says_where_each_setting_came_from() {
+    let w = World::new();
+    let file = write_config(
+        &w,
+        &format!(
+            "root = {:?}\nmachine = \"PC\"\nfleet = [\"PC\", \"LAPTOP\"]\nkey_file = \"/from/the/file\"\n",
+            w.root.display().to_string()
+        ),
+    );
+    let v = config_json(
+        bare(&w)
+            .env("FLEET_DISPATCH_KEY_FILE", &w.key)
+            .env("FLEET_DISPATCH_POLL_INTERVAL", "750ms")
+            .args(["--state-dir", w.state.to_str().unwrap()]),
+    );
+    let is = |k: &str, value: Value, source: &str| {
+        assert_eq!(v[k]["value"], value, "{k}: {v}");
+        assert_eq!(v[k]["source"], source, "{k}: {v}");
+    };
+    is("root", w.root.display().to_string().into(), "file");
+    is("keyFile", w.key.display().to_string().into(), "variable");
+    is("stateDir", w.state.display().to_string().into(), "flag");
+    is("machine", "PC".into(), "file");
+    is("durability", "full".into(), "default");
+    is("pollInterval", "750ms".into(), "variable");
+    is("fleet", serde_json::json!(["PC", "LAPTOP"]), "file");
+    is("configFile", file.display().to_string().into(), "default");
+    assert_eq!(v["configFile"]["note"], Value::Null, "the file was read");
+    assert_eq!(v["keyFile"]["note"], Value::Null, "the key is there");
+    // A flag wins over its variable, and says so.
+    let v = config_json(
+        bare(&w)
+            .env("FLEET_DISPATCH_DURABILITY", "relaxed")
+            .env("FLEET_DISPATCH_MACHINE", "BOX")
+            .args(["--durability", "full"]),
+    );
+    assert_eq!(v["durability"]["value"], "full");
+    assert_eq!(v["durability"]["source"], "flag");
+    assert_eq!(v["machine"]["value"], "BOX");
+    assert_eq!(v["machine"]["source"], "variable");
+    // The human form names each setting, its value and its source.
+    let (code, out, err) = output(bare(&w).arg("config"));
+    assert_eq!(code, 0, "{err}");
+    for (label, source) in [
+        ("root", "(file)"),
+        ("key file", "(file)"),
+        ("machine", "(file)"),
+        ("state dir", "(default)"),
+        ("durability", "(default)"),
+        ("poll interval", "(default)"),
+        ("fleet", "(file)"),
+        ("config file", "(default)"),
+    ] {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} line:\n{out}"));
+        assert!(line.contains(source), "{line}");
+    }
+    assert!(out.contains("PC, LAPTOP"), "{out}");
+}
+
+#[test]
+fn config_creates_nothing_and_does_not_need_the_key() {
+    let w = World::new();
+    let nowhere = w.dir.path().join("no-root");
+    let before = tree(w.dir.path());
+    let (code, out, err) = output(
+        bare(&w)
+            .env("FLEET_DISPATCH_ROOT", &nowhere)
+            .env("FLEET_DISPATCH_MACHINE", "PC")
+            .arg("config"),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(tree(w.dir.path()), before, "config created something");
+    let key_line = out.lines().find(|l| l.starts_with("key file")).unwrap();
+    assert!(key_line.contains("missing"), "{key_line}");
+    assert!(key_line.contains("keygen"), "{key_line}");
+    let root_line = out.lines().find(|l| l.starts_with("root")).unwrap();
+    assert!(root_line.contains("does not exist"), "{root_line}");
+    assert!(root_line.contains("(variable)"), "{root_line}");
+    let file_line = out.lines().find(|l| l.starts_with("config file")).unwrap();
+    assert!(file_line.contains("not present"), "{file_line}");
+    let v = config_json(bare(&w).env("FLEET_DISPATCH_ROOT", &nowhere));
+    assert!(
+        v["keyFile"]["note"].as_str().unwrap().contains("missing"),
+        "{v}"
+    );
+    assert_eq!(
+        tree(w.dir.path()),
+        before,
+        "config --json created something"
+    );
+}
+
+#[test]
+fn config_names_the_file_fleet_dispatch_config_chose() {
+    let w = World::new();
+    let p = w.dir.path().join("custom.toml");
+    std::fs::write(&p, "durability = \"relaxed\"\n").unwrap();
+    let v = config_json(bare(&w).env("FLEET_DISPATCH_CONFIG", &p));
+    assert_eq!(v["configFile"]["value"], p.display().to_string());
+    assert_eq!(v["configFile"]["source"], "variable");
+    assert_eq!(v["durability"]["value"], "relaxed");
+    assert_eq!(v["durability"]["source"], "file");
 }

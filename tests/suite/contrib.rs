@@ -854,6 +854,28 @@ fn install_cmd_registers_both_tasks_filling_in_the_placeholder_the_xml_carries()
             assert_eq!(id.text(), Some(placeholder.as_str()), "{rel}: UserId");
         }
     }
+    // Both READMEs that register the XML by hand say to replace the
+    // placeholder first, naming it exactly.
+    let top = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    for (rel, md) in [
+        (README.to_string(), read(README)),
+        (
+            "../README.md".to_string(),
+            std::fs::read_to_string(&top).unwrap(),
+        ),
+    ] {
+        for para in md.split("\n\n").filter(|p| {
+            p.contains("schtasks /Create") && p.contains("/XML") && !p.contains("install.cmd")
+                || p.contains("/XML contrib")
+        }) {
+            let before = &md[..md.find(para).unwrap()];
+            let last = before.trim_end().rsplit("\n\n").next().unwrap_or("");
+            assert!(
+                para.contains(&placeholder) || last.contains(&placeholder),
+                "{rel}: `schtasks /Create /XML` without the placeholder {placeholder} to replace:\n{para}"
+            );
+        }
+    }
     // The plain one-liner is there too, in the script and in the README.
     for rel in [INSTALL_CMD, README] {
         assert!(
@@ -924,6 +946,18 @@ fn systemd_listener_retries_a_held_lock_and_stops_gracefully() {
     assert_eq!(get(&u, "Service", "KillSignal"), Some("SIGTERM"));
     let stop = span_secs(require(&u, rel, "Service", "TimeoutStopSec"));
     assert!(stop >= 30.0, "{rel}: TimeoutStopSec {stop}s");
+    let grace = fleet_dispatch::doc::job::DEFAULT_GRACE.as_secs_f64();
+    assert!(
+        stop >= grace + 10.0,
+        "{rel}: TimeoutStopSec {stop}s leaves no room after the default grace ({grace}s)"
+    );
+    // Longer graces need a longer TimeoutStopSec: the unit says so.
+    let text = read(rel);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with('#') && l.contains("--grace") && l.contains("raise")),
+        "{rel}: no comment saying to raise TimeoutStopSec for a longer --grace"
+    );
     // The listener answers SIGTERM with 130: a stop, not a failure.
     let ok = require(&u, rel, "Service", "SuccessExitStatus");
     assert!(ok.split_whitespace().any(|s| s == "130"), "{rel}: {ok}");

@@ -5,9 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::CommandFactory;
-use clap_complete::Shell;
+use clap::{ArgAction, CommandFactory};
+use clap_complete::env::{Bash, EnvCompleter, Fish, Powershell, Zsh};
 use fleet_dispatch::cli::{self, Cli};
+use fleet_dispatch::complete;
 
 const REGENERATE: &str = "FLEET_DISPATCH_REGENERATE";
 
@@ -31,9 +32,90 @@ fn tagged(out: &mut String, items: impl IntoIterator<Item = (String, String)>) {
     }
 }
 
-/// One man page: clap's sections, then EXAMPLES, EXIT STATUS, ENVIRONMENT, FILES.
-fn man_page(cmd: clap::Command, title: &str) -> String {
-    let man = clap_mangen::Man::new(cmd.clone())
+/// One option or argument as the SYNOPSIS shows it, value included
+/// (`[--root DIR]`), which clap_mangen's own synopsis leaves out.
+fn synopsis_arg(a: &clap::Arg) -> String {
+    let value = a
+        .get_value_names()
+        .map(|v| {
+            v.iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_else(|| a.get_id().as_str().to_uppercase());
+    let takes_value = matches!(a.get_action(), ArgAction::Set | ArgAction::Append);
+    // A positional's value name already says it repeats (`[ARG]...`).
+    let repeats = if matches!(a.get_action(), ArgAction::Append) && !a.is_positional() {
+        "..."
+    } else {
+        ""
+    };
+    let text = if a.is_positional() {
+        let dashes = if a.is_last_set() {
+            "\\fB\\-\\-\\fR "
+        } else {
+            ""
+        };
+        format!("{dashes}\\fI{}\\fR", roff(&value))
+    } else {
+        let mut names = Vec::new();
+        if let Some(c) = a.get_short() {
+            names.push(format!("\\fB\\-{c}\\fR"));
+        }
+        if let Some(l) = a.get_long() {
+            names.push(format!("\\fB{}\\fR", roff(&format!("--{l}"))));
+        }
+        let mut t = names.join("|");
+        if takes_value {
+            t.push_str(&format!(" \\fI{}\\fR", roff(&value)));
+        }
+        t
+    };
+    if a.is_required_set() {
+        format!("{text}{repeats}")
+    } else {
+        format!("[{text}]{repeats}")
+    }
+}
+
+/// The SYNOPSIS: a command's own options with their values, and for a
+/// subcommand its parent's name and `[global options]` in front.
+fn synopsis(cmd: &clap::Command, parent: Option<&str>) -> String {
+    let mut words = Vec::new();
+    match parent {
+        Some(p) => {
+            words.push(format!("\\fB{}\\fR", roff(p)));
+            words.push("[\\fIglobal options\\fR]".to_string());
+            words.push(format!("\\fB{}\\fR", roff(cmd.get_name())));
+        }
+        None => words.push(format!("\\fB{}\\fR", roff(cmd.get_name()))),
+    }
+    let own = cmd
+        .get_arguments()
+        .filter(|a| !a.is_hide_set() && (parent.is_none() || !a.is_global_set()));
+    let (required, optional): (Vec<_>, Vec<_>) = own
+        .filter(|a| !a.is_positional())
+        .partition(|a| a.is_required_set());
+    words.extend(required.into_iter().chain(optional).map(synopsis_arg));
+    words.extend(
+        cmd.get_positionals()
+            .filter(|a| !a.is_hide_set())
+            .map(synopsis_arg),
+    );
+    if cmd.has_subcommands() {
+        words.push("\\fIcommand\\fR".to_string());
+    }
+    format!(".SH SYNOPSIS\n{}\n", words.join(" "))
+}
+
+/// One man page: clap's sections, then EXAMPLES, EXIT STATUS, ENVIRONMENT,
+/// CONFIGURATION FILE (on the main page and `config`'s), FILES, SEE ALSO.
+/// `parent` is the main command's name on a subcommand's page; `pages`
+/// names every page, for SEE ALSO.
+fn man_page(cmd: clap::Command, title: &str, parent: Option<&str>, pages: &[String]) -> String {
+    // clap names take &'static str; a test may leak a few bytes.
+    let man = clap_mangen::Man::new(cmd.clone().name(&*title.to_string().leak()))
         .title(title.to_uppercase())
         .section("1")
         .source(format!("fleet-dispatch {}", env!("CARGO_PKG_VERSION")))
@@ -41,7 +123,7 @@ fn man_page(cmd: clap::Command, title: &str) -> String {
     let mut buf = Vec::new();
     man.render_title(&mut buf).unwrap();
     man.render_name_section(&mut buf).unwrap();
-    man.render_synopsis_section(&mut buf).unwrap();
+    buf.extend_from_slice(synopsis(&cmd, parent).as_bytes());
     man.render_description_section(&mut buf).unwrap();
     if cmd.get_arguments().any(|a| !a.is_hide_set()) {
         man.render_options_section(&mut buf).unwrap();
@@ -71,6 +153,9 @@ fn man_page(cmd: clap::Command, title: &str) -> String {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string())),
     );
+    if parent.is_none() || cmd.get_name() == "config" {
+        out.push_str(&configuration_file());
+    }
     out.push_str(".SH FILES\n");
     tagged(
         &mut out,
@@ -79,41 +164,92 @@ fn man_page(cmd: clap::Command, title: &str) -> String {
             .map(|(k, v)| (k.to_string(), v.to_string())),
     );
     out.push_str(".SH \"SEE ALSO\"\n");
-    out.push_str(&roff(
-        "fleet-dispatch(1), and the README for the protocol and deployment recipes",
-    ));
+    let others: Vec<String> = pages
+        .iter()
+        .filter(|p| *p != title)
+        .map(|p| format!("{p}(1)"))
+        .collect();
+    out.push_str(&roff(&format!(
+        "{}, and the README for the protocol and deployment recipes",
+        others.join(", ")
+    )));
     out.push('\n');
+    out
+}
+
+/// The CONFIGURATION FILE section: where the file is, its keys, the
+/// precedence.
+fn configuration_file() -> String {
+    let doc = &cli::CONFIG_FILE;
+    let mut out = String::from(".SH \"CONFIGURATION FILE\"\n");
+    out.push_str(&roff(doc.precedence));
+    out.push_str("\n.PP\nThe file is looked for at:\n");
+    tagged(
+        &mut out,
+        doc.paths
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
+    out.push_str(".PP\nIts keys, each optional:\n");
+    tagged(
+        &mut out,
+        doc.keys.iter().map(|(k, v)| (k.to_string(), v.to_string())),
+    );
     out
 }
 
 /// Every generated file: path relative to the project, and its content.
 fn generated() -> Vec<(PathBuf, String)> {
-    let mut cmd = Cli::command();
+    // `help` is a subcommand of the parser but has no page of its own.
+    let mut cmd = Cli::command().disable_help_subcommand(true);
     cmd.build();
+    let name = cmd.get_name().to_string();
+    let mut pages = vec![name.clone()];
+    pages.extend(
+        cmd.get_subcommands()
+            .map(|s| format!("{name}-{}", s.get_name())),
+    );
     let mut files = vec![(
-        PathBuf::from("man/fleet-dispatch.1"),
-        man_page(cmd.clone(), "fleet-dispatch"),
+        PathBuf::from(format!("man/{name}.1")),
+        man_page(cmd.clone(), &name, None, &pages),
     )];
-    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
-        let name = format!("fleet-dispatch-{}", sub.get_name());
-        // clap names take &'static str; a test may leak a few bytes.
-        let sub = sub.clone().name(&*name.clone().leak());
-        files.push((PathBuf::from(format!("man/{name}.1")), man_page(sub, &name)));
-    }
-    for (shell, file) in [
-        (Shell::Bash, "fleet-dispatch.bash"),
-        (Shell::Zsh, "_fleet-dispatch"),
-        (Shell::Fish, "fleet-dispatch.fish"),
-        (Shell::PowerShell, "_fleet-dispatch.ps1"),
-    ] {
-        let mut buf = Vec::new();
-        clap_complete::generate(shell, &mut Cli::command(), "fleet-dispatch", &mut buf);
+    for sub in cmd.get_subcommands() {
+        let page = format!("{name}-{}", sub.get_name());
         files.push((
-            PathBuf::from(format!("completions/{file}")),
-            String::from_utf8(buf).unwrap(),
+            PathBuf::from(format!("man/{page}.1")),
+            man_page(sub.clone(), &page, Some(&name), &pages),
         ));
     }
+    files.extend(completion_scripts());
     files
+}
+
+/// The completion scripts: each only registers the shell's hook, which
+/// asks the binary (`complete::VAR=<shell> fleet-dispatch -- WORDS…`); the
+/// binary on PATH answers. The same text the binary prints for
+/// `FLEET_DISPATCH_COMPLETE=<shell> fleet-dispatch`, except that it names
+/// the binary by name instead of by the path it was run from.
+pub fn completion_scripts() -> Vec<(PathBuf, String)> {
+    let shells: [(&dyn EnvCompleter, &str); 4] = [
+        (&Bash, "fleet-dispatch.bash"),
+        (&Zsh, "_fleet-dispatch"),
+        (&Fish, "fleet-dispatch.fish"),
+        (&Powershell, "_fleet-dispatch.ps1"),
+    ];
+    let name = complete::command().get_name().to_string();
+    shells
+        .into_iter()
+        .map(|(shell, file)| {
+            let mut buf = Vec::new();
+            shell
+                .write_registration(complete::VAR, &name, &name, &name, &mut buf)
+                .unwrap();
+            (
+                PathBuf::from(format!("completions/{file}")),
+                String::from_utf8(buf).unwrap(),
+            )
+        })
+        .collect()
 }
 
 fn first_difference(old: &str, new: &str) -> String {
@@ -235,4 +371,126 @@ fn the_readme_and_the_protocol_carry_the_one_exit_status_table() {
         );
         std::fs::write(&path, format!("{}{want}{}", &text[..start], &text[end..])).unwrap();
     }
+}
+
+#[test]
+fn man_pages_name_only_pages_that_exist_and_show_option_values() {
+    let files = generated();
+    let pages: Vec<String> = files
+        .iter()
+        .filter(|(p, _)| p.starts_with("man"))
+        .map(|(p, _)| p.file_stem().unwrap().to_str().unwrap().to_string())
+        .collect();
+    assert!(!pages.iter().any(|p| p.ends_with("-help")), "{pages:?}");
+    for (rel, content) in files.iter().filter(|(p, _)| p.starts_with("man")) {
+        let page = rel.file_stem().unwrap().to_str().unwrap();
+        // Every page a man page names exists, and none names itself.
+        for (i, _) in content.match_indices("(1)") {
+            let start = content[..i]
+                .rfind(|c: char| c.is_whitespace() || c == ',')
+                .map_or(0, |s| s + 1);
+            let named = content[start..i].replace("\\-", "-");
+            assert!(pages.contains(&named), "{page}: names {named}(1)");
+            if content[..start].contains(".SH \"SEE ALSO\"") {
+                assert_ne!(named, page, "{page}: SEE ALSO names itself");
+            }
+        }
+        // The SYNOPSIS shows what each option takes.
+        let synopsis = content
+            .split(".SH SYNOPSIS\n")
+            .nth(1)
+            .and_then(|s| s.lines().next())
+            .unwrap_or_else(|| panic!("{page}: no SYNOPSIS"));
+        let mut cmd = Cli::command();
+        cmd.build();
+        let cmd = match page.strip_prefix("fleet-dispatch-") {
+            Some(sub) => cmd.find_subcommand(sub).unwrap().clone(),
+            None => cmd,
+        };
+        for a in cmd.get_arguments().filter(|a| {
+            a.get_long().is_some() && a.get_action().takes_values() && !a.is_global_set()
+        }) {
+            let value = a.get_value_names().unwrap()[0].to_string();
+            let shown = format!(
+                "\\fB\\-\\-{}\\fR \\fI{value}\\fR",
+                a.get_long().unwrap().replace('-', "\\-")
+            );
+            assert!(synopsis.contains(&shown), "{page}: {shown} in {synopsis}");
+        }
+        // Global options have a section of their own.
+        assert!(content.contains(".SH \"GLOBAL OPTIONS\""), "{page}");
+        let own = content.split(".SH \"GLOBAL OPTIONS\"").next().unwrap();
+        assert!(!own.contains("\\-\\-state\\-dir\\fR \\fI<"), "{page}");
+    }
+    let main = &files
+        .iter()
+        .find(|(p, _)| p.ends_with("fleet-dispatch.1"))
+        .unwrap()
+        .1;
+    assert!(main.contains("[\\fB\\-\\-root\\fR \\fIDIR\\fR]"), "{main}");
+}
+
+#[test]
+fn the_config_file_is_documented_in_the_man_pages_and_help() {
+    for (rel, content) in generated() {
+        let name = rel.file_stem().unwrap().to_str().unwrap().to_string();
+        if !rel.starts_with("man")
+            || !["fleet-dispatch", "fleet-dispatch-config"].contains(&name.as_str())
+        {
+            continue;
+        }
+        let section = content
+            .split(".SH \"CONFIGURATION FILE\"\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{name}: no CONFIGURATION FILE section"));
+        assert!(section.contains("config.toml"), "{name}");
+        assert!(section.contains("FLEET_DISPATCH_CONFIG"), "{name}");
+        assert!(section.contains("else the config file"), "{name}");
+        for key in [
+            "root",
+            "key_file",
+            "machine",
+            "state_dir",
+            "fleet",
+            "poll_interval",
+            "durability",
+        ] {
+            assert!(
+                section.contains(&format!("\\fB{}", key.replace('-', "\\-"))),
+                "{name}: key {key}"
+            );
+        }
+    }
+    // Every key the parser accepts is documented, and no other.
+    let documented: Vec<&str> = cli::CONFIG_FILE
+        .keys
+        .iter()
+        .map(|(k, _)| k.split(' ').next().unwrap())
+        .collect();
+    for key in &documented {
+        let text = format!("{key} = []");
+        let err = fleet_dispatch::config::parse_config(&text, Path::new("/c.toml"))
+            .err()
+            .map(|e| e.message)
+            .unwrap_or_default();
+        assert!(!err.contains("unknown field"), "{key}: {err}");
+    }
+    let err = fleet_dispatch::config::parse_config("nonsense = 1", Path::new("/c.toml"))
+        .unwrap_err()
+        .message;
+    assert!(err.contains("unknown field"), "{err}");
+    let help = Cli::command().render_long_help().to_string();
+    assert!(help.contains("config file"), "{help}");
+    let mut cmd = Cli::command();
+    cmd.build();
+    let sub = cmd
+        .find_subcommand_mut("enqueue")
+        .unwrap()
+        .render_long_help()
+        .to_string();
+    let (own, global) = sub
+        .split_once("Global options:")
+        .expect("a Global options heading");
+    assert!(global.contains("--root"), "{sub}");
+    assert!(!own.contains("--root"), "{sub}");
 }

@@ -2,6 +2,9 @@
 
 mod cancel;
 mod cli;
+// Unix only (bash, zsh and fish drive the scripts).
+#[cfg(unix)]
+mod completion;
 mod config;
 mod contrib;
 // Unix only (SIGKILL, `sh` jobs and `/proc`). Windows: see `windows`.

@@ -1,0 +1,152 @@
+//! `config`: the effective settings and where each came from. Reads the
+//! config file and the variables as every command does, and creates nothing:
+//! a missing root, key or state directory is said, never an error.
+
+use serde_json::{Value, json};
+
+use crate::cli::ConfigArgs;
+use crate::config::{Context, Setting};
+use crate::error::Result;
+
+/// One printed line: a setting's name, its value, where it came from and
+/// what is worth knowing about it.
+struct Line {
+    key: &'static str,
+    label: &'static str,
+    value: Value,
+    source: &'static str,
+    note: Option<String>,
+}
+
+fn line<T: serde::Serialize>(
+    key: &'static str,
+    label: &'static str,
+    s: &Setting<T>,
+    note: Option<String>,
+) -> Line {
+    Line {
+        key,
+        label,
+        value: json!(s.value),
+        source: s.source.as_str(),
+        note,
+    }
+}
+
+/// Says what is wrong with a path that should be there, if anything.
+fn presence(path: Option<&std::path::Path>, dir: bool, missing: &str) -> Option<String> {
+    let path = path?;
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() == dir => None,
+        Ok(_) if dir => Some("not a directory".into()),
+        Ok(_) => Some("not a file".into()),
+        Err(_) => Some(missing.into()),
+    }
+}
+
+/// Prints the settings.
+pub fn run(ctx: &Context, _args: ConfigArgs) -> Result<u8> {
+    let root = ctx.root_setting();
+    let key = ctx.key_file_setting();
+    let state = ctx.state_dir_setting();
+    let inside = |p: &Option<std::path::PathBuf>| match (p, &root.value) {
+        (Some(p), Some(r)) if crate::layout::is_inside(p, r) => {
+            Some("inside the root: it would sync, and is refused".to_string())
+        }
+        _ => None,
+    };
+    let machine = ctx.machine_setting();
+    let machine_note = ctx.machine().err().map(|e| e.message);
+    let poll = ctx.poll_interval_setting(
+        std::env::var(crate::config::POLL_INTERVAL_VAR)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .as_deref()
+            .map(|v| (v, crate::cli::Given::Variable)),
+    );
+    let config_file = ctx.config_file();
+    let d = ctx.durability_setting();
+    let durability = Setting {
+        value: d
+            .value
+            .and_then(|v| clap::ValueEnum::to_possible_value(&v))
+            .map(|p| p.get_name().to_string()),
+        source: d.source,
+    };
+    let lines = [
+        line(
+            "root",
+            "root",
+            root,
+            match &root.value {
+                None => Some("not set: pass --root DIR or set FLEET_DISPATCH_ROOT".into()),
+                Some(r) => presence(Some(r), true, "does not exist"),
+            },
+        ),
+        line(
+            "keyFile",
+            "key file",
+            key,
+            inside(&key.value).or_else(|| {
+                presence(
+                    key.value.as_deref(),
+                    false,
+                    "missing: run `fleet-dispatch keygen`, or copy the fleet's key here",
+                )
+            }),
+        ),
+        line("machine", "machine", machine, machine_note),
+        line(
+            "stateDir",
+            "state dir",
+            state,
+            inside(&state.value)
+                .or_else(|| presence(state.value.as_deref(), true, "not created yet")),
+        ),
+        line("durability", "durability", &durability, None),
+        line("pollInterval", "poll interval", &poll, None),
+        line("fleet", "fleet", &ctx.fleet_setting(), None),
+        Line {
+            key: "configFile",
+            label: "config file",
+            value: json!(config_file.map(|f| &f.path)),
+            source: config_file.map_or("default", |f| f.source.as_str()),
+            note: match config_file {
+                None => Some("no home directory to look in".into()),
+                Some(f) if !f.read => Some("not present".into()),
+                Some(_) => None,
+            },
+        },
+    ];
+    if ctx.json() {
+        let doc: serde_json::Map<String, Value> = lines
+            .iter()
+            .map(|l| {
+                let v = json!({"value": l.value, "source": l.source, "note": l.note});
+                (l.key.to_string(), v)
+            })
+            .collect();
+        crate::out::line(&Value::Object(doc).to_string());
+        return Ok(0);
+    }
+    let width = lines.iter().map(|l| l.label.len()).max().unwrap_or(0);
+    for l in &lines {
+        let value = match &l.value {
+            Value::Null => "(none)".to_string(),
+            Value::String(s) => s.clone(),
+            Value::Array(a) if a.is_empty() => "(none)".to_string(),
+            Value::Array(a) => a
+                .iter()
+                .map(|v| v.as_str().unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join(", "),
+            other => other.to_string(),
+        };
+        let mut text = format!("{:width$}  {value}  ({})", l.label, l.source);
+        if let Some(n) = &l.note {
+            text.push_str(&format!(": {n}"));
+        }
+        crate::out::line(&text);
+    }
+    Ok(0)
+}

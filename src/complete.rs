@@ -1,0 +1,185 @@
+//! Shell completion, answered by the binary itself: the scripts in
+//! `completions/` only hand the words typed so far to
+//! `FLEET_DISPATCH_COMPLETE=<shell> fleet-dispatch -- <words>`, and this
+//! module answers from the one clap definition in [`crate::cli`]. So
+//! subcommands, options and fixed values (every value enum) complete exactly
+//! as the binary parses them, a new subcommand or flag completes with no
+//! extra work, and values that live in the shared folder complete too:
+//!
+//! - an option with the id `target` (`--target` of any command): the target
+//!   folders under the root;
+//! - an option with the id `job_id` or `interrupt`: the job ids queued,
+//!   running or finished on the target typed on the same line (or on every
+//!   target when none is typed yet).
+//!
+//! The root, config file and variables are read as the command being typed
+//! would read them (a `--root` already on the line counts). Completion never
+//! creates, locks or changes anything; a root that cannot be read completes
+//! nothing.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use clap::{CommandFactory, FromArgMatches};
+use clap_complete::engine::{ArgValueCandidates, CompletionCandidate};
+
+use crate::cli::{Cli, Global};
+use crate::config::Context;
+use crate::layout::{self, TargetDirs};
+use crate::names::{JobId, Machine};
+
+/// The variable a completion script sets to ask for completions (and, set
+/// to a shell's name alone, to print that shell's script).
+pub const VAR: &str = "FLEET_DISPATCH_COMPLETE";
+
+/// Arguments, by id, whose values are target names.
+const TARGET_ARGS: &[&str] = &["target"];
+/// Arguments, by id, whose values are job ids.
+const JOB_ARGS: &[&str] = &["job_id", "interrupt"];
+
+/// When a shell asks (`FLEET_DISPATCH_COMPLETE` is set), prints the answer
+/// and exits; otherwise returns at once. Call it first thing in `main`.
+pub fn respond() {
+    clap_complete::CompleteEnv::with_factory(command)
+        .var(VAR)
+        .complete();
+}
+
+/// The command line definition with the completers of shared-folder values
+/// attached to every argument that takes one, in every subcommand.
+pub fn command() -> clap::Command {
+    attach(Cli::command())
+}
+
+fn attach(cmd: clap::Command) -> clap::Command {
+    let ids: Vec<String> = cmd
+        .get_arguments()
+        .map(|a| a.get_id().to_string())
+        .collect();
+    let mut cmd = cmd;
+    for id in ids {
+        if TARGET_ARGS.contains(&id.as_str()) {
+            cmd = cmd.mut_arg(id, |a| a.add(ArgValueCandidates::new(targets)));
+        } else if JOB_ARGS.contains(&id.as_str()) {
+            cmd = cmd.mut_arg(id, |a| a.add(ArgValueCandidates::new(job_ids)));
+        }
+    }
+    cmd.mut_subcommands(attach)
+}
+
+/// What the line typed so far says: its global options and the `--target`
+/// it names, if any. The words are those after the script's `--`, without
+/// the one being completed.
+fn typed_line() -> (Global, Option<String>) {
+    let mut words: Vec<OsString> = std::env::args_os()
+        .skip_while(|a| a != "--")
+        .skip(1)
+        .collect();
+    words.pop();
+    let matches = Cli::command()
+        .ignore_errors(true)
+        .try_get_matches_from(words)
+        .ok();
+    let global = matches
+        .as_ref()
+        .and_then(|m| Global::from_arg_matches(m).ok());
+    let target = matches.as_ref().and_then(|m| {
+        let (_, sub) = m.subcommand()?;
+        sub.try_get_one::<String>("target").ok().flatten().cloned()
+    });
+    let global = global.unwrap_or_else(|| {
+        // Nothing parsed: the variables alone, as clap reads them.
+        let m = Cli::command()
+            .ignore_errors(true)
+            .try_get_matches_from(["fleet-dispatch"])
+            .unwrap_or_default();
+        Global::from_arg_matches(&m).expect("global options always parse")
+    });
+    (global, target)
+}
+
+/// The root the typed line would use, when it exists.
+fn root_of(global: Global) -> Option<(Context, std::path::PathBuf)> {
+    let ctx = Context::load(global).ok()?;
+    let root = ctx.root().ok()?;
+    Some((ctx, root))
+}
+
+/// The target folders under the root.
+fn targets() -> Vec<CompletionCandidate> {
+    let (global, _) = typed_line();
+    let Some((_, root)) = root_of(global) else {
+        return Vec::new();
+    };
+    layout::existing_targets(&root)
+        .unwrap_or_default()
+        .into_iter()
+        .map(CompletionCandidate::new)
+        .collect()
+}
+
+/// The ids in the typed target's `inbox/`, `running/` and `results/`, or in
+/// every target's when the line names none (or one that does not resolve).
+fn job_ids() -> Vec<CompletionCandidate> {
+    let (global, target) = typed_line();
+    let Some((_, root)) = root_of(global) else {
+        return Vec::new();
+    };
+    let existing = layout::existing_targets(&root).unwrap_or_default();
+    let folders: Vec<String> = match target
+        .and_then(|t| Machine::parse(&t, "target").ok())
+        .and_then(|t| layout::pick_target(&root, &t, &existing).ok().flatten())
+    {
+        Some(one) => vec![one],
+        None => existing,
+    };
+    let mut ids: Vec<String> = folders
+        .iter()
+        .filter_map(|f| Machine::parse(f, "target").ok())
+        .flat_map(|t| ids_of(&root, &t))
+        .collect();
+    ids.sort();
+    ids.dedup();
+    ids.into_iter().map(CompletionCandidate::new).collect()
+}
+
+/// The job ids one target's folders hold.
+fn ids_of(root: &Path, target: &Machine) -> Vec<String> {
+    let dirs = TargetDirs::new(root, target);
+    [dirs.inbox(), dirs.running(), dirs.results()]
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter_map(|n| JobId::from_file_name(&n))
+        .map(|id| id.as_str().to_string())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_target_and_job_id_argument_gets_a_completer() {
+        fn walk(cmd: &clap::Command, seen: &mut usize) {
+            for a in cmd.get_arguments() {
+                let id = a.get_id().as_str();
+                if TARGET_ARGS.contains(&id) || JOB_ARGS.contains(&id) {
+                    assert!(
+                        a.get::<ArgValueCandidates>().is_some(),
+                        "{} --{id}",
+                        cmd.get_name()
+                    );
+                    *seen += 1;
+                }
+            }
+            for s in cmd.get_subcommands() {
+                walk(s, seen);
+            }
+        }
+        let mut seen = 0;
+        walk(&command(), &mut seen);
+        assert!(seen >= 6, "only {seen} arguments take targets or ids");
+    }
+}
