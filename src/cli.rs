@@ -156,6 +156,11 @@ pub enum Cmd {
         after_help = "Example:\n  fleet-dispatch result --target PC --job-id 20261129-193000-9f2c4e1ab37d5c08 --wait"
     )]
     Result(ResultArgs),
+    /// Print a job's captured output; --follow streams it while the job runs
+    #[command(
+        after_help = "Examples:\n  fleet-dispatch logs --target PC --job-id last\n  fleet-dispatch logs --target PC --job-id 9f2c --follow --stream stderr"
+    )]
+    Logs(LogsArgs),
     /// Ask a target to stop a job (running or still queued)
     #[command(
         after_help = "Examples:\n  fleet-dispatch cancel --target PC --job-id 20261129-193000-9f2c4e1ab37d5c08 --wait\n  fleet-dispatch cancel --target PC --job-id 20261129-193000-9f2c4e1ab37d5c08 --via http://pc.lan:7070"
@@ -238,7 +243,7 @@ pub struct EnqueueArgs {
     /// A short description shown by status and results
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
-    /// Stop and steer: queue this job at high priority, then cancel JOBID
+    /// Stop and steer: queue this job at high priority, then cancel JOBID (an id, a unique prefix of one, or `last`)
     #[arg(long, value_name = "JOBID")]
     pub interrupt: Option<String>,
     /// Wait for the result and exit with the job's exit code
@@ -247,6 +252,9 @@ pub struct EnqueueArgs {
     /// Give up waiting after this long (exit 124)
     #[arg(long, value_name = "D", requires = "wait")]
     pub wait_timeout: Option<String>,
+    /// While waiting, stream the job's output as it is written
+    #[arg(long, requires = "wait")]
+    pub follow: bool,
     /// Send the job to the target's `listen --http` at this URL (http://HOST:PORT); the shared folder is used only when it cannot be reached
     #[arg(long, value_name = "URL")]
     pub via: Option<String>,
@@ -294,7 +302,7 @@ pub struct ResultArgs {
     /// The machine that ran the job
     #[arg(long, short = 't', value_name = "T")]
     pub target: String,
-    /// The job
+    /// The job: its id, a prefix only one job on the target has, or `last` (the last job enqueued from this machine)
     #[arg(long, value_name = "ID")]
     pub job_id: String,
     /// Wait for the result and exit with the job's exit code
@@ -303,6 +311,37 @@ pub struct ResultArgs {
     /// Give up waiting after this long (exit 124)
     #[arg(long, value_name = "D", requires = "wait")]
     pub wait_timeout: Option<String>,
+    /// While waiting, stream the job's output as it is written
+    #[arg(long, requires = "wait")]
+    pub follow: bool,
+}
+
+/// `logs`.
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// The machine that runs or ran the job
+    #[arg(long, short = 't', value_name = "T")]
+    pub target: String,
+    /// The job: its id, a prefix only one job on the target has, or `last`
+    #[arg(long, value_name = "ID")]
+    pub job_id: String,
+    /// Keep printing output as it is written, until the job's result appears; then exit as `result` does
+    #[arg(long, short = 'f')]
+    pub follow: bool,
+    /// Which output
+    #[arg(long, value_enum, default_value = "both", value_name = "S")]
+    pub stream: StreamArg,
+}
+
+/// `--stream`.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum StreamArg {
+    /// Standard output
+    Stdout,
+    /// Standard error
+    Stderr,
+    /// Both, each to its own stream
+    Both,
 }
 
 /// `cancel`.
@@ -311,7 +350,7 @@ pub struct CancelArgs {
     /// The machine running the job
     #[arg(long, short = 't', value_name = "T")]
     pub target: String,
-    /// The job to stop
+    /// The job to stop: its id, a prefix only one job on the target has, or `last`
     #[arg(long, value_name = "ID")]
     pub job_id: String,
     /// Wait until the job has stopped (or finished first)

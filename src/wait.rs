@@ -16,6 +16,7 @@ use crate::key::Key;
 use crate::layout::TargetDirs;
 use crate::names::JobId;
 use crate::observe::{self, Observed};
+use crate::output::Follower;
 use crate::rejected::Reason;
 
 /// How often the folder is looked at while waiting.
@@ -34,17 +35,32 @@ pub enum Waited {
     TimedOut(Observed),
 }
 
-/// Waits for `id`'s result. A result that does not verify is `FORBIDDEN`:
-/// it is never reported as genuine.
+/// Copies what `follow` has gained to this process's stdout and stderr. A
+/// reader gone from stdout (`| head`) ends the program quietly, as
+/// [`crate::out::line`] does.
+pub fn pump(follow: &mut Follower) {
+    let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
+    if let Err(e) = follow.pump(&mut out, &mut err)
+        && e.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        std::process::exit(0);
+    }
+}
+
+/// Waits for `id`'s result, streaming its output through `follow` when
+/// given. A result that does not verify is `FORBIDDEN`: it is never
+/// reported as genuine.
 pub fn for_result(
     dirs: &TargetDirs,
     id: &JobId,
     key: &Key,
     limit: Option<Duration>,
     quiet: bool,
+    mut follow: Option<&mut Follower>,
 ) -> Result<Waited> {
     let start = Instant::now();
-    let show = !quiet && std::io::stderr().is_terminal();
+    // The progress line would tangle with the job's streamed stderr.
+    let show = !quiet && follow.is_none() && std::io::stderr().is_terminal();
     let clear = || {
         if show {
             eprint!("\r\x1b[2K");
@@ -55,6 +71,11 @@ pub fn for_result(
     let mut said: Option<String> = None;
     loop {
         let seen = observe::job(dirs, id, key);
+        if let Some(f) = follow.as_deref_mut() {
+            // After the look, so output written before the result is all
+            // copied when the result ends the wait.
+            pump(f);
+        }
         match seen {
             Observed::Done(o) => {
                 clear();

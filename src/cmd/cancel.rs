@@ -11,14 +11,12 @@ use crate::doc::Termination;
 use crate::error::Result;
 use crate::exit;
 use crate::http::client::{self, Url};
-use crate::names::JobId;
 use crate::wait::{self, Waited};
 
 use super::NoResult;
 
 /// Runs `cancel`.
 pub fn run(ctx: &Context, args: CancelArgs) -> Result<u8> {
-    let id = JobId::parse(&args.job_id)?;
     let limit = super::duration_flag(&args.wait_timeout, "--wait-timeout")?;
     let via = args.via.as_deref().map(Url::parse).transpose()?;
     let caller = ctx.enclosing_job()?;
@@ -28,6 +26,7 @@ pub fn run(ctx: &Context, args: CancelArgs) -> Result<u8> {
     let key = ctx.key(Some(&root))?;
     let origin = ctx.machine()?;
     let dirs = ctx.target(&root, &args.target)?;
+    let id = super::job_ref(ctx, &root, &dirs, &args.job_id)?;
     let marker = cancel::sign(&dirs, &id, &key, &origin, caller.as_ref())?;
     let status = client::deliver_marker(via.as_ref(), &dirs, &id, &key, &marker)?;
     let mut out = status.to_json(&id);
@@ -41,7 +40,7 @@ pub fn run(ctx: &Context, args: CancelArgs) -> Result<u8> {
     if !ctx.json() {
         crate::out::line(&human.to_string());
     }
-    match wait::for_result(&dirs, &id, &key, limit, ctx.json())? {
+    match wait::for_result(&dirs, &id, &key, limit, ctx.json(), None)? {
         Waited::Done(o) => {
             let how = o.termination();
             let stopped = matches!(

@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::exit;
 use crate::http::client::{self, Url};
 use crate::names::{self, JobId};
+use crate::output::{Follower, Streams};
 use crate::submit;
 use crate::wait::{self, Waited};
 
@@ -98,7 +99,6 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
         Some(s) => JobId::parse(s)?,
         None => JobId::generate(clock::now()),
     };
-    let interrupt = args.interrupt.as_deref().map(JobId::parse).transpose()?;
     let via = args.via.as_deref().map(Url::parse).transpose()?;
     let root = ctx.root()?;
     // Key and identity first: a refusal must not leave a fleet member's
@@ -106,6 +106,11 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     let key = ctx.key(Some(&root))?;
     let origin = ctx.machine()?;
     let dirs = ctx.target(&root, &args.target)?;
+    let interrupt = args
+        .interrupt
+        .as_deref()
+        .map(|text| super::job_ref(ctx, &root, &dirs, text))
+        .transpose()?;
 
     submit::check_unused(&dirs, &id, &key)?;
     let job = Job::sign(
@@ -124,6 +129,9 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
         &key,
         ctx.durability().enqueue_flush(),
     )?;
+    if let Ok(state) = ctx.state_dir(&root) {
+        crate::jobref::remember(&state, &dirs, &id);
+    }
 
     // Steer: the new job is queued first, so a cancel that cannot land
     // leaves it simply waiting its turn.
@@ -174,7 +182,10 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     if !ctx.json() {
         crate::out::line(&human.to_string());
     }
-    match wait::for_result(&dirs, &id, &key, wait_limit, ctx.json())? {
+    let mut follower = args
+        .follow
+        .then(|| Follower::new(&dirs, &id, Streams::Both));
+    match wait::for_result(&dirs, &id, &key, wait_limit, ctx.json(), follower.as_mut())? {
         Waited::Done(o) => {
             if ctx.json() {
                 out["result"] = super::result_json(&o);

@@ -9,6 +9,7 @@ mod demo;
 mod enqueue;
 mod keygen;
 mod listen;
+mod logs;
 mod result;
 mod status;
 mod sweep;
@@ -35,6 +36,7 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
         Cmd::Enqueue(a) => enqueue::run(&ctx, a),
         Cmd::Listen(a) => listen::run(&ctx, a),
         Cmd::Result(a) => result::run(&ctx, a),
+        Cmd::Logs(a) => logs::run(&ctx, a),
         Cmd::Cancel(a) => cancel::run(&ctx, a),
         Cmd::Status(a) => status::run(&ctx, a),
         Cmd::Sweep(a) => sweep::run(&ctx, a),
@@ -105,10 +107,25 @@ pub fn result_human(o: &Outcome) -> String {
     if let Some(e) = &d.spawn_error {
         s.push_str(&format!("\n  {e}"));
     }
-    for (name, tail) in [("stdout", &d.stdout_tail), ("stderr", &d.stderr_tail)] {
-        if let Some(t) = tail.as_deref().filter(|t| !t.is_empty()) {
-            s.push_str(&format!("\n--- {name} (end) ---\n{}", t.trim_end()));
-        }
+    for (name, tail, total) in [
+        ("stdout", &d.stdout_tail, d.stdout_bytes),
+        ("stderr", &d.stderr_tail, d.stderr_bytes),
+    ] {
+        let Some(t) = tail.as_deref().filter(|t| !t.is_empty()) else {
+            continue;
+        };
+        // The result carries only the end of each stream; say so, and
+        // where the rest is, when there was more.
+        let header = match total {
+            Some(n) if n > t.len() as u64 => format!(
+                "{name}: the last {} of {n} bytes; all of it: fleet-dispatch logs --target {} --job-id {}",
+                t.len(),
+                o.target,
+                o.job_id
+            ),
+            _ => name.to_string(),
+        };
+        s.push_str(&format!("\n--- {header} ---\n{}", t.trim_end()));
     }
     s
 }
@@ -162,4 +179,15 @@ pub fn no_result(
         eprintln!("fleet-dispatch: {human}");
     }
     status
+}
+
+/// The job `text` names on `dirs`' target: a full id, `last`, or a unique
+/// prefix ([`crate::jobref`]).
+pub fn job_ref(
+    ctx: &Context,
+    root: &std::path::Path,
+    dirs: &TargetDirs,
+    text: &str,
+) -> Result<JobId> {
+    crate::jobref::resolve(dirs, ctx.state_dir(root).ok().as_deref(), text)
 }

@@ -8,24 +8,27 @@ use serde_json::json;
 use crate::cli::ResultArgs;
 use crate::config::Context;
 use crate::error::{Error, Result};
-use crate::names::JobId;
 use crate::observe::{self, Observed};
+use crate::output::{Follower, Streams};
 use crate::wait::{self, Waited};
 
 use super::NoResult;
 
 /// Runs `result`.
 pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
-    let id = JobId::parse(&args.job_id)?;
     let limit = super::duration_flag(&args.wait_timeout, "--wait-timeout")?;
     let root = ctx.root()?;
     // Key and identity first: a refusal must not leave a fleet member's
     // folder behind.
     let key = ctx.key(Some(&root))?;
     let dirs = ctx.target(&root, &args.target)?;
+    let id = super::job_ref(ctx, &root, &dirs, &args.job_id)?;
     let out = json!({"jobId": id.as_str(), "target": dirs.target().as_str()});
     let outcome = if args.wait {
-        match wait::for_result(&dirs, &id, &key, limit, ctx.json())? {
+        let mut follower = args
+            .follow
+            .then(|| Follower::new(&dirs, &id, Streams::Both));
+        match wait::for_result(&dirs, &id, &key, limit, ctx.json(), follower.as_mut())? {
             Waited::Done(o) => o,
             Waited::Rejected(r) => {
                 return Ok(super::no_result(

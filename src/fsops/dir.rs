@@ -151,6 +151,21 @@ impl Dir {
         Err(io::Error::from(io::ErrorKind::AlreadyExists))
     }
 
+    /// Up to `limit` bytes of the regular file `name` from byte `offset` on
+    /// (a file that grows is read as far as it is): for following a log.
+    /// `NotFound` when it does not exist; a link is never followed.
+    pub fn read_from(&self, name: &str, offset: u64, limit: u64) -> io::Result<Vec<u8>> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut file = self.handle.open_read(OsStr::new(name))?;
+        if !file.metadata()?.is_file() {
+            return Err(io::Error::other(format!("{name} is not a regular file")));
+        }
+        file.seek(SeekFrom::Start(offset))?;
+        let mut buf = Vec::new();
+        file.take(limit).read_to_end(&mut buf)?;
+        Ok(buf)
+    }
+
     /// True when anything (a link included) has the name `name`.
     pub fn exists(&self, name: &str) -> bool {
         self.entry(name).is_ok()

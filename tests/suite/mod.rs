@@ -17,6 +17,7 @@ mod layers;
 #[cfg(unix)]
 mod hostile;
 mod listen;
+mod logs;
 mod manners;
 mod operator;
 mod properties;

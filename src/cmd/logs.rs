@@ -1,0 +1,61 @@
+//! `logs`: print a job's captured output ([`crate::output`]); `--follow`
+//! keeps printing as the job writes, until its result appears, and then
+//! exits as `result` does.
+
+use crate::cli::{LogsArgs, StreamArg};
+use crate::config::Context;
+use crate::error::{Error, Result};
+use crate::exit;
+use crate::observe::{self, Observed};
+use crate::output::{Follower, Streams};
+use crate::wait::{self, Waited};
+
+use super::NoResult;
+
+/// Runs `logs`.
+pub fn run(ctx: &Context, args: LogsArgs) -> Result<u8> {
+    let root = ctx.root()?;
+    let key = ctx.key(Some(&root))?;
+    let dirs = ctx.target(&root, &args.target)?;
+    let id = super::job_ref(ctx, &root, &dirs, &args.job_id)?;
+    let streams = match args.stream {
+        StreamArg::Stdout => Streams::Stdout,
+        StreamArg::Stderr => Streams::Stderr,
+        StreamArg::Both => Streams::Both,
+    };
+    let mut follower = Follower::new(&dirs, &id, streams);
+    if !args.follow {
+        let seen = observe::job(&dirs, &id, &key);
+        if !follower.any() && matches!(seen, Observed::NotSeen) {
+            return Err(Error::not_found(format!(
+                "no job {id} on {} (no log, not queued, running or finished)",
+                dirs.target()
+            ))
+            .hint("sync may lag; --follow waits for it"));
+        }
+        wait::pump(&mut follower);
+        return Ok(exit::SUCCESS);
+    }
+    let out = serde_json::json!({"jobId": id.as_str(), "target": dirs.target().as_str()});
+    // The job's output is copied as it is, `--json` or not; only the end
+    // (a rejection, say) is reported in the chosen form.
+    match wait::for_result(&dirs, &id, &key, None, true, Some(&mut follower))? {
+        Waited::Done(o) => Ok(o.wait_exit_status()),
+        Waited::Rejected(r) => Ok(super::no_result(
+            ctx,
+            &dirs,
+            &id,
+            &key,
+            out,
+            NoResult::Rejected(r),
+        )),
+        Waited::TimedOut(seen) => Ok(super::no_result(
+            ctx,
+            &dirs,
+            &id,
+            &key,
+            out,
+            NoResult::Unfinished(seen, None),
+        )),
+    }
+}

@@ -1,0 +1,153 @@
+//! A job's output and how a person names a job: `logs` prints the captured
+//! output, `--follow` streams it while the job runs and exits as `result`
+//! does; `result` says when its tail was cut and where the rest is; a job
+//! is named by `last` or a unique prefix of its id.
+
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::util::*;
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+#[test]
+fn logs_prints_a_finished_jobs_output_by_stream() {
+    let w = World::with_target();
+    let id = w.enqueue(
+        &[],
+        &kit(&["out", "to-stdout", "err", "to-stderr", "exit", "3"]),
+    );
+    w.listen_once(&[]);
+    let (code, out, err) = w.run(&["logs", "--target", "PC", "--job-id", &id]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.trim(), "to-stdout");
+    assert_eq!(err.trim(), "to-stderr");
+    let (_, out, err) = w.run(&[
+        "logs", "--target", "PC", "--job-id", &id, "--stream", "stderr",
+    ]);
+    assert_eq!((out.trim(), err.trim()), ("", "to-stderr"));
+    let (code, _, err) = w.run(&["logs", "--target", "PC", "--job-id", "never-ran"]);
+    assert_eq!(code, 66, "{err}");
+}
+
+#[test]
+fn logs_follow_streams_while_the_job_runs_and_exits_with_its_code() {
+    let w = World::with_target();
+    let gate = scratch(&w, "gate");
+    let id = w.enqueue(
+        &[],
+        &kit(&[
+            "out",
+            "first-line",
+            "wait-for",
+            p(&gate),
+            "out",
+            "second-line",
+            "exit",
+            "4",
+        ]),
+    );
+    let _l = w.spawn_listener(&[]);
+    let mut follow = w
+        .bg_cmd()
+        .args(["logs", "--target", "PC", "--job-id", &id, "--follow"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first line arrives while the job still waits for the gate.
+    let mut stdout = follow.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    let started = Instant::now();
+    let mut buf = [0u8; 256];
+    while !String::from_utf8_lossy(&seen).contains("first-line") {
+        assert!(started.elapsed() < LIMIT, "nothing streamed");
+        let n = stdout.read(&mut buf).unwrap();
+        assert!(n > 0, "logs --follow ended before the job did");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    assert!(
+        follow.try_wait().unwrap().is_none(),
+        "it exited while the job ran"
+    );
+    std::fs::write(&gate, b"").unwrap();
+    stdout.read_to_end(&mut seen).unwrap();
+    let status = follow.wait().unwrap();
+    assert_eq!(status.code(), Some(4));
+    let text = String::from_utf8_lossy(&seen);
+    assert_eq!(
+        text.lines().collect::<Vec<_>>(),
+        ["first-line", "second-line"],
+        "{text}"
+    );
+}
+
+#[test]
+fn result_wait_follow_streams_the_output_then_the_result() {
+    let w = World::with_target();
+    let id = w.enqueue(&[], &kit(&["out", "streamed", "sleep", "0.5"]));
+    let _l = w.spawn_listener(&[]);
+    let (code, out, err) = w.run(&[
+        "result", "--target", "PC", "--job-id", &id, "--wait", "--follow",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let streamed = out.find("streamed").expect("the output");
+    let summary = out.find(&format!("{id} on PC")).expect("the result");
+    assert!(streamed < summary, "{out}");
+}
+
+#[test]
+fn a_cut_tail_says_so_and_where_the_whole_output_is() {
+    let w = World::with_target();
+    let id = w.enqueue(&[], &kit(&["fill", "20000", "line"]));
+    w.listen_once(&[]);
+    let (code, out, _) = w.run(&["result", "--target", "PC", "--job-id", &id]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("of 20000 bytes"), "{out}");
+    assert!(
+        out.contains(&format!("fleet-dispatch logs --target PC --job-id {id}")),
+        "{out}"
+    );
+    let (_, all, _) = w.run(&[
+        "logs", "--target", "PC", "--job-id", &id, "--stream", "stdout",
+    ]);
+    assert_eq!(all.len(), 20000);
+}
+
+#[test]
+fn last_and_a_unique_prefix_name_a_job() {
+    let w = World::with_target();
+    let first = w.enqueue(&["--job-id", "alpha-1234"], &kit(&[]));
+    let second = w.enqueue(&["--job-id", "alpha-5678"], &kit(&[]));
+    let third = w.enqueue(&["--job-id", "beta-9999"], &kit(&[]));
+    assert_eq!(
+        (first.as_str(), second.as_str()),
+        ("alpha-1234", "alpha-5678")
+    );
+    let json = |args: &[&str]| -> Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let (_, out, _) = w.run(&all);
+        serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("not JSON: {out}"))
+    };
+    // `last` is the last job enqueued from here; a prefix, the one job it starts.
+    assert_eq!(
+        json(&["result", "--target", "PC", "--job-id", "last"])["jobId"],
+        third
+    );
+    assert_eq!(
+        json(&["result", "--target", "PC", "--job-id", "beta"])["jobId"],
+        third
+    );
+    let (code, _, err) = w.run(&["result", "--target", "PC", "--job-id", "alpha"]);
+    assert_eq!(code, 64, "{err}");
+    assert!(
+        err.contains("alpha-1234") && err.contains("alpha-5678"),
+        "{err}"
+    );
+    let (code, _, err) = w.run(&["cancel", "--target", "PC", "--job-id", "alpha-5"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(w.marker("alpha-5678").exists());
+}
