@@ -294,6 +294,9 @@ pub struct ListenArgs {
     /// Also take jobs and cancels over HTTP on ADDR (HOST:PORT; a bare port means 127.0.0.1:PORT). Plain HTTP, no TLS [default: off]
     #[arg(long, value_name = "ADDR", conflicts_with = "once")]
     pub http: Option<String>,
+    /// Ask the listener already running here to finish its job, start no new one and stop; waits until it has (for service managers)
+    #[arg(long, conflicts_with_all = ["once", "http"])]
+    pub drain: bool,
 }
 
 /// `result`.

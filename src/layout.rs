@@ -479,6 +479,11 @@ impl StateDirs {
     pub fn instance(&self) -> PathBuf {
         self.base.join("instance")
     }
+    /// A request to the running listener (`listen --drain`): finish the
+    /// running job, start no new one, and exit.
+    pub fn drain_request(&self) -> PathBuf {
+        self.base.join("drain")
+    }
 }
 
 /// The default state directory: `$XDG_STATE_HOME/fleet-dispatch`,

@@ -152,7 +152,7 @@ pub fn start<'a>(
             ))));
         }
     };
-    shutdown::job_started(tree.id());
+    shutdown::job_started(tree.id(), req.job_id.as_str(), req.grace);
     let io = JobIo::new(&mut child, &tree, bell);
     Ok(Running {
         req,

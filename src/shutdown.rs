@@ -14,6 +14,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
 
 use crate::error::{Code, Error, Result};
 use crate::exit;
@@ -27,6 +28,9 @@ type Wake = Box<dyn Fn() + Send + Sync>;
 pub struct Shutdown {
     requested: AtomicBool,
     wake: Mutex<Option<Wake>>,
+    /// What the second signal does before the exit: say in the folder that
+    /// the listener stopped.
+    last_words: Mutex<Option<Wake>>,
 }
 
 impl Shutdown {
@@ -48,6 +52,23 @@ impl Shutdown {
     pub fn on_request(&self, wake: impl Fn() + Send + Sync + 'static) {
         *self.wake.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(wake));
     }
+
+    /// Sets what a second signal does after it killed the job and before
+    /// the process exits (the listener's heartbeat says `stopped`).
+    pub fn on_kill(&self, words: impl Fn() + Send + Sync + 'static) {
+        *self.last_words.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(words));
+    }
+
+    fn last_words(&self) {
+        if let Some(words) = self
+            .last_words
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
+            words();
+        }
+    }
 }
 
 /// Held while a result is written to the ledger; a second signal takes it
@@ -57,20 +78,44 @@ static RECORDING: Mutex<()> = Mutex::new(());
 /// The process group of the job running now (0 when none).
 static JOB_GROUP: AtomicI32 = AtomicI32::new(0);
 
+/// The job running now and its grace, for what the first signal says.
+static JOB: Mutex<Option<(String, Duration)>> = Mutex::new(None);
+
 /// Takes the recording lock: hold it while a job's end is written down.
 pub fn recording() -> MutexGuard<'static, ()> {
     RECORDING.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Notes the process group (job object id on Windows) of the job that
-/// just started, for a second signal to kill.
-pub fn job_started(group: i32) {
+/// Notes the job that just started, `id` with its `grace`, and its process
+/// group (job object id on Windows), for a second signal to kill.
+pub fn job_started(group: i32, id: &str, grace: Duration) {
     JOB_GROUP.store(group, Ordering::SeqCst);
+    *JOB.lock().unwrap_or_else(|p| p.into_inner()) = Some((id.to_string(), grace));
 }
 
 /// Notes that no job runs any more.
 pub fn job_ended() {
     JOB_GROUP.store(0, Ordering::SeqCst);
+    *JOB.lock().unwrap_or_else(|p| p.into_inner()) = None;
+}
+
+/// The job running now, if any.
+pub fn running_job() -> Option<String> {
+    JOB.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .map(|(id, _)| id.clone())
+}
+
+/// What the first signal tells the person who sent it.
+fn first_words() -> String {
+    match JOB.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+        Some((id, grace)) => format!(
+            "fleet-dispatch: stopping: job {id} is asked to stop and is killed if it has not after its grace of {}; press Ctrl-C again to kill it now",
+            crate::clock::format_duration(*grace)
+        ),
+        None => "fleet-dispatch: stopping (no job is running)".to_string(),
+    }
 }
 
 static SHUTDOWN: OnceLock<Arc<Shutdown>> = OnceLock::new();
@@ -91,6 +136,7 @@ pub fn install() -> Result<Arc<Shutdown>> {
     if fresh {
         ctrlc::set_handler(|| {
             if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
+                eprintln!("{}", first_words());
                 if let Some(s) = SHUTDOWN.get() {
                     s.request();
                 }
@@ -99,6 +145,12 @@ pub fn install() -> Result<Arc<Shutdown>> {
                 // the job killed here.
                 let _recording = recording();
                 platform::kill_tree_now(JOB_GROUP.load(Ordering::SeqCst));
+                if let Some(s) = SHUTDOWN.get() {
+                    s.last_words();
+                }
+                eprintln!(
+                    "fleet-dispatch: killed; the job is recorded as interrupted at the next start"
+                );
                 std::process::exit(i32::from(exit::INTERRUPTED));
             }
         })

@@ -1,7 +1,11 @@
 //! `listen`: run this machine's listener, once or until Ctrl-C / SIGTERM.
 //! The first signal stops the running job gracefully and exits 130; a second
-//! one kills the job's process group at once. With `--http ADDR` the HTTP
-//! intake ([`crate::http`]) runs beside it, feeding the same listener.
+//! one kills the job's process group at once ([`crate::shutdown`]). With
+//! `--http ADDR` the HTTP intake ([`crate::http`]) runs beside it, feeding
+//! the same listener. `listen --drain` asks the running listener to finish
+//! its job, start no new one and exit, and waits until it has.
+
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -9,11 +13,54 @@ use crate::cli::ListenArgs;
 use crate::config::Context;
 use crate::error::{Error, Result};
 use crate::exit;
+use crate::fsops;
 use crate::listener::{Listener, Settings};
 use crate::shutdown;
+use crate::state::Lock;
+
+/// How often `--drain` looks whether the listener has gone.
+const DRAIN_POLL: Duration = Duration::from_millis(200);
+
+/// `listen --drain`: asks this machine's listener for its target to stop
+/// between jobs, and waits until its lock is free.
+fn drain(ctx: &Context) -> Result<u8> {
+    let root = ctx.root()?;
+    let machine = ctx.machine()?;
+    let state = ctx.state(&root, &machine)?;
+    let target = machine.as_str();
+    if Lock::acquire(&state, target).is_ok() {
+        super::emit(
+            ctx,
+            &json!({"drained": false, "running": false}),
+            &format!("no listener for {target} runs on this machine; nothing to drain"),
+        );
+        return Ok(exit::SUCCESS);
+    }
+    fsops::replace(&state.drain_request(), b"drain\n", fsops::Flush::Nothing)?;
+    if !ctx.json() {
+        eprintln!(
+            "fleet-dispatch: asked the listener for {target} to drain: it finishes the job it runs, starts no new one and stops"
+        );
+    }
+    loop {
+        std::thread::sleep(DRAIN_POLL);
+        if Lock::acquire(&state, target).is_ok() {
+            break;
+        }
+    }
+    super::emit(
+        ctx,
+        &json!({"drained": true, "running": false}),
+        &format!("the listener for {target} has drained and stopped"),
+    );
+    Ok(exit::SUCCESS)
+}
 
 /// Runs `listen`.
 pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
+    if args.drain {
+        return drain(ctx);
+    }
     let settings = Settings {
         once: args.once,
         poll: ctx.poll_interval(args.poll_interval.as_deref())?,
@@ -73,7 +120,7 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
     let c = &summary.counters;
     super::emit(
         ctx,
-        &json!({"counters": c, "interrupted": summary.interrupted}),
+        &json!({"counters": c, "interrupted": summary.interrupted, "drained": summary.drained}),
         &format!(
             "done {}, failed {}, cancelled {}, deferred {}, rejected {}, skipped {}, repaired {}{}",
             c.done,
@@ -85,6 +132,8 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
             c.repaired,
             if summary.interrupted {
                 " (interrupted)"
+            } else if summary.drained {
+                " (drained)"
             } else {
                 ""
             }

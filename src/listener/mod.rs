@@ -42,7 +42,7 @@ use crate::governor::Tier;
 use crate::heartbeat::{self, Beat, Heartbeat};
 use crate::jobenv;
 use crate::key::Key;
-use crate::layout::{self, Folders, StateDirs, TargetDirs};
+use crate::layout::{self, Folders, Place, StateDirs, TargetDirs};
 use crate::names::JobId;
 use crate::platform;
 use crate::publisher::{Finished, Publisher};
@@ -111,6 +111,8 @@ pub struct Summary {
     pub counters: Counters,
     /// True when it stopped on Ctrl-C or SIGTERM.
     pub interrupted: bool,
+    /// True when it stopped at a drain request (`listen --drain`).
+    pub drained: bool,
 }
 
 /// Where the listener runs and with what.
@@ -144,6 +146,8 @@ pub struct Listener {
     rival: Option<Beat>,
     rival_checked: Option<Instant>,
     rival_was_said: bool,
+    /// Where `listen --drain` asks this listener to stop between jobs.
+    drain: PathBuf,
     _lock: Lock,
     _folder_lock: Lock,
 }
@@ -195,6 +199,20 @@ impl Listener {
         let mail = Mailbox::new(tx, bell);
         let wake = mail.clone();
         shutdown.on_request(move || wake.send(Control::Shutdown));
+        // A second Ctrl-C exits at once: the folder is told the listener
+        // stopped, and the killed job no longer shows as running.
+        let (last_beat, last_dirs) = (beat.clone(), dirs.clone());
+        shutdown.on_kill(move || {
+            if let (Some(id), Ok(Some(running))) =
+                (shutdown::running_job(), last_dirs.open(Place::Running))
+            {
+                let _ = running.remove(&format!("{id}.json"));
+            }
+            last_beat.write(None, "stopped");
+        });
+        let drain = state.drain_request();
+        // A request left from an earlier run is not for this one.
+        let _ = std::fs::remove_file(&drain);
         let key = Arc::new(key);
         let publisher = Publisher::start(
             dirs.clone(),
@@ -224,6 +242,7 @@ impl Listener {
             rival: None,
             rival_checked: None,
             rival_was_said: false,
+            drain,
             _lock: lock,
             _folder_lock: folder_lock,
         };
@@ -271,8 +290,16 @@ impl Listener {
             self.dirs.inbox().display(),
             clock::format_duration(self.settings.poll)
         ));
+        let mut drained = false;
         loop {
             if self.shutdown.requested() {
+                break;
+            }
+            // Between jobs: a drain request ends the loop once the job that
+            // ran has finished, before another starts.
+            if std::fs::remove_file(&self.drain).is_ok() {
+                self.say("draining: starting no new job, and stopping");
+                drained = true;
                 break;
             }
             let acted = match self.pass() {
@@ -310,6 +337,7 @@ impl Listener {
         Ok(Summary {
             counters: self.counters.clone(),
             interrupted,
+            drained,
         })
     }
 

@@ -23,6 +23,7 @@ mod operator;
 mod properties;
 mod readme;
 mod status;
+mod stops;
 // Unix only (symbolic links swapped in a loop, `sh` jobs and `kill`).
 // Windows: a held folder cannot be renamed there, see `platform`.
 #[cfg(unix)]
