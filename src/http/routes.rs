@@ -228,6 +228,7 @@ impl Routes {
                 ));
             }
             Observed::Running => "running",
+            Observed::Queued if h.is_running(&id) => "running",
             Observed::Queued => "queued",
             Observed::Rejected(r) => {
                 out["reason"] = json!({"verdict": r.verdict, "message": r.message, "rejectedAt": r.rejected_at});

@@ -216,7 +216,7 @@ fn busy(mut stream: TcpStream) {
     );
     let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
     let _ = stream.write_all(&Response::error(503, &err).bytes());
-    close(stream, Duration::from_millis(20));
+    close(stream, Duration::from_millis(20), 1 << 20);
 }
 
 fn work(rx: &Mutex<Receiver<Conn>>, limits: &Limits, handler: &dyn Handler) {
@@ -244,22 +244,40 @@ fn serve_conn(conn: Conn, limits: &Limits, handler: &dyn Handler) {
             Response::error(500, &err)
         }),
         Err(Refused::Answer(r)) => r,
+        Err(Refused::TooLarge(r, length)) => {
+            // The client may be sending the whole body before it reads:
+            // take it (up to a bound) so the 413 is read, not reset away.
+            let _ = stream.write_all(&r.bytes());
+            let bound = usize::try_from(length)
+                .unwrap_or(usize::MAX)
+                .min(TOO_LARGE_DRAIN);
+            close(stream, TOO_LARGE_LINGER, bound);
+            return;
+        }
         Err(Refused::Gone) => return,
     };
     let _ = stream.write_all(&answer.bytes());
-    close(stream, Duration::from_millis(500));
+    close(stream, Duration::from_millis(500), 1 << 20);
 }
+
+/// How much of a body over its limit is read and dropped after the 413.
+const TOO_LARGE_DRAIN: usize = 64 << 20;
+/// How long that may take at most.
+const TOO_LARGE_LINGER: Duration = Duration::from_secs(5);
 
 /// Ends a connection so the answer arrives: closing with unread request
 /// bytes would send a reset, which can destroy the answer in flight. So:
-/// send FIN, then read and drop what the client still sends, briefly.
-fn close(mut stream: TcpStream, linger: Duration) {
+/// send FIN, then read and drop what the client still sends (up to
+/// `bound` bytes), for at most `linger`.
+fn close(mut stream: TcpStream, linger: Duration, bound: usize) {
     let _ = stream.shutdown(Shutdown::Write);
     let until = Instant::now() + linger;
     let mut sink = [0u8; 8192];
     let mut drained = 0usize;
-    while drained < 1 << 20 {
-        let left = until.saturating_duration_since(Instant::now());
+    while drained < bound {
+        // A client that stops sending is let go at once: only one that is
+        // still sending may keep the worker, and only until `linger`.
+        let left = until.saturating_duration_since(Instant::now()).min(IDLE);
         if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
             break;
         }
@@ -270,9 +288,14 @@ fn close(mut stream: TcpStream, linger: Duration) {
     }
 }
 
+/// How long a closing connection may stay silent before it is dropped.
+const IDLE: Duration = Duration::from_millis(500);
+
 enum Refused {
     /// Answer this, then close.
     Answer(Response),
+    /// A 413 for a body of this many bytes: answer, and read the body away.
+    TooLarge(Response, u64),
     /// The client left or stopped talking: just close.
     Gone,
 }
@@ -384,14 +407,14 @@ fn read_request(
         ));
     };
     if length > limit {
-        return Err(refuse(
-            413,
+        let err = Error::new(
             Code::BadRequest,
             format!(
                 "the body is {length} bytes, over the limit of {limit} for {} {}; nothing was read or changed",
                 req.method, req.path
             ),
-        ));
+        );
+        return Err(Refused::TooLarge(Response::error(413, &err), length));
     }
     if req
         .header("expect")

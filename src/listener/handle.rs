@@ -40,6 +40,12 @@ impl Handle {
             self.ledger.contains(id.as_str())
         })
     }
+
+    /// True while the listener runs `id`: it knows at the spawn, before
+    /// `running/` shows it (the publisher writes that a moment later).
+    pub fn is_running(&self, id: &JobId) -> bool {
+        crate::shutdown::running_job().as_deref() == Some(id.as_str())
+    }
 }
 
 impl Listener {

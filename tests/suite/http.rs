@@ -1010,3 +1010,47 @@ fn listen_http_takes_a_bare_port_and_refuses_once() {
     let i = intake_at(&w, "100ms", &[], |addr| addr.port().to_string());
     assert!(i.addr.ip().is_loopback());
 }
+
+#[test]
+fn a_started_job_is_running_in_get_at_once() {
+    let w = World::with_target();
+    let i = intake(&w, "100ms", &[]);
+    let pidfile = scratch(&w, "pid");
+    let argv = sleeper(&pidfile);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    assert_eq!(post(&i, "/v1/jobs", &job_for_pc("g-run", &argv)).0, 202);
+    // The job is spawned before it writes its pid: from then on the
+    // listener knows it runs, whether or not running/ shows it yet.
+    read_pid(&pidfile, Duration::from_secs(10));
+    let (status, body) = get(&i, "/v1/jobs/g-run");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["state"], "running", "{body}");
+}
+
+#[test]
+fn a_client_that_sends_a_whole_oversized_body_first_still_reads_its_413() {
+    let w = World::with_target();
+    let i = intake(&w, "100ms", &[]);
+    let body = format!("{{\"pad\": \"{}\"}}", "x".repeat(16 << 20));
+    let mut s = TcpStream::connect(i.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    // Everything is written before anything is read, as a naive client does.
+    let request = post_request("/v1/jobs", &body);
+    let writer = {
+        let mut s = s.try_clone().unwrap();
+        std::thread::spawn(move || s.write_all(&request))
+    };
+    // The body is taken in full (and dropped): the client's writes never
+    // meet a reset.
+    let wrote = writer.join().unwrap();
+    assert!(wrote.is_ok(), "sending the body failed: {wrote:?}");
+    let mut buf = Vec::new();
+    let read = s.read_to_end(&mut buf);
+    let text = String::from_utf8_lossy(&buf);
+    assert!(
+        text.starts_with("HTTP/1.1 413"),
+        "no 413 (read: {read:?}): {}",
+        &text[..text.len().min(200)]
+    );
+    assert!(entries(&w.pc().join("inbox")).is_empty());
+}
