@@ -393,6 +393,49 @@ pub struct StatusArgs {
     /// Show every target under the root
     #[arg(long)]
     pub all: bool,
+    /// How many past results to show, newest first
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub results: usize,
+    /// Only past results that ended so
+    #[arg(long, value_enum, value_name = "OUTCOME")]
+    pub outcome: Option<OutcomeArg>,
+    /// Only past results whose label contains this text
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+}
+
+/// `status --outcome`: how a job ended, as results say it.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum OutcomeArg {
+    /// Ran and exited 0
+    Done,
+    /// Ran and ended any other way by itself
+    Failed,
+    /// Stopped by a cancel marker
+    Cancelled,
+    /// Cancelled before it started
+    CancelledBeforeStart,
+    /// Outlived its timeout
+    Timeout,
+    /// The listener stopped while it ran
+    Interrupted,
+    /// Could not be started
+    SpawnFailed,
+}
+
+impl OutcomeArg {
+    /// The word results use.
+    pub fn word(self) -> &'static str {
+        match self {
+            OutcomeArg::Done => "done",
+            OutcomeArg::Failed => "failed",
+            OutcomeArg::Cancelled => "cancelled",
+            OutcomeArg::CancelledBeforeStart => "cancelled-before-start",
+            OutcomeArg::Timeout => "timeout",
+            OutcomeArg::Interrupted => "interrupted",
+            OutcomeArg::SpawnFailed => "spawn-failed",
+        }
+    }
 }
 
 /// `verify-marker`.

@@ -103,7 +103,7 @@ fn human(t: &TargetStatus, mine: &str) -> String {
         lines.push(format!("  cancel   {} (job {})", c.job_id, c.job));
     }
     if !t.recent.is_empty() {
-        lines.push("  recent".to_string());
+        lines.push("  results (newest first)".to_string());
     }
     for r in &t.recent {
         match r {
@@ -145,6 +145,11 @@ fn human(t: &TargetStatus, mine: &str) -> String {
 
 /// Runs `status`.
 pub fn run(ctx: &Context, args: StatusArgs) -> Result<u8> {
+    let history = observe::History {
+        count: args.results,
+        outcome: args.outcome.map(|o| o.word().to_string()),
+        label: args.label.clone(),
+    };
     let root = ctx.root()?;
     let key = ctx.key(Some(&root))?;
     let names: Vec<String> = if args.all {
@@ -161,7 +166,7 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<u8> {
     let targets: Vec<TargetStatus> = names
         .iter()
         .filter_map(|n| Machine::parse(n, "target").ok())
-        .map(|m| observe::target(&TargetDirs::new(&root, &m), &key))
+        .map(|m| observe::target(&TargetDirs::new(&root, &m), &key, &history))
         .collect();
     let human_text = if targets.is_empty() {
         format!("no targets under {} yet", root.display())

@@ -246,7 +246,7 @@ impl Routes {
             200,
             json!({
                 "root": h.root.display().to_string(),
-                "targets": [observe::target(&h.dirs, &h.key)],
+                "targets": [observe::target(&h.dirs, &h.key, &observe::History::default())],
             }),
         ))
     }

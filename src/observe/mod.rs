@@ -8,8 +8,8 @@
 mod target;
 
 pub use target::{
-    ListenerState, PendingCancel, QueuedJob, RECENT, RecentResult, RejectedJob, RunningJob,
-    TargetStatus, target,
+    History, ListenerState, PendingCancel, QueuedJob, RECENT, RecentResult, RejectedJob,
+    RunningJob, TargetStatus, target,
 };
 
 use crate::accept;

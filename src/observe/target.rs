@@ -338,13 +338,49 @@ fn pending_cancels(dirs: &TargetDirs, key: &Key) -> Vec<PendingCancel> {
         .collect()
 }
 
-fn recent(dirs: &TargetDirs, key: &Key) -> Vec<RecentResult> {
+/// Which past results a status shows: the newest `count` that match.
+#[derive(Clone, Debug)]
+pub struct History {
+    /// How many, newest first.
+    pub count: usize,
+    /// Only those that ended so (`done`, `failed`, `cancelled`, …).
+    pub outcome: Option<String>,
+    /// Only those whose label holds this text.
+    pub label: Option<String>,
+}
+
+impl Default for History {
+    fn default() -> History {
+        History {
+            count: RECENT,
+            outcome: None,
+            label: None,
+        }
+    }
+}
+
+impl History {
+    /// True when a filter is set: results that do not verify are left out
+    /// then, since what they say cannot be trusted to match.
+    fn filtered(&self) -> bool {
+        self.outcome.is_some() || self.label.is_some()
+    }
+
+    fn admits(&self, outcome: &str, label: Option<&str>) -> bool {
+        self.outcome.as_deref().is_none_or(|o| o == outcome)
+            && self
+                .label
+                .as_deref()
+                .is_none_or(|l| label.is_some_and(|have| have.contains(l)))
+    }
+}
+
+fn recent(dirs: &TargetDirs, key: &Key, history: &History) -> Vec<RecentResult> {
     let mut all = entries(dirs, Place::Results);
     all.sort_by_key(|(id, m)| (*m, id.clone()));
     all.into_iter()
         .rev()
-        .take(RECENT)
-        .map(|(id, _)| {
+        .filter_map(|(id, _)| {
             let read = read(
                 dirs,
                 Place::Results,
@@ -354,23 +390,27 @@ fn recent(dirs: &TargetDirs, key: &Key) -> Vec<RecentResult> {
             match accept::outcome(id.as_str(), read, dirs.target().as_str(), key) {
                 Ok(o) => {
                     let d = o.detail();
-                    RecentResult::Verified {
-                        job_id: o.job_id.clone(),
-                        verified: true,
-                        outcome: o.termination().describe(o.ok),
-                        exit_code: o.exit_code,
-                        finished_at: o.finished_at.clone(),
-                        duration_ms: d.duration_ms,
-                        label: d.label,
-                    }
+                    let outcome = o.termination().describe(o.ok);
+                    history
+                        .admits(outcome, d.label.as_deref())
+                        .then(|| RecentResult::Verified {
+                            job_id: o.job_id.clone(),
+                            verified: true,
+                            outcome,
+                            exit_code: o.exit_code,
+                            finished_at: o.finished_at.clone(),
+                            duration_ms: d.duration_ms,
+                            label: d.label,
+                        })
                 }
-                Err(r) => RecentResult::Unverified {
+                Err(r) => (!history.filtered()).then(|| RecentResult::Unverified {
                     job_id: id.to_string(),
                     verified: false,
                     problem: r.verdict.as_str(),
-                },
+                }),
             }
         })
+        .take(history.count)
         .collect()
 }
 
@@ -389,8 +429,9 @@ fn queued_job(j: &Job) -> QueuedJob {
     }
 }
 
-/// Looks at the whole of `dirs`' target.
-pub fn target(dirs: &TargetDirs, key: &Key) -> TargetStatus {
+/// Looks at the whole of `dirs`' target, with the past results `history`
+/// asks for.
+pub fn target(dirs: &TargetDirs, key: &Key, history: &History) -> TargetStatus {
     let (jobs, invalid) = queued(dirs, key);
     TargetStatus {
         target: dirs.target().to_string(),
@@ -400,7 +441,7 @@ pub fn target(dirs: &TargetDirs, key: &Key) -> TargetStatus {
         queued: jobs.iter().map(queued_job).collect(),
         invalid_in_inbox: invalid,
         cancel_pending: pending_cancels(dirs, key),
-        recent: recent(dirs, key),
+        recent: recent(dirs, key, history),
         rejected: rejected::recent_jobs(dirs, RECENT)
             .into_iter()
             .map(|(name, r)| RejectedJob {

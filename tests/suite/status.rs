@@ -116,3 +116,45 @@ fn status_all_lists_every_target() {
     let (code, _, err) = w.run(&["status", "--target", "NOPE"]);
     assert_eq!(code, 66, "{err}");
 }
+
+#[test]
+fn status_shows_history_by_count_outcome_and_label() {
+    let w = World::with_target();
+    let mut ids = Vec::new();
+    for (label, code) in [
+        ("nightly", "0"),
+        ("nightly", "3"),
+        ("adhoc", "3"),
+        ("nightly", "0"),
+    ] {
+        ids.push(w.enqueue(&["--label", label], &kit(&["exit", code])));
+        // Distinct file times, so "newest first" is well defined.
+        std::thread::sleep(Duration::from_millis(20));
+        w.listen_once(&[]);
+    }
+    let recent = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["--target", "PC"];
+        all.extend_from_slice(args);
+        status_json(&w, &all)["targets"][0]["recent"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["jobId"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        recent(&["--results", "2"]),
+        [ids[3].clone(), ids[2].clone()]
+    );
+    assert_eq!(
+        recent(&["--outcome", "failed"]),
+        [ids[2].clone(), ids[1].clone()]
+    );
+    assert_eq!(
+        recent(&["--outcome", "failed", "--label", "night"]),
+        [ids[1].clone()]
+    );
+    assert_eq!(recent(&["--results", "10"]).len(), 4);
+    let (code, _, err) = w.run(&["status", "--outcome", "exploded"]);
+    assert_eq!(code, 64, "{err}");
+}
