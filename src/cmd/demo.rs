@@ -155,12 +155,13 @@ fn shell_word(a: &str) -> String {
     }
 }
 
-/// A shell command line for the demo jobs.
-fn shell(script: &str) -> Vec<String> {
+/// A demo job's command line: the Unix `sh` script, or its Windows `cmd`
+/// form (no `sleep` there: `ping` waits a second between its echoes).
+fn shell(unix: &str, windows: &str) -> Vec<String> {
     if cfg!(windows) {
-        vec!["cmd".into(), "/C".into(), script.into()]
+        vec!["cmd".into(), "/C".into(), windows.into()]
     } else {
-        vec!["sh".into(), "-c".into(), script.into()]
+        vec!["sh".into(), "-c".into(), unix.into()]
     }
 }
 
@@ -271,18 +272,21 @@ fn drive(demo: &Demo, listener: &mut Child) -> Result<()> {
     ))?;
 
     demo.step("3. A job that succeeds: signed, dropped into the inbox, run, answered with a signed result")?;
-    let ok = shell("echo hello from the fleet");
+    let ok = shell("echo hello from the fleet", "echo hello from the fleet");
     demo.run(&enqueue_args(&["--label", "hello", "--wait"], &ok))?;
     demo.show_files(&["results/", "archive/done/", "logs/"])?;
 
     demo.step("4. A job that fails: its exit code travels back")?;
-    let fail = shell("echo something went wrong >&2; exit 3");
+    let fail = shell(
+        "echo something went wrong >&2; exit 3",
+        "echo something went wrong 1>&2 & exit /b 3",
+    );
     demo.run(&enqueue_args(&["--wait"], &fail))?;
 
     demo.step(
         "5. A job that outlives its timeout: stopped gracefully (SIGTERM), killed after the grace",
     )?;
-    let slow = shell("sleep 30");
+    let slow = shell("sleep 30", "ping -n 31 127.0.0.1 >nul");
     demo.run(&enqueue_args(
         &["--timeout", "1s", "--grace", "1s", "--wait"],
         &slow,

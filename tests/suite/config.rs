@@ -14,6 +14,7 @@ fn bare(w: &World) -> Command {
     c.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", &w.home)
+        .env("USERPROFILE", &w.home) // the home on Windows
         .env("XDG_CONFIG_HOME", w.home.join("cfg"))
         .env("APPDATA", w.home.join("cfg")); // the same folder on Windows
     c
