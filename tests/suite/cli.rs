@@ -981,7 +981,11 @@ fn demo_runs_on_a_fresh_machine_and_leaves_nothing_behind() {
     let (code, out, err) = output_within(&mut c, Duration::from_secs(60));
     let took = start.elapsed();
     assert_eq!(code, 0, "{out}\n{err}");
-    assert!(took < Duration::from_secs(15), "demo took {took:?}");
+    // Under Wine every process start costs a good part of a second, and no
+    // graceful stop can be delivered (each waits out its grace): the demo's
+    // few seconds become about twenty there.
+    let limit = Duration::from_secs(if cfg!(windows) { 45 } else { 15 });
+    assert!(took < limit, "demo took {took:?}");
     for word in ["cancelled-before-start", "timeout"] {
         assert!(out.contains(word), "demo never mentions {word}:\n{out}");
     }
