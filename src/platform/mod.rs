@@ -7,6 +7,8 @@
 //! implementation compiled in: `unix.rs` or `windows.rs`, which implement
 //! every function under the same name and signature (a function missing on
 //! one side fails that platform's build here, not at a distant caller).
+//! `unix.rs` serves Linux and macOS alike and calls `macos.rs` for what
+//! Linux does with pidfds and `/proc`.
 //! The types are listed explicitly below with the methods each platform
 //! provides; Windows waits on a job with helper threads (`threaded.rs`)
 //! where Unix polls.
@@ -25,6 +27,8 @@ use crate::error::Result;
 mod unix;
 #[cfg(unix)]
 use unix as imp;
+#[cfg(target_os = "macos")]
+mod macos;
 
 #[cfg(windows)]
 mod windows;
@@ -88,15 +92,17 @@ pub struct Entry {
 // `signal(Signal)` (the whole tree), `others()` (its live processes but the
 // leader) and `release(self)` (after the leader was reaped). Unix: a process
 // group, plus on Linux the descendants that left it, found through the
-// subreaper and `/proc`. Windows: a Job Object that allows no breakaway.
+// subreaper and `/proc`; on macOS those found through `libproc` while their
+// parents back to the listener live (no subreaper: an orphan goes to
+// launchd). Windows: a Job Object that allows no breakaway.
 pub use imp::Tree;
 
 // `Bell::new()` and `ring()` wake a runner waiting in `JobIo::next`;
 // `JobIo::new(&mut Child, &Tree, &Bell)`, `streams_open()` and
 // `next(until, buf) -> IoEvent` wait for a job's output, its exit, the bell
 // or a deadline. Unix: one `poll(2)` in the runner's thread (a pipe for the
-// bell, a pidfd for the exit on Linux). Windows: helper threads feeding one
-// channel.
+// bell, a pidfd for the exit on Linux, a kqueue with `NOTE_EXIT` on macOS).
+// Windows: helper threads feeding one channel.
 #[cfg(windows)]
 pub use threaded::{Bell, JobIo};
 #[cfg(unix)]
@@ -136,8 +142,9 @@ pub fn create_private(path: &Path) -> io::Result<File> {
 
 /// Moves `from` to `to`, failing with `AlreadyExists` when `to` exists, so
 /// a name already taken is an answer, never overwritten. Unix:
-/// `renameat2(RENAME_NOREPLACE)` on Linux, else (or where the file system
-/// refuses it) a hard link then unlink. Windows: `MoveFileExW` without
+/// `renameat2(RENAME_NOREPLACE)` on Linux, `renameatx_np(RENAME_EXCL)` on
+/// macOS, else (or where the file system refuses it) a hard link then
+/// unlink. Windows: `MoveFileExW` without
 /// replace.
 pub fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
     imp::rename_no_replace(from, to)
@@ -243,15 +250,17 @@ pub fn signal_pids(pids: &[i32], sig: Signal) {
 /// Makes the listener the keeper of everything its jobs start, best effort:
 /// on Linux the child subreaper, so processes that leave the job's group
 /// stay below it; on Windows a kill-on-close Job Object around the listener,
-/// so its death, however it dies, ends its jobs. A no-op on other Unixes.
+/// so its death, however it dies, ends its jobs. A no-op on other Unixes
+/// (macOS has no subreaper).
 pub fn become_subreaper() {
     imp::become_subreaper()
 }
 
 /// After a crash, the live processes of the job a dead listener was
-/// running, for recovery to stop. Linux: processes whose environment names
-/// the job, root and target, and the recorded group unless its id was
-/// visibly reused; other Unixes: the recorded group. Windows: normally none
+/// running, for recovery to stop. Linux and macOS: processes whose
+/// environment names the job, root and target (`/proc/<pid>/environ`;
+/// `sysctl(KERN_PROCARGS2)` on macOS), and the recorded group unless its id
+/// was visibly reused; other Unixes: the recorded group. Windows: normally none
 /// (the kill-on-close job ended them), else the recorded leader if it is
 /// the same process (started when the job did).
 pub fn orphans(o: &Orphaned<'_>) -> Vec<i32> {

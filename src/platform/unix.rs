@@ -1,6 +1,9 @@
-//! Unix: `renameat2(RENAME_NOREPLACE)` (or a hard link) for moves, mode bits
-//! for the key, process groups and signals for jobs, and on Linux a child
-//! subreaper plus `/proc` so nothing a job started can escape its stop.
+//! Unix: `renameat2(RENAME_NOREPLACE)` (`renameatx_np(RENAME_EXCL)` on
+//! macOS, or a hard link) for moves, mode bits for the key, process groups
+//! and signals for jobs, and on Linux a child subreaper plus `/proc` so
+//! nothing a job started can escape its stop. macOS finds the same things
+//! through `kqueue` and `libproc` (`macos.rs`), without a subreaper; other
+//! Unixes signal the job's process group and look for its exit every 20 ms.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -65,6 +68,32 @@ pub(super) fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
         // Filesystems without RENAME_NOREPLACE (some network mounts) answer
         // EINVAL; fall back to the hard-link route below.
         if !matches!(err.raw_os_error(), Some(libc::EINVAL) | Some(libc::ENOSYS)) {
+            return Err(err);
+        }
+    }
+    #[cfg(target_os = "macos")]
+    {
+        let (f, t) = (cstr(from)?, cstr(to)?);
+        // SAFETY: both are valid NUL-terminated paths; AT_FDCWD resolves them
+        // relative to the working directory like rename(2).
+        let rc = unsafe {
+            libc::renameatx_np(
+                libc::AT_FDCWD,
+                f.as_ptr(),
+                libc::AT_FDCWD,
+                t.as_ptr(),
+                libc::RENAME_EXCL,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let err = io::Error::last_os_error();
+        // File systems without RENAME_EXCL answer ENOTSUP (or EINVAL).
+        if !matches!(
+            err.raw_os_error(),
+            Some(libc::EINVAL) | Some(libc::ENOTSUP) | Some(libc::ENOSYS)
+        ) {
             return Err(err);
         }
     }
@@ -179,7 +208,9 @@ pub(super) fn prepare_job(cmd: &mut Command) {
 
 /// The process tree of one job: its main process (leader of its own process
 /// group) and everything started under it, including processes that left the
-/// group with `setsid` (found through the subreaper and `/proc` on Linux).
+/// group with `setsid` (found through the subreaper and `/proc` on Linux; on
+/// macOS through `libproc` while their line of parents back to the
+/// listener lives, as there is no subreaper to keep an orphan below us).
 #[derive(Debug)]
 pub struct Tree {
     leader: i32,
@@ -333,11 +364,11 @@ fn reap_orphans() {
 }
 
 /// One row of the process table.
-#[derive(Clone, Copy, Debug)]
-struct Proc {
-    pid: i32,
-    ppid: i32,
-    pgrp: i32,
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Proc {
+    pub(super) pid: i32,
+    pub(super) ppid: i32,
+    pub(super) pgrp: i32,
 }
 
 /// Reads a small `/proc` file. Through `Take`, `read_to_end` skips the size
@@ -384,7 +415,10 @@ fn process_table() -> Vec<Proc> {
         .collect()
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(target_os = "macos")]
+use super::macos::{proc_row, process_table};
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 fn process_table() -> Vec<Proc> {
     Vec::new()
 }
@@ -448,9 +482,10 @@ fn descendants(root: i32, skip: Option<i32>) -> Option<Vec<i32>> {
 /// Live processes below `root` in the process tree, plus live members of
 /// process group `pgid`, excluding `root` itself. As the listener is a child
 /// subreaper, every process a job starts stays below it, so the walk from
-/// `root` finds them all; without `/proc/.../children` the whole process
-/// table is scanned instead. Empty where there is no `/proc`. The leader's
-/// pid is `pgid`; once it has exited, its entry is not walked.
+/// `root` finds them all; without `/proc/.../children` (and on macOS, from
+/// `libproc`) the whole process table is scanned instead. Empty where there
+/// is no process table. The leader's pid is `pgid`; once it has exited, its
+/// entry is not walked.
 fn job_processes(root: i32, pgid: i32, leader_exited: bool) -> Vec<i32> {
     let _ = leader_exited;
     #[cfg(target_os = "linux")]
@@ -460,7 +495,12 @@ fn job_processes(root: i32, pgid: i32, leader_exited: bool) -> Vec<i32> {
             .filter(|&p| p != root && p > 1 && proc_row(p).is_some())
             .collect();
     }
-    let table = process_table();
+    tree_in_table(&process_table(), root, pgid)
+}
+
+/// The table walk of [`job_processes`]: members of group `pgid` and
+/// descendants of `root`, without `root` and pids ≤ 1.
+fn tree_in_table(table: &[Proc], root: i32, pgid: i32) -> Vec<i32> {
     let mut found: Vec<i32> = table
         .iter()
         .filter(|p| p.pgrp == pgid && pgid > 1)
@@ -483,19 +523,32 @@ fn job_processes(root: i32, pgid: i32, leader_exited: bool) -> Vec<i32> {
 /// whose environment holds every entry of `o.env` (set by the listener,
 /// inherited by descendants), and the members of its recorded process group
 /// unless that group id was visibly reused by a process started later.
+/// Environments come from `/proc/<pid>/environ` on Linux and
+/// `sysctl(KERN_PROCARGS2)` on macOS; both give the environment a process
+/// started with.
 pub(super) fn orphans(o: &super::Orphaned<'_>) -> Vec<i32> {
     let wanted = o.env;
     let me = std::process::id() as i32;
     let table = process_table();
+    let holds_all = |env: &[u8]| {
+        wanted
+            .iter()
+            .all(|w| env.split(|&b| b == 0).any(|kv| kv == w.as_bytes()))
+    };
+    #[cfg(target_os = "macos")]
+    let mut reader = super::macos::EnvReader::new();
     let mut found: Vec<i32> = table
         .iter()
         .filter(|p| p.pid != me)
         .filter(|p| {
-            std::fs::read(format!("/proc/{}/environ", p.pid)).is_ok_and(|env| {
-                wanted
-                    .iter()
-                    .all(|w| env.split(|&b| b == 0).any(|kv| kv == w.as_bytes()))
-            })
+            #[cfg(target_os = "macos")]
+            {
+                reader.env(p.pid).is_some_and(holds_all)
+            }
+            #[cfg(not(target_os = "macos"))]
+            {
+                std::fs::read(format!("/proc/{}/environ", p.pid)).is_ok_and(|env| holds_all(&env))
+            }
         })
         .map(|p| p.pid)
         .collect();
@@ -510,14 +563,15 @@ pub(super) fn orphans(o: &super::Orphaned<'_>) -> Vec<i32> {
         }
     }
     if table.is_empty() && o.group > 1 {
-        // No process table (not Linux): the recorded group is all we know.
+        // No process table (neither Linux nor macOS): the recorded group is
+        // all we know.
         found.push(o.group);
     }
     found
 }
 
-/// True when `pid` started within a few seconds of `when` (Linux; elsewhere
-/// assumed true).
+/// True when `pid` started within a few seconds of `when` (Linux and macOS;
+/// elsewhere assumed true).
 fn started_near(pid: i32, when: std::time::SystemTime) -> bool {
     #[cfg(target_os = "linux")]
     {
@@ -547,11 +601,43 @@ fn started_near(pid: i32, when: std::time::SystemTime) -> bool {
             .or_else(|_| when.duration_since(start));
         gap.is_ok_and(|g| g <= std::time::Duration::from_secs(5))
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(target_os = "macos")]
+    {
+        let Some(start) = super::macos::start_time(pid) else {
+            return false;
+        };
+        let gap = start
+            .duration_since(when)
+            .or_else(|_| when.duration_since(start));
+        gap.is_ok_and(|g| g <= std::time::Duration::from_secs(5))
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
     {
         let _ = (pid, when);
         true
     }
+}
+
+/// The environment part of a `KERN_PROCARGS2` answer (macOS): the
+/// `NAME=value` entries, each ended by a NUL. The answer is the argument
+/// count (a native `int`), the executable's path, NUL padding, that many
+/// arguments, the environment, an empty string, then the system's own
+/// entries. None when it is cut short before the environment.
+#[cfg(any(target_os = "macos", test))]
+pub(super) fn procargs_env(buf: &[u8]) -> Option<&[u8]> {
+    let argc = i32::from_ne_bytes(buf.get(..4)?.try_into().ok()?);
+    let mut at = 4;
+    // The executable's path, then the padding after it.
+    at += buf[at..].iter().position(|&b| b == 0)?;
+    at += buf[at..].iter().position(|&b| b != 0)?;
+    for _ in 0..argc.max(0) {
+        at += buf[at..].iter().position(|&b| b == 0)? + 1;
+    }
+    let start = at;
+    while at < buf.len() && buf[at] != 0 {
+        at += buf[at..].iter().position(|&b| b == 0)? + 1;
+    }
+    Some(&buf[start..at])
 }
 
 /// True while process `pid` exists and is not a zombie.
@@ -559,11 +645,11 @@ pub(super) fn is_alive(pid: i32) -> bool {
     if pid <= 1 {
         return false;
     }
-    #[cfg(target_os = "linux")]
+    #[cfg(any(target_os = "linux", target_os = "macos"))]
     {
         proc_row(pid).is_some()
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
     // SAFETY: signal 0 only checks for existence.
     unsafe {
         libc::kill(pid, 0) == 0
@@ -587,22 +673,8 @@ pub struct Bell {
 impl Bell {
     /// A new bell.
     pub fn new() -> io::Result<Bell> {
-        use std::os::fd::FromRawFd;
-        let mut fds = [0; 2];
-        // SAFETY: pipe2 fills both descriptors on success.
-        let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: both descriptors are new and ours alone.
-        let ends = unsafe {
-            (
-                std::os::fd::OwnedFd::from_raw_fd(fds[0]),
-                std::os::fd::OwnedFd::from_raw_fd(fds[1]),
-            )
-        };
         Ok(Bell {
-            ends: std::sync::Arc::new(ends),
+            ends: std::sync::Arc::new(bell_pipe()?),
         })
     }
 
@@ -623,15 +695,38 @@ impl Bell {
     }
 }
 
+/// A close-on-exec, non-blocking pipe for the bell.
+#[cfg(not(target_os = "macos"))]
+fn bell_pipe() -> io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills both descriptors on success.
+    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors are new and ours alone.
+    Ok(unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    })
+}
+
+#[cfg(target_os = "macos")]
+use super::macos::pipe_cloexec_nonblock as bell_pipe;
+
 /// A running job's output pipes and exit, and the bell, waited on together
 /// by one `poll(2)` in the runner's own thread: no thread per job, and no
 /// hand-over between threads on the way from an exit to the next spawn.
-/// The exit is seen through a pidfd on Linux; elsewhere (or on a kernel
-/// without pidfds) by a look every 20 ms.
+/// The exit is seen through a pidfd on Linux and a kqueue watching for
+/// `NOTE_EXIT` on macOS; elsewhere (or on a Linux kernel without pidfds) by
+/// a look every 20 ms.
 pub struct JobIo {
     out: Option<std::process::ChildStdout>,
     err: Option<std::process::ChildStderr>,
-    pidfd: Option<std::os::fd::OwnedFd>,
+    exit_fd: Option<std::os::fd::OwnedFd>,
     leader: i32,
     exited: bool,
     bell: Bell,
@@ -643,7 +738,7 @@ impl JobIo {
         JobIo {
             out: child.stdout.take(),
             err: child.stderr.take(),
-            pidfd: pidfd(tree.leader),
+            exit_fd: exit_fd(tree.leader),
             leader: tree.leader,
             exited: false,
             bell: bell.clone(),
@@ -662,7 +757,8 @@ impl JobIo {
         use std::io::Read;
         use std::os::fd::AsRawFd;
         loop {
-            if !self.exited && self.pidfd.is_none() && has_exited(self.leader) {
+            let look = self.exit_fd.is_none() || EXIT_BACKSTOP.is_some();
+            if !self.exited && look && has_exited(self.leader) {
                 self.exited = true;
                 return IoEvent::Exited;
             }
@@ -676,7 +772,7 @@ impl JobIo {
                 fd(self.out.as_ref().map(|p| p.as_raw_fd())),
                 fd(self.err.as_ref().map(|p| p.as_raw_fd())),
                 fd(self
-                    .pidfd
+                    .exit_fd
                     .as_ref()
                     .filter(|_| !self.exited)
                     .map(|p| p.as_raw_fd())),
@@ -687,8 +783,10 @@ impl JobIo {
                 return IoEvent::Timeout;
             }
             let mut wait = until - now;
-            if !self.exited && self.pidfd.is_none() {
+            if !self.exited && self.exit_fd.is_none() {
                 wait = wait.min(std::time::Duration::from_millis(20));
+            } else if let Some(every) = EXIT_BACKSTOP.filter(|_| !self.exited) {
+                wait = wait.min(every);
             }
             // Round up, so a wake-up is never early and spinning.
             let ms = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
@@ -727,8 +825,28 @@ impl JobIo {
     }
 }
 
+/// How often [`JobIo::next`] also looks for the exit itself while a
+/// descriptor watches for it: never on Linux, where the pidfd is exact; each
+/// second on macOS, so that a kernel whose `poll` did not report the kqueue
+/// would delay an exit by at most that, never hang the job.
+#[cfg(target_os = "macos")]
+const EXIT_BACKSTOP: Option<std::time::Duration> = Some(std::time::Duration::from_secs(1));
+#[cfg(not(target_os = "macos"))]
+const EXIT_BACKSTOP: Option<std::time::Duration> = None;
+
+/// A descriptor that becomes readable when our child `pid` exits, or None
+/// (then [`JobIo`] looks every 20 ms): a pidfd on Linux 5.3+; on macOS a
+/// kqueue with `NOTE_EXIT`, given up if the child had already exited when it
+/// was set up (an exit before the watch may never be reported).
+#[cfg(target_os = "macos")]
+fn exit_fd(pid: i32) -> Option<std::os::fd::OwnedFd> {
+    let watch = super::macos::exit_watch(pid)?;
+    (!has_exited(pid)).then_some(watch)
+}
+
 /// A pidfd for our child `pid` (Linux 5.3+), or None.
-fn pidfd(pid: i32) -> Option<std::os::fd::OwnedFd> {
+#[cfg(not(target_os = "macos"))]
+fn exit_fd(pid: i32) -> Option<std::os::fd::OwnedFd> {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::FromRawFd;
@@ -741,4 +859,70 @@ fn pidfd(pid: i32) -> Option<std::os::fd::OwnedFd> {
     }
     let _ = pid;
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn procargs(argc: i32, strings: &[&str]) -> Vec<u8> {
+        let mut b = argc.to_ne_bytes().to_vec();
+        for (i, s) in strings.iter().enumerate() {
+            b.extend_from_slice(s.as_bytes());
+            b.push(0);
+            if i == 0 {
+                // The padding after the executable's path.
+                b.extend_from_slice(&[0, 0, 0]);
+            }
+        }
+        b
+    }
+
+    #[test]
+    fn procargs_env_is_the_entries_between_the_arguments_and_the_empty_string() {
+        let b = procargs(
+            2,
+            &[
+                "/bin/jobkit",
+                "jobkit",
+                "A=1",
+                "FLEET_DISPATCH_JOB_ID=x",
+                "HOME=/h",
+                "",
+                "executable_path=/bin/jobkit",
+            ],
+        );
+        // An argument that looks like an entry is not one.
+        assert_eq!(
+            procargs_env(&b),
+            Some(&b"FLEET_DISPATCH_JOB_ID=x\0HOME=/h\0"[..])
+        );
+    }
+
+    #[test]
+    fn procargs_env_without_an_ending_is_what_there_is() {
+        let b = procargs(1, &["/bin/sh", "sh", "A=1"]);
+        assert_eq!(procargs_env(&b), Some(&b"A=1\0"[..]));
+        assert_eq!(procargs_env(&procargs(3, &["/bin/sh", "sh"])), None);
+        assert_eq!(procargs_env(&[1, 0]), None);
+    }
+
+    #[test]
+    fn the_table_walk_finds_the_group_and_the_descendants_but_not_the_root() {
+        let p = |pid, ppid, pgrp| Proc { pid, ppid, pgrp };
+        let table = [
+            p(1, 0, 1),
+            p(100, 1, 100),   // the listener
+            p(200, 100, 200), // the job's leader
+            p(201, 200, 200), // in its group
+            p(300, 201, 300), // left the group (setsid), still below us
+            p(301, 300, 300),
+            p(400, 1, 200), // orphaned, still in the group
+            p(500, 1, 500), // someone else's
+        ];
+        let mut found = tree_in_table(&table, 100, 200);
+        found.sort();
+        assert_eq!(found, [200, 201, 300, 301, 400]);
+        assert!(tree_in_table(&table, 100, 1).iter().all(|&p| p > 1));
+    }
 }
