@@ -28,8 +28,6 @@ mod status;
 mod swaps;
 mod sweep_verify;
 mod sync_races;
-// Unix only (`sh` jobs).
-#[cfg(unix)]
 mod trust;
 mod vectors;
 #[cfg(windows)]
