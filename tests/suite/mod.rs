@@ -7,8 +7,6 @@ mod cli;
 mod completion;
 mod config;
 mod contrib;
-// Unix only (SIGKILL, `sh` jobs and `/proc`). Windows: see `windows`.
-#[cfg(unix)]
 mod crash_loop;
 mod generated;
 mod http;
