@@ -9,11 +9,9 @@ mod config;
 mod contrib;
 mod crash_loop;
 mod generated;
+mod hostile;
 mod http;
 mod layers;
-// Unix only (symlinks, FIFOs, `sh` jobs and `kill`). Windows: see `windows`.
-#[cfg(unix)]
-mod hostile;
 mod listen;
 mod manners;
 mod operator;
