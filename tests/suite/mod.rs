@@ -18,8 +18,9 @@ mod operator;
 mod properties;
 mod readme;
 mod status;
-// Unix only (symbolic links swapped in a loop, `sh` jobs and `kill`).
-// Windows: a held folder cannot be renamed there, see `platform`.
+// Unix only: every test swaps a folder for a symbolic link and back, and
+// Wine cannot create symbolic links (on Windows a folder held open cannot
+// be renamed at all, see `platform`); the listener stops with SIGTERM.
 #[cfg(unix)]
 mod swaps;
 mod sweep_verify;
