@@ -16,10 +16,19 @@
 //! Last, links planted among the target's own folders (a log file named for a
 //! queued job, a whole sub-folder, before or after the listener starts) must
 //! never lead a read or write out of the root.
+//!
+//! On Windows the corpus has no links (Wine cannot create symbolic links),
+//! no FIFOs (Windows has none), and none of the names Windows cannot hold
+//! (see [`ignored_names`] and [`reserved_file_names`]); everything else is
+//! the same.
 
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::OsString;
+#[cfg(unix)]
+use std::ffi::{CString, OsStr};
 use std::fs::File;
+#[cfg(unix)]
 use std::os::unix::ffi::OsStrExt;
+#[cfg(unix)]
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Child;
@@ -58,11 +67,14 @@ impl Rng {
     }
 }
 
-/// What an entry is on disk.
+/// What an entry is on disk. Links and FIFOs are made on Unix only: Wine
+/// cannot create symbolic links, and Windows has no FIFOs.
 #[derive(Clone)]
 enum Content {
     File(Vec<u8>),
+    #[cfg(unix)]
     Link(PathBuf),
+    #[cfg(unix)]
     Fifo,
     Dir(Vec<(String, Vec<u8>)>),
 }
@@ -191,8 +203,7 @@ fn signed_marker(id: &str, target: &str, created: &str, origin: &str) -> String 
 
 /// A spec that appends `word` to `file` when run.
 fn appends(file: &Path, word: &str) -> String {
-    json!({"argv": ["sh", "-c", format!("echo {word} >> \"$1\""), "sh", file.to_str().unwrap()]})
-        .to_string()
+    kit_spec(&["append", p(file), word]).to_string()
 }
 
 /// Flips one hex digit of a valid signature at a random place.
@@ -631,11 +642,10 @@ fn documents(
             let doc = signed_job(&i_d, "PC", &created, "LAPTOP", &hostile);
             out.push((what, i_d, file(doc), Some("stale")));
         }
-        let side = ctx.hostile_side.to_str().unwrap();
+        let side = p(&ctx.hostile_side);
         for spec in [
-            json!({"argv": ["sh", "-c", "echo x >> \"$1\"", "sh", side], "shell": true})
-                .to_string(),
-            json!({"argv": ["sh", "-c", "echo x >> \"$1\"", "sh", side],
+            json!({"argv": kit(&["append", side, "x"]), "shell": true}).to_string(),
+            json!({"argv": kit(&["append", side, "x"]),
                    "env": {"FLEET_DISPATCH_ROOT": "/"}})
             .to_string(),
             json!({"argv": []}).to_string(),
@@ -734,7 +744,21 @@ fn duplicate_key_jobs(ctx: &Ctx) -> Vec<(String, String)> {
     out
 }
 
-/// Names readers must ignore, each holding a genuine job or marker.
+/// Names Windows cannot hold: `\` separates folders there, CON and NUL are
+/// devices, control characters and `:` are refused, and a trailing space or
+/// dot is dropped (the file would be `i1.json`, a job's own name).
+const WINDOWS_CANNOT_HOLD: &[&str] = &[
+    "..\\x.json",
+    "CON",
+    "nul",
+    "i1.json ",
+    "i1.json.",
+    "i1\n.json",
+    "i1.json:Zone.Identifier",
+];
+
+/// Names readers must ignore, each holding a genuine job or marker; on
+/// Windows, less those it cannot hold.
 fn ignored_names(ctx: &Ctx, kind: &str) -> Vec<(OsString, Content)> {
     let mut out = Vec::new();
     let hostile = appends(&ctx.hostile_side, "hostile");
@@ -780,15 +804,23 @@ fn ignored_names(ctx: &Ctx, kind: &str) -> Vec<(OsString, Content)> {
         "i1.json.partial",
         &format!("{long}.json"),
     ] {
+        if cfg!(windows) && WINDOWS_CANNOT_HOLD.contains(&n) {
+            continue;
+        }
         let stem = n.split('.').next().unwrap_or("i1");
         let id = if names_ok(stem) { stem } else { "i1" };
         out.push((name(n), body(id)));
     }
-    out.push((
-        OsStr::from_bytes(b"\xff\xfe.json").to_os_string(),
-        body("i1"),
-    ));
-    out.push((OsStr::from_bytes(b"i1\xc3.json").to_os_string(), body("i1")));
+    // Names that are not Unicode: Windows names are UTF-16, which cannot
+    // hold these bytes.
+    #[cfg(unix)]
+    {
+        out.push((
+            OsStr::from_bytes(b"\xff\xfe.json").to_os_string(),
+            body("i1"),
+        ));
+        out.push((OsStr::from_bytes(b"i1\xc3.json").to_os_string(), body("i1")));
+    }
     out.push((
         name(".stfolder"),
         Content::Dir(vec![("i1.json".into(), body_bytes(&body("i1")))]),
@@ -813,8 +845,33 @@ fn names_ok(stem: &str) -> bool {
         && stem.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
 }
 
-/// Entries that are not regular files, named `<id>.json`.
+/// Entries that are not regular files, named `<id>.json`: links and FIFOs
+/// on Unix only (see [`Content`]), directories everywhere.
 fn special_entries(ctx: &Ctx, prefix: &str, kind: &str) -> Vec<(&'static str, String, Content)> {
+    #[cfg(unix)]
+    let mut out = special_unix_entries(ctx, prefix, kind);
+    #[cfg(windows)]
+    let (mut out, _) = (Vec::new(), kind);
+    out.push(("directory", format!("{prefix}-dir-0"), Content::Dir(vec![])));
+    let hostile = appends(&ctx.hostile_side, "hostile");
+    out.push((
+        "directory holding a genuine document",
+        format!("{prefix}-dir-1"),
+        Content::Dir(vec![(
+            "job.json".into(),
+            signed_job("inner", "PC", &ctx.now, "LAPTOP", &hostile).into_bytes(),
+        )]),
+    ));
+    out
+}
+
+/// Links out of the root and FIFOs, named `<id>.json`.
+#[cfg(unix)]
+fn special_unix_entries(
+    ctx: &Ctx,
+    prefix: &str,
+    kind: &str,
+) -> Vec<(&'static str, String, Content)> {
     let o = &ctx.outside;
     let mut out = vec![
         (
@@ -855,20 +912,12 @@ fn special_entries(ctx: &Ctx, prefix: &str, kind: &str) -> Vec<(&'static str, St
     for k in 0..3 {
         out.push(("FIFO", format!("{prefix}-fifo-{k}"), Content::Fifo));
     }
-    out.push(("directory", format!("{prefix}-dir-0"), Content::Dir(vec![])));
-    let hostile = appends(&ctx.hostile_side, "hostile");
-    out.push((
-        "directory holding a genuine document",
-        format!("{prefix}-dir-1"),
-        Content::Dir(vec![(
-            "job.json".into(),
-            signed_job("inner", "PC", &ctx.now, "LAPTOP", &hostile).into_bytes(),
-        )]),
-    ));
     out
 }
 
-/// Reserved device names as file names that match the id pattern.
+/// Reserved device names as file names that match the id pattern. Unix
+/// only: on Windows such a name is the device itself, extension or not.
+#[cfg(unix)]
 fn reserved_file_names() -> [&'static str; 6] {
     ["CON", "nul", "AUX", "com1", "LPT9", "PRN"]
 }
@@ -919,8 +968,9 @@ fn corpus(ctx: &Ctx) -> Vec<Entry> {
         }
     }
     // Device names as file names, holding forged documents.
-    let hostile = appends(&ctx.hostile_side, "hostile");
+    #[cfg(unix)]
     for n in reserved_file_names() {
+        let hostile = appends(&ctx.hostile_side, "hostile");
         let sig = "0".repeat(64);
         out.push(Entry {
             place: Place::Inbox,
@@ -1086,19 +1136,29 @@ fn running_markers(ctx: &Ctx) -> Vec<(&'static str, Content)> {
             })),
         ),
         (
-            "symlink to a genuine marker outside the root",
-            Content::Link(ctx.outside.join("marker.json")),
-        ),
-        (
-            "symlink to a directory outside the root",
-            Content::Link(ctx.outside.join("dir")),
-        ),
-        ("FIFO", Content::Fifo),
-        (
             "directory",
             Content::Dir(vec![("m.json".into(), genuine.clone().into_bytes())]),
         ),
     ];
+    // Links and a FIFO, before the directory (see [`Content`]).
+    #[cfg(unix)]
+    {
+        let at = out.len() - 1;
+        out.splice(
+            at..at,
+            [
+                (
+                    "symlink to a genuine marker outside the root",
+                    Content::Link(ctx.outside.join("marker.json")),
+                ),
+                (
+                    "symlink to a directory outside the root",
+                    Content::Link(ctx.outside.join("dir")),
+                ),
+                ("FIFO", Content::Fifo),
+            ],
+        );
+    }
     // Left in place when the job ends: refused with a reason, never acted on.
     out.push((
         "forged signature (left in place)",
@@ -1109,6 +1169,7 @@ fn running_markers(ctx: &Ctx) -> Vec<(&'static str, Content)> {
 
 // ---------------------------------------------------------------- disk
 
+#[cfg(unix)]
 fn mkfifo(p: &Path) {
     let c = CString::new(p.as_os_str().as_bytes()).unwrap();
     // SAFETY: a valid NUL-terminated path.
@@ -1135,7 +1196,9 @@ fn materialize(path: &Path, content: &Content) {
             std::fs::write(&tmp, b).unwrap();
             std::fs::rename(&tmp, path).unwrap();
         }
+        #[cfg(unix)]
         Content::Link(to) => std::os::unix::fs::symlink(to, path).unwrap(),
+        #[cfg(unix)]
         Content::Fifo => mkfifo(path),
         Content::Dir(files) => {
             std::fs::create_dir(&tmp).unwrap();
@@ -1163,7 +1226,9 @@ fn holds(path: &Path, content: &Content) -> bool {
     let t = m.file_type();
     match content {
         Content::File(b) => t.is_file() && std::fs::read(path).is_ok_and(|r| &r == b),
+        #[cfg(unix)]
         Content::Link(to) => t.is_symlink() && std::fs::read_link(path).is_ok_and(|r| &r == to),
+        #[cfg(unix)]
         Content::Fifo => t.is_fifo(),
         Content::Dir(files) => {
             t.is_dir()
@@ -1174,7 +1239,8 @@ fn holds(path: &Path, content: &Content) -> bool {
     }
 }
 
-/// One entry of a snapshot: its kind, bytes, link target, mode and mtime.
+/// One entry of a snapshot: its kind, bytes, link target, mode (on
+/// Windows, the read-only flag) and mtime.
 type Seen = (String, Vec<u8>, Option<PathBuf>, u32, Option<SystemTime>);
 
 /// Everything under `dir` (or `dir` itself, for a file), never following
@@ -1207,16 +1273,20 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, Seen)> {
             .then(|| std::fs::read_link(e.path()).unwrap());
         out.push((
             e.path().to_path_buf(),
-            (
-                kind.to_string(),
-                bytes,
-                link,
-                m.permissions().mode(),
-                m.modified().ok(),
-            ),
+            (kind.to_string(), bytes, link, mode(&m), m.modified().ok()),
         ));
     }
     out
+}
+
+#[cfg(unix)]
+fn mode(m: &std::fs::Metadata) -> u32 {
+    m.permissions().mode()
+}
+
+#[cfg(windows)]
+fn mode(m: &std::fs::Metadata) -> u32 {
+    u32::from(m.permissions().readonly())
 }
 
 /// What lies outside the root and must never change: the world's other
@@ -1227,6 +1297,8 @@ fn outside_state(w: &World) -> Vec<(PathBuf, Seen)> {
     for d in ["keys", "home", "outside"] {
         all.extend(snapshot(&w.dir.path().join(d)));
     }
+    // The system file a link of the corpus points to (links: Unix only).
+    #[cfg(unix)]
     all.extend(snapshot(Path::new("/etc/passwd")));
     // The state directory appears with the first listener; it is ours.
     let mut beside: Vec<String> = std::fs::read_dir(w.dir.path())
@@ -1389,6 +1461,7 @@ impl Listener {
         l
     }
 
+    #[cfg(unix)]
     fn pid(&self) -> i32 {
         self.child.as_ref().unwrap().id() as i32
     }
@@ -1404,6 +1477,7 @@ impl Listener {
     }
 
     /// Ctrl-C; returns its status, its JSON summary and its stderr.
+    #[cfg(unix)]
     fn stop(mut self) -> (i32, Value, String) {
         // SAFETY: kill(2) on our own child.
         unsafe {
@@ -1421,6 +1495,18 @@ impl Listener {
         let out = std::fs::read_to_string(&self.out).unwrap_or_default();
         let v = serde_json::from_str(out.trim()).unwrap_or(Value::Null);
         (status.code().unwrap_or(-1), v, self.stderr())
+    }
+}
+
+#[cfg(windows)]
+impl Listener {
+    /// Under Wine 8 no console control event reaches the listener; the
+    /// tests that stop it are ignored on Windows.
+    fn stop(self) -> (i32, Value, String) {
+        panic!(
+            "cannot send Ctrl-C to the listener under Wine 8 (its output: {})",
+            self.out.display()
+        )
     }
 }
 
@@ -1472,6 +1558,10 @@ fn summary(entries: &[Entry], running: usize) -> String {
 // ---------------------------------------------------------------- tests
 
 #[test]
+#[cfg_attr(
+    windows,
+    ignore = "stops the listener with Ctrl-C for its summary: Wine 8 cannot deliver console control events"
+)]
 fn the_hostile_corpus_never_runs_cancels_or_writes_outside_and_the_listener_survives() {
     let started = Instant::now();
     let w = World::with_target();
@@ -1503,9 +1593,11 @@ fn the_hostile_corpus_never_runs_cancels_or_writes_outside_and_the_listener_surv
     }
     // A genuine job that runs while the rest lands.
     let spec = json!({
-        "argv": ["sh", "-c",
-            "echo start >> \"$1\"; while [ ! -e \"$2\" ]; do sleep 0.05; done; echo end >> \"$1\"",
-            "sh", running_side.to_str().unwrap(), release.to_str().unwrap()],
+        "argv": kit(&[
+            "append", p(&running_side), "start",
+            "wait-for", p(&release),
+            "append", p(&running_side), "end",
+        ]),
         "timeoutSec": 120,
     });
     w.write_job("PC", &ctx.running, "PC", &now_text(), &spec);
@@ -1551,19 +1643,10 @@ fn the_hostile_corpus_never_runs_cancels_or_writes_outside_and_the_listener_surv
 
     // A genuine job enqueued afterwards still runs, despite the forged
     // marker in its slot.
-    let (code, out, err) = w.run(&[
-        "enqueue",
-        "--target",
-        "PC",
-        "--job-id",
-        &ctx.later,
-        "--",
-        "sh",
-        "-c",
-        "echo later >> \"$1\"",
-        "sh",
-        later_side.to_str().unwrap(),
-    ]);
+    let mut args = vec!["enqueue", "--target", "PC", "--job-id", &ctx.later, "--"];
+    let argv = kit(&["append", p(&later_side), "later"]);
+    args.extend(argv.iter().map(String::as_str));
+    let (code, out, err) = w.run(&args);
     assert_eq!(code, 0, "{out}{err}");
     let r = w.wait_result(&ctx.later, Duration::from_secs(30));
     assert_eq!(
@@ -1788,18 +1871,21 @@ fn outside_dir(w: &World, name: &str) -> PathBuf {
 }
 
 /// Replaces one of the target's folders with a link to `to`.
+#[cfg(unix)]
 fn replace_with_link(w: &World, sub: &str, to: &Path) {
     let p = w.pc().join(sub);
     std::fs::remove_dir_all(&p).unwrap();
     std::os::unix::fs::symlink(to, &p).unwrap();
 }
 
+// Unix only: it plants symbolic links, which Wine cannot create.
+#[cfg(unix)]
 #[test]
 fn a_log_file_planted_as_a_link_out_of_the_root_is_never_written_through() {
     let w = World::with_target();
     let outside = outside_dir(&w, "outside");
     let id = format!("logs-{:x}", std::process::id());
-    let spec = json!({"argv": ["sh", "-c", "echo job-output; echo job-errors >&2"]});
+    let spec = kit_spec(&["out", "job-output", "err", "job-errors"]);
     w.write_job("PC", &id, "PC", &now_text(), &spec);
     // Whoever can write the folder sees the queued id and plants links.
     let logs = w.pc().join("logs");
@@ -1818,6 +1904,8 @@ fn a_log_file_planted_as_a_link_out_of_the_root_is_never_written_through() {
     assert_same_outside(&before, &snapshot(&outside));
 }
 
+// Unix only: it plants symbolic links, which Wine cannot create.
+#[cfg(unix)]
 #[test]
 fn folders_of_the_target_replaced_by_links_out_of_the_root_are_never_used() {
     let mut wrong = Vec::new();
@@ -1834,8 +1922,7 @@ fn folders_of_the_target_replaced_by_links_out_of_the_root_are_never_used() {
         let w = World::with_target();
         let outside = outside_dir(&w, "outside");
         let side = w.dir.path().join("side");
-        let spec =
-            json!({"argv": ["sh", "-c", "echo ran >> \"$1\"", "sh", side.to_str().unwrap()]});
+        let spec = kit_spec(&["append", p(&side), "ran"]);
         replace_with_link(&w, sub, &outside);
         // Work that touches every folder: a job that runs, garbage to
         // reject, a job cancelled before start.
@@ -1914,7 +2001,9 @@ fn a_layout_folder_that_is_a_file_or_a_link_is_moved_aside_and_the_listener_goes
         "archive/consumed",
         "archive/rejected",
     ] {
-        for as_link in [false, true] {
+        // A link only on Unix: Wine cannot create symbolic links.
+        let kinds: &[bool] = if cfg!(unix) { &[false, true] } else { &[false] };
+        for &as_link in kinds {
             let w = World::with_target();
             let outside = outside_dir(&w, "outside");
             let side = w.dir.path().join("side");
@@ -1929,6 +2018,7 @@ fn a_layout_folder_that_is_a_file_or_a_link_is_moved_aside_and_the_listener_goes
             let p = w.pc().join(sub);
             std::fs::rename(&p, w.dir.path().join("put-away")).unwrap();
             if as_link {
+                #[cfg(unix)]
                 std::os::unix::fs::symlink(&outside, &p).unwrap();
             } else {
                 std::fs::write(&p, b"a file where a folder belongs").unwrap();
@@ -1980,6 +2070,8 @@ fn a_layout_folder_that_is_a_file_or_a_link_is_moved_aside_and_the_listener_goes
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
+// Unix only: it plants symbolic links, which Wine cannot create.
+#[cfg(unix)]
 #[test]
 fn folders_swapped_for_links_while_the_listener_runs_are_never_written_through() {
     let w = World::with_target();
@@ -1994,7 +2086,7 @@ fn folders_swapped_for_links_while_the_listener_runs_are_never_written_through()
     }
     let before: Vec<_> = outs.iter().map(|o| snapshot(o)).collect();
     let id = format!("swapped-{:x}", std::process::id());
-    let spec = json!({"argv": ["sh", "-c", "echo ran >> \"$1\"", "sh", side.to_str().unwrap()]});
+    let spec = kit_spec(&["append", p(&side), "ran"]);
     w.write_job("PC", &id, "PC", &now_text(), &spec);
     std::fs::write(w.pc().join("inbox").join("garbage.json"), b"garbage").unwrap();
     std::thread::sleep(Duration::from_millis(3000));

@@ -7,15 +7,11 @@ mod cli;
 mod completion;
 mod config;
 mod contrib;
-// Unix only (SIGKILL, `sh` jobs and `/proc`). Windows: see `windows`.
-#[cfg(unix)]
 mod crash_loop;
 mod generated;
+mod hostile;
 mod http;
 mod layers;
-// Unix only (symlinks, FIFOs, `sh` jobs and `kill`). Windows: see `windows`.
-#[cfg(unix)]
-mod hostile;
 mod listen;
 mod logs;
 mod manners;
@@ -24,14 +20,13 @@ mod properties;
 mod readme;
 mod status;
 mod stops;
-// Unix only (symbolic links swapped in a loop, `sh` jobs and `kill`).
-// Windows: a held folder cannot be renamed there, see `platform`.
+// Unix only: every test swaps a folder for a symbolic link and back, and
+// Wine cannot create symbolic links (on Windows a folder held open cannot
+// be renamed at all, see `platform`); the listener stops with SIGTERM.
 #[cfg(unix)]
 mod swaps;
 mod sweep_verify;
 mod sync_races;
-// Unix only (`sh` jobs).
-#[cfg(unix)]
 mod trust;
 mod vectors;
 #[cfg(windows)]

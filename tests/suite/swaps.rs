@@ -17,8 +17,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use serde_json::json;
-
 use crate::util::*;
 
 /// How long one folder is swapped back and forth.
@@ -189,7 +187,7 @@ fn swapped_while_draining(sub: &'static str) {
     // The flood is queued before the swapping starts: the test's own
     // writes must not go through a link either.
     for (n, id) in ids.iter().enumerate() {
-        let spec = json!({"argv": ["sh", "-c", "echo \"$2\" >> \"$1\"; sleep 0.03", "sh", side.to_str().unwrap(), id]});
+        let spec = kit_spec(&["append", p(&side), id, "sleep", "0.03"]);
         w.write_job("PC", id, "PC", &now_text(), &spec);
         match n % 6 {
             1 => {
