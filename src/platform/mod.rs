@@ -258,7 +258,7 @@ pub fn become_subreaper() {
 
 /// After a crash, the live processes of the job a dead listener was
 /// running, for recovery to stop. Linux and macOS: processes whose
-/// environment names the job, root and target (`/proc/<pid>/environ`;
+/// environment holds every entry of `Orphaned::env` (`/proc/<pid>/environ`;
 /// `sysctl(KERN_PROCARGS2)` on macOS), and the recorded group unless its id
 /// was visibly reused; other Unixes: the recorded group. Windows: normally none
 /// (the kill-on-close job ended them), else the recorded leader if it is
