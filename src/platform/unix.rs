@@ -742,3 +742,8 @@ fn pidfd(pid: i32) -> Option<std::os::fd::OwnedFd> {
     let _ = pid;
     None
 }
+
+/// Unix has no cloud-file residency marks.
+pub fn residency(_path: &Path) -> super::Residency {
+    super::Residency::Unknown
+}
