@@ -67,7 +67,10 @@ pub fn examine(i: &Inputs<'_>) -> Report {
             hosts.push(b.host.clone());
         }
     }
-    for (dirs, beat) in i.targets.iter().zip(beats) {
+    // The folders a root one level off would offer as targets are not
+    // targets: the layout check says where the root is.
+    let targets = if root.shape.off() { &[] } else { i.targets };
+    for (dirs, beat) in targets.iter().zip(beats) {
         let facts = target(dirs, beat, key.as_ref(), &hosts, now);
         checks.extend(super::judge_target(
             &facts,

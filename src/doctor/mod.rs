@@ -252,6 +252,16 @@ pub struct Shape {
     pub inside_target: Option<PathBuf>,
 }
 
+impl Shape {
+    /// True when the root is a level off (too deep or too high): the
+    /// folders it lists as targets are not targets then.
+    pub fn off(&self) -> bool {
+        self.is_target
+            || self.inside_target.is_some()
+            || (self.targets.is_empty() && !self.nested.is_empty())
+    }
+}
+
 /// The root as found.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RootState {

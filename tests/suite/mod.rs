@@ -7,6 +7,7 @@ mod cli;
 mod completion;
 mod config;
 mod contrib;
+mod doctor;
 // Unix only (SIGKILL, `sh` jobs and `/proc`). Windows: see `windows`.
 #[cfg(unix)]
 mod crash_loop;
