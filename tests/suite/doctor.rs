@@ -2,8 +2,8 @@
 //! every check passes, 1 when one warns. Each check that can be arranged
 //! on one machine is arranged here and seen through the real binary.
 //! Not here: the Windows "Always keep on this device" mark (Wine has no
-//! Cloud Files API; the judgement is unit-tested) and a real sync engine's
-//! folder marks (the judgement is unit-tested).
+//! Cloud Files API; the judgement is unit-tested) and OneDrive's and
+//! Dropbox's ownership of a root (the judgement is unit-tested).
 
 use std::time::{Duration, SystemTime};
 
@@ -300,4 +300,14 @@ fn a_missing_root_warns_without_failing_the_command() {
         c["message"].as_str().unwrap().contains("does not exist"),
         "{c}"
     );
+}
+
+#[test]
+fn the_sync_engine_is_named_from_its_folder_mark() {
+    let w = healthy();
+    std::fs::create_dir(w.root.join(".stfolder")).unwrap();
+    let (code, v) = doctor_json(&w, &[]);
+    assert_eq!(code, 0, "{v:#}");
+    let m = check(&v, "sync engine", None)["message"].as_str().unwrap();
+    assert!(m.starts_with("Syncthing (.stfolder in "), "{m}");
 }
