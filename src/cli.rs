@@ -193,6 +193,29 @@ the key: a missing key file or root is said, not an error.",
         after_help = "Examples:\n  fleet-dispatch config\n  fleet-dispatch --root ~/Sync/fleet-dispatch config --json"
     )]
     Config(ConfigArgs),
+    /// Check this machine's set-up and every target's health, one line each
+    #[command(
+        long_about = "Check what stands between this machine and a working lane, one line each, \
+failures first with what to do: the key file (present, private, long enough, its fingerprint), \
+the root (present, writable, its layout, the sync engine that owns it, on Windows whether it is \
+kept on this device), each target's listener (heartbeat age, host and instance, key fingerprint \
+against ours, clock skew), its queue, pending cancels, files rejected in the last day, file \
+counts against sync engine limits and conflict copies, and the local state (ledger, lock, where \
+the settings came from). Exits 0 when every check passes, 1 when one warns.",
+        after_help = "Examples:\n  fleet-dispatch doctor\n  fleet-dispatch doctor --all --json"
+    )]
+    Doctor(DoctorArgs),
+}
+
+/// `doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Check this target [default: this machine, or every target if it has no folder]
+    #[arg(long, short = 't', value_name = "T", conflicts_with = "all")]
+    pub target: Option<String>,
+    /// Check every target under the root
+    #[arg(long)]
+    pub all: bool,
 }
 
 /// `config`.

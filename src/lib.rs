@@ -15,7 +15,7 @@
 //! 1. foundations: [`error`], [`exit`], [`random`], [`read`], [`clock`], [`names`], [`platform`], [`out`], [`retention`]
 //! 2. files: [`fsops`], [`layout`]
 //! 3. documents and rules: [`key`], [`doc`], [`accept`], [`governor`], [`replay`], [`jobenv`], [`settle`]
-//! 4. places and state: [`state`], [`heartbeat`], [`rejected`], [`observe`], [`jobref`], [`output`]
+//! 4. places and state: [`state`], [`heartbeat`], [`rejected`], [`observe`], [`jobref`], [`output`], [`doctor`]
 //! 5. requests: [`submit`], [`cancel`], [`wait`]
 //! 6. the engine: [`shutdown`], [`watcher`], [`publisher`], [`runner`], [`listener`]
 //! 7. front ends: [`http`], [`cli`], [`config`], [`complete`], [`cmd`]
@@ -37,6 +37,7 @@ pub mod cmd;
 pub mod complete;
 pub mod config;
 pub mod doc;
+pub mod doctor;
 pub mod error;
 pub mod exit;
 pub mod fsops;

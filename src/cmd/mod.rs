@@ -6,6 +6,7 @@
 mod cancel;
 mod config;
 mod demo;
+mod doctor;
 mod enqueue;
 mod keygen;
 mod listen;
@@ -43,6 +44,7 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
         Cmd::VerifyMarker(a) => verify_marker::run(&ctx, a),
         Cmd::Demo(a) => demo::run(&ctx, a),
         Cmd::Config(a) => config::run(&ctx, a),
+        Cmd::Doctor(a) => doctor::run(&ctx, a),
     }
 }
 

@@ -315,3 +315,36 @@ pub struct Orphaned<'a> {
     /// When the job started.
     pub started: std::time::SystemTime,
 }
+
+// ---------------------------------------------------------------------------
+// Cloud folders
+// ---------------------------------------------------------------------------
+
+/// What a cloud sync engine says about keeping a folder's files on this
+/// device, for `doctor`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Residency {
+    /// Marked "Always keep on this device": its files stay downloaded.
+    Pinned,
+    /// Marked online-only, or its content is fetched when opened: a
+    /// listener started without a user session (Task Scheduler) may be
+    /// unable to read it.
+    OnlineOnly,
+    /// No mark either way: a plain folder, or a cloud folder left to the
+    /// engine's default.
+    Unmarked,
+    /// The platform has no such marks (every Unix).
+    Unknown,
+}
+
+/// The residency of the folder at `path` (links followed: the root is a
+/// folder the user named). Windows: from its attributes, read without
+/// opening its content so nothing is downloaded: `FILE_ATTRIBUTE_PINNED`
+/// is [`Residency::Pinned`]; `UNPINNED`, `RECALL_ON_OPEN` or
+/// `RECALL_ON_DATA_ACCESS` is [`Residency::OnlineOnly`]. Unix: always
+/// [`Residency::Unknown`]. The marks come from the Cloud Files API, which
+/// Wine does not provide, so only a real Windows machine with OneDrive can
+/// show the first two answers.
+pub fn residency(path: &Path) -> Residency {
+    imp::residency(path)
+}

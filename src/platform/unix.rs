@@ -861,6 +861,11 @@ fn exit_fd(pid: i32) -> Option<std::os::fd::OwnedFd> {
     None
 }
 
+/// Unix has no cloud-file residency marks.
+pub fn residency(_path: &Path) -> super::Residency {
+    super::Residency::Unknown
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -872,6 +872,28 @@ fn has_console() -> bool {
     unsafe { GetConsoleProcessList(pids.as_mut_ptr(), pids.len() as u32) != 0 }
 }
 
+/// The folder's residency marks, from its attributes (opened for
+/// attributes only: nothing is downloaded).
+pub fn residency(path: &Path) -> super::Residency {
+    use std::os::windows::fs::MetadataExt;
+    // Cloud Files attributes (winnt.h); spelled here so the check needs no
+    // further windows-sys feature.
+    const PINNED: u32 = 0x0008_0000;
+    const UNPINNED: u32 = 0x0010_0000;
+    const RECALL_ON_OPEN: u32 = 0x0004_0000;
+    const RECALL_ON_DATA_ACCESS: u32 = 0x0040_0000;
+    let Ok(attrs) = std::fs::metadata(path).map(|m| m.file_attributes()) else {
+        return super::Residency::Unknown;
+    };
+    if attrs & PINNED != 0 {
+        super::Residency::Pinned
+    } else if attrs & (UNPINNED | RECALL_ON_OPEN | RECALL_ON_DATA_ACCESS) != 0 {
+        super::Residency::OnlineOnly
+    } else {
+        super::Residency::Unmarked
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

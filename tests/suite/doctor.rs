@@ -1,0 +1,313 @@
+//! `doctor`: one line per check, failures first with a hint; exit 0 when
+//! every check passes, 1 when one warns. Each check that can be arranged
+//! on one machine is arranged here and seen through the real binary.
+//! Not here: the Windows "Always keep on this device" mark (Wine has no
+//! Cloud Files API; the judgement is unit-tested) and OneDrive's and
+//! Dropbox's ownership of a root (the judgement is unit-tested).
+
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Value, json};
+
+use crate::util::*;
+
+fn doctor(w: &World, args: &[&str]) -> (i32, String, String) {
+    let mut a = vec!["doctor"];
+    a.extend_from_slice(args);
+    w.run(&a)
+}
+
+fn doctor_json(w: &World, args: &[&str]) -> (i32, Value) {
+    let mut a = vec!["--json", "doctor"];
+    a.extend_from_slice(args);
+    let (code, out, err) = w.run(&a);
+    let v = serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("not JSON: {out}{err}"));
+    (code, v)
+}
+
+/// This machine's key fingerprint, as `status` reports it.
+fn ours(w: &World) -> String {
+    let (code, out, err) = w.run(&["--json", "status", "--all"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    v["keyFingerprint"].as_str().unwrap().to_string()
+}
+
+/// Writes PC's heartbeat as a listener on `laptop` would, dated `at`,
+/// the file's modification time set to `modified`.
+fn heartbeat(w: &World, at: &str, fingerprint: &str, modified: SystemTime) {
+    let p = w.pc().join("listener.json");
+    let body = json!({
+        "target": "PC", "pid": 4242, "state": "listening", "running": null,
+        "startedAt": at, "heartbeatAt": at, "pollIntervalMs": 2000,
+        "version": "0.1.0", "host": "laptop", "instance": "0123456789abcdef",
+        "keyFingerprint": fingerprint,
+    });
+    std::fs::write(&p, body.to_string()).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .set_modified(modified)
+        .unwrap();
+}
+
+/// A world with PC's layout and a fresh heartbeat carrying our key.
+fn healthy() -> World {
+    let w = World::with_target();
+    heartbeat(&w, &now_text(), &ours(&w), SystemTime::now());
+    w
+}
+
+/// The check named `check` (of `target`, if given) in a JSON report.
+fn check<'a>(v: &'a Value, check: &str, target: Option<&str>) -> &'a Value {
+    v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == check && c["target"].as_str() == target)
+        .unwrap_or_else(|| panic!("no {check} check for {target:?} in {v:#}"))
+}
+
+/// Asserts a warning of `check`, that the human output lists it before
+/// every passing line, and returns its JSON form.
+fn warns(w: &World, args: &[&str], name: &str, target: Option<&str>) -> Value {
+    let (code, out, err) = doctor(w, args);
+    assert_eq!(code, 1, "{out}{err}");
+    let subject = match target {
+        Some(t) => format!("{t} {name}:"),
+        None => format!("{name}:"),
+    };
+    let lines: Vec<&str> = out.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("warn") && l.contains(&subject))
+        .unwrap_or_else(|| panic!("no warning for {subject}:\n{out}"));
+    assert!(
+        lines[at + 1].trim_start().starts_with("hint: "),
+        "a warning is followed by its hint:\n{out}"
+    );
+    let first_ok = lines.iter().position(|l| l.starts_with("ok")).unwrap();
+    assert!(at < first_ok, "failing lines come first:\n{out}");
+    let (code, v) = doctor_json(w, args);
+    assert_eq!(code, 1);
+    assert_eq!(v["ok"], false);
+    let c = check(&v, name, target).clone();
+    assert_eq!(c["status"], "warn", "{c}");
+    assert!(c["hint"].is_string(), "{c}");
+    c
+}
+
+#[test]
+fn all_good_exits_0_and_names_the_listener_running_here() {
+    let w = World::with_target();
+    let l = w.spawn_listener(&[]);
+    let (code, out, err) = doctor(&w, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.lines().all(|l| !l.starts_with("warn")), "{out}");
+    assert!(out.trim_end().ends_with("checks pass"), "{out}");
+    let (code, v) = doctor_json(&w, &[]);
+    assert_eq!(code, 0);
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["keyFingerprint"], ours(&w).as_str());
+    let state = check(&v, "state", Some("pc"));
+    assert!(
+        state["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("a listener runs here (pid {})", l.pid())),
+        "{state}"
+    );
+    let key = check(&v, "key", None)["message"].as_str().unwrap();
+    assert!(key.contains(&ours(&w)), "{key}");
+    drop(l);
+    // The listener gone, the lock is free again.
+    let (_, v) = doctor_json(&w, &[]);
+    let state = check(&v, "state", Some("pc"))["message"].as_str().unwrap();
+    assert!(state.contains("no listener runs here"), "{state}");
+}
+
+#[test]
+fn a_listener_with_another_key_warns_with_both_fingerprints() {
+    let w = World::with_target();
+    heartbeat(&w, &now_text(), "deadbeef", SystemTime::now());
+    let c = warns(&w, &[], "listener key", Some("PC"));
+    let m = c["message"].as_str().unwrap();
+    assert!(m.contains("deadbeef") && m.contains(&ours(&w)), "{m}");
+}
+
+#[test]
+fn a_stale_heartbeat_warns_naming_its_host() {
+    let w = World::with_target();
+    let ten_minutes_ago = SystemTime::now() - Duration::from_secs(600);
+    heartbeat(&w, &ts_offset(-600), &ours(&w), ten_minutes_ago);
+    let c = warns(&w, &[], "heartbeat", Some("PC"));
+    let m = c["message"].as_str().unwrap();
+    assert!(m.contains("stale") && m.contains("laptop"), "{m}");
+    // Old but consistent: no clock warning.
+    let (_, v) = doctor_json(&w, &[]);
+    assert_eq!(check(&v, "clock", Some("PC"))["status"], "ok");
+}
+
+#[test]
+fn a_skewed_heartbeat_warns_about_clocks() {
+    let w = World::with_target();
+    let file_time = SystemTime::now() - Duration::from_secs(300);
+    heartbeat(&w, &now_text(), &ours(&w), file_time);
+    let c = warns(&w, &[], "clock", Some("PC"));
+    let m = c["message"].as_str().unwrap();
+    assert!(
+        m.contains("laptop's clock is about") && m.contains("ahead"),
+        "{m}"
+    );
+    let (_, v) = doctor_json(&w, &[]);
+    assert_eq!(check(&v, "heartbeat", Some("PC"))["status"], "ok");
+}
+
+#[test]
+fn a_root_one_level_too_high_names_the_folder_to_use() {
+    let w = World::new();
+    w.make_target("fleet-dispatch/PC");
+    let c = warns(&w, &[], "layout", None);
+    let m = c["message"].as_str().unwrap();
+    assert!(m.contains("one level too high"), "{m}");
+    let hint = c["hint"].as_str().unwrap();
+    assert!(hint.contains(p(&w.root.join("fleet-dispatch"))), "{hint}");
+}
+
+#[test]
+fn a_root_too_deep_says_so_both_for_a_target_folder_and_inside_one() {
+    let w = World::with_target();
+    let pc = w.pc();
+    let c = warns(&w, &["--root", p(&pc)], "layout", None);
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap()
+            .contains("is itself a target folder"),
+        "{c}"
+    );
+    assert!(c["hint"].as_str().unwrap().contains(p(&w.root)), "{c}");
+    let inbox = pc.join("inbox");
+    let c = warns(&w, &["--root", p(&inbox)], "layout", None);
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap()
+            .contains("inside the target folder"),
+        "{c}"
+    );
+    // Its folders are not judged as targets.
+    let (_, v) = doctor_json(&w, &["--root", p(&pc)]);
+    assert!(
+        v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["target"].is_null() || c["check"] == "state"),
+        "{v:#}"
+    );
+}
+
+#[test]
+fn conflict_copies_of_two_engines_are_found() {
+    let w = healthy();
+    w.make_target("LAPTOP");
+    let id = "20261129-193000-9f2c4e1ab37d5c08";
+    let syncthing = format!("{id}.sync-conflict-20261129-193105-ABCDEFG.json");
+    std::fs::write(w.pc().join("inbox").join(&syncthing), "{}").unwrap();
+    let onedrive = format!("{id}-LAPTOP.json");
+    std::fs::write(w.pc().join("results").join(&onedrive), "{}").unwrap();
+    let c = warns(&w, &["--target", "PC"], "conflicts", Some("PC"));
+    let m = c["message"].as_str().unwrap();
+    assert!(m.contains(&format!("inbox/{syncthing} (Syncthing)")), "{m}");
+    assert!(m.contains(&format!("results/{onedrive} (OneDrive)")), "{m}");
+}
+
+#[test]
+fn a_folder_over_the_file_limit_warns_and_names_sweep() {
+    let w = healthy();
+    for i in 0..6 {
+        std::fs::write(w.pc().join("logs").join(format!("j{i}.stdout.log")), "").unwrap();
+    }
+    let (code, out, err) = output(
+        w.cmd()
+            .env("FLEET_DISPATCH_DOCTOR_FILE_LIMIT", "5")
+            .args(["--json", "doctor"]),
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let c = check(&v, "files", Some("PC"));
+    assert_eq!(c["status"], "warn");
+    assert!(
+        c["message"].as_str().unwrap().contains("logs holds 6"),
+        "{c}"
+    );
+    assert!(
+        c["hint"].as_str().unwrap().contains("fleet-dispatch sweep"),
+        "{c}"
+    );
+    assert_eq!(v["checks"][0]["check"], "files", "the failing line first");
+    // At the real limit the same folder is fine.
+    let (code, out, err) = doctor(&w, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+#[test]
+fn a_missing_key_warns_and_the_rest_is_still_checked() {
+    let w = healthy();
+    std::fs::remove_file(&w.key).unwrap();
+    let c = warns(&w, &[], "key", None);
+    assert!(
+        c["message"].as_str().unwrap().contains("no key file"),
+        "{c}"
+    );
+    assert!(c["hint"].as_str().unwrap().contains("keygen"), "{c}");
+    let (_, v) = doctor_json(&w, &[]);
+    assert_eq!(check(&v, "root", None)["status"], "ok");
+    assert_eq!(check(&v, "heartbeat", Some("PC"))["status"], "ok");
+    assert!(v["keyFingerprint"].is_null());
+}
+
+#[cfg(unix)]
+#[test]
+fn a_key_others_can_read_warns_with_the_chmod_hint() {
+    let w = healthy();
+    set_mode(&w.key, 0o644);
+    let c = warns(&w, &[], "key permissions", None);
+    assert!(c["hint"].as_str().unwrap().contains("chmod 600"), "{c}");
+}
+
+#[test]
+fn files_rejected_in_the_last_day_warn_with_their_reasons() {
+    let w = World::with_target();
+    let id = "20261129-193000-0000000000000001";
+    w.write_job("PC", id, "LAPTOP", &now_text(), &kit_spec(&[]));
+    w.listen_once(&[]);
+    assert!(w.rejected(&format!("{id}.json")).exists());
+    heartbeat(&w, &now_text(), &ours(&w), SystemTime::now());
+    let c = warns(&w, &[], "rejected", Some("PC"));
+    let m = c["message"].as_str().unwrap();
+    assert!(m.contains("1 file(s) rejected in the last day"), "{m}");
+}
+
+#[test]
+fn a_missing_root_warns_without_failing_the_command() {
+    let w = World::new();
+    let gone = w.root.join("nowhere");
+    let c = warns(&w, &["--root", p(&gone)], "root", None);
+    assert!(
+        c["message"].as_str().unwrap().contains("does not exist"),
+        "{c}"
+    );
+}
+
+#[test]
+fn the_sync_engine_is_named_from_its_folder_mark() {
+    let w = healthy();
+    std::fs::create_dir(w.root.join(".stfolder")).unwrap();
+    let (code, v) = doctor_json(&w, &[]);
+    assert_eq!(code, 0, "{v:#}");
+    let m = check(&v, "sync engine", None)["message"].as_str().unwrap();
+    assert!(m.starts_with("Syncthing (.stfolder in "), "{m}");
+}
