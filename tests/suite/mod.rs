@@ -22,6 +22,7 @@ mod manners;
 mod operator;
 mod properties;
 mod readme;
+mod retention;
 mod status;
 mod stops;
 // Unix only (symbolic links swapped in a loop, `sh` jobs and `kill`).
