@@ -402,6 +402,17 @@ pub struct SweepArgs {
     /// Remove markers whose file is older than this
     #[arg(long, value_name = "D", default_value = "24h")]
     pub max_age: String,
+    /// Prune processed jobs (job file, result, logs, consumed marker) and rejected files whose files are all older than this; never under the job max age plus a day [default: 30d]
+    #[arg(
+        long,
+        value_name = "D",
+        env = "FLEET_DISPATCH_RETENTION",
+        hide_env_values = true
+    )]
+    pub retention: Option<String>,
+    /// The listeners' --max-job-age, which sets the retention's floor
+    #[arg(long, value_name = "D", default_value = "7d")]
+    pub max_job_age: String,
     /// Say what would be removed, remove nothing
     #[arg(long)]
     pub dry_run: bool,

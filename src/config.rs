@@ -37,6 +37,8 @@ pub struct FileConfig {
     pub poll_interval: Option<String>,
     /// `full` or `relaxed`.
     pub durability: Option<crate::fsops::Durability>,
+    /// How long `sweep` keeps a processed job's files, e.g. "90d".
+    pub retention: Option<String>,
 }
 
 /// Where the config file is looked for: `FLEET_DISPATCH_CONFIG`, else
@@ -71,7 +73,7 @@ pub fn parse_config(text: &str, path: &Path) -> Result<FileConfig> {
             path.display(),
             e.message()
         ))
-        .hint("keys: root, key_file, machine, state_dir, fleet (a list), poll_interval, durability")
+        .hint("keys: root, key_file, machine, state_dir, fleet (a list), poll_interval, durability, retention")
     })?;
     let home = std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" });
     for p in [&mut cfg.root, &mut cfg.key_file, &mut cfg.state_dir]
@@ -86,6 +88,15 @@ pub fn parse_config(text: &str, path: &Path) -> Result<FileConfig> {
         crate::clock::parse_duration(d).map_err(|e| {
             Error::config(format!(
                 "config file {}: poll_interval: {}",
+                path.display(),
+                e.message
+            ))
+        })?;
+    }
+    if let Some(d) = &cfg.retention {
+        crate::clock::parse_duration(d).map_err(|e| {
+            Error::config(format!(
+                "config file {}: retention: {}",
                 path.display(),
                 e.message
             ))
@@ -206,6 +217,13 @@ pub const POLL_INTERVAL_VAR: &str = "FLEET_DISPATCH_POLL_INTERVAL";
 /// The listener's poll interval when nothing sets it.
 pub const DEFAULT_POLL_INTERVAL: &str = "2s";
 
+/// The variable that sets `sweep`'s retention.
+pub const RETENTION_VAR: &str = "FLEET_DISPATCH_RETENTION";
+
+/// `sweep`'s retention when nothing sets it (raised to the floor when the
+/// job max age asks for more, see [`crate::retention::retention`]).
+pub const DEFAULT_RETENTION: &str = "30d";
+
 /// What every command knows about where it runs.
 #[derive(Debug, Clone)]
 pub struct Context {
@@ -323,6 +341,51 @@ impl Context {
                 (names, Given::Variable)
             });
         Setting::resolve(var, self.file.fleet.clone(), || Some(Vec::new()))
+    }
+
+    /// `sweep`'s retention text and where it came from: `given` (the flag
+    /// or its variable), else the file, else [`DEFAULT_RETENTION`].
+    pub fn retention_setting(&self, given: Option<(&str, Given)>) -> Setting<String> {
+        Setting::resolve(
+            given.map(|(v, how)| (v.to_string(), how)),
+            self.file.retention.clone(),
+            || Some(DEFAULT_RETENTION.to_string()),
+        )
+    }
+
+    /// `sweep`'s retention: the flag or its variable, else the file, else
+    /// 30 days raised to the floor. A value under the floor (the job max age
+    /// plus a day, docs/protocol.md §8.3) is refused, as `CONFIG` when the
+    /// config file holds it and `VALIDATION_ERROR` otherwise, naming the
+    /// floor.
+    pub fn retention(&self, flag: Option<&str>, job_max_age: Duration) -> Result<Duration> {
+        let setting = self.retention_setting(flag.map(|f| (f, Given::Flag)));
+        let text = setting.value.unwrap_or_default();
+        let (what, make): (&str, fn(String) -> Error) = match setting.source {
+            Source::File => ("retention (config file)", Error::config),
+            Source::Default => ("retention", Error::validation),
+            _ => ("--retention", Error::validation),
+        };
+        let given = match setting.source {
+            Source::Default => None,
+            _ => Some(
+                crate::clock::parse_duration(&text)
+                    .map_err(|e| make(format!("{what}: {}", e.message)))?,
+            ),
+        };
+        crate::retention::retention(given, job_max_age).map_err(|floor| {
+            make(format!(
+                "{what} {text} is shorter than its floor {}: the job max age ({}) plus {}, \
+                 so that a pruned job file that comes back is still refused as stale",
+                crate::clock::format_duration(floor),
+                crate::clock::format_duration(job_max_age),
+                crate::clock::format_duration(crate::retention::RETENTION_MARGIN),
+            ))
+            .hint(format!(
+                "use a retention of {} or more, or leave it unset",
+                crate::clock::format_duration(floor)
+            ))
+        })
     }
 
     /// The poll interval: the flag or its variable, else the file, else 2 s.

@@ -64,6 +64,13 @@ pub fn run(ctx: &Context, _args: ConfigArgs) -> Result<u8> {
             .as_deref()
             .map(|v| (v, crate::cli::Given::Variable)),
     );
+    let retention = ctx.retention_setting(
+        std::env::var(crate::config::RETENTION_VAR)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .as_deref()
+            .map(|v| (v, crate::cli::Given::Variable)),
+    );
     let config_file = ctx.config_file();
     let d = ctx.durability_setting();
     let durability = Setting {
@@ -106,6 +113,7 @@ pub fn run(ctx: &Context, _args: ConfigArgs) -> Result<u8> {
         line("durability", "durability", &durability, None),
         line("pollInterval", "poll interval", &poll, None),
         line("fleet", "fleet", &ctx.fleet_setting(), None),
+        line("retention", "retention", &retention, None),
         Line {
             key: "configFile",
             label: "config file",

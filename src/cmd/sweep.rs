@@ -1,10 +1,15 @@
-//! `sweep`: remove stale cancel markers and our own stale temp files, for
-//! cron. Quiet when there is nothing to do; never follows a link or leaves
+//! `sweep`: remove stale cancel markers and our own stale temp files, and
+//! prune what a target keeps of its past — processed job files, results,
+//! logs, consumed markers and rejected files — once older than the
+//! retention (docs/protocol.md §8.3), for cron. The rules are
+//! [`crate::retention`]'s; this file only finds the entries and removes
+//! them. Quiet when there is nothing to do; never follows a link or leaves
 //! the target's folder: every folder is held open as it is walked, and each
 //! entry is removed from the folder it was found in.
 
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 
@@ -13,14 +18,29 @@ use crate::config::Context;
 use crate::error::{Error, Result};
 use crate::exit;
 use crate::fsops::{self, Child, Dir};
-use crate::layout::{self, Place, TargetDirs};
+use crate::layout::{self, ARCHIVE, Place, TargetDirs};
 use crate::names::{JobId, Machine};
 use crate::platform::{Entry, EntryKind};
 use crate::retention::{self, Decision};
 
-fn age_of(meta: &Entry) -> Option<std::time::Duration> {
-    meta.modified
-        .and_then(|m| SystemTime::now().duration_since(m).ok())
+/// What a removed entry is, in the order the summary counts them.
+const KINDS: [&str; 8] = [
+    MARKER, TEMP, JOB_FILE, RESULT, LOG, CONSUMED, REJECTED, REASON,
+];
+const MARKER: &str = "marker";
+const TEMP: &str = "temp file";
+const JOB_FILE: &str = "job file";
+const RESULT: &str = "result";
+const LOG: &str = "log";
+const CONSUMED: &str = "consumed marker";
+const REJECTED: &str = "rejected file";
+const REASON: &str = "rejection reason";
+
+/// A rejected file's reason is `<name>.reason.json` beside it (§6.6).
+const REASON_SUFFIX: &str = ".reason.json";
+
+fn age_of(meta: &Entry, now: SystemTime) -> Option<Duration> {
+    meta.modified.and_then(|m| now.duration_since(m).ok())
 }
 
 /// One entry to remove: the folder it is in, its name, its path (for
@@ -32,74 +52,274 @@ struct Doomed {
     kind: &'static str,
 }
 
+/// An entry of a place retention prunes, met on the walk.
+struct Found {
+    dir: Dir,
+    name: String,
+    age: Option<Duration>,
+    folder: bool,
+}
+
 /// How deep below the target folder sweep looks (`archive/done/<file>`).
 const DEPTH: usize = 3;
 
-/// The entries to remove under one target: markers by age, and our temp
-/// files anywhere in the target's folders (none when the target folder is
-/// missing).
-fn plan(dirs: &TargetDirs, max_age: std::time::Duration) -> Result<Vec<Doomed>> {
-    let mut out = Vec::new();
-    if let Some(base) = dirs.open_base()? {
-        walk(dirs, &base, 1, false, max_age, &mut out);
+/// The rules' settings for one run.
+#[derive(Clone, Copy)]
+struct Ages {
+    now: SystemTime,
+    marker: Duration,
+    retention: Duration,
+}
+
+/// What one walk of a target collects.
+struct Walk<'a> {
+    ages: Ages,
+    /// Names in `inbox/` and `running/`: the jobs that wait or run.
+    waiting: &'a HashSet<String>,
+    out: Vec<Doomed>,
+    /// Entries of `results/`, `logs/` and the three archive places.
+    kept: HashMap<Place, Vec<Found>>,
+}
+
+/// The names in `inbox/` and `running/` now (none when missing).
+fn waiting_names(dirs: &TargetDirs) -> Result<HashSet<String>> {
+    let mut names = HashSet::new();
+    for p in [Place::Inbox, Place::Running] {
+        if let Some(d) = dirs.open(p)? {
+            names.extend(d.list()?);
+        }
     }
+    Ok(names)
+}
+
+/// The entries to remove under one target: markers by age, our temp files
+/// anywhere in the target's folders, and past jobs and rejections by the
+/// retention (none when the target folder is missing).
+fn plan(dirs: &TargetDirs, ages: Ages) -> Result<Vec<Doomed>> {
+    let Some(base) = dirs.open_base()? else {
+        return Ok(Vec::new());
+    };
+    let waiting = waiting_names(dirs)?;
+    let mut walk = Walk {
+        ages,
+        waiting: &waiting,
+        out: Vec::new(),
+        kept: HashMap::new(),
+    };
+    walk.dir(&base, 1, None, false);
+    let kept = std::mem::take(&mut walk.kept);
+    let mut out = walk.out;
+    prune_jobs(&kept, &waiting, ages.retention, &mut out);
+    prune_rejected(
+        kept.get(&Place::Rejected).map_or(&[][..], Vec::as_slice),
+        &waiting,
+        ages.retention,
+        &mut out,
+    );
     out.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
 }
 
-fn walk(
-    dirs: &TargetDirs,
-    dir: &Dir,
-    depth: usize,
-    in_cancel: bool,
-    max_age: std::time::Duration,
+/// The place a folder met on the walk is: `name` at `depth` below the
+/// target folder, inside `archive/` or not.
+fn place_of(depth: usize, in_archive: bool, name: &str) -> Option<Place> {
+    Place::ALL.into_iter().find(|p| {
+        p.name() == name && p.in_archive() == in_archive && depth == 1 + usize::from(in_archive)
+    })
+}
+
+impl Walk<'_> {
+    fn dir(&mut self, dir: &Dir, depth: usize, place: Option<Place>, in_archive: bool) {
+        for name in dir.list().unwrap_or_default() {
+            let Ok(meta) = dir.entry(&name) else { continue };
+            let age = age_of(&meta, self.ages.now);
+            if meta.kind == EntryKind::Dir {
+                if place == Some(Place::Rejected) {
+                    // A layout folder moved aside (§3.5): kept, with its reason.
+                    self.found(Place::Rejected, dir, name, age, true);
+                    continue;
+                }
+                if depth < DEPTH
+                    && let Ok(Child::Dir(sub)) = dir.child(&name)
+                {
+                    let archive = depth == 1 && name == ARCHIVE;
+                    let below = place_of(depth, in_archive, &name);
+                    self.dir(&sub, depth + 1, below, archive);
+                }
+                continue;
+            }
+            if fsops::is_our_temp_name(&name) {
+                if retention::temp_file(age) == Decision::Remove {
+                    self.doom(dir, name, TEMP);
+                }
+                continue;
+            }
+            match place {
+                Some(Place::Cancel) => {
+                    let Some(id) = JobId::from_file_name(&name) else {
+                        continue;
+                    };
+                    let waiting = self.waiting.contains(&id.file_name());
+                    if retention::marker(age, self.ages.marker, waiting) == Decision::Remove {
+                        self.doom(dir, name, MARKER);
+                    }
+                }
+                Some(
+                    p @ (Place::Results
+                    | Place::Logs
+                    | Place::Done
+                    | Place::Consumed
+                    | Place::Rejected),
+                ) => self.found(p, dir, name, age, false),
+                _ => {}
+            }
+        }
+    }
+
+    fn doom(&mut self, dir: &Dir, name: String, kind: &'static str) {
+        self.out.push(Doomed {
+            dir: dir.clone(),
+            path: dir.shown(&name),
+            name,
+            kind,
+        });
+    }
+
+    fn found(&mut self, p: Place, dir: &Dir, name: String, age: Option<Duration>, folder: bool) {
+        self.kept.entry(p).or_default().push(Found {
+            dir: dir.clone(),
+            name,
+            age,
+            folder,
+        });
+    }
+}
+
+/// The job an entry of `results/`, `logs/`, `archive/done/` or
+/// `archive/consumed/` belongs to, and what it is; `None` for any other
+/// name (conflict copies, other programs' files), which is never pruned.
+fn job_of(place: Place, name: &str) -> Option<(JobId, &'static str)> {
+    let id = JobId::parse(name.split_once('.')?.0).ok()?;
+    let (kind, ok) = match place {
+        Place::Done => (JOB_FILE, name == id.file_name()),
+        Place::Results => (RESULT, name == id.file_name()),
+        Place::Consumed => (CONSUMED, name == layout::consumed_name(&id)),
+        Place::Logs => (
+            LOG,
+            ["stdout", "stderr"]
+                .iter()
+                .any(|s| name == layout::log_name(&id, s)),
+        ),
+        _ => return None,
+    };
+    ok.then_some((id, kind))
+}
+
+/// Processed jobs: each job's files in `archive/done/`, `results/`,
+/// `logs/` and `archive/consumed/` pruned together by
+/// [`retention::job_files`].
+fn prune_jobs(
+    kept: &HashMap<Place, Vec<Found>>,
+    waiting: &HashSet<String>,
+    retention: Duration,
     out: &mut Vec<Doomed>,
 ) {
-    for name in dir.list().unwrap_or_default() {
-        let Ok(meta) = dir.entry(&name) else { continue };
-        if meta.kind == EntryKind::Dir {
-            if depth < DEPTH
-                && let Ok(Child::Dir(sub)) = dir.child(&name)
-            {
-                let cancel = depth == 1 && name == Place::Cancel.name();
-                walk(dirs, &sub, depth + 1, cancel, max_age, out);
+    let mut jobs: HashMap<JobId, Vec<(&Found, &'static str)>> = HashMap::new();
+    for place in [Place::Done, Place::Results, Place::Logs, Place::Consumed] {
+        for f in kept.get(&place).into_iter().flatten() {
+            if let Some((id, kind)) = job_of(place, &f.name) {
+                jobs.entry(id).or_default().push((f, kind));
             }
-            continue;
         }
-        let mut doomed = |kind| {
-            out.push(Doomed {
-                dir: dir.clone(),
-                path: dir.shown(&name),
-                name: name.clone(),
-                kind,
-            })
-        };
-        if fsops::is_our_temp_name(&name) {
-            if retention::temp_file(age_of(&meta)) == Decision::Remove {
-                doomed("temp file");
-            }
-            continue;
-        }
-        let Some(id) = JobId::from_file_name(&name).filter(|_| in_cancel) else {
-            continue;
-        };
-        let there = |p: Place| {
-            dirs.open(p)
-                .ok()
-                .flatten()
-                .is_some_and(|d| d.exists(&id.file_name()))
-        };
-        let waiting = there(Place::Inbox) || there(Place::Running);
-        if retention::marker(age_of(&meta), max_age, waiting) == Decision::Remove {
-            doomed("marker");
+    }
+    for (id, files) in jobs {
+        let ages: Vec<_> = files.iter().map(|(f, _)| f.age).collect();
+        let queued = waiting.contains(&id.file_name());
+        if retention::job_files(&ages, retention, queued) == Decision::Remove {
+            out.extend(files.into_iter().map(|(f, kind)| doomed(f, kind)));
         }
     }
 }
 
+/// The name a rejected entry was refused under: `<name>`, its slots
+/// `<name>.1` … `<name>.999` and their reasons are one group, so the lookup
+/// that stops at the first free slot (§6.6) never loses a later one.
+fn rejected_group(name: &str) -> &str {
+    let stored = name.strip_suffix(REASON_SUFFIX).unwrap_or(name);
+    match stored.rsplit_once('.') {
+        Some((base, n))
+            if !base.is_empty()
+                && (1..=3).contains(&n.len())
+                && n.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            base
+        }
+        _ => stored,
+    }
+}
+
+/// Rejected files with their reasons, pruned together by
+/// [`retention::rejected_files`].
+fn prune_rejected(
+    found: &[Found],
+    waiting: &HashSet<String>,
+    retention: Duration,
+    out: &mut Vec<Doomed>,
+) {
+    let mut groups: BTreeMap<&str, Vec<&Found>> = BTreeMap::new();
+    for f in found {
+        groups.entry(rejected_group(&f.name)).or_default().push(f);
+    }
+    for (name, files) in groups {
+        let ages: Vec<_> = files.iter().map(|f| f.age).collect();
+        let folder = files.iter().any(|f| f.folder);
+        let queued = JobId::from_file_name(name).is_some() && waiting.contains(name);
+        if retention::rejected_files(&ages, retention, queued, folder) == Decision::Remove {
+            out.extend(files.into_iter().map(|f| {
+                let kind = if f.name.ends_with(REASON_SUFFIX) {
+                    REASON
+                } else {
+                    REJECTED
+                };
+                doomed(f, kind)
+            }));
+        }
+    }
+}
+
+fn doomed(f: &Found, kind: &'static str) -> Doomed {
+    Doomed {
+        dir: f.dir.clone(),
+        path: f.dir.shown(&f.name),
+        name: f.name.clone(),
+        kind,
+    }
+}
+
+/// "3 job files, 1 result": the non-zero counts, in [`KINDS`] order.
+fn summary(counts: &BTreeMap<&'static str, usize>) -> String {
+    KINDS
+        .iter()
+        .filter_map(|k| {
+            let n = counts.get(k).copied().unwrap_or(0);
+            (n > 0).then(|| format!("{n} {k}{}", if n == 1 { "" } else { "s" }))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Runs `sweep`.
 pub fn run(ctx: &Context, args: SweepArgs) -> Result<u8> {
-    let max_age = crate::clock::parse_duration(&args.max_age)
+    let marker = crate::clock::parse_duration(&args.max_age)
         .map_err(|e| Error::validation(format!("--max-age: {}", e.message)))?;
+    let job_max_age = crate::clock::parse_duration(&args.max_job_age)
+        .map_err(|e| Error::validation(format!("--max-job-age: {}", e.message)))?;
+    let retention = ctx.retention(args.retention.as_deref(), job_max_age)?;
+    let ages = Ages {
+        now: SystemTime::now(),
+        marker,
+        retention,
+    };
     let root = ctx.root()?;
     let targets: Vec<TargetDirs> = if args.all {
         layout::existing_targets(&root)?
@@ -116,7 +336,7 @@ pub fn run(ctx: &Context, args: SweepArgs) -> Result<u8> {
     let mut removed = Vec::new();
     let mut failed = Vec::new();
     for dirs in &targets {
-        let planned = match plan(dirs, max_age) {
+        let planned = match plan(dirs, ages) {
             Ok(p) => p,
             Err(e) => {
                 let path = dirs.base().display().to_string();
@@ -134,13 +354,20 @@ pub fn run(ctx: &Context, args: SweepArgs) -> Result<u8> {
             removed.push((dirs.target().to_string(), d.path, d.kind));
         }
     }
+    let mut counts: BTreeMap<&'static str, usize> = KINDS.iter().map(|k| (*k, 0)).collect();
+    for (_, _, kind) in &removed {
+        *counts.entry(kind).or_default() += 1;
+    }
     let verb = if args.dry_run {
         "would remove"
     } else {
         "removed"
     };
-    let human: Vec<String> = removed
+    // Markers and temp files are few and each worth a line; a day's pruned
+    // history is many, so it is listed only when asked what would go.
+    let mut human: Vec<String> = removed
         .iter()
+        .filter(|(_, _, kind)| args.dry_run || [MARKER, TEMP].contains(kind))
         .map(|(_, p, kind)| format!("{verb} {kind} {}", p.display()))
         .chain(failed.iter().map(|f| {
             format!(
@@ -150,10 +377,19 @@ pub fn run(ctx: &Context, args: SweepArgs) -> Result<u8> {
             )
         }))
         .collect();
+    if !removed.is_empty() {
+        human.push(format!(
+            "{verb}: {} (retention {})",
+            summary(&counts),
+            crate::clock::format_duration(retention)
+        ));
+    }
     super::emit(
         ctx,
         &json!({
             "dryRun": args.dry_run,
+            "retention": crate::clock::format_duration(retention),
+            "counts": counts,
             "removed": removed.iter().map(|(t, p, k)| json!({"target": t, "path": p.display().to_string(), "kind": k})).collect::<Vec<_>>(),
             "failed": failed,
         }),
@@ -164,4 +400,56 @@ pub fn run(ctx: &Context, args: SweepArgs) -> Result<u8> {
     } else {
         exit::INTERNAL
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_jobs_own_names_belong_to_it() {
+        let id = "20261129-193000-9f2c4e1ab37d5c08";
+        let kind = |p, n: &str| job_of(p, n).map(|(j, k)| (j.to_string(), k));
+        assert_eq!(
+            kind(Place::Done, &format!("{id}.json")),
+            Some((id.into(), JOB_FILE))
+        );
+        assert_eq!(
+            kind(Place::Logs, &format!("{id}.stderr.log")),
+            Some((id.into(), LOG))
+        );
+        assert_eq!(
+            kind(Place::Consumed, &format!("{id}.cancel.json")),
+            Some((id.into(), CONSUMED))
+        );
+        for (p, n) in [
+            (
+                Place::Results,
+                format!("{id}.sync-conflict-20261129-193000-ABCDEFG.json"),
+            ),
+            (Place::Logs, format!("{id}.json")),
+            (Place::Consumed, format!("{id}.json")),
+            (Place::Done, format!("{id} (PC's conflicted copy).json")),
+            (Place::Done, "~$x.json".to_string()),
+        ] {
+            assert_eq!(kind(p, &n), None, "{n}");
+        }
+    }
+
+    #[test]
+    fn a_rejected_names_slots_and_reasons_are_one_group() {
+        for n in [
+            "x.json",
+            "x.json.reason.json",
+            "x.json.1",
+            "x.json.12.reason.json",
+        ] {
+            assert_eq!(rejected_group(n), "x.json", "{n}");
+        }
+        assert_eq!(
+            rejected_group("archive-done.20261129T193105.123Z.moved-aside"),
+            "archive-done.20261129T193105.123Z.moved-aside"
+        );
+        assert_eq!(rejected_group(".5"), ".5");
+    }
 }

@@ -654,7 +654,15 @@ fn listener_recipes_run_listen_forever_and_sweep_recipes_run_sweep() {
                 "{} ({}): `--once` exits 0 and is never restarted",
                 f.file, f.place
             ),
-            (Want::Sweep, Cmd::Sweep(_)) => {}
+            // The daily sweep prunes, with the default retention (or the
+            // config file's): a recipe never narrows it or only pretends.
+            (Want::Sweep, Cmd::Sweep(a)) => assert!(
+                !a.dry_run && a.retention.is_none() && a.max_job_age == "7d",
+                "{} ({}): `{}` should prune with the default retention",
+                f.file,
+                f.place,
+                f.argv.join(" ")
+            ),
             (want, _) => panic!(
                 "{} ({}): `{}` should run {want:?}",
                 f.file,

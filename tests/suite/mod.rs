@@ -19,6 +19,7 @@ mod manners;
 mod operator;
 mod properties;
 mod readme;
+mod retention;
 mod status;
 mod stops;
 // Unix only: every test swaps a folder for a symbolic link and back, and
