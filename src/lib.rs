@@ -15,7 +15,7 @@
 //! 1. foundations: [`error`], [`exit`], [`random`], [`read`], [`clock`], [`names`], [`platform`], [`out`], [`retention`]
 //! 2. files: [`fsops`], [`layout`]
 //! 3. documents and rules: [`key`], [`doc`], [`accept`], [`governor`], [`replay`], [`jobenv`], [`settle`]
-//! 4. places and state: [`state`], [`heartbeat`], [`rejected`], [`observe`], [`jobref`], [`output`], [`doctor`]
+//! 4. places and state: [`state`], [`heartbeat`], [`rejected`], [`observe`], [`jobref`], [`output`], [`prune`], [`doctor`]
 //! 5. requests: [`submit`], [`cancel`], [`wait`]
 //! 6. the engine: [`shutdown`], [`watcher`], [`publisher`], [`runner`], [`listener`]
 //! 7. front ends: [`http`], [`cli`], [`config`], [`complete`], [`cmd`]
@@ -55,6 +55,7 @@ pub mod out;
 pub mod output;
 #[allow(unsafe_code)]
 pub mod platform;
+pub mod prune;
 pub mod publisher;
 pub mod random;
 pub mod read;

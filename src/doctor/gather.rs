@@ -24,8 +24,10 @@ use crate::key::Key;
 use crate::layout::{self, ARCHIVE, LISTENER_JSON, Place, StateDirs, TargetDirs};
 use crate::names::{Machine, is_machine};
 use crate::observe;
+use crate::prune;
 use crate::read::FileRead;
 use crate::rejected::{self, Reason};
+use crate::retention;
 
 /// What to examine, as the command resolved it from the settings.
 #[derive(Clone, Debug)]
@@ -295,12 +297,20 @@ fn target(
             counts.push((shown, entries.len()));
         }
     }
+    // What a daily sweep with its default ages would take now.
+    let ages = prune::Ages {
+        now: std::time::SystemTime::now(),
+        marker: prune::MARKER_MAX_AGE,
+        retention: retention::DEFAULT_RETENTION,
+    };
+    let prunable = prune::plan(dirs, ages).map_or(0, |p| p.len());
     TargetFacts {
         name: dirs.target().to_string(),
         beat,
         status: key.map(|k| observe::target(dirs, k, &history)),
         rejected: rejected_since(dirs, now),
         counts,
+        prunable,
         conflicts,
     }
 }

@@ -30,6 +30,7 @@ fn beat(heartbeat_at: &str, fingerprint: &str) -> Beat {
 
 fn facts(beat: BeatFile) -> TargetFacts {
     TargetFacts {
+        prunable: 0,
         name: "PC".into(),
         beat,
         status: None,

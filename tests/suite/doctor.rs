@@ -227,8 +227,20 @@ fn conflict_copies_of_two_engines_are_found() {
 #[test]
 fn a_folder_over_the_file_limit_warns_and_names_sweep() {
     let w = healthy();
+    // Six logs, two of them of jobs past the retention: a sweep would free
+    // those two, and the check says so.
+    let old = SystemTime::now() - Duration::from_secs(40 * 86400);
     for i in 0..6 {
-        std::fs::write(w.pc().join("logs").join(format!("j{i}.stdout.log")), "").unwrap();
+        let log = w.pc().join("logs").join(format!("j{i}.stdout.log"));
+        std::fs::write(&log, "").unwrap();
+        if i < 2 {
+            std::fs::File::options()
+                .write(true)
+                .open(&log)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
     }
     let (code, out, err) = output(
         w.cmd()
@@ -241,6 +253,13 @@ fn a_folder_over_the_file_limit_warns_and_names_sweep() {
     assert_eq!(c["status"], "warn");
     assert!(
         c["message"].as_str().unwrap().contains("logs holds 6"),
+        "{c}"
+    );
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap()
+            .contains("`sweep` would free 2"),
         "{c}"
     );
     assert!(
