@@ -11,9 +11,7 @@ use crate::doc::Termination;
 use crate::error::Result;
 use crate::exit;
 use crate::http::client::{self, Url};
-use crate::wait::{self, Waited};
-
-use super::NoResult;
+use crate::wait;
 
 /// Runs `cancel`.
 pub fn run(ctx: &Context, args: CancelArgs) -> Result<u8> {
@@ -40,43 +38,32 @@ pub fn run(ctx: &Context, args: CancelArgs) -> Result<u8> {
     if !ctx.json() {
         crate::out::line(&human.to_string());
     }
-    match wait::for_result(&dirs, &id, &key, limit, ctx.json(), None)? {
-        Waited::Done(o) => {
-            let how = o.termination();
-            let stopped = matches!(
-                how,
-                Termination::Cancelled | Termination::CancelledBeforeStart
-            );
-            out["outcome"] = json!(if stopped {
-                "stopped"
-            } else {
-                how.describe(o.ok)
-            });
-            out["result"] = super::result_json(&o);
-            let human = if stopped {
-                format!("{id} stopped ({})", how.as_str())
-            } else {
-                format!(
-                    "{id} was not stopped: it finished first ({}, exit {})",
-                    how.describe(o.ok),
-                    o.exit_code
-                )
-            };
-            super::emit(ctx, &out, &human);
-            Ok(exit::no_if(!stopped))
-        }
-        Waited::Rejected(r) => Ok(super::no_result(
-            ctx,
-            &dirs,
-            &id,
-            &key,
-            out,
-            NoResult::Rejected(r),
-        )),
-        Waited::TimedOut(seen) => {
-            out["job"] = json!(seen.word());
-            let why = NoResult::Unfinished(seen, Some(limit.unwrap_or_default()));
-            Ok(super::no_result(ctx, &dirs, &id, &key, out, why))
-        }
-    }
+    let waited = wait::for_result(&dirs, &id, &key, limit, ctx.json(), None)?;
+    let limit = Some(limit.unwrap_or_default());
+    let o = match super::with_result(ctx, &dirs, &id, &key, &out, waited, limit) {
+        Ok(o) => o,
+        Err(status) => return Ok(status),
+    };
+    let how = o.termination();
+    let stopped = matches!(
+        how,
+        Termination::Cancelled | Termination::CancelledBeforeStart
+    );
+    out["outcome"] = json!(if stopped {
+        "stopped"
+    } else {
+        how.describe(o.ok)
+    });
+    out["result"] = super::result_json(&o);
+    let human = if stopped {
+        format!("{id} stopped ({})", how.as_str())
+    } else {
+        format!(
+            "{id} was not stopped: it finished first ({}, exit {})",
+            how.describe(o.ok),
+            o.exit_code
+        )
+    };
+    super::emit(ctx, &out, &human);
+    Ok(exit::no_if(!stopped))
 }

@@ -16,9 +16,7 @@ use crate::http::client::{self, Url};
 use crate::names::{self, JobId};
 use crate::output::{Follower, Streams};
 use crate::submit;
-use crate::wait::{self, Waited};
-
-use super::NoResult;
+use crate::wait;
 
 /// Builds the spec from the flags; every value is checked before anything
 /// is written.
@@ -185,27 +183,17 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     let mut follower = args
         .follow
         .then(|| Follower::new(&dirs, &id, Streams::Both));
-    match wait::for_result(&dirs, &id, &key, wait_limit, ctx.json(), follower.as_mut())? {
-        Waited::Done(o) => {
-            if ctx.json() {
-                out["result"] = super::result_json(&o);
-                crate::out::line(&out.to_string());
-            } else {
-                crate::out::line(&super::result_human(&o));
-            }
-            Ok(o.wait_exit_status())
-        }
-        Waited::Rejected(r) => Ok(super::no_result(
-            ctx,
-            &dirs,
-            &id,
-            &key,
-            out,
-            NoResult::Rejected(r),
-        )),
-        Waited::TimedOut(seen) => {
-            let why = NoResult::Unfinished(seen, Some(wait_limit.unwrap_or_default()));
-            Ok(super::no_result(ctx, &dirs, &id, &key, out, why))
-        }
+    let waited = wait::for_result(&dirs, &id, &key, wait_limit, ctx.json(), follower.as_mut())?;
+    let limit = Some(wait_limit.unwrap_or_default());
+    let o = match super::with_result(ctx, &dirs, &id, &key, &out, waited, limit) {
+        Ok(o) => o,
+        Err(status) => return Ok(status),
+    };
+    if ctx.json() {
+        out["result"] = super::result_json(&o);
+        crate::out::line(&out.to_string());
+    } else {
+        crate::out::line(&super::result_human(&o));
     }
+    Ok(o.wait_exit_status())
 }

@@ -8,9 +8,7 @@ use crate::error::{Error, Result};
 use crate::exit;
 use crate::observe::{self, Observed};
 use crate::output::{Follower, Streams};
-use crate::wait::{self, Waited};
-
-use super::NoResult;
+use crate::wait;
 
 /// Runs `logs`.
 pub fn run(ctx: &Context, args: LogsArgs) -> Result<u8> {
@@ -39,23 +37,11 @@ pub fn run(ctx: &Context, args: LogsArgs) -> Result<u8> {
     let out = serde_json::json!({"jobId": id.as_str(), "target": dirs.target().as_str()});
     // The job's output is copied as it is, `--json` or not; only the end
     // (a rejection, say) is reported in the chosen form.
-    match wait::for_result(&dirs, &id, &key, None, true, Some(&mut follower))? {
-        Waited::Done(o) => Ok(o.wait_exit_status()),
-        Waited::Rejected(r) => Ok(super::no_result(
-            ctx,
-            &dirs,
-            &id,
-            &key,
-            out,
-            NoResult::Rejected(r),
-        )),
-        Waited::TimedOut(seen) => Ok(super::no_result(
-            ctx,
-            &dirs,
-            &id,
-            &key,
-            out,
-            NoResult::Unfinished(seen, None),
-        )),
-    }
+    let waited = wait::for_result(&dirs, &id, &key, None, true, Some(&mut follower))?;
+    Ok(
+        match super::with_result(ctx, &dirs, &id, &key, &out, waited, None) {
+            Ok(o) => o.wait_exit_status(),
+            Err(status) => status,
+        },
+    )
 }

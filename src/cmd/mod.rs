@@ -140,6 +140,27 @@ pub enum NoResult {
     Unfinished(Observed, Option<std::time::Duration>),
 }
 
+/// The result a wait came to; or, for a wait that ended without one (the
+/// job was rejected, or `limit` ran out), the exit status after reporting
+/// it through [`no_result`] with `out`.
+pub fn with_result(
+    ctx: &Context,
+    dirs: &TargetDirs,
+    id: &JobId,
+    key: &Key,
+    out: &Value,
+    waited: crate::wait::Waited,
+    limit: Option<std::time::Duration>,
+) -> std::result::Result<Box<Outcome>, u8> {
+    use crate::wait::Waited;
+    let why = match waited {
+        Waited::Done(o) => return Ok(o),
+        Waited::Rejected(r) => NoResult::Rejected(r),
+        Waited::TimedOut(seen) => NoResult::Unfinished(seen, limit),
+    };
+    Err(no_result(ctx, dirs, id, key, out.clone(), why))
+}
+
 /// Reports a job without a result — rejected by its target, or not
 /// finished — adding to `out` for `--json`; returns the exit status.
 pub fn no_result(

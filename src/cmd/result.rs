@@ -10,7 +10,7 @@ use crate::config::Context;
 use crate::error::{Error, Result};
 use crate::observe::{self, Observed};
 use crate::output::{Follower, Streams};
-use crate::wait::{self, Waited};
+use crate::wait;
 
 use super::NoResult;
 
@@ -28,22 +28,11 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
         let mut follower = args
             .follow
             .then(|| Follower::new(&dirs, &id, Streams::Both));
-        match wait::for_result(&dirs, &id, &key, limit, ctx.json(), follower.as_mut())? {
-            Waited::Done(o) => o,
-            Waited::Rejected(r) => {
-                return Ok(super::no_result(
-                    ctx,
-                    &dirs,
-                    &id,
-                    &key,
-                    out,
-                    NoResult::Rejected(r),
-                ));
-            }
-            Waited::TimedOut(seen) => {
-                let why = NoResult::Unfinished(seen, Some(limit.unwrap_or_default()));
-                return Ok(super::no_result(ctx, &dirs, &id, &key, out, why));
-            }
+        let waited = wait::for_result(&dirs, &id, &key, limit, ctx.json(), follower.as_mut())?;
+        let limit = Some(limit.unwrap_or_default());
+        match super::with_result(ctx, &dirs, &id, &key, &out, waited, limit) {
+            Ok(o) => o,
+            Err(status) => return Ok(status),
         }
     } else {
         match observe::job(&dirs, &id, &key) {
@@ -54,14 +43,8 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
                 )));
             }
             Observed::Rejected(r) => {
-                return Ok(super::no_result(
-                    ctx,
-                    &dirs,
-                    &id,
-                    &key,
-                    out,
-                    NoResult::Rejected(r),
-                ));
+                let why = NoResult::Rejected(r);
+                return Ok(super::no_result(ctx, &dirs, &id, &key, out, why));
             }
             Observed::NotSeen => {
                 return Err(Error::not_found(format!(
