@@ -1,4 +1,4 @@
-//! Fuzzes `accept::job` (SPEC §5.2, §6): no input panics it, a `valid` job's
+//! Fuzzes `accept::job` (docs/protocol.md §5.2, §6): no input panics it, a `valid` job's
 //! own fields verify independently, and a re-signed job (which reaches the
 //! spec parser) is never refused for its signature.
 

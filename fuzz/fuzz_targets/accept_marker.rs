@@ -1,4 +1,4 @@
-//! Fuzzes `accept::marker` (SPEC §5.1, §6): no input panics it, a `valid`
+//! Fuzzes `accept::marker` (docs/protocol.md §5.1, §6): no input panics it, a `valid`
 //! marker's own fields verify independently, and a re-signed marker is never
 //! refused for its signature.
 

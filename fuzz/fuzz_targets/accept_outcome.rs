@@ -1,4 +1,4 @@
-//! Fuzzes `accept::outcome` (SPEC §5.3): no input panics it, a `valid`
+//! Fuzzes `accept::outcome` (docs/protocol.md §5.3): no input panics it, a `valid`
 //! result's own fields verify independently, and a re-signed result is never
 //! refused for its signature.
 

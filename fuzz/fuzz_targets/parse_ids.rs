@@ -1,4 +1,4 @@
-//! Fuzzes the id and name rules (SPEC §2): no text panics them, the parsers
+//! Fuzzes the id and name rules (docs/protocol.md §2): no text panics them, the parsers
 //! agree with the predicates, and a name taken from a directory entry is
 //! exactly `<valid job id>.json`.
 

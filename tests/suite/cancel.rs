@@ -1,4 +1,4 @@
-//! SPEC §5.1, §6, §7 and the `cancel` row of §8: stop running and
+//! docs/protocol.md §5.1, §6, §7 and the `cancel` row of §8: stop running and
 //! queued jobs, steer with `enqueue --interrupt`, the governor gate, listener
 //! shutdown and the counters — with the real binary, real processes and real
 //! signals. A cancel must land every time it should and never when it should

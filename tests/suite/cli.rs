@@ -1,4 +1,4 @@
-//! SPEC §2–§4, §8 and §9 through the real binary: `keygen`, loading the
+//! docs/protocol.md §2–§4, §8 and §9 through the real binary: `keygen`, loading the
 //! key, finding the root, `enqueue`, `result`, the error forms, `--help`
 //! and `demo`. Each test is named after the rule it protects.
 
@@ -636,7 +636,7 @@ fn enqueue_refuses_an_id_already_used() {
 
 #[test]
 fn enqueue_error_leaves_no_folder_behind_for_a_fleet_member() {
-    // SPEC §9: every error names its side effects, none unless stated.
+    // docs/protocol.md §9: every error names its side effects, none unless stated.
     let w = World::with_target();
     std::fs::remove_file(&w.key).unwrap();
     let before = files(w.dir.path());

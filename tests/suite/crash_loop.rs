@@ -1,4 +1,4 @@
-//! The crash loop (SPEC §7 "a crash at any point"): a
+//! The crash loop (docs/protocol.md §7 "a crash at any point"): a
 //! listener draining and cancelling a stream of real jobs is killed hard
 //! (SIGKILL; `TerminateProcess` on Windows) at random moments and
 //! restarted, again and again. Afterwards:
@@ -156,7 +156,7 @@ impl Loop<'_> {
     }
 }
 
-/// The job ids in `running/` (SPEC §3), temp files aside.
+/// The job ids in `running/` (docs/protocol.md §3), temp files aside.
 fn running_ids(w: &World) -> Vec<String> {
     let Ok(dir) = std::fs::read_dir(w.pc().join("running")) else {
         return Vec::new();

@@ -1,4 +1,4 @@
-//! The hostile corpus (SPEC §1, §3, §6): write access to the
+//! The hostile corpus (docs/protocol.md §1, §3, §6): write access to the
 //! folder alone must never run, cancel or forge anything, and no file, however
 //! crafted, may take the listener down or make it write outside the root.
 //!
@@ -1372,7 +1372,7 @@ fn dir_of(w: &World, place: Place) -> PathBuf {
     })
 }
 
-/// Every verdict SPEC §6 and §7 name.
+/// Every verdict docs/protocol.md §6 and §7 name.
 const VERDICTS: &[&str] = &[
     "not-a-file",
     "unreadable",

@@ -1,4 +1,4 @@
-//! `listen` (SPEC §3, §6, §7): the real binary draining
+//! `listen` (docs/protocol.md §3, §6, §7): the real binary draining
 //! a real inbox, running real processes, writing signed results, and refusing
 //! what must never run. Jobs are minted by the independent signer of
 //! `util` unless the test is about `enqueue`'s own path into the listener.
@@ -41,7 +41,7 @@ fn job_bytes(id: &str, target: &str, created_at: &str, spec: &Value) -> Vec<u8> 
         .into_bytes()
 }
 
-/// Asserts the six SPEC §7 counters: those named have their value, the rest 0.
+/// Asserts the six docs/protocol.md §7 counters: those named have their value, the rest 0.
 fn assert_counters(c: &Value, expect: &[(&str, u64)]) {
     for k in [
         "done",
@@ -95,7 +95,7 @@ fn assert_never_ran(w: &World, id: &str) {
     );
 }
 
-/// `YYYY-MM-DDTHH:MM:SS.mmmZ` (SPEC §2).
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` (docs/protocol.md §2).
 fn is_spec_time(s: &str) -> bool {
     let b = s.as_bytes();
     b.len() == 24
@@ -109,7 +109,7 @@ fn is_spec_time(s: &str) -> bool {
         })
 }
 
-/// Recomputes a result's signature with the independent signer (SPEC §5.3).
+/// Recomputes a result's signature with the independent signer (docs/protocol.md §5.3).
 fn assert_signed(r: &Value) {
     assert!(result_sig_ok(r), "result signature does not verify: {r}");
 }

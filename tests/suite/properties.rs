@@ -1,17 +1,17 @@
 //! Property tests of the pure rules a hostile folder can
-//! reach: the three acceptance functions of SPEC §6, the duration parser of
-//! SPEC §8 and the id and name rules of SPEC §2, called through the library.
+//! reach: the three acceptance functions of docs/protocol.md §6, the duration parser of
+//! docs/protocol.md §8 and the id and name rules of docs/protocol.md §2, called through the library.
 //!
 //! What they hold the product to:
 //! - no input panics them: arbitrary bytes, arbitrary JSON-ish documents;
 //! - a `valid` verdict means the document's own fields, joined by hand into
-//!   the SPEC §5 canonical string and HMAC'd with `ring` directly (not with
+//!   the docs/protocol.md §5 canonical string and HMAC'd with `ring` directly (not with
 //!   the crate's signer), verify against its `sig`;
 //! - any single-byte change to a valid document's signed fields is never
 //!   `valid`, even when the attacker also renames the file or picks the
 //!   folder to match;
 //! - a valid result's fields before `detail` cannot hold a `|`, so its signed
-//!   bytes split into fields one way only (SPEC §5).
+//!   bytes split into fields one way only (docs/protocol.md §5).
 //!
 //! Each property runs 256 cases (`PROPTEST_CASES=10000` runs more). Failures
 //! are not persisted to files: proptest prints the shrunk input, and a bug it
@@ -75,12 +75,12 @@ const RESERVED: [&str; 22] = [
 
 // ---------------------------------------------------------------- the independent side
 
-/// SPEC §2's job id rule, written out again rather than borrowed.
+/// docs/protocol.md §2's job id rule, written out again rather than borrowed.
 fn oracle_job_id(s: &str) -> bool {
     !s.is_empty() && s.len() <= 64 && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
 }
 
-/// SPEC §2's machine rule, written out again rather than borrowed.
+/// docs/protocol.md §2's machine rule, written out again rather than borrowed.
 fn oracle_machine(s: &str) -> bool {
     let mut chars = s.chars();
     chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
@@ -93,7 +93,7 @@ fn text<'a>(doc: &'a Map<String, Value>, field: &str) -> &'a str {
     doc.get(field).and_then(Value::as_str).unwrap_or("")
 }
 
-/// SPEC §5.1, by hand.
+/// docs/protocol.md §5.1, by hand.
 fn hand_marker(doc: &Map<String, Value>) -> String {
     let f = |k| text(doc, k);
     format!(
@@ -105,7 +105,7 @@ fn hand_marker(doc: &Map<String, Value>) -> String {
     )
 }
 
-/// SPEC §5.2, by hand.
+/// docs/protocol.md §5.2, by hand.
 fn hand_job(doc: &Map<String, Value>) -> String {
     let f = |k| text(doc, k);
     format!(
@@ -118,7 +118,7 @@ fn hand_job(doc: &Map<String, Value>) -> String {
     )
 }
 
-/// SPEC §5.3, by hand (`ok`, `exitCode` as the document holds them).
+/// docs/protocol.md §5.3, by hand (`ok`, `exitCode` as the document holds them).
 fn hand_result(doc: &Map<String, Value>) -> String {
     let f = |k| text(doc, k);
     format!(
@@ -209,7 +209,7 @@ fn timestamp() -> impl Strategy<Value = String> {
     )
 }
 
-/// A spec with only known fields (SPEC §5.2), as the text that gets signed.
+/// A spec with only known fields (docs/protocol.md §5.2), as the text that gets signed.
 fn spec_text() -> impl Strategy<Value = String> {
     (
         prop::collection::vec("[^\\x00]{0,12}", 1..4),
@@ -406,7 +406,7 @@ fn target_for(doc: &Map<String, Value>, pick: u8, other: String) -> String {
 
 // ---------------------------------------------------------------- the checks
 
-/// A `valid` marker: its fields are the document's, its names follow SPEC
+/// A `valid` marker: its fields are the document's, its names follow the protocol
 /// §2, it sits under its own name in its own target, and the independent
 /// canonical string verifies.
 fn check_marker(
@@ -506,7 +506,7 @@ fn check_result(
     prop_assert_eq!(&o.error, text(doc, "error"));
     prop_assert_eq!(&o.detail, text(doc, "detail"));
     // Unambiguous: every field before `detail` is one that cannot hold a
-    // `|` (SPEC §5), so the signed bytes split into fields one way only.
+    // `|` (docs/protocol.md §5), so the signed bytes split into fields one way only.
     prop_assert!(
         ERROR_WORDS.contains(&o.error.as_str()),
         "error {:?}",
@@ -585,7 +585,7 @@ fn result_strategy() -> impl Strategy<Value = Map<String, Value>> {
 }
 
 /// A sig with one byte changed, never just the case of a hex letter
-/// (upper-case hex is accepted on input, SPEC §5).
+/// (upper-case hex is accepted on input, docs/protocol.md §5).
 fn sig_changed(sig: &str, at: &Index, to: u8) -> Vec<u8> {
     let (mut v, i) = change_byte(sig.as_bytes(), at, to);
     if v[i].eq_ignore_ascii_case(&sig.as_bytes()[i]) {
@@ -947,9 +947,9 @@ fn regression_a_twelve_digit_day_count_is_a_validation_error_not_an_overflow() {
 }
 
 /// Found while writing the properties above (fixed in 62b1e0b), pinned.
-/// SPEC §5: the canonical string is unambiguous because every field but the
+/// docs/protocol.md §5: the canonical string is unambiguous because every field but the
 /// last cannot contain `|`. A result's `error`, `startedAt` and `finishedAt`
-/// are such fields (a SPEC word, RFC 3339 timestamps); moving a `|` from
+/// are such fields (a protocol word, RFC 3339 timestamps); moving a `|` from
 /// `detail` into `finishedAt` keeps the signed bytes and must not keep the
 /// verdict.
 #[test]

@@ -1,4 +1,4 @@
-//! SPEC §8 `verify-marker` and `sweep` through the real binary: the verdict
+//! docs/protocol.md §8 `verify-marker` and `sweep` through the real binary: the verdict
 //! and its exit status; which markers and temp files sweep removes, which it
 //! must keep (a queued or running job's marker, other people's files,
 //! anything behind a link), and how it reports.

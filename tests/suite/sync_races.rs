@@ -1,4 +1,4 @@
-//! Sync races (SPEC §1, §3, §6, §7): what sync engines do to
+//! Sync races (docs/protocol.md §1, §3, §6, §7): what sync engines do to
 //! a folder queue, simulated on a real root with the real listener running.
 //! Each test is one engine behaviour from `notes/sync-engines.md`: conflict
 //! copies and temp files beside ours, files that arrive in pieces, a move

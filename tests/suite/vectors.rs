@@ -1,4 +1,4 @@
-//! SPEC §5/§6: every reference vector, computed by an independent signer,
+//! docs/protocol.md §5/§6: every reference vector, computed by an independent signer,
 //! yields its verdict — markers through the real `verify-marker` binary and
 //! the library's acceptance function, jobs and results through the library.
 

@@ -22,7 +22,7 @@ pub fn bin() -> PathBuf {
     assert_cmd::cargo::cargo_bin!("fleet-dispatch").to_path_buf()
 }
 
-/// The reference vectors, copied unchanged from the SPEC.
+/// The reference vectors, copied unchanged from the specification.
 pub fn vectors() -> Value {
     serde_json::from_str(include_str!("../data/signing.json")).unwrap()
 }
@@ -34,7 +34,7 @@ pub fn independent_sig(canonical: &str) -> String {
     hex::encode(ring::hmac::sign(&key, canonical.as_bytes()).as_ref())
 }
 
-/// The current time as the SPEC writes it.
+/// The current time as the protocol writes it.
 pub fn now_text() -> String {
     ts(std::time::SystemTime::now())
 }
@@ -642,7 +642,7 @@ pub fn wait_open_pid(w: &World, id: &str) -> i32 {
     pid
 }
 
-/// A result's canonical string (SPEC §5.3), built by hand from the document.
+/// A result's canonical string (docs/protocol.md §5.3), built by hand from the document.
 pub fn result_canonical(r: &Value) -> String {
     let s = |k: &str| r[k].as_str().unwrap_or_else(|| panic!("{k} in {r}"));
     format!(
