@@ -12,13 +12,16 @@
 
 use crate::accept;
 use crate::doc::outcome;
+use crate::fsops::Dir;
 use crate::key::Key;
 use crate::layout::{Place, TargetDirs};
 use crate::names::JobId;
 use crate::read::FileRead;
 
 /// Where `id` was already used on the target of `dirs`, if anywhere;
-/// `in_ledger` is asked last, only when no file says so.
+/// `in_ledger` is asked last, only when no file says so. Opens the two
+/// folders for this one question; the listener, which holds them, asks
+/// [`used_in`].
 pub fn used_where(
     dirs: &TargetDirs,
     id: &JobId,
@@ -27,16 +30,32 @@ pub fn used_where(
 ) -> Option<&'static str> {
     // Each folder is opened without following links; one that cannot be
     // (a link or a file in its place) holds nothing, and the ledger answers.
+    let open = |p: Place| dirs.open(p).ok().flatten();
+    let target = dirs.target().as_str();
+    used_in(
+        open(Place::Results).as_ref(),
+        open(Place::Done).as_ref(),
+        (id, target, key),
+        in_ledger,
+    )
+}
+
+/// [`used_where`] over `results/` and `archive/done/` already held open
+/// (`None`: missing), for `id` of `target`, whose results verify with `key`.
+pub fn used_in(
+    results: Option<&Dir>,
+    done: Option<&Dir>,
+    (id, target, key): (&JobId, &str, &Key),
+    in_ledger: impl FnOnce() -> bool,
+) -> Option<&'static str> {
     let name = id.file_name();
-    let done = || {
-        dirs.open(Place::Done)
-            .ok()
-            .flatten()
-            .is_some_and(|d| d.exists(&name))
-    };
-    if has_result(dirs, id, key) {
+    let verified = results.is_some_and(|r| match r.read_limited(&name, outcome::MAX_BYTES) {
+        FileRead::Missing => false,
+        read => accept::outcome(id.as_str(), read, target, key).is_ok(),
+    });
+    if verified {
         Some("results/")
-    } else if done() {
+    } else if done.is_some_and(|d| d.exists(&name)) {
         Some("archive/done/")
     } else if in_ledger() {
         Some("the local ledger")
@@ -47,11 +66,12 @@ pub fn used_where(
 
 /// True when `results/<id>.json` holds a result that verifies.
 pub fn has_result(dirs: &TargetDirs, id: &JobId, key: &Key) -> bool {
-    let Some(results) = dirs.open(Place::Results).ok().flatten() else {
-        return false;
-    };
-    match results.read_limited(&id.file_name(), outcome::MAX_BYTES) {
-        FileRead::Missing => false,
-        read => accept::outcome(id.as_str(), read, dirs.target().as_str(), key).is_ok(),
-    }
+    let results = dirs.open(Place::Results).ok().flatten();
+    used_in(
+        results.as_ref(),
+        None,
+        (id, dirs.target().as_str(), key),
+        || false,
+    )
+    .is_some()
 }

@@ -414,7 +414,7 @@ impl Listener {
                 self.inbox.jobs.remove(i);
                 continue;
             }
-            let checked = accept::replay(&c.job.id, self.seen_where(&c.job.id)).and_then(|()| {
+            let checked = accept::replay(&c.job.id, self.seen_where(f, &c.job.id)).and_then(|()| {
                 accept::freshness(c.job.created, clock::now(), self.settings.max_age)
             });
             if let Err(r) = checked {
@@ -471,9 +471,11 @@ impl Listener {
         }
     }
 
-    /// Where `id` was already processed, if anywhere.
-    fn seen_where(&self, id: &JobId) -> Option<&'static str> {
-        replay::used_where(&self.dirs, id, &self.key, || {
+    /// Where `id` was already processed, if anywhere, in the folders this
+    /// pass holds.
+    fn seen_where(&self, f: &Folders, id: &JobId) -> Option<&'static str> {
+        let job = (id, self.dirs.target().as_str(), &*self.key);
+        replay::used_in(Some(f.results()), Some(f.done()), job, || {
             self.ledger.contains(id.as_str())
         })
     }
