@@ -179,18 +179,6 @@ fn job_for_pc<S: AsRef<str>>(id: &str, argv: &[S]) -> String {
     job_text(id, "PC", &now_text(), &json!({"argv": argv}))
 }
 
-/// The same job signed with a key that is not the fleet's.
-fn foreign_job_text(id: &str) -> String {
-    let created = now_text();
-    let spec = json!({"argv": ["true"]}).to_string();
-    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &[7u8; 32]);
-    let canonical = format!("job|{id}|PC|{created}|LAPTOP|{spec}");
-    let sig = hex::encode(ring::hmac::sign(&key, canonical.as_bytes()).as_ref());
-    json!({"v": 1, "jobId": id, "target": "PC", "createdAt": created,
-           "origin": "LAPTOP", "spec": spec, "sig": sig})
-    .to_string()
-}
-
 fn marker_text(id: &str, target: &str) -> String {
     let created = now_text();
     let sig = independent_sig(&format!("cancel|{id}|{target}|{created}|LAPTOP"));

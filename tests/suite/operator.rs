@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::util::*;
 
@@ -14,7 +14,7 @@ use crate::util::*;
 mod demo {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     use crate::util::*;
 
@@ -46,20 +46,8 @@ mod demo {
             out.read_line(&mut line).unwrap();
         }
         drop(out);
-        let until = Instant::now() + Duration::from_secs(30);
-        let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break s;
-            }
-            assert!(
-                Instant::now() < until,
-                "demo did not end after its reader left"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        let mut err = String::new();
-        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-        assert_eq!(status.code(), Some(0), "{err}");
+        let (code, _, err) = ListenerGuard { child: Some(child) }.wait(Duration::from_secs(30));
+        assert_eq!(code, 0, "{err}");
         assert!(!err.contains("panicked"), "{err}");
         assert_eq!(
             files(&tmp),
@@ -92,15 +80,8 @@ mod demo {
         // SAFETY: kill(2) on our own child.
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
         std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-        let until = Instant::now() + Duration::from_secs(30);
-        let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break s;
-            }
-            assert!(Instant::now() < until, "demo did not stop on Ctrl-C");
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        assert_eq!(status.code(), Some(130));
+        let (code, _, _) = ListenerGuard { child: Some(child) }.wait(Duration::from_secs(30));
+        assert_eq!(code, 130, "demo did not stop on Ctrl-C with 130");
         assert_eq!(
             files(&tmp),
             Vec::<String>::new(),
@@ -128,17 +109,8 @@ fn enqueue_interrupt_prints_only_the_new_id_on_stdout() {
     assert!(err.contains(&format!("cancel of {old} requested")), "{err}");
 }
 
-/// A job file signed with a key that is not the fleet's, as from a machine
-/// that ran its own `keygen`.
 fn foreign_job(w: &World, id: &str) {
-    let created = now_text();
-    let spec = json!({"argv": ["true"]}).to_string();
-    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &[7u8; 32]);
-    let canonical = format!("job|{id}|PC|{created}|LAPTOP|{spec}");
-    let sig = hex::encode(ring::hmac::sign(&key, canonical.as_bytes()).as_ref());
-    let body = json!({"v": 1, "jobId": id, "target": "PC", "createdAt": created,
-                      "origin": "LAPTOP", "spec": spec, "sig": sig});
-    std::fs::write(w.inbox(id), body.to_string()).unwrap();
+    std::fs::write(w.inbox(id), foreign_job_text(id)).unwrap();
 }
 
 #[test]

@@ -664,3 +664,16 @@ pub fn result_canonical(r: &Value) -> String {
 pub fn result_sig_ok(r: &Value) -> bool {
     r["sig"].as_str().map(str::to_ascii_lowercase) == Some(independent_sig(&result_canonical(r)))
 }
+
+/// A job for `PC` from `LAPTOP`, signed with a key that is not the fleet's
+/// (as from a machine that ran its own `keygen`).
+pub fn foreign_job_text(id: &str) -> String {
+    let created = now_text();
+    let spec = json!({"argv": ["true"]}).to_string();
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &[7u8; 32]);
+    let canonical = format!("job|{id}|PC|{created}|LAPTOP|{spec}");
+    let sig = hex::encode(ring::hmac::sign(&key, canonical.as_bytes()).as_ref());
+    json!({"v": 1, "jobId": id, "target": "PC", "createdAt": created,
+           "origin": "LAPTOP", "spec": spec, "sig": sig})
+    .to_string()
+}
