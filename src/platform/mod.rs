@@ -164,16 +164,6 @@ pub fn sync_dir(dir: &Path) {
     imp::sync_dir(dir)
 }
 
-/// Flushes the files at `paths`, all in `dir`'s file system; the first
-/// failure to open or flush one is returned. Linux flushes a batch of three
-/// or more with one `syncfs`; elsewhere each file is flushed.
-pub fn sync_files<'a>(
-    dir: &Path,
-    paths: impl ExactSizeIterator<Item = &'a Path>,
-) -> io::Result<()> {
-    imp::sync_files(dir, paths)
-}
-
 /// Creates a new file for writing, failing (`AlreadyExists`) if anything,
 /// a symbolic link included, already has the name: a planted link is never
 /// followed (`O_NOFOLLOW` on Unix, `FILE_FLAG_OPEN_REPARSE_POINT` on

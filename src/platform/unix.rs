@@ -120,33 +120,6 @@ pub(super) fn sync_dir(dir: &Path) {
     }
 }
 
-/// Flushes the files at `paths`, all in `dir`'s file system: one `syncfs`
-/// for a batch on Linux (one flush instead of one per file), each file
-/// otherwise.
-pub(super) fn sync_files<'a>(
-    dir: &Path,
-    paths: impl ExactSizeIterator<Item = &'a Path>,
-) -> io::Result<()> {
-    #[cfg(target_os = "linux")]
-    if paths.len() >= SYNCFS_FROM {
-        use std::os::fd::AsRawFd;
-        let d = File::open(dir)?;
-        // SAFETY: syncfs takes any open descriptor on the file system.
-        if unsafe { libc::syncfs(d.as_raw_fd()) } == 0 {
-            return Ok(());
-        }
-        return Err(io::Error::last_os_error());
-    }
-    let _ = dir;
-    for p in paths {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(p)?
-            .sync_all()?;
-    }
-    Ok(())
-}
-
 /// Lowers the calling thread's scheduling priority (nice 10 on Linux, where
 /// nice is per thread): bookkeeping that may wait must not take a core from
 /// the job the listener just started.
@@ -158,11 +131,6 @@ pub(super) fn lower_thread_priority() {
         libc::setpriority(libc::PRIO_PROCESS, tid, 10);
     }
 }
-
-/// From this many files one `syncfs` beats a flush per file (it also writes
-/// back whatever else is pending on the file system, so not for one or two).
-#[cfg(target_os = "linux")]
-const SYNCFS_FROM: usize = 3;
 
 /// Creates a new file for writing, failing if anything (a link included)
 /// already has the name.

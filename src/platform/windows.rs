@@ -455,20 +455,6 @@ pub(super) fn lower_thread_priority() {
     unsafe { SetThreadPriority(GetCurrentThread(), THREAD_PRIORITY_BELOW_NORMAL) };
 }
 
-/// Flushes the files at `paths` (`FlushFileBuffers` on each).
-pub(super) fn sync_files<'a>(
-    _dir: &Path,
-    paths: impl ExactSizeIterator<Item = &'a Path>,
-) -> io::Result<()> {
-    for p in paths {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(p)?
-            .sync_all()?;
-    }
-    Ok(())
-}
-
 /// Creates a new file for writing, failing if anything (a link included)
 /// already has the name: with `FILE_FLAG_OPEN_REPARSE_POINT` the name itself
 /// is checked, so a planted link is never followed to create its target.
