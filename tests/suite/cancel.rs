@@ -19,19 +19,6 @@ fn env_flag(name: &str, path: &Path) -> String {
     format!("{name}={}", path.display())
 }
 
-/// Waits for a job to write its pid (`pid FILE`) and returns it.
-fn read_pid(path: &Path) -> i32 {
-    let mut pid = 0;
-    wait_until(Duration::from_secs(10), || {
-        pid = std::fs::read_to_string(path)
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(0);
-        pid > 0
-    });
-    pid
-}
-
 /// `sh -c SCRIPT`, for the tests of Unix-only behaviour (job control).
 #[cfg(unix)]
 fn sh(script: &str) -> [&str; 3] {
@@ -129,12 +116,6 @@ fn wait_marker_gone(w: &World, id: &str) {
     wait_until(Duration::from_secs(5), || !w.marker(id).exists());
 }
 
-fn reason(w: &World, name: &str) -> Value {
-    let text = std::fs::read_to_string(w.rejected(&format!("{name}.reason.json")))
-        .unwrap_or_else(|_| panic!("no reason for rejected {name}"));
-    serde_json::from_str(&text).unwrap()
-}
-
 /// The spec of an archived job, parsed.
 fn archived_spec(w: &World, id: &str) -> Value {
     let job: Value = serde_json::from_str(&std::fs::read_to_string(w.done(id)).unwrap()).unwrap();
@@ -171,7 +152,7 @@ fn cancel_of_a_running_job_stops_it_and_archives_job_and_marker() {
         &kit(&["pid", "$PIDFILE", "sleep", "30"]),
     );
     let _g = w.spawn_listener(&[]);
-    let pid = read_pid(&pidfile);
+    let pid = read_pid(&pidfile, Duration::from_secs(10));
     assert!(alive(pid));
     // `running/` is written by the listener's publisher, a moment after
     // the spawn: only then does the folder say "running".
@@ -249,7 +230,7 @@ fn a_job_that_ignores_sigterm_is_killed_after_the_grace() {
         &kit(&["ignore-stop", "pid", "$PIDFILE", "sleep", "30"]),
     );
     let _g = w.spawn_listener(&[]);
-    let pid = read_pid(&pidfile);
+    let pid = read_pid(&pidfile, Duration::from_secs(10));
     cancel_as(&w, "LAPTOP", &id, &[]);
     w.wait_result(&id, RESULT_LIMIT);
     assert!(!alive(pid), "the job ignoring SIGTERM survived");
@@ -287,8 +268,8 @@ fn a_stopped_job_is_continued_so_it_can_act_on_sigterm() {
         )),
     );
     let _g = w.spawn_listener(&[]);
-    let pid = read_pid(&pidfile);
-    let cpid = read_pid(&cpidfile);
+    let pid = read_pid(&pidfile, Duration::from_secs(10));
+    let cpid = read_pid(&cpidfile, Duration::from_secs(10));
     // Stop the group only once the child is `sleep` itself: a shell caught
     // between fork and exec would still carry the TERM trap, or sleep
     // uninterruptibly in vfork instead of stopping.
@@ -343,9 +324,9 @@ fn a_grandchild_started_with_setsid_is_gone_after_the_cancel() {
         )),
     );
     let g = w.spawn_listener(&[]);
-    let pid = read_pid(&pidfile);
-    let gpid = read_pid(&gpidfile);
-    let dpid = read_pid(&dpidfile);
+    let pid = read_pid(&pidfile, Duration::from_secs(10));
+    let gpid = read_pid(&gpidfile, Duration::from_secs(10));
+    let dpid = read_pid(&dpidfile, Duration::from_secs(10));
     for escaped in [gpid, dpid] {
         // It really left the job's process group: it leads a session of its own.
         wait_until(Duration::from_secs(5), || {
@@ -403,8 +384,8 @@ fn a_timeout_stops_the_whole_tree_the_same_way() {
         ]),
     );
     let _g = w.spawn_listener(&[]);
-    let pid = read_pid(&pidfile);
-    let gpid = read_pid(&gpidfile);
+    let pid = read_pid(&pidfile, Duration::from_secs(10));
+    let gpid = read_pid(&gpidfile, Duration::from_secs(10));
     w.wait_result(&id, RESULT_LIMIT);
     assert_cancelled(&w, &id, "timeout");
     let d = w.detail(&id);
@@ -426,7 +407,7 @@ fn a_marker_minted_by_an_independent_signer_acts() {
         &kit(&["pid", "$PIDFILE", "sleep", "30"]),
     );
     let _g = w.spawn_listener(&[]);
-    let pid = read_pid(&pidfile);
+    let pid = read_pid(&pidfile, Duration::from_secs(10));
     let path = w.write_marker("PC", &id, "PC");
     let written: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     w.wait_result(&id, RESULT_LIMIT);
@@ -486,7 +467,7 @@ fn cancel_wait_exits_0_when_the_job_was_stopped() {
         &kit(&["pid", "$PIDFILE", "sleep", "30"]),
     );
     let _g = w.spawn_listener(&[]);
-    read_pid(&pidfile);
+    read_pid(&pidfile, Duration::from_secs(10));
     let (code, out, err) = output(w.cmd_as("LAPTOP").args([
         "--json",
         "cancel",
@@ -617,7 +598,7 @@ fn a_marker_written_while_another_job_runs_cancels_the_queued_job_before_start()
         &kit(&["pid", "$PIDFILE", "sleep", "30"]),
     );
     let _g = w.spawn_listener(&[]);
-    read_pid(&pidfile);
+    read_pid(&pidfile, Duration::from_secs(10));
     let queued = w.enqueue(
         &["--env", &env_flag("SIDE", &side)],
         &kit(&["touch", "$SIDE"]),
@@ -957,10 +938,7 @@ fn a_renamed_marker_cannot_retarget_a_cancel_before_start() {
     assert_done_ok(&w, &b);
     assert!(side.exists(), "B did not run");
     assert!(!w.consumed(&b).exists());
-    assert_eq!(
-        reason(&w, &format!("{b}.json"))["verdict"],
-        "job-id-mismatch"
-    );
+    assert_eq!(w.reason(&format!("{b}.json"))["verdict"], "job-id-mismatch");
     assert_eq!(counters["done"], 1, "counters: {counters}");
     assert_eq!(counters["cancelled"], 0, "counters: {counters}");
 }
@@ -975,16 +953,13 @@ fn a_renamed_marker_cannot_retarget_a_running_job() {
         &kit(&["pid", "$PIDFILE", "sleep", "1"]),
     );
     let _g = w.spawn_listener(&[]);
-    read_pid(&pidfile);
+    read_pid(&pidfile, Duration::from_secs(10));
     std::fs::write(w.marker(&b), signed_marker_text(a)).unwrap();
     w.wait_result(&b, RESULT_LIMIT);
     assert_done_ok(&w, &b);
     wait_marker_gone(&w, &b);
     assert!(!w.consumed(&b).exists());
-    assert_eq!(
-        reason(&w, &format!("{b}.json"))["verdict"],
-        "job-id-mismatch"
-    );
+    assert_eq!(w.reason(&format!("{b}.json"))["verdict"], "job-id-mismatch");
 }
 
 #[test]
@@ -1019,7 +994,7 @@ fn unsigned_and_bad_signature_markers_never_act_before_start() {
             "{n}: the marker was left in cancel/"
         );
         assert_eq!(
-            reason(&w, &format!("{id}.json"))["verdict"],
+            w.reason(&format!("{id}.json"))["verdict"],
             "bad-signature",
             "{n}"
         );
@@ -1076,11 +1051,7 @@ fn markers_for_another_target_too_large_or_linked_never_act() {
         assert_done_ok(&w, id);
         assert!(side.exists(), "{n}: the job did not run");
         assert!(!w.consumed(id).exists(), "{n}: the marker was consumed");
-        assert_eq!(
-            reason(&w, &format!("{id}.json"))["verdict"],
-            *verdict,
-            "{n}"
-        );
+        assert_eq!(w.reason(&format!("{id}.json"))["verdict"], *verdict, "{n}");
     }
     assert_eq!(counters["done"], jobs.len(), "counters: {counters}");
     assert_eq!(counters["cancelled"], 0, "counters: {counters}");
@@ -1102,7 +1073,7 @@ fn unsigned_and_bad_signature_markers_never_stop_a_running_job() {
             &["--env", &env_flag("PIDFILE", &pidfile)],
             &kit(&["pid", "$PIDFILE", "sleep", "1"]),
         );
-        read_pid(&pidfile);
+        read_pid(&pidfile, Duration::from_secs(10));
         std::fs::write(w.marker(&id), make(&id)).unwrap();
         w.wait_result(&id, RESULT_LIMIT);
         assert_done_ok(&w, &id);
@@ -1124,7 +1095,7 @@ fn enqueue_interrupt_cancels_the_old_job_and_runs_before_older_normal_jobs() {
         &kit(&["pid", "$PIDFILE", "sleep", "30"]),
     );
     let _g = w.spawn_listener(&[]);
-    let pid = read_pid(&pidfile);
+    let pid = read_pid(&pidfile, Duration::from_secs(10));
     wait_until(Duration::from_secs(5), || w.running(&old).exists());
     let normal = w.enqueue(
         &["--env", &env_flag("ORDER", &order)],
@@ -1248,7 +1219,7 @@ fn sigterm_to_the_listener_interrupts_the_running_job_and_exits_130() {
         &kit(&["pid", "$PIDFILE", "sleep", "30"]),
     );
     let g = w.spawn_listener(&[]);
-    let pid = read_pid(&pidfile);
+    let pid = read_pid(&pidfile, Duration::from_secs(10));
     g.signal(libc::SIGTERM);
     let (code, out, err) = g.wait(Duration::from_secs(15));
     assert_eq!(code, 130, "{out}{err}");
@@ -1267,7 +1238,7 @@ fn a_second_signal_exits_at_once_and_kills_the_job_group() {
         &kit(&["ignore-stop", "pid", "$PIDFILE", "sleep", "30"]),
     );
     let g = w.spawn_listener(&[]);
-    let pid = read_pid(&pidfile);
+    let pid = read_pid(&pidfile, Duration::from_secs(10));
     g.signal(libc::SIGTERM);
     std::thread::sleep(Duration::from_millis(300));
     assert!(
@@ -1300,7 +1271,7 @@ fn a_kill_and_a_before_start_cancel_both_count_as_cancelled() {
     );
     w.write_marker("PC", &queued, "PC");
     let g = spawn_once(&w, &["--poll-interval", "100ms"]);
-    read_pid(&pidfile);
+    read_pid(&pidfile, Duration::from_secs(10));
     cancel_as(&w, "LAPTOP", &running, &[]);
     let counters = once_counters(g);
     assert_cancelled(&w, &running, "cancelled");
@@ -1364,7 +1335,7 @@ fn a_cancel_leaves_other_queued_jobs_the_working_directory_and_child_jobs_alone(
         &kit(&["write", "$OUT", "other"]),
     );
     let _g = w.spawn_listener(&[]);
-    let pid = read_pid(&workdir.join("pid"));
+    let pid = read_pid(&workdir.join("pid"), Duration::from_secs(10));
     let child = std::fs::read_to_string(&child_id_file)
         .unwrap()
         .trim()

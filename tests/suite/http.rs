@@ -206,18 +206,6 @@ fn sleeper(pidfile: &Path) -> Vec<String> {
     kit(&["pid", p(pidfile), "sleep", "30"])
 }
 
-fn read_pid(path: &Path, limit: Duration) -> i32 {
-    let mut pid = 0;
-    wait_until(limit, || {
-        pid = std::fs::read_to_string(path)
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(0);
-        pid > 0
-    });
-    pid
-}
-
 fn entries(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .map(|rd| {

@@ -17,25 +17,6 @@ fn sleeper(pidfile: &Path) -> Value {
     kit_spec(&["pid", p(pidfile), "sleep", "30"])
 }
 
-fn read_pid(path: &Path) -> i32 {
-    let mut pid = 0;
-    wait_until(Duration::from_secs(10), || {
-        pid = std::fs::read_to_string(path)
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(0);
-        pid > 0
-    });
-    assert!(pid > 0, "the job never wrote its pid");
-    pid
-}
-
-fn reason(w: &World, name: &str) -> Value {
-    let text = std::fs::read_to_string(w.rejected(&format!("{name}.reason.json")))
-        .unwrap_or_else(|_| panic!("no reason filed for {name}"));
-    serde_json::from_str(&text).unwrap()
-}
-
 #[test]
 fn an_unsigned_result_does_not_keep_a_queued_job_from_running() {
     let w = World::with_target();
@@ -54,7 +35,7 @@ fn an_unsigned_result_does_not_keep_a_queued_job_from_running() {
         result_sig_ok(&w.result(&id)),
         "the genuine result is in place"
     );
-    let r = reason(&w, &format!("{id}.json"));
+    let r = w.reason(&format!("{id}.json"));
     assert_eq!(
         (r["kind"].as_str(), r["verdict"].as_str()),
         (Some("result"), Some("malformed")),
@@ -74,7 +55,7 @@ fn a_forged_result_written_while_the_job_runs_gives_way_to_the_genuine_one() {
     let spec = kit_spec(&["pid", p(&pidfile), "sleep", "1"]);
     w.write_job("PC", &id, "PC", &now_text(), &spec);
     let _l = w.spawn_listener(&[]);
-    read_pid(&pidfile);
+    read_pid(&pidfile, Duration::from_secs(10));
     // Well formed, claiming success, signed with nothing.
     let forged = json!({
         "jobId": id, "target": "PC", "ok": true, "exitCode": 0, "error": "",
@@ -85,10 +66,7 @@ fn a_forged_result_written_while_the_job_runs_gives_way_to_the_genuine_one() {
     let r = w.wait_result(&id, LIMIT);
     assert!(result_sig_ok(&r), "{r}");
     assert_eq!(r["ok"], true, "{r}");
-    assert_eq!(
-        reason(&w, &format!("{id}.json"))["verdict"],
-        "bad-signature"
-    );
+    assert_eq!(w.reason(&format!("{id}.json"))["verdict"], "bad-signature");
 }
 
 #[test]
@@ -113,12 +91,12 @@ fn a_forged_marker_during_a_run_is_moved_aside_and_a_genuine_one_then_stops_the_
     let pidfile = scratch(&w, "pid");
     w.write_job("PC", &id, "PC", &now_text(), &sleeper(&pidfile));
     let _l = w.spawn_listener(&[]);
-    let pid = read_pid(&pidfile);
+    let pid = read_pid(&pidfile, Duration::from_secs(10));
     let name = format!("{id}.json");
     std::fs::write(w.marker(&id), b"{\"jobId\": \"x\"}").unwrap();
     // Not a marker for this job: moved aside at once, not after settling.
     wait_until(Duration::from_secs(5), || w.rejected(&name).exists());
-    assert_eq!(reason(&w, &name)["kind"], "marker");
+    assert_eq!(w.reason(&name)["kind"], "marker");
     assert!(alive(pid), "an invalid marker stopped the job");
     w.write_marker("PC", &id, "PC");
     let r = w.wait_result(&id, LIMIT);
@@ -138,7 +116,7 @@ fn a_marker_rewritten_forever_is_moved_aside_after_the_settle_limit() {
         "--settle",
         "1s",
     ]));
-    let pid = read_pid(&pidfile);
+    let pid = read_pid(&pidfile, Duration::from_secs(10));
     let marker = w.marker(&id);
     let name = format!("{id}.json");
     // Half a marker, rewritten in place with a new size every 50 ms: it never
@@ -160,7 +138,7 @@ fn a_marker_rewritten_forever_is_moved_aside_after_the_settle_limit() {
         took >= Duration::from_millis(3500),
         "moved aside before the limit: {took:?}"
     );
-    assert_eq!(reason(&w, &name)["verdict"], "malformed");
+    assert_eq!(w.reason(&name)["verdict"], "malformed");
     assert!(alive(pid));
     let (code, out, err) = w.run(&["cancel", "--target", "PC", "--job-id", &id]);
     assert_eq!(code, 0, "{out}{err}");
@@ -174,7 +152,7 @@ fn interrupt_stops_the_running_job_though_its_cancel_slot_was_squatted() {
     let pidfile = scratch(&w, "pid");
     w.write_job("PC", &old, "PC", &now_text(), &sleeper(&pidfile));
     let _l = w.spawn_listener(&[]);
-    read_pid(&pidfile);
+    read_pid(&pidfile, Duration::from_secs(10));
     std::fs::write(w.marker(&old), b"garbage").unwrap();
     let side = scratch(&w, "side");
     let argv = kit(&["append", p(&side), "new"]);

@@ -246,6 +246,13 @@ impl World {
         serde_json::from_str(&text).unwrap()
     }
 
+    /// The reason filed beside the rejected file `name`, parsed.
+    pub fn reason(&self, name: &str) -> Value {
+        let text = std::fs::read_to_string(self.rejected(&format!("{name}.reason.json")))
+            .unwrap_or_else(|_| panic!("no reason filed for {name}"));
+        serde_json::from_str(&text).unwrap()
+    }
+
     /// The result's detail object, parsed.
     pub fn detail(&self, id: &str) -> Value {
         serde_json::from_str(self.result(id)["detail"].as_str().unwrap()).unwrap()
@@ -676,4 +683,18 @@ pub fn foreign_job_text(id: &str) -> String {
     json!({"v": 1, "jobId": id, "target": "PC", "createdAt": created,
            "origin": "LAPTOP", "spec": spec, "sig": sig})
     .to_string()
+}
+
+/// Waits up to `limit` for a job to write its pid to `path`; returns it.
+pub fn read_pid(path: &Path, limit: Duration) -> i32 {
+    let mut pid = 0;
+    wait_until(limit, || {
+        pid = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
+        pid > 0
+    });
+    assert!(pid > 0, "no pid in {} after {limit:?}", path.display());
+    pid
 }
