@@ -69,6 +69,7 @@ pub fn for_result(
     let mut last_word = "";
     let mut progress = Instant::now();
     let mut said: Option<String> = None;
+    let mut looked: Option<Instant> = None;
     loop {
         let seen = observe::job(dirs, id, key);
         if let Some(f) = follow.as_deref_mut() {
@@ -97,8 +98,13 @@ pub fn for_result(
             last_word = seen.word();
             progress = Instant::now();
         }
+        // The heartbeat is read once per quiet spell, not on every poll.
         if progress.elapsed() >= QUIET
-            && let Some(note) = listener_note(dirs)
+            && looked.is_none_or(|t| t.elapsed() >= QUIET)
+            && let Some(note) = {
+                looked = Some(Instant::now());
+                listener_note(dirs)
+            }
             && said.as_deref() != Some(note.as_str())
         {
             clear();
