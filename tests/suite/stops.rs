@@ -87,3 +87,52 @@ fn ctrl_c_says_what_stops_and_a_second_leaves_the_folder_saying_stopped() {
         "running/ still shows the killed job"
     );
 }
+
+// Unix only: a pseudo-terminal through util-linux `script`, and Ctrl-C
+// typed into it as the terminal's interrupt character.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_typed_on_a_terminal_names_the_job_and_its_grace() {
+    use std::io::{Read, Write};
+    let w = World::with_target();
+    let id = w.enqueue(&["--grace", "20s"], &kit(&["ignore-stop", "sleep", "60"]));
+    let line = format!("{} listen --poll-interval 100ms", bin().display());
+    let mut c = std::process::Command::new("script");
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &w.home)
+        .env("FLEET_DISPATCH_ROOT", &w.root)
+        .env("FLEET_DISPATCH_KEY_FILE", &w.key)
+        .env("FLEET_DISPATCH_STATE_DIR", &w.state)
+        .env("FLEET_DISPATCH_MACHINE", "PC")
+        .env("TERM", "xterm")
+        .args(["-q", "-e", "-c", &line, "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let Ok(mut child) = c.spawn() else {
+        eprintln!("not checked on a terminal: cannot run `script`");
+        return;
+    };
+    wait_until(LIMIT, || w.running(&id).exists());
+    let mut keys = child.stdin.take().unwrap();
+    keys.write_all(b"\x03").unwrap();
+    keys.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    keys.write_all(b"\x03").unwrap();
+    keys.flush().unwrap();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{out}");
+    assert!(
+        out.contains(&format!("job {id}")) && out.contains("20s") && out.contains("Ctrl-C again"),
+        "{out}"
+    );
+    assert_eq!(heartbeat_state(&w), "stopped");
+}
