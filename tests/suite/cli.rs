@@ -81,10 +81,7 @@ fn finish(child: Child, limit: Duration) -> (i32, String, String) {
 }
 
 fn spawn(mut c: Command) -> Child {
-    c.stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    c.stdout(Stdio::piped()).stderr(Stdio::piped()).start()
 }
 
 #[cfg(unix)]

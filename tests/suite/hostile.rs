@@ -1450,8 +1450,7 @@ impl Listener {
             ])
             .stdout(File::create(&out).unwrap())
             .stderr(File::create(&err).unwrap())
-            .spawn()
-            .unwrap();
+            .start();
         let l = Listener {
             child: Some(child),
             out,

@@ -65,8 +65,7 @@ fn intake_at(
             .args(extra)
             .stdout(Stdio::from(log.try_clone().unwrap()))
             .stderr(Stdio::from(log))
-            .spawn()
-            .unwrap();
+            .start();
         let mut guard = ListenerGuard { child: Some(child) };
         let until = Instant::now() + Duration::from_secs(10);
         while Instant::now() < until {

@@ -263,8 +263,7 @@ fn a_job_gets_its_fleet_variables_a_null_stdin_its_env_and_cwd_but_never_the_key
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .start();
     let held_stdin = child.stdin.take();
     let until = Instant::now() + Duration::from_secs(20);
     while child.try_wait().unwrap().is_none() {

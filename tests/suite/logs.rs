@@ -55,8 +55,7 @@ fn logs_follow_streams_while_the_job_runs_and_exits_with_its_code() {
         .args(["logs", "--target", "PC", "--job-id", &id, "--follow"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .start();
     // The first line arrives while the job still waits for the gate.
     let mut stdout = follow.stdout.take().unwrap();
     let mut seen = Vec::new();

@@ -17,8 +17,7 @@ fn a_closed_stdout_pipe_exits_quietly() {
         .args(["result", "--target", "PC", "--job-id", &id, "--wait"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .start();
     drop(child.stdout.take());
     w.listen_once(&[]);
     let status = child.wait().unwrap();

@@ -37,8 +37,7 @@ mod demo {
         let mut child = demo_cmd(&w, &tmp)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+            .start();
         // Read a few lines, as `| head -3` would, then go away.
         let mut out = BufReader::new(child.stdout.take().unwrap());
         for _ in 0..3 {
@@ -68,8 +67,7 @@ mod demo {
         let mut child = demo_cmd(&w, &tmp)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .start();
         let mut out = BufReader::new(child.stdout.take().unwrap());
         // Once the listener runs, interrupt.
         let mut line = String::new();

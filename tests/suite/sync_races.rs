@@ -135,8 +135,7 @@ impl Listener {
             .args(["listen", "--poll-interval", "100ms", "--settle", settle])
             .stdout(File::create(&out).unwrap())
             .stderr(File::create(&err).unwrap())
-            .spawn()
-            .unwrap();
+            .start();
         let mut l = Listener {
             child: Some(child),
             out,
@@ -1072,8 +1071,7 @@ fn concurrent_enqueues_of_one_id_publish_exactly_one() {
                     .args(kit(&["append", p(&side), &n.to_string()]))
                     .stdout(Stdio::null())
                     .stderr(Stdio::null())
-                    .spawn()
-                    .unwrap()
+                    .start()
             })
             .collect();
         let codes: Vec<i32> = children

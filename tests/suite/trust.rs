@@ -321,8 +321,7 @@ fn a_running_listener_that_sees_another_instance_stops_starting_jobs_until_it_st
                 .args(["listen", "--poll-interval", "100ms"])
                 .stdout(file.try_clone().unwrap())
                 .stderr(file)
-                .spawn()
-                .unwrap(),
+                .start(),
         ),
     };
     wait_until(Duration::from_secs(10), || {
