@@ -308,9 +308,14 @@ pub struct ListenArgs {
     /// How long a file that does not parse may stay unchanged before it is rejected
     #[arg(long, value_name = "D", default_value = "30s")]
     pub settle: String,
-    /// Jobs older than this are refused as stale
-    #[arg(long, value_name = "D", default_value = "7d")]
-    pub max_job_age: String,
+    /// Jobs older than this are refused as stale [default: 7d]
+    #[arg(
+        long,
+        value_name = "D",
+        env = "FLEET_DISPATCH_MAX_JOB_AGE",
+        hide_env_values = true
+    )]
+    pub max_job_age: Option<String>,
     /// Governor file: first word GREEN, YELLOW (only high jobs run) or RED (none)
     #[arg(long, value_name = "F", value_hint = ValueHint::FilePath)]
     pub governor_file: Option<PathBuf>,
@@ -410,9 +415,14 @@ pub struct SweepArgs {
         hide_env_values = true
     )]
     pub retention: Option<String>,
-    /// The listeners' --max-job-age, which sets the retention's floor
-    #[arg(long, value_name = "D", default_value = "7d")]
-    pub max_job_age: String,
+    /// The listeners' job max age, which sets the retention's floor; the same setting as `listen --max-job-age` [default: 7d]
+    #[arg(
+        long,
+        value_name = "D",
+        env = "FLEET_DISPATCH_MAX_JOB_AGE",
+        hide_env_values = true
+    )]
+    pub max_job_age: Option<String>,
     /// Say what would be removed, remove nothing
     #[arg(long)]
     pub dry_run: bool,

@@ -39,6 +39,9 @@ pub struct FileConfig {
     pub durability: Option<crate::fsops::Durability>,
     /// How long `sweep` keeps a processed job's files, e.g. "90d".
     pub retention: Option<String>,
+    /// The age past which `listen` refuses a job as stale, e.g. "14d"; also
+    /// the floor of `sweep`'s retention, so one key serves both.
+    pub max_job_age: Option<String>,
 }
 
 /// Where the config file is looked for: `FLEET_DISPATCH_CONFIG`, else
@@ -73,7 +76,7 @@ pub fn parse_config(text: &str, path: &Path) -> Result<FileConfig> {
             path.display(),
             e.message()
         ))
-        .hint("keys: root, key_file, machine, state_dir, fleet (a list), poll_interval, durability, retention")
+        .hint("keys: root, key_file, machine, state_dir, fleet (a list), poll_interval, durability, retention, max_job_age")
     })?;
     let home = std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" });
     for p in [&mut cfg.root, &mut cfg.key_file, &mut cfg.state_dir]
@@ -84,23 +87,20 @@ pub fn parse_config(text: &str, path: &Path) -> Result<FileConfig> {
             *p = PathBuf::from(home).join(rest);
         }
     }
-    if let Some(d) = &cfg.poll_interval {
-        crate::clock::parse_duration(d).map_err(|e| {
-            Error::config(format!(
-                "config file {}: poll_interval: {}",
-                path.display(),
-                e.message
-            ))
-        })?;
-    }
-    if let Some(d) = &cfg.retention {
-        crate::clock::parse_duration(d).map_err(|e| {
-            Error::config(format!(
-                "config file {}: retention: {}",
-                path.display(),
-                e.message
-            ))
-        })?;
+    for (key, value) in [
+        ("poll_interval", &cfg.poll_interval),
+        ("retention", &cfg.retention),
+        ("max_job_age", &cfg.max_job_age),
+    ] {
+        if let Some(d) = value {
+            crate::clock::parse_duration(d).map_err(|e| {
+                Error::config(format!(
+                    "config file {}: {key}: {}",
+                    path.display(),
+                    e.message
+                ))
+            })?;
+        }
     }
     Ok(cfg)
 }
@@ -223,6 +223,12 @@ pub const RETENTION_VAR: &str = "FLEET_DISPATCH_RETENTION";
 /// `sweep`'s retention when nothing sets it (raised to the floor when the
 /// job max age asks for more, see [`crate::retention::retention`]).
 pub const DEFAULT_RETENTION: &str = "30d";
+
+/// The variable that sets the job max age of `listen` and `sweep`.
+pub const MAX_JOB_AGE_VAR: &str = "FLEET_DISPATCH_MAX_JOB_AGE";
+
+/// The job max age when nothing sets it (docs/protocol.md §6).
+pub const DEFAULT_MAX_JOB_AGE: &str = "7d";
 
 /// What every command knows about where it runs.
 #[derive(Debug, Clone)]
@@ -385,6 +391,29 @@ impl Context {
                 "use a retention of {} or more, or leave it unset",
                 crate::clock::format_duration(floor)
             ))
+        })
+    }
+
+    /// The job max age's text and where it came from: `given` (the flag or
+    /// its variable), else the file, else [`DEFAULT_MAX_JOB_AGE`].
+    pub fn max_job_age_setting(&self, given: Option<(&str, Given)>) -> Setting<String> {
+        Setting::resolve(
+            given.map(|(v, how)| (v.to_string(), how)),
+            self.file.max_job_age.clone(),
+            || Some(DEFAULT_MAX_JOB_AGE.to_string()),
+        )
+    }
+
+    /// The job max age `listen` refuses by and `sweep` keeps files for at
+    /// least: the flag or its variable, else the file, else 7 days. One
+    /// setting for both, so a sweep beside a listener with a longer max age
+    /// never prunes a job file the age rule would no longer refuse.
+    pub fn max_job_age(&self, flag: Option<&str>) -> Result<Duration> {
+        let setting = self.max_job_age_setting(flag.map(|f| (f, Given::Flag)));
+        let text = setting.value.unwrap_or_default();
+        crate::clock::parse_duration(&text).map_err(|e| match setting.source {
+            Source::File => Error::config(format!("max_job_age (config file): {}", e.message)),
+            _ => Error::validation(format!("--max-job-age: {}", e.message)),
         })
     }
 

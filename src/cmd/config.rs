@@ -71,6 +71,13 @@ pub fn run(ctx: &Context, _args: ConfigArgs) -> Result<u8> {
             .as_deref()
             .map(|v| (v, crate::cli::Given::Variable)),
     );
+    let max_job_age = ctx.max_job_age_setting(
+        std::env::var(crate::config::MAX_JOB_AGE_VAR)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .as_deref()
+            .map(|v| (v, crate::cli::Given::Variable)),
+    );
     let config_file = ctx.config_file();
     let d = ctx.durability_setting();
     let durability = Setting {
@@ -114,6 +121,7 @@ pub fn run(ctx: &Context, _args: ConfigArgs) -> Result<u8> {
         line("pollInterval", "poll interval", &poll, None),
         line("fleet", "fleet", &ctx.fleet_setting(), None),
         line("retention", "retention", &retention, None),
+        line("maxJobAge", "max job age", &max_job_age, None),
         Line {
             key: "configFile",
             label: "config file",

@@ -86,6 +86,12 @@ pub fn run(ctx: &Context, args: DoctorArgs) -> Result<u8> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(doctor::FILE_LIMIT);
+    // A bad retention or max age is `config`'s and `sweep`'s to refuse;
+    // here it only decides what a sweep would free, so the default stands in.
+    let retention = ctx
+        .max_job_age(None)
+        .and_then(|age| ctx.retention(None, age))
+        .unwrap_or(crate::retention::DEFAULT_RETENTION);
     let report = doctor::examine(&Inputs {
         root: configured_root.as_deref(),
         key_file: key_file.as_deref(),
@@ -93,6 +99,7 @@ pub fn run(ctx: &Context, args: DoctorArgs) -> Result<u8> {
         machine: machine.as_ref().map(Machine::as_str),
         targets: &targets,
         file_limit,
+        retention,
         config,
     });
     let warned = report

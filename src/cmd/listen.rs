@@ -66,8 +66,7 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
         poll: ctx.poll_interval(args.poll_interval.as_deref())?,
         settle: crate::clock::parse_duration(&args.settle)
             .map_err(|e| Error::validation(format!("--settle: {}", e.message)))?,
-        max_age: crate::clock::parse_duration(&args.max_job_age)
-            .map_err(|e| Error::validation(format!("--max-job-age: {}", e.message)))?,
+        max_age: ctx.max_job_age(args.max_job_age.as_deref())?,
         governor: args.governor_file.clone(),
         verbose: !ctx.json(),
         durability: ctx.durability(),

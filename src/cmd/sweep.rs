@@ -32,8 +32,7 @@ fn summary(counts: &BTreeMap<&'static str, usize>) -> String {
 pub fn run(ctx: &Context, args: SweepArgs) -> Result<u8> {
     let marker = crate::clock::parse_duration(&args.max_age)
         .map_err(|e| Error::validation(format!("--max-age: {}", e.message)))?;
-    let job_max_age = crate::clock::parse_duration(&args.max_job_age)
-        .map_err(|e| Error::validation(format!("--max-job-age: {}", e.message)))?;
+    let job_max_age = ctx.max_job_age(args.max_job_age.as_deref())?;
     let retention = ctx.retention(args.retention.as_deref(), job_max_age)?;
     let ages = Ages {
         now: SystemTime::now(),

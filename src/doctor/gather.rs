@@ -27,7 +27,6 @@ use crate::observe;
 use crate::prune;
 use crate::read::FileRead;
 use crate::rejected::{self, Reason};
-use crate::retention;
 
 /// What to examine, as the command resolved it from the settings.
 #[derive(Clone, Debug)]
@@ -44,6 +43,8 @@ pub struct Inputs<'a> {
     pub targets: &'a [TargetDirs],
     /// [`super::FILE_LIMIT`], or a lower limit for a test.
     pub file_limit: usize,
+    /// The retention `sweep` prunes by here, for what it would free.
+    pub retention: std::time::Duration,
     /// Where each setting came from, as `config` says it.
     pub config: Vec<String>,
 }
@@ -73,7 +74,7 @@ pub fn examine(i: &Inputs<'_>) -> Report {
     // targets: the layout check says where the root is.
     let targets = if root.shape.off() { &[] } else { i.targets };
     for (dirs, beat) in targets.iter().zip(beats) {
-        let facts = target(dirs, beat, key.as_ref(), &hosts, now);
+        let facts = target(dirs, beat, key.as_ref(), &hosts, now, i.retention);
         checks.extend(super::judge_target(
             &facts,
             fingerprint.as_deref(),
@@ -266,6 +267,7 @@ fn target(
     key: Option<&Key>,
     hosts: &[String],
     now: OffsetDateTime,
+    retention: std::time::Duration,
 ) -> TargetFacts {
     let history = observe::History {
         count: 0,
@@ -297,11 +299,11 @@ fn target(
             counts.push((shown, entries.len()));
         }
     }
-    // What a daily sweep with its default ages would take now.
+    // What a daily sweep with the configured retention would take now.
     let ages = prune::Ages {
         now: std::time::SystemTime::now(),
         marker: prune::MARKER_MAX_AGE,
-        retention: retention::DEFAULT_RETENTION,
+        retention,
     };
     let prunable = prune::plan(dirs, ages).map_or(0, |p| p.len());
     TargetFacts {

@@ -657,7 +657,7 @@ fn listener_recipes_run_listen_forever_and_sweep_recipes_run_sweep() {
             // The daily sweep prunes, with the default retention (or the
             // config file's): a recipe never narrows it or only pretends.
             (Want::Sweep, Cmd::Sweep(a)) => assert!(
-                !a.dry_run && a.retention.is_none() && a.max_job_age == "7d",
+                !a.dry_run && a.retention.is_none() && a.max_job_age.is_none(),
                 "{} ({}): `{}` should prune with the default retention",
                 f.file,
                 f.place,

@@ -329,6 +329,60 @@ fn the_retention_comes_from_the_flag_the_variable_or_the_config_file_and_config_
     assert!(history(&w, &id).is_empty());
 }
 
+/// One `max_job_age` in the config file serves the listener (its stale
+/// rule) and `sweep` (the retention's floor), so the two cannot disagree
+/// on a machine that runs both from the same file.
+#[test]
+fn the_config_file_s_max_job_age_sets_both_the_stale_rule_and_the_retention_floor() {
+    let w = World::with_target();
+    let cfg = scratch(&w, "config.toml");
+    std::fs::write(&cfg, "max_job_age = \"2d\"\n").unwrap();
+    // A job three days old: under the default 7 days it would run.
+    let side = scratch(&w, "ran");
+    let id = "20250101-000000-00000000000000aa";
+    w.write_job(
+        "PC",
+        id,
+        "PC",
+        &ts_offset(-3 * DAY as i64),
+        &appends(&side, "ran"),
+    );
+    let (code, out, err) = output(
+        w.cmd()
+            .env("FLEET_DISPATCH_CONFIG", &cfg)
+            .args(["--json", "listen", "--once"]),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(w.reason(&format!("{id}.json"))["verdict"], "stale");
+    assert!(!side.exists(), "a job past the configured max age ran");
+    // The floor follows it down: 3 days is allowed with 2d, refused with 7d.
+    let (code, _, err) =
+        output(
+            w.cmd()
+                .env("FLEET_DISPATCH_CONFIG", &cfg)
+                .args(["sweep", "--retention", "3d"]),
+        );
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = w.run(&["sweep", "--retention", "3d"]);
+    assert_eq!(code, 64, "{err}");
+    // `config` says where it came from; the variable wins over the file.
+    let (code, out, err) = output(
+        w.cmd()
+            .env("FLEET_DISPATCH_CONFIG", &cfg)
+            .env("FLEET_DISPATCH_MAX_JOB_AGE", "9d")
+            .args(["--json", "config"]),
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["maxJobAge"]["value"], "9d", "{v}");
+    assert_eq!(v["maxJobAge"]["source"], "variable", "{v}");
+    // A bad value in the file is CONFIG, naming the key.
+    std::fs::write(&cfg, "max_job_age = \"soon\"\n").unwrap();
+    let (code, _, err) = output(w.cmd().env("FLEET_DISPATCH_CONFIG", &cfg).arg("sweep"));
+    assert_eq!(code, 78, "{err}");
+    assert!(err.contains("max_job_age"), "{err}");
+}
+
 /// The two rules together (§8.3): a job whose history was pruned, coming
 /// back after its listener's ledger forgot it (here: a lane whose ledger
 /// never saw it), is older than the job max age and refused as stale.
