@@ -305,6 +305,9 @@ pub struct ListenArgs {
         hide_env_values = true
     )]
     pub poll_interval: Option<String>,
+    /// Find new jobs and cancel markers by the poll alone, without file-system events (for network shares that deliver none) [config: watch = false]
+    #[arg(long)]
+    pub no_watch: bool,
     /// How long a file that does not parse may stay unchanged before it is rejected
     #[arg(long, value_name = "D", default_value = "30s")]
     pub settle: String,
@@ -621,6 +624,10 @@ pub const CONFIG_FILE: ConfigFileDoc = ConfigFileDoc {
             "machines that are valid targets before their listener first starts",
         ),
         ("poll_interval = \"2s\"", "the listener's poll interval"),
+        (
+            "watch = false",
+            "the listener polls only, without file-system events (listen --no-watch)",
+        ),
         ("durability = \"full\"", "full or relaxed (--durability)"),
     ],
     precedence: "Every setting comes from its flag, else its FLEET_DISPATCH_* variable, else the config file, else the default. The file is TOML and optional; an unknown key is an error naming the file. `fleet-dispatch config` shows the result and where each setting came from.",

@@ -35,6 +35,8 @@ pub struct FileConfig {
     pub fleet: Option<Vec<String>>,
     /// The listener's poll interval, e.g. "2s".
     pub poll_interval: Option<String>,
+    /// `false`: the listener polls only, without file-system events.
+    pub watch: Option<bool>,
     /// `full` or `relaxed`.
     pub durability: Option<crate::fsops::Durability>,
     /// How long `sweep` keeps a processed job's files, e.g. "90d".
@@ -76,7 +78,7 @@ pub fn parse_config(text: &str, path: &Path) -> Result<FileConfig> {
             path.display(),
             e.message()
         ))
-        .hint("keys: root, key_file, machine, state_dir, fleet (a list), poll_interval, durability, retention, max_job_age")
+        .hint("keys: root, key_file, machine, state_dir, fleet (a list), poll_interval, watch, durability, retention, max_job_age")
     })?;
     let home = std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" });
     for p in [&mut cfg.root, &mut cfg.key_file, &mut cfg.state_dir]
@@ -423,6 +425,12 @@ impl Context {
         let text = text.value.unwrap_or_default();
         crate::clock::parse_duration(&text)
             .map_err(|e| Error::validation(format!("--poll-interval: {}", e.message)))
+    }
+
+    /// Whether the listener watches for file-system events: the file's
+    /// `watch`, else yes (`listen --no-watch` turns it off either way).
+    pub fn watch(&self) -> bool {
+        self.file.watch.unwrap_or(true)
     }
 
     /// The durability level: the flag or its variable, else the file, else

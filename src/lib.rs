@@ -13,7 +13,7 @@
 //! above it in this list (a test reads this list and holds the code to it):
 //!
 //! 1. foundations: [`error`], [`exit`], [`random`], [`read`], [`clock`], [`names`], [`platform`], [`out`], [`retention`]
-//! 2. files: [`fsops`], [`layout`]
+//! 2. files: [`fsops`], [`layout`], [`events`]
 //! 3. documents and rules: [`key`], [`doc`], [`accept`], [`governor`], [`replay`], [`jobenv`], [`settle`]
 //! 4. places and state: [`state`], [`heartbeat`], [`rejected`], [`observe`], [`jobref`], [`output`], [`prune`], [`doctor`]
 //! 5. requests: [`submit`], [`cancel`], [`wait`]
@@ -39,6 +39,7 @@ pub mod config;
 pub mod doc;
 pub mod doctor;
 pub mod error;
+pub mod events;
 pub mod exit;
 pub mod fsops;
 pub mod governor;

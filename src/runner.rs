@@ -61,8 +61,9 @@ pub enum Control {
     Cancel(JobId, Box<Marker>),
     /// The listener is shutting down (first Ctrl-C or SIGTERM).
     Shutdown,
-    /// New work may be waiting (from the HTTP intake): an idle listener
-    /// rescans at once instead of at its next poll; the runner ignores it.
+    /// New work or a marker may be waiting (from the HTTP intake or a
+    /// file-system event): an idle listener rescans at once instead of at
+    /// its next poll, and a running job's watch looks for its marker.
     Wake,
 }
 
@@ -244,6 +245,7 @@ impl Running<'_> {
                     break Some(StopReason::Cancel(marker));
                 }
                 Wake::Message(Control::Shutdown) => break Some(StopReason::Shutdown),
+                Wake::Message(Control::Wake) => watch.woken(),
                 Wake::Message(_) | Wake::Timeout => continue,
             }
         };

@@ -4,13 +4,19 @@
 //! progress indicator on a terminal. A wait that makes no progress for a
 //! few seconds says when the target's listener has never run or has gone
 //! quiet, since that, not the job, is then what it waits on.
+//!
+//! File-system events on `results/` ([`crate::events`]) end a poll's sleep
+//! early, so a result that lands or syncs in is reported at once; they are
+//! only hints, and where none arrive the poll finds the result as before.
 
 use std::io::{IsTerminal, Write};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::clock;
 use crate::doc::Outcome;
 use crate::error::{Error, Result};
+use crate::events::{Events, Hint};
 use crate::heartbeat;
 use crate::key::Key;
 use crate::layout::TargetDirs;
@@ -21,6 +27,10 @@ use crate::rejected::Reason;
 
 /// How often the folder is looked at while waiting.
 const POLL: Duration = Duration::from_millis(200);
+
+/// The least time between two looks when events wake a wait early: a busy
+/// lane placing many results wakes it at most 50 times a second.
+const EARLIEST: Duration = Duration::from_millis(20);
 
 /// How long a wait goes without progress before it looks at the listener.
 const QUIET: Duration = Duration::from_secs(5);
@@ -70,7 +80,17 @@ pub fn for_result(
     let mut progress = Instant::now();
     let mut said: Option<String> = None;
     let mut looked: Option<Instant> = None;
+    let (tx, woken) = mpsc::channel();
+    let hint = Hint::new();
+    // Without a watch (no results/ yet, a share without events) the poll does it all.
+    let _events = Events::watch(&[dirs.results()], &hint, move || {
+        let _ = tx.send(());
+    })
+    .ok();
     loop {
+        // Before the look: a result placed during it wakes the next sleep.
+        hint.woken();
+        let look = Instant::now();
         let seen = observe::job(dirs, id, key);
         if let Some(f) = follow.as_deref_mut() {
             // After the look, so output written before the result is all
@@ -125,7 +145,9 @@ pub fn for_result(
             }
             return Ok(Waited::TimedOut(seen));
         }
-        std::thread::sleep(POLL);
+        if woken.recv_timeout(POLL).is_ok() {
+            std::thread::sleep(EARLIEST.saturating_sub(look.elapsed()));
+        }
     }
 }
 

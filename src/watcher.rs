@@ -1,6 +1,7 @@
 //! The cancel watch: while a job runs, the runner looks at
-//! `cancel/<jobId>.json` once per poll interval and stops the job when a
-//! marker there is accepted by the docs/protocol.md §6 rules.
+//! `cancel/<jobId>.json` once per poll interval, and at once when a
+//! file-system event hints at a change ([`crate::events`]), and stops the
+//! job when a marker there is accepted by the docs/protocol.md §6 rules.
 //!
 //! Its steady cost is one `lstat` per poll; the file is read only when it
 //! appears or changes. A file there that is not a valid marker is moved to
@@ -14,6 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::accept::{self, Verdict};
 use crate::doc::Marker;
+use crate::events::Hint;
 use crate::fsops::Dir;
 use crate::heartbeat::{self, Heartbeat};
 use crate::key::Key;
@@ -35,6 +37,10 @@ pub struct Watch {
     beat: Heartbeat,
     next_look: Instant,
     next_beat: Instant,
+    hint: Hint,
+    /// The hint's change count when the marker was last looked for, and when.
+    seen: u64,
+    looked: Instant,
     last_seen: Option<(u64, Option<SystemTime>)>,
     last_beat: Option<Instant>,
     /// The last refusal, when a marker was present but not accepted.
@@ -49,8 +55,10 @@ const FIRST_BEAT: Duration = Duration::from_secs(1);
 
 impl Watch {
     /// Watches `cancel/<job>.json` in `f` (held open) for `job` of
-    /// `target`, every `poll`, starting now; a file there that does not
-    /// parse settles after `settle`.
+    /// `target`, every `poll` and whenever `hint` counts a change past
+    /// `seen` (its count when the listener last looked), starting now; a
+    /// file there that does not parse settles after `settle`.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         job: JobId,
         f: &Folders,
@@ -59,6 +67,7 @@ impl Watch {
         poll: Duration,
         settle: Duration,
         beat: Heartbeat,
+        (hint, seen): (Hint, u64),
     ) -> Watch {
         let now = Instant::now();
         Watch {
@@ -74,6 +83,9 @@ impl Watch {
             // The listener looked for a marker just before the spawn.
             next_look: now + poll,
             next_beat: now + FIRST_BEAT,
+            hint,
+            seen,
+            looked: now,
             last_seen: None,
             last_beat: None,
             refusal: None,
@@ -81,9 +93,22 @@ impl Watch {
         }
     }
 
-    /// When [`Watch::look`] is due next.
+    /// When [`Watch::look`] is due next: since the last look, when an
+    /// event hinted at a change after it.
     pub fn due(&self) -> Instant {
+        if self.hinted() {
+            return self.looked;
+        }
         self.next_look.min(self.next_beat)
+    }
+
+    /// Says the runner received a wake: the next change wakes it again.
+    pub fn woken(&self) {
+        self.hint.woken();
+    }
+
+    fn hinted(&self) -> bool {
+        self.hint.changes() != self.seen
     }
 
     /// True when it wrote a "running" heartbeat (the job ran long enough).
@@ -100,9 +125,11 @@ impl Watch {
             self.next_beat = now + heartbeat::EVERY;
             self.beat.write(Some(self.job.as_str()), "running");
         }
-        if now < self.next_look {
+        if now < self.next_look && !self.hinted() {
             return None;
         }
+        self.seen = self.hint.changes();
+        self.looked = now;
         self.next_look = now + self.poll;
         let name = self.job.file_name();
         let Ok(meta) = self.cancel.entry(&name) else {

@@ -64,6 +64,7 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
     let settings = Settings {
         once: args.once,
         poll: ctx.poll_interval(args.poll_interval.as_deref())?,
+        watch: !args.no_watch && ctx.watch(),
         settle: crate::clock::parse_duration(&args.settle)
             .map_err(|e| Error::validation(format!("--settle: {}", e.message)))?,
         max_age: ctx.max_job_age(args.max_job_age.as_deref())?,

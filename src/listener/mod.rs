@@ -37,6 +37,7 @@ use crate::accept::{self, Rejection, Verdict};
 use crate::clock;
 use crate::doc::{self, Outcome, Termination, detail, job};
 use crate::error::Result;
+use crate::events::{Events, Hint};
 use crate::fsops::{Dir, Durability};
 use crate::governor::Tier;
 use crate::heartbeat::{self, Beat, Heartbeat};
@@ -70,6 +71,10 @@ pub struct Settings {
     pub once: bool,
     /// Inbox rescan and cancel poll interval.
     pub poll: Duration,
+    /// Watch `inbox/` and `cancel/` for file-system events, looking at once
+    /// instead of at the next poll (off for network shares that deliver
+    /// none; the poll bounds everything either way).
+    pub watch: bool,
     /// How long an unparseable file must stay unchanged before rejection.
     pub settle: Duration,
     /// Jobs older than this are stale.
@@ -139,6 +144,17 @@ pub struct Listener {
     inbox: Inbox,
     mail: Mailbox,
     rx: Receiver<Control>,
+    /// What file-system events hinted at, and the watch that feeds it
+    /// (none when off, or when it could not be set up).
+    hint: Hint,
+    events: Option<Events>,
+    /// The hint's change count at the last listing of the inbox.
+    listed_changes: u64,
+    /// A layout folder was moved aside and made again: watch it anew.
+    rewatch: bool,
+    /// The watch failed once already (said once; tried again only when a
+    /// folder is made anew).
+    watch_failed: bool,
     shutdown: Arc<Shutdown>,
     beat: Heartbeat,
     last_heartbeat: Instant,
@@ -236,6 +252,11 @@ impl Listener {
             inbox,
             mail,
             rx,
+            hint: Hint::new(),
+            events: None,
+            listed_changes: 0,
+            rewatch: false,
+            watch_failed: false,
             shutdown,
             beat,
             last_heartbeat: Instant::now(),
@@ -247,6 +268,7 @@ impl Listener {
             _folder_lock: folder_lock,
         };
         l.repaired(repairs);
+        l.watch_folders();
         l.recover(unfinished)?;
         l.heartbeat(None, "listening");
         Ok(l)
@@ -255,8 +277,34 @@ impl Listener {
     /// Counts and logs layout folders moved aside.
     fn repaired(&mut self, notes: Vec<String>) {
         self.counters.repaired += notes.len() as u64;
+        self.rewatch |= !notes.is_empty();
         for n in notes {
             self.say(n);
+        }
+    }
+
+    /// Watches `inbox/` and `cancel/` for events (after the layout checks
+    /// passed: both are real folders in the root), each event waking the
+    /// listener through its mailbox. A watch that cannot be set up is said
+    /// once on stderr; the poll goes on.
+    fn watch_folders(&mut self) {
+        self.events = None;
+        if !self.settings.watch || self.settings.once {
+            return;
+        }
+        let mail = self.mail.clone();
+        let dirs = [self.dirs.inbox(), self.dirs.cancel()];
+        match Events::watch(&dirs, &self.hint, move || mail.send(Control::Wake)) {
+            Ok(e) => self.events = Some(e),
+            Err(_) if self.watch_failed => {}
+            Err(e) => {
+                self.watch_failed = true;
+                eprintln!(
+                    "fleet-dispatch: cannot watch {} for changes ({e}); looking every {} instead",
+                    self.dirs.inbox().display(),
+                    clock::format_duration(self.settings.poll)
+                );
+            }
         }
     }
 
@@ -285,10 +333,15 @@ impl Listener {
     /// Drains the inbox: once, or until shut down.
     pub fn run(mut self) -> Result<Summary> {
         self.say(format!(
-            "listening for {} in {} (poll {})",
+            "listening for {} in {} (poll {}{})",
             self.dirs.target(),
             self.dirs.inbox().display(),
-            clock::format_duration(self.settings.poll)
+            clock::format_duration(self.settings.poll),
+            if self.events.is_some() {
+                ", and file-system events"
+            } else {
+                ""
+            }
         ));
         let mut drained = false;
         loop {
@@ -326,9 +379,12 @@ impl Listener {
             if self.last_heartbeat.elapsed() >= heartbeat::EVERY {
                 self.heartbeat(None, "listening");
             }
-            // Sleep one poll interval, waking at once on shutdown.
-            if let Ok(Control::Shutdown) = self.rx.recv_timeout(self.settings.poll) {
-                break;
+            // Sleep one poll interval, waking at once on shutdown or a
+            // change an event hinted at.
+            match self.rx.recv_timeout(self.settings.poll) {
+                Ok(Control::Shutdown) => break,
+                Ok(Control::Wake) => self.hint.woken(),
+                _ => {}
             }
         }
         self.checkpoint()?;
@@ -343,10 +399,11 @@ impl Listener {
 
     /// Handles at most one job that runs or ends; true when one did.
     ///
-    /// The inbox is listed again only when its folder changed or a poll
-    /// interval has passed, so draining n queued jobs costs n small steps,
-    /// not n listings of n files. Before saying "nothing to do" the pass
-    /// always looks at a fresh listing.
+    /// The inbox is listed again only when its folder changed (by its
+    /// mtime, or an event's hint) or a poll interval has passed, so
+    /// draining n queued jobs costs n small steps, not n listings of n
+    /// files. Before saying "nothing to do" the pass always looks at a
+    /// fresh listing.
     ///
     /// The folders are opened afresh for each pass. When they cannot be
     /// (a writer keeps swapping them), the pass is skipped and tried again
@@ -366,9 +423,14 @@ impl Listener {
                 return Ok(false);
             }
         };
-        let fresh = self
-            .inbox
-            .stale(f.inbox(), self.settings.poll, self.publisher.inbox_mtime());
+        if self.hint.take_lost() || std::mem::take(&mut self.rewatch) {
+            self.watch_folders();
+        }
+        let hinted = self.hint.changes() != self.listed_changes;
+        let fresh = hinted
+            || self
+                .inbox
+                .stale(f.inbox(), self.settings.poll, self.publisher.inbox_mtime());
         if fresh {
             self.rescan(&f)?;
         }
@@ -383,6 +445,8 @@ impl Listener {
     }
 
     fn rescan(&mut self, f: &Folders) -> Result<()> {
+        // Read before listing: an event during the listing lists again.
+        self.listed_changes = self.hint.changes();
         let (mut jobs, found) =
             self.inbox
                 .scan(f.inbox(), self.dirs.target().as_str(), &self.key)?;
@@ -405,6 +469,9 @@ impl Listener {
     /// start or end: replay guard → age → cancel check (before the governor,
     /// so a cancelled job never sits deferred under RED) → governor → run.
     fn act(&mut self, f: &Folders) -> Result<bool> {
+        // Read before any marker is looked for: the job's watch looks at
+        // once if an event came after.
+        let looked = self.hint.changes();
         let tier = Tier::read(self.settings.governor.as_deref());
         let mut i = 0;
         while i < self.inbox.jobs.len() {
@@ -439,7 +506,7 @@ impl Listener {
             }
             let c = self.inbox.jobs.remove(i).expect("index in range");
             self.deferred.remove(&c.job.id);
-            self.run_job(f, c)?;
+            self.run_job(f, c, looked)?;
             self.inbox.note_own_change(f.inbox());
             return Ok(true);
         }
@@ -562,10 +629,14 @@ impl Listener {
         f.cancel().exists(&id.file_name()) && self.valid_marker(&f, id).is_some()
     }
 
-    fn run_job(&mut self, f: &Folders, c: Candidate) -> Result<()> {
+    /// Runs `c`, whose marker was last looked for when the hint's change
+    /// count was `looked`.
+    fn run_job(&mut self, f: &Folders, c: Candidate, looked: u64) -> Result<()> {
         // Messages left from an earlier job are stale; a shutdown asked for
-        // meanwhile is in the flag, checked once the queue is clear.
+        // meanwhile is in the flag, checked once the queue is clear; a
+        // change an event hinted at is in the hint's count.
         while self.rx.try_recv().is_ok() {}
+        self.hint.woken();
         if self.shutdown.requested() {
             return Ok(());
         }
@@ -610,6 +681,7 @@ impl Listener {
             self.settings.poll,
             self.settings.settle,
             self.beat.clone(),
+            (self.hint.clone(), looked),
         );
         // The previous job's result is published while this one runs; a
         // failure there is reported once this job is recorded.
@@ -620,7 +692,10 @@ impl Listener {
                 let settled = self.settle();
                 self.publisher
                     .show_running(id.clone(), doc::to_file_bytes(&shown));
-                (running.wait(&self.rx, &mut watch), settled)
+                let report = running.wait(&self.rx, &mut watch);
+                // Wakes dropped while the job was being stopped.
+                self.hint.woken();
+                (report, settled)
             }
             Err(report) => (*report, self.settle()),
         };

@@ -35,7 +35,8 @@ fn stat_fields(pid: i32) -> Vec<String> {
         .collect()
 }
 
-/// A loop-mode listener with a chosen poll interval (the shared helper fixes 100ms).
+/// A loop-mode listener with a chosen poll interval (the shared helper fixes
+/// 100ms), polling only: events would end the race these tests stage.
 fn listener_polling(w: &World, poll: &str) -> ListenerGuard {
     let hb = w.pc().join("listener.json");
     let _ = std::fs::remove_file(&hb);
@@ -45,6 +46,7 @@ fn listener_polling(w: &World, poll: &str) -> ListenerGuard {
         poll,
         "--settle",
         "2s",
+        "--no-watch",
     ]));
     wait_until(Duration::from_secs(10), || hb.exists());
     g
@@ -517,7 +519,8 @@ fn cancel_wait_exits_0_for_a_before_start_cancel() {
 
 #[test]
 fn cancel_wait_exits_1_when_the_job_finished_first() {
-    // Poll 4 s: the watcher's second look comes long after the 1 s job ends.
+    // Poll 4 s, no events: the watcher's second look comes long after the
+    // 1 s job ends.
     let w = World::with_target();
     let started = scratch(&w, "started");
     let id = w.enqueue(

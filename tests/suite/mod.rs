@@ -17,6 +17,7 @@ mod listen;
 mod logs;
 mod manners;
 mod operator;
+mod pickup;
 mod properties;
 mod readme;
 mod retention;
