@@ -20,6 +20,10 @@ use crate::platform;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Detail {
+    /// The job waited for that did not end as required (a
+    /// `dependency-failed` result).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dependency: Option<DependencySeen>,
     /// Wall time from spawn to exit (0 for a job cancelled before start).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
@@ -68,6 +72,20 @@ pub struct Detail {
     /// The end of stdout.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stdout_tail: Option<String>,
+}
+
+/// Which job a `dependency-failed` result waited for, and how that job
+/// ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct DependencySeen {
+    /// How it ended: its result's `error` word (`failed (exit 3)` for a
+    /// process that exited non-zero), or `rejected (<verdict>)`.
+    pub ended: String,
+    /// Its id.
+    pub job_id: String,
+    /// Its target.
+    pub target: String,
 }
 
 /// Which cancel marker a result refers to.
@@ -211,6 +229,32 @@ pub fn cancelled_before_start(key: &Key, job: &Job, marker: &Marker, finished_at
         job.id.as_str(),
         &job.target,
         Termination::CancelledBeforeStart,
+        None,
+        None,
+        finished_at,
+        &d,
+    )
+}
+
+/// The signed result of a job that never started because the job it
+/// waited for, `dependency`, did not end as required.
+pub fn dependency_failed(
+    key: &Key,
+    job: &Job,
+    dependency: DependencySeen,
+    finished_at: &str,
+) -> Outcome {
+    let d = Detail {
+        duration_ms: Some(0),
+        dependency: Some(dependency),
+        label: job.spec.label.as_deref().map(|l| clip(l, LABEL_BYTES)),
+        ..Detail::default()
+    };
+    Outcome::sign(
+        key,
+        job.id.as_str(),
+        &job.target,
+        Termination::DependencyFailed,
         None,
         None,
         finished_at,
