@@ -1,4 +1,4 @@
-//! The dependency rule (docs/protocol.md §7.5): may a job whose signed spec
+//! The dependency rule (docs/protocol.md §7.13): may a job whose signed spec
 //! names jobs it waits for (`after`) start now, wait, or end without
 //! running?
 //!

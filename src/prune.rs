@@ -109,7 +109,7 @@ fn waiting_names(dirs: &TargetDirs) -> Result<HashSet<String>> {
 }
 
 /// The jobs of `dirs`' target that a job queued anywhere in the root
-/// waits for (its spec's `after`, docs/protocol.md §7.5), as file names:
+/// waits for (its spec's `after`, docs/protocol.md §7.13), as file names:
 /// their files are kept like a queued job's, so the waiting job still finds
 /// how they ended. The job files are not verified (sweep may run without
 /// the key): a forged one can only make files stay longer.

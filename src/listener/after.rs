@@ -1,4 +1,4 @@
-//! A queued job's dependency check (docs/protocol.md §7.5): what became of
+//! A queued job's dependency check (docs/protocol.md §7.13): what became of
 //! each job its signed spec waits for (`after`), found by
 //! [`crate::observe::dependency`] and judged by [`crate::dependency`].
 //!

@@ -153,7 +153,7 @@ pub struct QueuedJob {
     /// What it runs.
     pub argv: Vec<String>,
     /// The jobs it still waits for (`TARGET:ID`), when held by a
-    /// dependency (docs/protocol.md §7.5); absent otherwise.
+    /// dependency (docs/protocol.md §7.13); absent otherwise.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub waits_for: Vec<String>,
 }

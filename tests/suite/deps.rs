@@ -1,4 +1,4 @@
-//! docs/protocol.md §5.2 `after`/`afterAny` and §7.5, job dependencies:
+//! docs/protocol.md §5.2 `after`/`afterAny` and §7.13, job dependencies:
 //! `enqueue --after [TARGET:]ID` holds a job queued until each named job has
 //! a verified result, runs it after a success (any ending with
 //! `--after-any`), and ends it `dependency-failed`, unstarted, otherwise —
