@@ -126,6 +126,20 @@ pub fn waits_for(dirs: &TargetDirs, job: &Job, key: &Key) -> Vec<After> {
     }
 }
 
+/// What the queued job `id` of `dirs`' target still waits for ([`waits_for`]);
+/// empty when its file is not there or not a valid job.
+pub fn held_on(dirs: &TargetDirs, id: &JobId, key: &Key) -> Vec<After> {
+    let Some(inbox) = open(dirs, Place::Inbox) else {
+        return Vec::new();
+    };
+    let name = id.file_name();
+    let read = inbox.read_limited(&name, crate::doc::job::MAX_BYTES);
+    match accept::job(&name, read, dirs.target().as_str(), key) {
+        Ok(job) => waits_for(dirs, &job, key),
+        Err(_) => Vec::new(),
+    }
+}
+
 /// The folder of `place`, opened without following links; `None` when it
 /// is missing, or a link or a file (which the listener moves aside).
 fn open(dirs: &TargetDirs, place: Place) -> Option<Dir> {
