@@ -441,12 +441,14 @@ impl Listener {
             });
             if let Err(r) = checked {
                 let c = self.inbox.jobs.remove(i).expect("index in range");
+                self.held.remove(&c.job.id);
                 self.refuse(f, &c.job.id.file_name(), &r);
                 continue;
             }
             let id = c.job.id.clone();
             if let Some(marker) = self.valid_marker(f, &id) {
                 let c = self.inbox.jobs.remove(i).expect("index in range");
+                self.held.remove(&id);
                 self.cancel_before_start(&c, &marker)?;
                 self.inbox.note_own_change(f.inbox());
                 return Ok(true);

@@ -385,3 +385,19 @@ fn sweep_keeps_the_result_a_queued_job_waits_for() {
         assert!(!f.exists(), "{} kept: {out}", f.display());
     }
 }
+
+#[test]
+fn a_job_waiting_for_one_that_never_comes_goes_stale_with_age() {
+    let w = World::with_target();
+    // Signed two hours ago, waiting for a job never sent: held while young
+    // enough, refused as stale once older than the job max age.
+    let mut spec = appends(&log(&w), "B");
+    spec["after"] = json!([{"target": "PC", "jobId": "never-sent"}]);
+    w.write_job("PC", "b", "PC", &ts_offset(-2 * 3600), &spec);
+    w.listen_once(&["--max-job-age", "1d"]);
+    held(&w, "b");
+    let c = w.listen_once(&["--max-job-age", "1h"]);
+    assert_eq!(c["rejected"], 1, "{c}");
+    assert_eq!(w.reason("b.json")["verdict"], "stale");
+    assert!(lines(&log(&w)).is_empty());
+}
