@@ -401,3 +401,31 @@ fn a_job_waiting_for_one_that_never_comes_goes_stale_with_age() {
     assert_eq!(w.reason("b.json")["verdict"], "stale");
     assert!(lines(&log(&w)).is_empty());
 }
+
+#[test]
+fn a_wait_on_a_held_job_says_what_it_waits_for() {
+    let w = World::with_target();
+    let _g = w.spawn_listener(&[]);
+    let mut args = vec![
+        "enqueue",
+        "--target",
+        "PC",
+        "--job-id",
+        "b",
+        "--after",
+        "never-sent",
+        "--wait",
+        "--wait-timeout",
+        "7s",
+        "--",
+    ];
+    let argv = kit(&["out", "never"]);
+    args.extend(argv.iter().map(String::as_str));
+    let (code, out, err) = w.run(&args);
+    assert_eq!(code, 124, "{out}{err}");
+    assert!(
+        err.contains("b is held: it waits for PC:never-sent"),
+        "{err}"
+    );
+    held(&w, "b");
+}
