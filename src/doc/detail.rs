@@ -530,6 +530,32 @@ mod tests {
     }
 
     #[test]
+    fn dependency_failed_never_started_and_names_the_dependency() {
+        let dep = DependencySeen {
+            ended: "failed (exit 3)".into(),
+            job_id: "build-1".into(),
+            target: "BUILD".into(),
+        };
+        let o = dependency_failed(&key(), &job(Some("tests")), dep.clone(), FINISHED);
+        assert!(key().verify(&o.canonical(), &o.sig));
+        assert_eq!(o.termination(), Termination::DependencyFailed);
+        assert_eq!((o.ok, o.exit_code, o.started_at.as_str()), (false, -1, ""));
+        assert_eq!(o.wait_exit_status(), 1);
+        let d = o.detail();
+        assert_eq!(d.dependency, Some(dep));
+        assert_eq!(
+            (d.duration_ms, d.label.as_deref()),
+            (Some(0), Some("tests"))
+        );
+        // Sorted keys, as every detail is written.
+        assert!(
+            o.detail.starts_with(r#"{"dependency":{"ended":"#),
+            "{}",
+            o.detail
+        );
+    }
+
+    #[test]
     fn reading_tolerates_unknown_fields_and_bad_text() {
         let d = Detail::from_text(r#"{"durationMs":5,"future":{"x":1},"label":null}"#);
         assert_eq!(d.duration_ms, Some(5));
