@@ -314,6 +314,16 @@ pub fn job(file_name: &str, read: FileRead, listener_target: &str, key: &Key) ->
     let sig = env.signature(key, &canonical)?;
     let spec =
         Spec::parse(env.str("spec")).map_err(|m| Rejection::new(Verdict::UnsupportedSpec, m))?;
+    if spec
+        .after
+        .iter()
+        .any(|a| a.names(env.str("target"), env.str("jobId")))
+    {
+        return Err(Rejection::new(
+            Verdict::UnsupportedSpec,
+            format!("spec after names the job {} itself", env.str("jobId")),
+        ));
+    }
     Ok(Job {
         id: JobId::parse(env.str("jobId")).expect("checked in step 4"),
         target: env.str("target").to_string(),

@@ -266,6 +266,12 @@ pub struct EnqueueArgs {
     /// A short description shown by status and results
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
+    /// Start only once this job has succeeded: [TARGET:]ID, the job's own target when none is named (repeatable, up to 64); if it fails, this job ends `dependency-failed` without running
+    #[arg(long, value_name = "[TARGET:]ID")]
+    pub after: Vec<String>,
+    /// With --after: start once each of those jobs has ended, however it ended
+    #[arg(long, requires = "after")]
+    pub after_any: bool,
     /// Stop and steer: queue this job at high priority, then cancel JOBID (an id, a unique prefix of one, or `last`)
     #[arg(long, value_name = "JOBID")]
     pub interrupt: Option<String>,
@@ -468,6 +474,8 @@ pub enum OutcomeArg {
     Interrupted,
     /// Could not be started
     SpawnFailed,
+    /// Never started: a job it waited for did not end as required
+    DependencyFailed,
 }
 
 impl OutcomeArg {
@@ -481,6 +489,7 @@ impl OutcomeArg {
             OutcomeArg::Timeout => "timeout",
             OutcomeArg::Interrupted => "interrupted",
             OutcomeArg::SpawnFailed => "spawn-failed",
+            OutcomeArg::DependencyFailed => "dependency-failed",
         }
     }
 }

@@ -43,7 +43,7 @@ const OTHERS: [(u8, &str); 6] = [
     ),
     (
         NO,
-        "a plain no: `doctor` when a check warns, `verify-marker` on an invalid marker, `cancel` when an invalid file blocks the marker's place, `cancel --wait` when the job finished first; `result` (with or without `--wait`) and `enqueue --wait` for a job that was cancelled, timed out or never started. A job that ran to its end gives its own exit code instead",
+        "a plain no: `doctor` when a check warns, `verify-marker` on an invalid marker, `cancel` when an invalid file blocks the marker's place, `cancel --wait` when the job finished first; `result` (with or without `--wait`) and `enqueue --wait` for a job that was cancelled, timed out or never started (`dependency-failed` included). A job that ran to its end gives its own exit code instead",
     ),
     (USAGE, "a command line that cannot be parsed"),
     (

@@ -185,6 +185,35 @@ impl TargetDirs {
         }
     }
 
+    /// The folder of `other` in the same root, spelled as it exists there
+    /// ([`find_target`]); `None` when no folder serves it yet.
+    ///
+    /// # Errors
+    ///
+    /// A file error listing the root; `CONFIG` when several folders differ
+    /// from `other` only in case.
+    pub fn sibling(&self, other: &Machine) -> Result<Option<TargetDirs>> {
+        let root = self.base.parent().unwrap_or(Path::new("."));
+        Ok(find_target(root, other)?.map(|name| TargetDirs {
+            base: root.join(&name),
+            name: Machine::parse(&name, "target").unwrap_or_else(|_| other.clone()),
+        }))
+    }
+
+    /// Every target folder in the same root, this one included.
+    ///
+    /// # Errors
+    ///
+    /// A file error listing the root.
+    pub fn siblings(&self) -> Result<Vec<TargetDirs>> {
+        let root = self.base.parent().unwrap_or(Path::new("."));
+        Ok(existing_targets(root)?
+            .into_iter()
+            .filter_map(|name| Machine::parse(&name, "target").ok())
+            .map(|name| TargetDirs::new(root, &name))
+            .collect())
+    }
+
     /// The target's name.
     pub fn target(&self) -> &Machine {
         &self.name

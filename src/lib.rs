@@ -14,7 +14,7 @@
 //!
 //! 1. foundations: [`error`], [`exit`], [`random`], [`read`], [`clock`], [`names`], [`platform`], [`out`], [`retention`]
 //! 2. files: [`fsops`], [`layout`], [`events`]
-//! 3. documents and rules: [`key`], [`doc`], [`accept`], [`governor`], [`replay`], [`jobenv`], [`settle`]
+//! 3. documents and rules: [`key`], [`doc`], [`accept`], [`governor`], [`replay`], [`jobenv`], [`settle`], [`dependency`]
 //! 4. places and state: [`state`], [`heartbeat`], [`rejected`], [`observe`], [`jobref`], [`output`], [`prune`], [`doctor`]
 //! 5. requests: [`submit`], [`cancel`], [`wait`]
 //! 6. the engine: [`shutdown`], [`watcher`], [`publisher`], [`runner`], [`listener`]
@@ -36,6 +36,7 @@ pub mod clock;
 pub mod cmd;
 pub mod complete;
 pub mod config;
+pub mod dependency;
 pub mod doc;
 pub mod doctor;
 pub mod error;

@@ -11,11 +11,13 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
+use crate::doc::{self, Spec};
 use crate::error::Result;
 use crate::fsops::{self, Child, Dir};
 use crate::layout::{self, ARCHIVE, Place, TargetDirs};
 use crate::names::JobId;
 use crate::platform::{Entry, EntryKind};
+use crate::read::FileRead;
 use crate::retention::{self, Decision};
 
 /// What a removed entry is, in the order a summary counts them.
@@ -87,7 +89,8 @@ pub struct Ages {
 /// What one walk of a target collects.
 struct Walk<'a> {
     ages: Ages,
-    /// Names in `inbox/` and `running/`: the jobs that wait or run.
+    /// Names in `inbox/` and `running/` (the jobs that wait or run), and
+    /// of the jobs a queued job waits for.
     waiting: &'a HashSet<String>,
     out: Vec<Doomed>,
     /// Entries of `results/`, `logs/` and the three archive places.
@@ -105,6 +108,41 @@ fn waiting_names(dirs: &TargetDirs) -> Result<HashSet<String>> {
     Ok(names)
 }
 
+/// The jobs of `dirs`' target that a job queued anywhere in the root
+/// waits for (its spec's `after`, docs/protocol.md §7.13), as file names:
+/// their files are kept like a queued job's, so the waiting job still finds
+/// how they ended. The job files are not verified (sweep may run without
+/// the key): a forged one can only make files stay longer.
+fn depended_on(dirs: &TargetDirs) -> Result<HashSet<String>> {
+    let mut names = HashSet::new();
+    for other in dirs.siblings()? {
+        let Ok(Some(inbox)) = other.open(Place::Inbox) else {
+            continue;
+        };
+        for name in inbox.list().unwrap_or_default() {
+            if JobId::from_file_name(&name).is_none() {
+                continue;
+            }
+            let FileRead::Bytes(b) = inbox.read_limited(&name, doc::job::MAX_BYTES) else {
+                continue;
+            };
+            let Some(spec) = serde_json::from_slice::<serde_json::Value>(&b)
+                .ok()
+                .and_then(|v| Spec::parse(v.get("spec")?.as_str()?).ok())
+            else {
+                continue;
+            };
+            names.extend(
+                spec.after
+                    .iter()
+                    .filter(|a| a.target.same(dirs.target().as_str()))
+                    .map(|a| a.job_id.file_name()),
+            );
+        }
+    }
+    Ok(names)
+}
+
 /// The entries to remove under one target: markers by age, our temp files
 /// anywhere in the target's folders, and past jobs and rejections by the
 /// retention (none when the target folder is missing).
@@ -112,7 +150,8 @@ pub fn plan(dirs: &TargetDirs, ages: Ages) -> Result<Vec<Doomed>> {
     let Some(base) = dirs.open_base()? else {
         return Ok(Vec::new());
     };
-    let waiting = waiting_names(dirs)?;
+    let mut waiting = waiting_names(dirs)?;
+    waiting.extend(depended_on(dirs)?);
     let mut walk = Walk {
         ages,
         waiting: &waiting,

@@ -2,9 +2,11 @@
 //! (docs/protocol.md §8.3).
 //!
 //! Everything goes by the file's modification time, never a signer's
-//! `createdAt`, and nothing of a job that still waits or runs is ever
-//! removed: a machine offline for days must still find its cancel when it
-//! returns, and a queued job must still find its history.
+//! `createdAt`, and nothing of a job that still waits or runs, or that a
+//! queued job waits for (its `after`), is ever removed: a machine offline
+//! for days must still find its cancel when it returns, a queued job must
+//! still find its history, and a job held by a dependency must still find
+//! how that dependency ended.
 //!
 //! Retention prunes a processed job's files — its archived job file, result,
 //! logs and consumed marker — together, once the newest of them is older than
@@ -73,11 +75,11 @@ pub fn marker(age: Option<Duration>, max_age: Duration, waiting: bool) -> Decisi
 /// A processed job's files, kept or pruned together: its archived job file,
 /// result, logs and consumed marker, whichever exist, each `ages` old (None:
 /// mtime in the future or unknown), for a job that is `waiting` (queued in
-/// `inbox/` or running) or not. Pruned only when every one of them is older
+/// `inbox/`, running, or named in a queued job's `after`) or not. Pruned only when every one of them is older
 /// than the retention: a job's history never goes half.
 pub fn job_files(ages: &[Option<Duration>], retention: Duration, waiting: bool) -> Decision {
     if waiting {
-        return Decision::Keep("its job is still queued or running");
+        return Decision::Keep("its job is still queued or running, or a queued job waits for it");
     }
     all_older(ages, retention)
 }
@@ -97,7 +99,9 @@ pub fn rejected_files(
         return Decision::Keep("a folder moved aside is never removed");
     }
     if waiting {
-        return Decision::Keep("a job with its id is queued or running");
+        return Decision::Keep(
+            "a job with its id is queued or running, or a queued job waits for it",
+        );
     }
     all_older(ages, retention)
 }

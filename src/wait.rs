@@ -123,7 +123,7 @@ pub fn for_result(
             && looked.is_none_or(|t| t.elapsed() >= QUIET)
             && let Some(note) = {
                 looked = Some(Instant::now());
-                listener_note(dirs)
+                listener_note(dirs).or_else(|| held_note(dirs, id, key, &seen))
             }
             && said.as_deref() != Some(note.as_str())
         {
@@ -174,6 +174,20 @@ fn listener_note(dirs: &TargetDirs) -> Option<String> {
             "{target}'s listener has not been heard from since {age} (its machine may be off, or sync lags)"
         )
     })
+}
+
+/// What a queued job held by a dependency waits for (docs/protocol.md
+/// §7.13), if it is.
+fn held_note(dirs: &TargetDirs, id: &JobId, key: &Key, seen: &Observed) -> Option<String> {
+    if *seen != Observed::Queued {
+        return None;
+    }
+    let held = observe::held_on(dirs, id, key);
+    if held.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = held.iter().map(ToString::to_string).collect();
+    Some(format!("{id} is held: it waits for {}", names.join(", ")))
 }
 
 /// The error printed when a wait ran out.

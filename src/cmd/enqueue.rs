@@ -9,6 +9,7 @@ use crate::cancel::{self, CancelStatus};
 use crate::cli::{EnqueueArgs, PriorityArg};
 use crate::clock;
 use crate::config::Context;
+use crate::dependency;
 use crate::doc::{Job, Priority, Spec};
 use crate::error::{Error, Result};
 use crate::exit;
@@ -73,6 +74,9 @@ fn spec_from(args: &EnqueueArgs, parent: Option<&JobId>) -> Result<Spec> {
         },
         parent_job_id: parent.map(|p| p.to_string()),
         label: args.label.clone(),
+        // Bound to the job's target and id once they are known.
+        after: Vec::new(),
+        after_any: args.after_any,
     })
 }
 
@@ -91,7 +95,8 @@ fn is_absolute_anywhere(p: &str) -> bool {
 /// Runs `enqueue`.
 pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     let parent = ctx.enclosing_job()?;
-    let spec = spec_from(&args, parent.as_ref())?;
+    let mut spec = spec_from(&args, parent.as_ref())?;
+    let after = dependency::parse_flags(&args.after)?;
     let wait_limit = super::duration_flag(&args.wait_timeout, "--wait-timeout")?;
     let id = match &args.job_id {
         Some(s) => JobId::parse(s)?,
@@ -110,6 +115,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
         .map(|text| super::job_ref(ctx, &root, &dirs, text))
         .transpose()?;
 
+    spec.after = dependency::bind(&after, dirs.target(), &id)?;
     submit::check_unused(&dirs, &id, &key)?;
     let job = Job::sign(
         &key,

@@ -106,6 +106,12 @@ pub fn result_human(o: &Outcome) -> String {
     if let Some(m) = &d.marker {
         s.push_str(&format!(", cancel from {}", m.origin));
     }
+    if let Some(dep) = &d.dependency {
+        s.push_str(&format!(
+            "\n  never started: it waited for {} on {}, which ended {}",
+            dep.job_id, dep.target, dep.ended
+        ));
+    }
     if let Some(e) = &d.spawn_error {
         s.push_str(&format!("\n  {e}"));
     }

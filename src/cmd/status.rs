@@ -86,6 +86,12 @@ fn human(t: &TargetStatus, mine: &str) -> String {
             label(&q.label),
             argv_summary(&q.argv)
         ));
+        if !q.waits_for.is_empty() {
+            lines.push(format!(
+                "        held: waits for {}",
+                q.waits_for.join(", ")
+            ));
+        }
     }
     if t.queued.len() > SHOWN_QUEUED {
         lines.push(format!(

@@ -20,6 +20,10 @@ use crate::platform;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Detail {
+    /// The job waited for that did not end as required (a
+    /// `dependency-failed` result).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dependency: Option<DependencySeen>,
     /// Wall time from spawn to exit (0 for a job cancelled before start).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
@@ -68,6 +72,20 @@ pub struct Detail {
     /// The end of stdout.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stdout_tail: Option<String>,
+}
+
+/// Which job a `dependency-failed` result waited for, and how that job
+/// ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct DependencySeen {
+    /// How it ended: its result's `error` word (`failed (exit 3)` for a
+    /// process that exited non-zero), or `rejected (<verdict>)`.
+    pub ended: String,
+    /// Its id.
+    pub job_id: String,
+    /// Its target.
+    pub target: String,
 }
 
 /// Which cancel marker a result refers to.
@@ -211,6 +229,32 @@ pub fn cancelled_before_start(key: &Key, job: &Job, marker: &Marker, finished_at
         job.id.as_str(),
         &job.target,
         Termination::CancelledBeforeStart,
+        None,
+        None,
+        finished_at,
+        &d,
+    )
+}
+
+/// The signed result of a job that never started because the job it
+/// waited for, `dependency`, did not end as required.
+pub fn dependency_failed(
+    key: &Key,
+    job: &Job,
+    dependency: DependencySeen,
+    finished_at: &str,
+) -> Outcome {
+    let d = Detail {
+        duration_ms: Some(0),
+        dependency: Some(dependency),
+        label: job.spec.label.as_deref().map(|l| clip(l, LABEL_BYTES)),
+        ..Detail::default()
+    };
+    Outcome::sign(
+        key,
+        job.id.as_str(),
+        &job.target,
+        Termination::DependencyFailed,
         None,
         None,
         finished_at,
@@ -483,6 +527,32 @@ mod tests {
         let rec = recovered(&key(), "a", "PC", STARTED, 7, FINISHED);
         let earlier = json!({"recovered": true, "note": RECOVERED, "pid": 7});
         assert_eq!(rec.detail, earlier.to_string());
+    }
+
+    #[test]
+    fn dependency_failed_never_started_and_names_the_dependency() {
+        let dep = DependencySeen {
+            ended: "failed (exit 3)".into(),
+            job_id: "build-1".into(),
+            target: "BUILD".into(),
+        };
+        let o = dependency_failed(&key(), &job(Some("tests")), dep.clone(), FINISHED);
+        assert!(key().verify(&o.canonical(), &o.sig));
+        assert_eq!(o.termination(), Termination::DependencyFailed);
+        assert_eq!((o.ok, o.exit_code, o.started_at.as_str()), (false, -1, ""));
+        assert_eq!(o.wait_exit_status(), 1);
+        let d = o.detail();
+        assert_eq!(d.dependency, Some(dep));
+        assert_eq!(
+            (d.duration_ms, d.label.as_deref()),
+            (Some(0), Some("tests"))
+        );
+        // Sorted keys, as every detail is written.
+        assert!(
+            o.detail.starts_with(r#"{"dependency":{"ended":"#),
+            "{}",
+            o.detail
+        );
     }
 
     #[test]

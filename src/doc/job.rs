@@ -5,10 +5,14 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Serialize;
+use serde::ser::SerializeStruct;
 use serde_json::Value;
 
 use crate::key::Key;
-use crate::names::{self, JobId};
+use crate::names::{self, JobId, Machine};
+
+/// The most jobs one job may wait for (`after`).
+pub const MAX_AFTER: usize = 64;
 
 /// Largest job file accepted, checked before reading.
 pub const MAX_BYTES: u64 = 1024 * 1024;
@@ -63,6 +67,51 @@ pub struct Spec {
     /// A short human description.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// The jobs that must end before this one starts ([`crate::dependency`]);
+    /// none when absent. Signed, so a listener that does not know the field
+    /// refuses the job (`unsupported-spec`) rather than run it early.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<After>,
+    /// True: any ending of the jobs in `after` will do; false (the
+    /// default): each must have succeeded.
+    #[serde(skip_serializing_if = "is_false")]
+    pub after_any: bool,
+}
+
+/// A job this one waits for: its id on its target (docs/protocol.md §5.2).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct After {
+    /// The machine that runs it.
+    pub target: Machine,
+    /// Its id.
+    pub job_id: JobId,
+}
+
+impl After {
+    /// True when this names the job `id` of `target` (names compared
+    /// without case, as target folders are).
+    pub fn names(&self, target: &str, id: &str) -> bool {
+        self.target.same(target) && self.job_id.as_str() == id
+    }
+}
+
+impl std::fmt::Display for After {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.target, self.job_id)
+    }
+}
+
+impl Serialize for After {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("After", 2)?;
+        st.serialize_field("target", self.target.as_str())?;
+        st.serialize_field("jobId", self.job_id.as_str())?;
+        st.end()
+    }
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn is_normal(p: &Priority) -> bool {
@@ -85,6 +134,8 @@ const KNOWN_FIELDS: &[&str] = &[
     "priority",
     "parentJobId",
     "label",
+    "after",
+    "afterAny",
 ];
 
 impl Spec {
@@ -141,6 +192,15 @@ impl Spec {
         {
             return Err(format!("spec parentJobId {p:?} is not a valid job id"));
         }
+        let after = parse_after(obj.get("after"))?;
+        let after_any = match obj.get("afterAny") {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err("spec afterAny must be true or false".into()),
+        };
+        if after_any && after.is_empty() {
+            return Err("spec afterAny is set but after names no job".into());
+        }
         Ok(Spec {
             argv,
             cwd,
@@ -150,6 +210,8 @@ impl Spec {
             priority,
             parent_job_id,
             label: opt_string(obj, "label")?,
+            after,
+            after_any,
         })
     }
 
@@ -162,6 +224,46 @@ impl Spec {
     pub fn grace(&self) -> Duration {
         self.grace.unwrap_or(DEFAULT_GRACE)
     }
+}
+
+/// The `after` list: at most [`MAX_AFTER`] distinct `{"target", "jobId"}`
+/// objects with valid names and nothing else.
+fn parse_after(v: Option<&Value>) -> Result<Vec<After>, String> {
+    let items = match v {
+        None => return Ok(Vec::new()),
+        Some(Value::Array(items)) if !items.is_empty() => items,
+        Some(_) => return Err("spec after must be a non-empty array".into()),
+    };
+    if items.len() > MAX_AFTER {
+        return Err(format!(
+            "spec after names {} jobs; at most {MAX_AFTER} are allowed",
+            items.len()
+        ));
+    }
+    let mut out: Vec<After> = Vec::with_capacity(items.len());
+    for item in items {
+        let obj = item
+            .as_object()
+            .filter(|o| o.len() == 2)
+            .ok_or("spec after entries must be objects with exactly target and jobId")?;
+        let field = |f: &str| {
+            obj.get(f)
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("spec after entry field {f} must be a string"))
+        };
+        let (target, job_id) = (field("target")?, field("jobId")?);
+        let after = After {
+            target: Machine::parse(target, "target")
+                .map_err(|_| format!("spec after target {target:?} is not a valid machine name"))?,
+            job_id: JobId::parse(job_id)
+                .map_err(|_| format!("spec after jobId {job_id:?} is not a valid job id"))?,
+        };
+        if out.iter().any(|a| a.names(target, job_id)) {
+            return Err(format!("spec after names {after} twice"));
+        }
+        out.push(after);
+    }
+    Ok(out)
 }
 
 fn opt_string(obj: &serde_json::Map<String, Value>, field: &str) -> Result<Option<String>, String> {
@@ -320,10 +422,55 @@ mod tests {
             r#"{"argv":["a"],"priority":"urgent"}"#,
             r#"{"argv":["a"],"parentJobId":"../x"}"#,
             r#"{"argv":["a\u0000b"]}"#,
+            r#"{"argv":["a"],"after":[]}"#,
+            r#"{"argv":["a"],"after":{"target":"PC","jobId":"x"}}"#,
+            r#"{"argv":["a"],"after":[{"target":"PC"}]}"#,
+            r#"{"argv":["a"],"after":[{"target":"PC","jobId":"../x"}]}"#,
+            r#"{"argv":["a"],"after":[{"target":"a/b","jobId":"x"}]}"#,
+            r#"{"argv":["a"],"after":[{"target":"PC","jobId":"x","ok":true}]}"#,
+            r#"{"argv":["a"],"after":[{"target":"PC","jobId":"x"},{"target":"pc","jobId":"x"}]}"#,
+            r#"{"argv":["a"],"afterAny":true}"#,
+            r#"{"argv":["a"],"after":[{"target":"PC","jobId":"x"}],"afterAny":"yes"}"#,
             r#"not json"#,
         ] {
             assert!(Spec::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn after_round_trips_and_is_bounded() {
+        let s = Spec::parse(
+            r#"{"argv":["a"],"after":[{"target":"BUILD","jobId":"j-1"},{"target":"PC","jobId":"j-2"}],"afterAny":true}"#,
+        )
+        .unwrap();
+        assert_eq!(s.after.len(), 2);
+        assert_eq!(s.after[0].to_string(), "BUILD:j-1");
+        assert!(s.after_any);
+        assert_eq!(Spec::parse(&s.to_text()).unwrap(), s);
+        let list = |n: usize| {
+            (0..n)
+                .map(|i| format!(r#"{{"target":"PC","jobId":"j-{i}"}}"#))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        assert!(
+            Spec::parse(&format!(
+                r#"{{"argv":["a"],"after":[{}]}}"#,
+                list(MAX_AFTER)
+            ))
+            .is_ok()
+        );
+        let over = Spec::parse(&format!(
+            r#"{{"argv":["a"],"after":[{}]}}"#,
+            list(MAX_AFTER + 1)
+        ));
+        assert!(over.unwrap_err().contains("at most 64"));
+        // No dependencies: the spec text is what it always was.
+        let plain = Spec {
+            argv: vec!["a".into()],
+            ..Spec::default()
+        };
+        assert_eq!(plain.to_text(), r#"{"argv":["a"]}"#);
     }
 
     #[test]

@@ -24,6 +24,9 @@ pub enum Termination {
     Interrupted,
     /// The program could not be started.
     SpawnFailed,
+    /// A job it waited for (`after`) did not end as required, so it never
+    /// started; `detail.dependency` names which and how it ended.
+    DependencyFailed,
 }
 
 impl Termination {
@@ -36,6 +39,7 @@ impl Termination {
             Termination::Timeout => "timeout",
             Termination::Interrupted => "interrupted",
             Termination::SpawnFailed => "spawn-failed",
+            Termination::DependencyFailed => "dependency-failed",
         }
     }
 
@@ -48,6 +52,7 @@ impl Termination {
             Termination::Timeout,
             Termination::Interrupted,
             Termination::SpawnFailed,
+            Termination::DependencyFailed,
         ]
         .into_iter()
         .find(|t| t.as_str() == s)
@@ -192,6 +197,7 @@ mod tests {
             Termination::Timeout,
             Termination::Interrupted,
             Termination::SpawnFailed,
+            Termination::DependencyFailed,
         ] {
             assert_eq!(Termination::parse(t.as_str()), Some(t));
         }

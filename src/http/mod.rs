@@ -12,7 +12,8 @@
 //!   → 202 {"jobId", "status": "not_running", "result": <signed result>}   (nothing written)
 //!   → 409 {"jobId", "status": "blocked", "reason"}   (an invalid file holds cancel/{id}.json)
 //! GET  /v1/jobs/{id}            → 200 {"jobId", "state": "queued"|"running"|"done"|"rejected"|"unknown",
-//!                                      "result": <signed result, when done>, "reason": <when rejected>}
+//!                                      "result": <signed result, when done>, "reason": <when rejected>,
+//!                                      "waitsFor": <["TARGET:ID", …], when queued and held by a dependency>}
 //! GET  /v1/status               → 200 the `status --json` document for this target
 //!
 //! GETs carry X-Fleet-Signature: t=<unix seconds>,sig=<hex HMAC-SHA256 of "get|<path>|<t>">

@@ -229,7 +229,14 @@ impl Routes {
             }
             Observed::Running => "running",
             Observed::Queued if h.is_running(&id) => "running",
-            Observed::Queued => "queued",
+            Observed::Queued => {
+                let held = observe::held_on(&h.dirs, &id, &h.key);
+                if !held.is_empty() {
+                    let names: Vec<String> = held.iter().map(ToString::to_string).collect();
+                    out["waitsFor"] = json!(names);
+                }
+                "queued"
+            }
             Observed::Rejected(r) => {
                 out["reason"] = json!({"verdict": r.verdict, "message": r.message, "rejectedAt": r.rejected_at});
                 "rejected"

@@ -2,7 +2,9 @@
 //!
 //! Per job, in this order: acceptance (§6) → replay guard (results,
 //! archive/done, ledger) → age → cancel check (a valid marker ends a queued
-//! job before anything is spawned) → governor gate → run.
+//! job before anything is spawned) → dependency check (a job waiting for
+//! others stays queued, or ends unstarted when one failed) → governor gate
+//! → run.
 //!
 //! Writes: the job's start line in the ledger, flushed, before the spawn;
 //! when it ends, its result in the ledger (durable) → result file → job to
@@ -17,7 +19,8 @@
 //! thread then places the result and archives the job, in batches.
 //!
 //! This file is the drain loop. Beside it: `inbox` (the listing and what
-//! is remembered between listings), `recovery` (start-up after a crash)
+//! is remembered between listings), `after` (the dependency check's
+//! reading), `recovery` (start-up after a crash)
 //! and `handle` (the HTTP intake's way in). The rules it applies live
 //! outside: acceptance in [`crate::accept`], the replay guard in
 //! [`crate::replay`], results in [`crate::doc::detail`], refusals in
@@ -35,6 +38,7 @@ use serde_json::json;
 
 use crate::accept::{self, Rejection, Verdict};
 use crate::clock;
+use crate::dependency;
 use crate::doc::{self, Outcome, Termination, detail, job};
 use crate::error::Result;
 use crate::events::{Events, Hint};
@@ -56,6 +60,7 @@ use crate::watcher::Watch;
 
 use inbox::{Candidate, Inbox};
 
+mod after;
 mod handle;
 mod inbox;
 mod markers;
@@ -141,6 +146,11 @@ pub struct Listener {
     counters: Counters,
     /// Jobs already reported as deferred by the governor.
     deferred: HashSet<JobId>,
+    /// Jobs already reported as held by a dependency.
+    held: HashSet<JobId>,
+    /// A job was held on a result of ours still being placed (with
+    /// `--once`, one more pass after the placing lets it start).
+    held_on_own: bool,
     inbox: Inbox,
     mail: Mailbox,
     rx: Receiver<Control>,
@@ -249,6 +259,8 @@ impl Listener {
             published: false,
             counters: Counters::default(),
             deferred: HashSet::new(),
+            held: HashSet::new(),
+            held_on_own: false,
             inbox,
             mail,
             rx,
@@ -344,6 +356,7 @@ impl Listener {
             }
         ));
         let mut drained = false;
+        let mut again = false;
         loop {
             if self.shutdown.requested() {
                 break;
@@ -368,12 +381,19 @@ impl Listener {
                 break;
             }
             if acted {
+                again = false;
                 continue;
             }
             self.checkpoint()?;
             // Folders are held for a pass only: an idle listener holds none.
             self.folders = None;
             if self.settings.once {
+                // A job held on a result of ours that was being placed can
+                // start now that it is placed: one more pass.
+                if std::mem::take(&mut self.held_on_own) && !again {
+                    again = true;
+                    continue;
+                }
                 break;
             }
             if self.last_heartbeat.elapsed() >= heartbeat::EVERY {
@@ -467,7 +487,9 @@ impl Listener {
 
     /// Walks the queue in drain order and acts on the first job that can
     /// start or end: replay guard → age → cancel check (before the governor,
-    /// so a cancelled job never sits deferred under RED) → governor → run.
+    /// so a cancelled job never sits deferred under RED) → dependencies (a
+    /// held job is passed over, so the jobs behind it still run) →
+    /// governor → run.
     fn act(&mut self, f: &Folders) -> Result<bool> {
         // Read before any marker is looked for: the job's watch looks at
         // once if an event came after.
@@ -486,15 +508,38 @@ impl Listener {
             });
             if let Err(r) = checked {
                 let c = self.inbox.jobs.remove(i).expect("index in range");
+                self.held.remove(&c.job.id);
                 self.refuse(f, &c.job.id.file_name(), &r);
                 continue;
             }
             let id = c.job.id.clone();
             if let Some(marker) = self.valid_marker(f, &id) {
                 let c = self.inbox.jobs.remove(i).expect("index in range");
+                self.held.remove(&id);
                 self.cancel_before_start(&c, &marker)?;
                 self.inbox.note_own_change(f.inbox());
                 return Ok(true);
+            }
+            let verdict = if self.inbox.jobs[i].job.spec.after.is_empty() {
+                dependency::Verdict::Run
+            } else {
+                let job = self.inbox.jobs[i].job.clone();
+                self.dependency_verdict(&job)
+            };
+            match verdict {
+                dependency::Verdict::Run => {}
+                dependency::Verdict::Hold(waiting) => {
+                    self.note_held(&id, &waiting);
+                    i += 1;
+                    continue;
+                }
+                dependency::Verdict::Fail(dep) => {
+                    let c = self.inbox.jobs.remove(i).expect("index in range");
+                    self.held.remove(&id);
+                    self.dependency_failed(&c, dep)?;
+                    self.inbox.note_own_change(f.inbox());
+                    return Ok(true);
+                }
             }
             if !tier.admits(self.inbox.jobs[i].job.spec.priority) {
                 if self.deferred.insert(id.clone()) {
@@ -506,6 +551,7 @@ impl Listener {
             }
             let c = self.inbox.jobs.remove(i).expect("index in range");
             self.deferred.remove(&c.job.id);
+            self.held.remove(&c.job.id);
             self.run_job(f, c, looked)?;
             self.inbox.note_own_change(f.inbox());
             return Ok(true);

@@ -13,7 +13,9 @@ pub use target::{
 };
 
 use crate::accept;
-use crate::doc::{Outcome, outcome};
+use crate::dependency::Found;
+use crate::doc::job::After;
+use crate::doc::{Job, Outcome, outcome};
 use crate::fsops::Dir;
 use crate::key::Key;
 use crate::layout::{Place, TargetDirs};
@@ -76,6 +78,65 @@ pub fn job(dirs: &TargetDirs, id: &JobId, key: &Key) -> Observed {
         Observed::Rejected(Box::new(reason))
     } else {
         Observed::NotSeen
+    }
+}
+
+/// What became of the job `a` names, which a job of `dirs`' target waits
+/// for ([`crate::dependency`]): only a verified result is an ending, and a
+/// refusal by its target (other than as a replay, whose first run's result
+/// decides) once it is no longer queued there. Another target's folder is
+/// found in the same root ([`TargetDirs::sibling`]) and only read.
+pub fn dependency(dirs: &TargetDirs, a: &After, key: &Key) -> Found {
+    let other;
+    let dirs = if a.target.same(dirs.target().as_str()) {
+        dirs
+    } else {
+        match dirs.sibling(&a.target) {
+            Ok(Some(d)) => {
+                other = d;
+                &other
+            }
+            _ => return Found::Unseen,
+        }
+    };
+    match job(dirs, &a.job_id, key) {
+        Observed::Done(o) => Found::ended(&o),
+        Observed::Rejected(r) if r.verdict != accept::Verdict::AlreadyProcessed.as_str() => {
+            Found::Rejected(r.verdict)
+        }
+        _ => Found::Unseen,
+    }
+}
+
+/// The jobs `job` (queued on `dirs`' target) still waits for; empty when
+/// it waits for none, or may start or end now.
+pub fn waits_for(dirs: &TargetDirs, job: &Job, key: &Key) -> Vec<After> {
+    if job.spec.after.is_empty() {
+        return Vec::new();
+    }
+    let found: Vec<(After, Found)> = job
+        .spec
+        .after
+        .iter()
+        .map(|a| (a.clone(), dependency(dirs, a, key)))
+        .collect();
+    match crate::dependency::decide(job.spec.after_any, &found) {
+        crate::dependency::Verdict::Hold(waiting) => waiting,
+        _ => Vec::new(),
+    }
+}
+
+/// What the queued job `id` of `dirs`' target still waits for ([`waits_for`]);
+/// empty when its file is not there or not a valid job.
+pub fn held_on(dirs: &TargetDirs, id: &JobId, key: &Key) -> Vec<After> {
+    let Some(inbox) = open(dirs, Place::Inbox) else {
+        return Vec::new();
+    };
+    let name = id.file_name();
+    let read = inbox.read_limited(&name, crate::doc::job::MAX_BYTES);
+    match accept::job(&name, read, dirs.target().as_str(), key) {
+        Ok(job) => waits_for(dirs, &job, key),
+        Err(_) => Vec::new(),
     }
 }
 

@@ -152,6 +152,10 @@ pub struct QueuedJob {
     pub label: Option<String>,
     /// What it runs.
     pub argv: Vec<String>,
+    /// The jobs it still waits for (`TARGET:ID`), when held by a
+    /// dependency (docs/protocol.md §7.13); absent otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub waits_for: Vec<String>,
 }
 
 /// A marker in `cancel/`.
@@ -414,7 +418,7 @@ fn recent(dirs: &TargetDirs, key: &Key, history: &History) -> Vec<RecentResult> 
         .collect()
 }
 
-fn queued_job(j: &Job) -> QueuedJob {
+fn queued_job(dirs: &TargetDirs, key: &Key, j: &Job) -> QueuedJob {
     QueuedJob {
         job_id: j.id.to_string(),
         priority: if j.spec.priority == Priority::High {
@@ -426,6 +430,10 @@ fn queued_job(j: &Job) -> QueuedJob {
         origin: j.origin.clone(),
         label: j.spec.label.clone(),
         argv: j.spec.argv.clone(),
+        waits_for: super::waits_for(dirs, j, key)
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
     }
 }
 
@@ -438,7 +446,7 @@ pub fn target(dirs: &TargetDirs, key: &Key, history: &History) -> TargetStatus {
         listener: listener(dirs),
         running: running(dirs),
         queued_count: jobs.len(),
-        queued: jobs.iter().map(queued_job).collect(),
+        queued: jobs.iter().map(|j| queued_job(dirs, key, j)).collect(),
         invalid_in_inbox: invalid,
         cancel_pending: pending_cancels(dirs, key),
         recent: recent(dirs, key, history),

@@ -292,6 +292,16 @@ fn get_job_says_queued_running_done_rejected_and_unknown() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["state"], "queued", "{body}");
     assert!(body.get("result").is_none(), "{body}");
+    assert!(body.get("waitsFor").is_none(), "{body}");
+    // A job held by a dependency is queued, and says what it waits for.
+    let mut spec = json!({ "argv": argv });
+    spec["after"] = json!([{"target": "PC", "jobId": "g-never"}]);
+    let held = job_text("g-held", "PC", &now_text(), &spec);
+    assert_eq!(post(&i, "/v1/jobs", &held).0, 202);
+    let (status, body) = get(&i, "/v1/jobs/g-held");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["state"], "queued", "{body}");
+    assert_eq!(body["waitsFor"], json!(["PC:g-never"]), "{body}");
 
     std::fs::write(&gov, "GREEN").unwrap();
     read_pid(&pidfile, Duration::from_secs(10));

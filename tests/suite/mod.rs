@@ -8,6 +8,7 @@ mod completion;
 mod config;
 mod contrib;
 mod crash_loop;
+mod deps;
 mod doctor;
 mod generated;
 mod hostile;

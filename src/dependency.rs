@@ -1,0 +1,293 @@
+//! The dependency rule (docs/protocol.md §7.13): may a job whose signed spec
+//! names jobs it waits for (`after`) start now, wait, or end without
+//! running?
+//!
+//! A pure verdict over what the listener found of each job waited for; the
+//! finding itself (verified results, rejections, in this target's folder
+//! or another's) is the listener's. Only a result that verifies counts as
+//! an ending, so a folder writer without the key cannot make a job start
+//! early: a forged or garbled result reads as "not there", and the job
+//! waits (until its age runs out, when it goes `stale` like any job).
+
+use crate::doc::detail::DependencySeen;
+use crate::doc::job::{After, MAX_AFTER};
+use crate::doc::{Outcome, Termination};
+use crate::error::{Error, Result};
+use crate::names::{JobId, Machine};
+
+/// An `--after` value, `[TARGET:]ID`, checked; the target is `None` when
+/// the job's own is meant.
+pub type Named = (Option<Machine>, JobId);
+
+/// Parses `enqueue --after` values (`[TARGET:]ID`), at most [`MAX_AFTER`];
+/// `VALIDATION_ERROR` names the bad value.
+pub fn parse_flags(texts: &[String]) -> Result<Vec<Named>> {
+    if texts.len() > MAX_AFTER {
+        return Err(Error::validation(format!(
+            "--after given {} times; a job waits for at most {MAX_AFTER} jobs",
+            texts.len()
+        )));
+    }
+    texts
+        .iter()
+        .map(|text| {
+            let bad = |why: String| {
+                Error::validation(format!("--after {text:?}: {why}"))
+                    .hint("write the job id, or TARGET:ID for a job of another target")
+            };
+            let (target, id) = match text.split_once(':') {
+                Some((t, id)) => (
+                    Some(
+                        Machine::parse(t, "target")
+                            .map_err(|_| bad(format!("{t:?} is not a valid target name")))?,
+                    ),
+                    id,
+                ),
+                None => (None, text.as_str()),
+            };
+            let id = JobId::parse(id).map_err(|_| {
+                bad(format!(
+                    "{id:?} is not a valid job id (1 to 64 letters, digits or '-')"
+                ))
+            })?;
+            Ok((target, id))
+        })
+        .collect()
+}
+
+/// The `after` list of job `id` on `target` from checked `--after` values:
+/// a value without a target names `target`. A job named twice, or the job
+/// itself, is `VALIDATION_ERROR`.
+pub fn bind(named: &[Named], target: &Machine, id: &JobId) -> Result<Vec<After>> {
+    let mut out: Vec<After> = Vec::with_capacity(named.len());
+    for (t, job_id) in named {
+        let after = After {
+            target: t.clone().unwrap_or_else(|| target.clone()),
+            job_id: job_id.clone(),
+        };
+        if after.names(target.as_str(), id.as_str()) {
+            return Err(Error::validation(format!(
+                "--after {after}: a job cannot wait for itself"
+            )));
+        }
+        if out
+            .iter()
+            .any(|a| a.names(after.target.as_str(), after.job_id.as_str()))
+        {
+            return Err(Error::validation(format!("--after {after} is given twice")));
+        }
+        out.push(after);
+    }
+    Ok(out)
+}
+
+/// What the listener found of one job waited for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Found {
+    /// No verified result and no rejection: not run yet, not synced yet, or
+    /// never sent. The job waits.
+    Unseen,
+    /// A verified result: how it ended.
+    Ended {
+        /// Its `ok`.
+        ok: bool,
+        /// Its `error` word.
+        how: Termination,
+        /// Its `exitCode`.
+        exit_code: i64,
+    },
+    /// Its target refused its job file, with this verdict word; it will
+    /// never run.
+    Rejected(String),
+}
+
+impl Found {
+    /// The ending a verified result `o` tells.
+    pub fn ended(o: &Outcome) -> Found {
+        Found::Ended {
+            ok: o.ok,
+            how: o.termination(),
+            exit_code: o.exit_code,
+        }
+    }
+
+    /// How it ended, in the words of a `dependency-failed` detail; `None`
+    /// while it has not.
+    pub fn ending(&self) -> Option<String> {
+        match self {
+            Found::Unseen => None,
+            Found::Ended {
+                how: Termination::Exited,
+                ok,
+                exit_code,
+            } => Some(if *ok {
+                "done".to_string()
+            } else if *exit_code >= 0 {
+                format!("failed (exit {exit_code})")
+            } else {
+                "failed".to_string()
+            }),
+            Found::Ended { how, .. } => Some(how.as_str().to_string()),
+            Found::Rejected(verdict) => Some(format!("rejected ({verdict})")),
+        }
+    }
+}
+
+/// The rule's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every job waited for ended as required: start it.
+    Run,
+    /// These have not ended yet: leave it queued (jobs behind it may run).
+    Hold(Vec<After>),
+    /// This one ended otherwise: end it, unstarted, with `dependency-failed`.
+    Fail(DependencySeen),
+}
+
+/// The verdict for a job waiting for `deps` (in its `after` order, each with
+/// what was found of it). By default each must have succeeded (`ok`), and
+/// the first that did not decides at once, even while others still run;
+/// with `after_any` any ending will do, a rejection included.
+pub fn decide(after_any: bool, deps: &[(After, Found)]) -> Verdict {
+    let mut waiting = Vec::new();
+    for (after, found) in deps {
+        match found {
+            Found::Unseen => waiting.push(after.clone()),
+            Found::Ended { ok: true, .. } => {}
+            _ if after_any => {}
+            other => {
+                return Verdict::Fail(DependencySeen {
+                    ended: other.ending().unwrap_or_default(),
+                    job_id: after.job_id.to_string(),
+                    target: after.target.to_string(),
+                });
+            }
+        }
+    }
+    if waiting.is_empty() {
+        Verdict::Run
+    } else {
+        Verdict::Hold(waiting)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::names::{JobId, Machine};
+
+    fn dep(target: &str, id: &str) -> After {
+        After {
+            target: Machine::parse(target, "target").unwrap(),
+            job_id: JobId::parse(id).unwrap(),
+        }
+    }
+
+    fn ended(ok: bool, how: Termination, exit_code: i64) -> Found {
+        Found::Ended { ok, how, exit_code }
+    }
+
+    const DONE: Found = Found::Ended {
+        ok: true,
+        how: Termination::Exited,
+        exit_code: 0,
+    };
+
+    #[test]
+    fn flags_take_an_id_or_target_and_id() {
+        let named = parse_flags(&["a-1".into(), "BUILD:b-2".into()]).unwrap();
+        let pc = Machine::parse("PC", "target").unwrap();
+        let me = JobId::parse("me").unwrap();
+        let list = bind(&named, &pc, &me).unwrap();
+        assert_eq!(list, [dep("PC", "a-1"), dep("BUILD", "b-2")]);
+        for bad in ["", "../x", "BUILD:", ":x", "a/b:x", "CON:x", "A:B:C"] {
+            let e = parse_flags(&[bad.to_string()]).unwrap_err();
+            assert_eq!(e.code, crate::error::Code::Validation, "{bad}");
+            assert!(e.to_string().contains(&format!("{bad:?}")), "{bad}: {e}");
+        }
+        let many: Vec<String> = (0..=MAX_AFTER).map(|i| format!("j-{i}")).collect();
+        assert!(parse_flags(&many).is_err());
+        let itself = parse_flags(&["pc:me".into()]).unwrap();
+        assert!(bind(&itself, &pc, &me).is_err());
+        let twice = parse_flags(&["x".into(), "PC:x".into()]).unwrap();
+        assert!(bind(&twice, &pc, &me).is_err());
+    }
+
+    #[test]
+    fn no_dependencies_run() {
+        assert_eq!(decide(false, &[]), Verdict::Run);
+        assert_eq!(decide(true, &[]), Verdict::Run);
+    }
+
+    #[test]
+    fn every_success_runs_and_an_unseen_one_holds() {
+        let a = dep("BUILD", "a");
+        let b = dep("PC", "b");
+        assert_eq!(
+            decide(false, &[(a.clone(), DONE), (b.clone(), DONE)]),
+            Verdict::Run
+        );
+        assert_eq!(
+            decide(false, &[(a.clone(), DONE), (b.clone(), Found::Unseen)]),
+            Verdict::Hold(vec![b.clone()])
+        );
+        assert_eq!(
+            decide(
+                true,
+                &[(a.clone(), Found::Unseen), (b.clone(), Found::Unseen)]
+            ),
+            Verdict::Hold(vec![a, b])
+        );
+    }
+
+    #[test]
+    fn a_failure_fails_at_once_naming_it_and_how() {
+        let a = dep("BUILD", "a");
+        let b = dep("PC", "b");
+        let cases = [
+            (ended(false, Termination::Exited, 3), "failed (exit 3)"),
+            (ended(false, Termination::Exited, -1), "failed"),
+            (ended(false, Termination::Cancelled, -1), "cancelled"),
+            (
+                ended(false, Termination::CancelledBeforeStart, -1),
+                "cancelled-before-start",
+            ),
+            (ended(false, Termination::Timeout, -1), "timeout"),
+            (ended(false, Termination::Interrupted, -1), "interrupted"),
+            (
+                ended(false, Termination::DependencyFailed, -1),
+                "dependency-failed",
+            ),
+            (Found::Rejected("stale".into()), "rejected (stale)"),
+        ];
+        for (found, word) in cases {
+            // Decided even while another dependency has not ended.
+            let v = decide(false, &[(a.clone(), Found::Unseen), (b.clone(), found)]);
+            assert_eq!(
+                v,
+                Verdict::Fail(DependencySeen {
+                    ended: word.into(),
+                    job_id: "b".into(),
+                    target: "PC".into(),
+                }),
+                "{word}"
+            );
+        }
+    }
+
+    #[test]
+    fn after_any_takes_any_ending_but_still_waits_for_each() {
+        let a = dep("BUILD", "a");
+        let b = dep("PC", "b");
+        let failed = ended(false, Termination::Exited, 1);
+        let rejected = Found::Rejected("stale".into());
+        assert_eq!(
+            decide(true, &[(a.clone(), failed.clone()), (b.clone(), rejected)]),
+            Verdict::Run
+        );
+        assert_eq!(
+            decide(true, &[(a, failed), (b.clone(), Found::Unseen)]),
+            Verdict::Hold(vec![b])
+        );
+    }
+}
