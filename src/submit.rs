@@ -81,6 +81,40 @@ pub fn publish(dirs: &TargetDirs, job: &Job, key: &Key, flush: Flush) -> Result<
     if inbox.publish(&name, &job.to_file_bytes(), flush)? {
         return Ok(());
     }
+    taken(dirs, &inbox, job, key)
+}
+
+/// Publishes every job of `jobs` (all for `dirs`' target) as [`publish`]
+/// does each, with one flush of the inbox for them all (the data of every
+/// file, then the folder once): a batch costs one flush per target, not
+/// one per job. `Err` when none was placed; otherwise what became of each
+/// job, in order.
+pub fn publish_all(
+    dirs: &TargetDirs,
+    jobs: &[&Job],
+    key: &Key,
+    flush: Flush,
+) -> Result<Vec<Result<()>>> {
+    let inbox = dirs.open_made(Place::Inbox)?;
+    let files: Vec<(String, Vec<u8>)> = jobs
+        .iter()
+        .map(|j| (j.id.file_name(), j.to_file_bytes()))
+        .collect();
+    let placed = inbox.publish_all(&files, flush)?;
+    Ok(placed
+        .into_iter()
+        .zip(jobs)
+        .map(|(p, job)| match p? {
+            true => Ok(()),
+            false => taken(dirs, &inbox, job, key),
+        })
+        .collect())
+}
+
+/// Judges the file already at `job`'s name in `inbox`: the same signed job
+/// is the same job, queued once; anything else is refused, untouched.
+fn taken(dirs: &TargetDirs, inbox: &crate::fsops::Dir, job: &Job, key: &Key) -> Result<()> {
+    let name = job.id.file_name();
     let there = inbox.read_limited(&name, job::MAX_BYTES);
     let same = accept::job(&job.id.file_name(), there, dirs.target().as_str(), key)
         .is_ok_and(|t| signed_text(&t) == signed_text(job));
