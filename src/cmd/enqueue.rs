@@ -13,6 +13,7 @@ use crate::config::Context;
 use crate::doc::{Job, Priority, Spec};
 use crate::error::{Error, Result};
 use crate::exit;
+use crate::fsops::Dir;
 use crate::http::client::{self, Url};
 use crate::layout::{TargetDirs, is_target_list};
 use crate::names::{self, JobId};
@@ -401,7 +402,8 @@ fn fan_out(
     let origin = ctx.machine()?;
     let targets = ctx.targets(&root, &req.targets)?;
     for dirs in &targets {
-        submit::check_unused(dirs, &req.id, &key)?;
+        let inbox = submit::check_inbox(dirs)?;
+        submit::check_free(dirs, inbox.as_ref(), &req.id, &key)?;
     }
     let id = &req.id;
     let created = clock::now();
@@ -543,7 +545,7 @@ fn batch(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> Result<u8
     // Each target list is resolved once; jobs are grouped by target in the
     // order targets first appear.
     let mut resolved: BTreeMap<String, Vec<TargetDirs>> = BTreeMap::new();
-    let mut groups: Vec<(TargetDirs, Vec<(usize, Job)>)> = Vec::new();
+    let mut groups: Vec<(TargetDirs, Option<Dir>, Vec<(usize, Job)>)> = Vec::new();
     let created = clock::now();
     for (n, req) in &lines {
         if !resolved.contains_key(&req.targets) {
@@ -551,14 +553,18 @@ fn batch(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> Result<u8
             resolved.insert(req.targets.clone(), t);
         }
         for dirs in &resolved[&req.targets] {
-            let g = match groups.iter().position(|(d, _)| d.target() == dirs.target()) {
+            let g = match groups
+                .iter()
+                .position(|(d, ..)| d.target() == dirs.target())
+            {
                 Some(g) => g,
                 None => {
-                    groups.push((dirs.clone(), Vec::new()));
+                    let inbox = submit::check_inbox(dirs).map_err(at(*n))?;
+                    groups.push((dirs.clone(), inbox, Vec::new()));
                     groups.len() - 1
                 }
             };
-            if let Some((first, _)) = groups[g].1.iter().find(|(_, j)| j.id == req.id) {
+            if let Some((first, _)) = groups[g].2.iter().find(|(_, j)| j.id == req.id) {
                 return Err(Error::validation(format!(
                     "{shown} line {n}: job id {} is also on line {first} for {}",
                     req.id,
@@ -566,7 +572,7 @@ fn batch(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> Result<u8
                 ))
                 .hint("job ids are single-use; leave out \"jobId\" to get a fresh one"));
             }
-            submit::check_unused(dirs, &req.id, &key).map_err(at(*n))?;
+            submit::check_free(dirs, groups[g].1.as_ref(), &req.id, &key).map_err(at(*n))?;
             let job = Job::sign(
                 &key,
                 req.id.clone(),
@@ -575,18 +581,18 @@ fn batch(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> Result<u8
                 created,
                 req.spec.clone(),
             );
-            groups[g].1.push((*n, job));
+            groups[g].2.push((*n, job));
         }
     }
     let flush = ctx.durability().enqueue_flush();
-    for (g, (dirs, jobs)) in groups.iter().enumerate() {
+    for (g, (dirs, _, jobs)) in groups.iter().enumerate() {
         let refs: Vec<&Job> = jobs.iter().map(|(_, j)| j).collect();
         let failed = match submit::publish_all(dirs, &refs, &key, flush) {
             Err(e) => Some(e),
             Ok(each) => each.into_iter().find_map(|r| r.err()),
         };
         if let Some(e) = failed {
-            let done: Vec<&TargetDirs> = groups[..g].iter().map(|(d, _)| d).collect();
+            let done: Vec<&TargetDirs> = groups[..g].iter().map(|(d, ..)| d).collect();
             return Err(batch_partly(&shown, &done, dirs, e));
         }
     }

@@ -1,5 +1,6 @@
 //! The test modules, one per area.
 
+mod batch;
 mod cancel;
 mod cli;
 // Unix only (bash, zsh and fish drive the scripts).
@@ -9,6 +10,7 @@ mod config;
 mod contrib;
 mod crash_loop;
 mod doctor;
+mod fanout;
 mod generated;
 mod hostile;
 mod http;
