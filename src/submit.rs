@@ -115,7 +115,7 @@ pub fn publish(dirs: &TargetDirs, job: &Job, key: &Key, flush: Flush) -> Result<
 /// job, in order.
 pub fn publish_all(
     dirs: &TargetDirs,
-    jobs: &[&Job],
+    jobs: &[Job],
     key: &Key,
     flush: Flush,
 ) -> Result<Vec<Result<()>>> {

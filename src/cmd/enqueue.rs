@@ -545,7 +545,8 @@ fn batch(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> Result<u8
     // Each target list is resolved once; jobs are grouped by target in the
     // order targets first appear.
     let mut resolved: BTreeMap<String, Vec<TargetDirs>> = BTreeMap::new();
-    let mut groups: Vec<(TargetDirs, Option<Dir>, Vec<(usize, Job)>)> = Vec::new();
+    let mut groups: Vec<Group> = Vec::new();
+    let mut first_line: BTreeMap<(String, String), usize> = BTreeMap::new();
     let created = clock::now();
     for (n, req) in &lines {
         if !resolved.contains_key(&req.targets) {
@@ -553,18 +554,20 @@ fn batch(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> Result<u8
             resolved.insert(req.targets.clone(), t);
         }
         for dirs in &resolved[&req.targets] {
-            let g = match groups
-                .iter()
-                .position(|(d, ..)| d.target() == dirs.target())
-            {
+            let g = match groups.iter().position(|g| g.dirs.target() == dirs.target()) {
                 Some(g) => g,
                 None => {
                     let inbox = submit::check_inbox(dirs).map_err(at(*n))?;
-                    groups.push((dirs.clone(), inbox, Vec::new()));
+                    groups.push(Group {
+                        dirs: dirs.clone(),
+                        inbox,
+                        jobs: Vec::new(),
+                    });
                     groups.len() - 1
                 }
             };
-            if let Some((first, _)) = groups[g].2.iter().find(|(_, j)| j.id == req.id) {
+            let seen = (dirs.target().to_string(), req.id.to_string());
+            if let Some(first) = first_line.insert(seen, *n) {
                 return Err(Error::validation(format!(
                     "{shown} line {n}: job id {} is also on line {first} for {}",
                     req.id,
@@ -572,7 +575,7 @@ fn batch(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> Result<u8
                 ))
                 .hint("job ids are single-use; leave out \"jobId\" to get a fresh one"));
             }
-            submit::check_free(dirs, groups[g].1.as_ref(), &req.id, &key).map_err(at(*n))?;
+            submit::check_free(dirs, groups[g].inbox.as_ref(), &req.id, &key).map_err(at(*n))?;
             let job = Job::sign(
                 &key,
                 req.id.clone(),
@@ -581,25 +584,24 @@ fn batch(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> Result<u8
                 created,
                 req.spec.clone(),
             );
-            groups[g].2.push((*n, job));
+            groups[g].jobs.push(job);
         }
     }
     let flush = ctx.durability().enqueue_flush();
-    for (g, (dirs, _, jobs)) in groups.iter().enumerate() {
-        let refs: Vec<&Job> = jobs.iter().map(|(_, j)| j).collect();
-        let failed = match submit::publish_all(dirs, &refs, &key, flush) {
+    for (g, Group { dirs, jobs, .. }) in groups.iter().enumerate() {
+        let failed = match submit::publish_all(dirs, jobs, &key, flush) {
             Err(e) => Some(e),
             Ok(each) => each.into_iter().find_map(|r| r.err()),
         };
         if let Some(e) = failed {
-            let done: Vec<&TargetDirs> = groups[..g].iter().map(|(d, ..)| d).collect();
+            let done: Vec<&TargetDirs> = groups[..g].iter().map(|g| &g.dirs).collect();
             return Err(batch_partly(&shown, &done, dirs, e));
         }
     }
-    if let (Ok(state), Some((_, last))) = (ctx.state_dir(&root), lines.last()) {
-        if let Some(dirs) = resolved[&last.targets].last() {
-            crate::jobref::remember(&state, dirs, &last.id);
-        }
+    if let (Ok(state), Some((_, last))) = (ctx.state_dir(&root), lines.last())
+        && let Some(dirs) = resolved[&last.targets].last()
+    {
+        crate::jobref::remember(&state, dirs, &last.id);
     }
     let jobs: Vec<Value> = lines
         .iter()
@@ -615,6 +617,14 @@ fn batch(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> Result<u8
     let ids: Vec<&str> = lines.iter().map(|(_, r)| r.id.as_str()).collect();
     super::emit(ctx, &json!({"jobs": jobs}), &ids.join("\n"));
     Ok(exit::SUCCESS)
+}
+
+/// A batch's jobs for one target: its inbox as checked before publishing
+/// (`None`: not made yet), and its jobs in the order of the lines.
+struct Group {
+    dirs: TargetDirs,
+    inbox: Option<Dir>,
+    jobs: Vec<Job>,
 }
 
 /// The error of a batch whose publishing into `failed`'s inbox stopped on
