@@ -108,7 +108,7 @@ fn badness(status: u8) -> u8 {
 /// The order [`worst`] ranks statuses in, worst last, for the docs.
 pub const WORST_ORDER: &str = "0 (success) < a job's own failure (1, or the exit code the job gave) < 124 (unfinished) < 76 (rejected) < 66 (not found) < any other error's status < 130 (interrupted); of two equally bad, the first target's";
 
-/// The worst of `statuses` by [`badness`] (the first of equals); `SUCCESS`
+/// The worst of `statuses` in the order of [`WORST_ORDER`] (the first of equals); `SUCCESS`
 /// for none.
 pub fn worst(statuses: impl IntoIterator<Item = u8>) -> u8 {
     statuses
