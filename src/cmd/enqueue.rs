@@ -273,7 +273,8 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     )?;
     let wait_limit = super::duration_flag(&args.wait_timeout, "--wait-timeout")?;
     if is_target_list(&targets) {
-        return fan_out(ctx, &args, Request { id, targets, spec }, wait_limit);
+        let req = Request { id, targets, spec };
+        return fan_out(ctx, &args, req, parent.as_ref(), wait_limit);
     }
     let via = args.via.as_deref().map(Url::parse).transpose()?;
     let root = ctx.root()?;
@@ -384,6 +385,7 @@ fn fan_out(
     ctx: &Context,
     args: &EnqueueArgs,
     req: Request,
+    parent: Option<&JobId>,
     wait_limit: Option<std::time::Duration>,
 ) -> Result<u8> {
     // One job to stop, one listener to reach, one stream to follow: each
@@ -400,7 +402,6 @@ fn fan_out(
             )));
         }
     }
-    let parent = ctx.enclosing_job()?;
     let root = ctx.root()?;
     let key = ctx.key(Some(&root))?;
     let origin = ctx.machine()?;
@@ -440,7 +441,7 @@ fn fan_out(
         "copies": copies,
         "priority": priority_word(req.spec.priority),
     });
-    if let Some(p) = &parent {
+    if let Some(p) = parent {
         out["parentJobId"] = json!(p.as_str());
     }
     if !args.wait {
