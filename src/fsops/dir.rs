@@ -451,6 +451,35 @@ mod tests {
     }
 
     #[test]
+    fn publish_all_places_each_file_never_replaces_and_leaves_no_temp_file() {
+        let t = tempfile::tempdir().unwrap();
+        let d = Dir::open_trusted(t.path()).unwrap();
+        assert!(d.publish("b.json", b"old", Flush::DataAndName).unwrap());
+        for flush in [Flush::DataAndName, Flush::Nothing] {
+            let files: Vec<(String, Vec<u8>)> = ["a", "b", "c", "d"]
+                .iter()
+                .map(|n| (format!("{n}.json"), n.as_bytes().to_vec()))
+                .collect();
+            let placed: Vec<bool> = d
+                .publish_all(&files, flush)
+                .unwrap()
+                .into_iter()
+                .map(|p| p.unwrap())
+                .collect();
+            if flush == Flush::DataAndName {
+                assert_eq!(placed, [true, false, true, true]);
+            } else {
+                assert_eq!(placed, [false; 4], "all taken the second time");
+            }
+        }
+        assert_eq!(std::fs::read(t.path().join("b.json")).unwrap(), b"old");
+        assert_eq!(std::fs::read(t.path().join("d.json")).unwrap(), b"d");
+        let mut left = d.list().unwrap();
+        left.sort();
+        assert_eq!(left, ["a.json", "b.json", "c.json", "d.json"]);
+    }
+
+    #[test]
     fn read_limited_refuses_links_folders_and_large_files() {
         let t = tempfile::tempdir().unwrap();
         let d = Dir::open_trusted(t.path()).unwrap();
