@@ -143,7 +143,7 @@ pub enum Cmd {
     Keygen(KeygenArgs),
     /// Sign a job and drop it into a target's inbox; prints its id
     #[command(
-        after_help = "Examples:\n  fleet-dispatch enqueue --target PC -- claude -p \"fix the flaky test\"\n  fleet-dispatch enqueue --target PC --timeout 1h --label nightly --wait -- make test\n  fleet-dispatch enqueue --target PC --interrupt 20261129-193000-9f2c4e1ab37d5c08 -- claude -p \"do this instead\"\n  fleet-dispatch enqueue --target PC --via http://pc.lan:7070 -- make test   # straight to PC's listen --http"
+        after_help = "Examples:\n  fleet-dispatch enqueue --target PC -- claude -p \"fix the flaky test\"\n  fleet-dispatch enqueue --target PC --timeout 1h --label nightly --wait -- make test\n  fleet-dispatch enqueue --target PC --interrupt 20261129-193000-9f2c4e1ab37d5c08 -- claude -p \"do this instead\"\n  fleet-dispatch enqueue --target PC --via http://pc.lan:7070 -- make test   # straight to PC's listen --http\n  fleet-dispatch enqueue --target PC,LAPTOP -- make test   # the same job id on each\n  fleet-dispatch enqueue --batch jobs.jsonl --target PC   # one job per line: {\"argv\": [\"make\", \"test\"], \"label\": \"t\"}"
     )]
     Enqueue(EnqueueArgs),
     /// Run this machine's jobs: drain its inbox one job at a time
@@ -242,9 +242,12 @@ pub enum PriorityArg {
 /// `enqueue`.
 #[derive(Debug, Args)]
 pub struct EnqueueArgs {
-    /// The machine that should run the job
-    #[arg(long, short = 't', value_name = "T")]
-    pub target: String,
+    /// The machine that should run the job; a list A,B,C, or `all` for every target folder, publishes a copy to each
+    #[arg(long, short = 't', value_name = "T", required_unless_present = "batch")]
+    pub target: Option<String>,
+    /// Enqueue one job per line of FILE (`-`: stdin), each a JSON object of these flags' fields; every line is checked before any is published. The flags given are defaults for the lines
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub batch: Option<PathBuf>,
     /// The job id [default: generated, YYYYMMDD-HHMMSS-<16 hex>]
     #[arg(long, value_name = "ID")]
     pub job_id: Option<String>,
@@ -290,7 +293,7 @@ pub struct EnqueueArgs {
     /// The program and its arguments, after `--`
     #[arg(
         last = true,
-        required = true,
+        required_unless_present = "batch",
         value_name = "PROGRAM [ARG]...",
         value_hint = ValueHint::CommandWithArguments
     )]
@@ -339,7 +342,7 @@ pub struct ListenArgs {
 /// `result`.
 #[derive(Debug, Args)]
 pub struct ResultArgs {
-    /// The machine that ran the job
+    /// The machine that ran the job; a list A,B,C or `all` shows each copy's result, one line each
     #[arg(long, short = 't', value_name = "T")]
     pub target: String,
     /// The job: its id, a prefix only one job on the target has, or `last` (the last job enqueued from this machine)
@@ -387,7 +390,7 @@ pub enum StreamArg {
 /// `cancel`.
 #[derive(Debug, Args)]
 pub struct CancelArgs {
-    /// The machine running the job
+    /// The machine running the job; a list A,B,C or `all` cancels each copy
     #[arg(long, short = 't', value_name = "T")]
     pub target: String,
     /// The job to stop: its id, a prefix only one job on the target has, or `last`

@@ -528,11 +528,21 @@ impl Context {
 
     /// Resolves a target name under `root` (docs/protocol.md §2).
     pub fn target(&self, root: &Path, name: &str) -> Result<TargetDirs> {
+        layout::resolve_target(root, name, &self.checked_fleet()?)
+    }
+
+    /// The fleet list, each name checked.
+    fn checked_fleet(&self) -> Result<Vec<String>> {
         let fleet = self.fleet();
         for f in &fleet {
             Machine::parse(f, "fleet member (FLEET_DISPATCH_FLEET or the config file)")?;
         }
-        layout::resolve_target(root, name, &fleet)
+        Ok(fleet)
+    }
+
+    /// The targets a target list names ([`layout::resolve_targets`]).
+    pub fn targets(&self, root: &Path, list: &str) -> Result<Vec<TargetDirs>> {
+        layout::resolve_targets(root, list, &self.checked_fleet()?)
     }
 
     /// The job this process runs inside, from [`jobenv::JOB_ID`].

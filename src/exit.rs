@@ -88,6 +88,34 @@ pub fn no_if(no: bool) -> u8 {
     if no { NO } else { SUCCESS }
 }
 
+/// How bad a status is when several answers make one (a command over
+/// several targets exits with the worst of theirs), lowest first: success;
+/// a job's own failure (`NO`, or any exit code a job gave); `UNFINISHED`;
+/// `REJECTED`; `NOT_FOUND`; any other error code's status; `INTERRUPTED`.
+/// Written out in [`WORST_ORDER`].
+fn badness(status: u8) -> u8 {
+    match status {
+        SUCCESS => 0,
+        UNFINISHED => 2,
+        REJECTED => 3,
+        NOT_FOUND => 4,
+        VALIDATION | BAD_REQUEST | INTERNAL | BUSY | FORBIDDEN | CONFIG => 5,
+        INTERRUPTED => 6,
+        _ => 1,
+    }
+}
+
+/// The order [`worst`] ranks statuses in, worst last, for the docs.
+pub const WORST_ORDER: &str = "0 (success) < a job's own failure (1, or the exit code the job gave) < 124 (unfinished) < 76 (rejected) < 66 (not found) < any other error's status < 130 (interrupted); of two equally bad, the first target's";
+
+/// The worst of `statuses` in the order of [`WORST_ORDER`] (the first of equals); `SUCCESS`
+/// for none.
+pub fn worst(statuses: impl IntoIterator<Item = u8>) -> u8 {
+    statuses
+        .into_iter()
+        .fold(SUCCESS, |w, s| if badness(s) > badness(w) { s } else { w })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,5 +162,17 @@ mod tests {
             assert_eq!(of(code), status);
         }
         assert_eq!((REJECTED, UNFINISHED, INTERRUPTED), (76, 124, 130));
+    }
+
+    #[test]
+    fn worst_ranks_errors_over_unfinished_over_failed_jobs() {
+        assert_eq!(worst([]), SUCCESS);
+        assert_eq!(worst([SUCCESS, 3, SUCCESS]), 3);
+        assert_eq!(worst([3, NO]), 3, "the first of equals");
+        assert_eq!(worst([2, UNFINISHED, SUCCESS]), UNFINISHED);
+        assert_eq!(worst([UNFINISHED, REJECTED]), REJECTED);
+        assert_eq!(worst([REJECTED, NOT_FOUND, UNFINISHED]), NOT_FOUND);
+        assert_eq!(worst([NOT_FOUND, FORBIDDEN]), FORBIDDEN);
+        assert_eq!(worst([FORBIDDEN, INTERRUPTED, 1]), INTERRUPTED);
     }
 }

@@ -626,6 +626,54 @@ pub fn resolve_target(root: &Path, name: &str, fleet: &[String]) -> Result<Targe
     .hint("a target's folder appears when its listener first starts; or name it in FLEET_DISPATCH_FLEET"))
 }
 
+/// The word that names every target at once in a target list.
+pub const ALL_TARGETS: &str = "all";
+
+/// True when `text` names more than one target: a comma list, or
+/// [`ALL_TARGETS`].
+pub fn is_target_list(text: &str) -> bool {
+    text.contains(',') || text.eq_ignore_ascii_case(ALL_TARGETS)
+}
+
+/// Resolves a target list (`A,B,C`, or [`ALL_TARGETS`] for every target
+/// folder under `root`) by [`resolve_target`], in the order given. A name
+/// given twice (in any case) or an empty entry is `VALIDATION_ERROR`: a
+/// fan-out publishes one copy per target, never two to one.
+pub fn resolve_targets(root: &Path, list: &str, fleet: &[String]) -> Result<Vec<TargetDirs>> {
+    if list.eq_ignore_ascii_case(ALL_TARGETS) {
+        let all = existing_targets(root)?;
+        if all.is_empty() {
+            return Err(Error::not_found(format!(
+                "--target {ALL_TARGETS}: no target folder under {} yet",
+                root.display()
+            ))
+            .hint("a target's folder appears when its listener first starts"));
+        }
+        return all
+            .iter()
+            .map(|n| Ok(TargetDirs::new(root, &Machine::parse(n, "target")?)))
+            .collect();
+    }
+    let mut out: Vec<TargetDirs> = Vec::new();
+    for name in list.split(',') {
+        if name.is_empty() {
+            return Err(
+                Error::validation(format!("--target {list:?}: an empty name in the list"))
+                    .hint("write A,B,C with no spaces or empty entries"),
+            );
+        }
+        let dirs = resolve_target(root, name, fleet)?;
+        if out.iter().any(|d| d.target().same(dirs.target().as_str())) {
+            return Err(Error::validation(format!(
+                "--target {list:?} names {} twice",
+                dirs.target()
+            )));
+        }
+        out.push(dirs);
+    }
+    Ok(out)
+}
+
 /// True when `inner` lies inside `outer` (both made absolute and, where
 /// possible, canonical), used to refuse a state dir or key inside the root.
 pub fn is_inside(inner: &Path, outer: &Path) -> bool {

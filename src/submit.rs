@@ -9,7 +9,7 @@ use crate::accept::{self, Rejection};
 use crate::clock;
 use crate::doc::{Job, job};
 use crate::error::{Error, Result};
-use crate::fsops::Flush;
+use crate::fsops::{Dir, Flush};
 use crate::key::Key;
 use crate::layout::{Place, TargetDirs};
 use crate::names::JobId;
@@ -26,6 +26,30 @@ pub fn check_unused(dirs: &TargetDirs, id: &JobId, key: &Key) -> Result<()> {
             dirs.target()
         ))
         .hint("job ids are single-use; omit --job-id to get a fresh one")),
+    }
+}
+
+/// Refuses a target whose inbox cannot take a job (a link or a file in
+/// its place), without creating anything; returns the inbox when it
+/// exists, for [`check_free`]. A fan-out or a batch checks every target
+/// so before it publishes to any.
+pub fn check_inbox(dirs: &TargetDirs) -> Result<Option<Dir>> {
+    dirs.open(Place::Inbox)
+}
+
+/// [`check_unused`], and refuses an id already queued in `inbox` (from
+/// [`check_inbox`]): a job signed now can never be the one queued there,
+/// so [`publish`] would refuse it after the other copies had gone out.
+pub fn check_free(dirs: &TargetDirs, inbox: Option<&Dir>, id: &JobId, key: &Key) -> Result<()> {
+    check_unused(dirs, id, key)?;
+    match inbox {
+        Some(d) if d.exists(&id.file_name()) => Err(Error::validation(format!(
+            "job id {id} is already queued for {} ({})",
+            dirs.target(),
+            d.shown(&id.file_name()).display()
+        ))
+        .hint("job ids are single-use; omit --job-id to get a fresh one")),
+        _ => Ok(()),
     }
 }
 
@@ -81,6 +105,40 @@ pub fn publish(dirs: &TargetDirs, job: &Job, key: &Key, flush: Flush) -> Result<
     if inbox.publish(&name, &job.to_file_bytes(), flush)? {
         return Ok(());
     }
+    taken(dirs, &inbox, job, key)
+}
+
+/// Publishes every job of `jobs` (all for `dirs`' target) as [`publish`]
+/// does each, with one flush of the inbox for them all (the data of every
+/// file, then the folder once): a batch costs one flush per target, not
+/// one per job. `Err` when none was placed; otherwise what became of each
+/// job, in order.
+pub fn publish_all(
+    dirs: &TargetDirs,
+    jobs: &[Job],
+    key: &Key,
+    flush: Flush,
+) -> Result<Vec<Result<()>>> {
+    let inbox = dirs.open_made(Place::Inbox)?;
+    let files: Vec<(String, Vec<u8>)> = jobs
+        .iter()
+        .map(|j| (j.id.file_name(), j.to_file_bytes()))
+        .collect();
+    let placed = inbox.publish_all(&files, flush)?;
+    Ok(placed
+        .into_iter()
+        .zip(jobs)
+        .map(|(p, job)| match p? {
+            true => Ok(()),
+            false => taken(dirs, &inbox, job, key),
+        })
+        .collect())
+}
+
+/// Judges the file already at `job`'s name in `inbox`: the same signed job
+/// is the same job, queued once; anything else is refused, untouched.
+fn taken(dirs: &TargetDirs, inbox: &Dir, job: &Job, key: &Key) -> Result<()> {
+    let name = job.id.file_name();
     let there = inbox.read_limited(&name, job::MAX_BYTES);
     let same = accept::job(&job.id.file_name(), there, dirs.target().as_str(), key)
         .is_ok_and(|t| signed_text(&t) == signed_text(job));

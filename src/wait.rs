@@ -153,7 +153,7 @@ pub fn for_result(
 
 /// What is wrong with the target's listener, if anything: it never ran, or
 /// its heartbeat is stale or says it stopped.
-fn listener_note(dirs: &TargetDirs) -> Option<String> {
+pub fn listener_note(dirs: &TargetDirs) -> Option<String> {
     let target = dirs.target();
     let Some(beat) = heartbeat::read(dirs) else {
         return Some(format!(

@@ -1,6 +1,7 @@
 //! `cancel`: write a signed marker asking a target to stop a job, running or
 //! still queued ([`crate::cancel`] decides). Never replaces a marker; writes
-//! nothing for a finished job.
+//! nothing for a finished job. Over a target list (`A,B` or `all`), a
+//! marker for each target's copy, one line per target.
 
 use serde_json::json;
 
@@ -8,7 +9,11 @@ use crate::cancel::{self, CancelStatus};
 use crate::cli::CancelArgs;
 use crate::config::Context;
 use crate::doc::Termination;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::key::Key;
+use crate::names::{JobId, Machine};
+
+use super::Answer;
 use crate::exit;
 use crate::http::client::{self, Url};
 use crate::wait;
@@ -23,6 +28,9 @@ pub fn run(ctx: &Context, args: CancelArgs) -> Result<u8> {
     // folder behind.
     let key = ctx.key(Some(&root))?;
     let origin = ctx.machine()?;
+    if crate::layout::is_target_list(&args.target) {
+        return each(ctx, &root, &key, &origin, caller.as_ref(), &args);
+    }
     let dirs = ctx.target(&root, &args.target)?;
     let id = super::job_ref(ctx, &root, &dirs, &args.job_id)?;
     let marker = cancel::sign(&dirs, &id, &key, &origin, caller.as_ref())?;
@@ -66,4 +74,52 @@ pub fn run(ctx: &Context, args: CancelArgs) -> Result<u8> {
     };
     super::emit(ctx, &out, &human);
     Ok(exit::no_if(!stopped))
+}
+
+/// `cancel` over a target list: a marker for each target's copy of the
+/// job, one line (or JSON object) per target, and the worst status
+/// ([`crate::exit::worst`]): a target where the marker could not be
+/// written does not keep the others from getting theirs.
+fn each(
+    ctx: &Context,
+    root: &std::path::Path,
+    key: &Key,
+    origin: &Machine,
+    caller: Option<&JobId>,
+    args: &CancelArgs,
+) -> Result<u8> {
+    let list = &args.target;
+    if args.via.is_some() || args.wait {
+        let flag = if args.wait { "--wait" } else { "--via" };
+        return Err(Error::validation(format!(
+            "{flag} takes one target; --target {list} names several"
+        ))
+        .hint(format!(
+            "cancel them, then wait with: fleet-dispatch result --target {list} --job-id {} --wait",
+            args.job_id
+        )));
+    }
+    let answers: Vec<Answer> = ctx
+        .targets(root, list)?
+        .iter()
+        .map(|dirs| {
+            let one = super::job_ref(ctx, root, dirs, &args.job_id).and_then(|id| {
+                let marker = cancel::sign(dirs, &id, key, origin, caller)?;
+                Ok((client::deliver_marker(None, dirs, &id, key, &marker)?, id))
+            });
+            match one {
+                Ok((status, id)) => {
+                    let mut json = status.to_json(&id);
+                    json["target"] = json!(dirs.target().as_str());
+                    Answer {
+                        status: exit::no_if(matches!(status, CancelStatus::Blocked(_))),
+                        json,
+                        line: format!("{}: {}", dirs.target(), status.sentence(&id)),
+                    }
+                }
+                Err(e) => Answer::failed(dirs, &e),
+            }
+        })
+        .collect();
+    Ok(super::emit_each(ctx, &answers))
 }

@@ -1,9 +1,15 @@
 //! `enqueue`: sign a job and publish it into the target's inbox; with
-//! `--interrupt`, stop-and-steer; with `--wait`, wait for its result.
+//! `--interrupt`, stop-and-steer; with `--wait`, wait for its result. A
+//! target list (`A,B`, `all`) fans the job out, one copy per target;
+//! `--batch` takes one job per line. The flags and a batch line both
+//! become [`Fields`], checked by the one [`request`].
+
+mod batch;
 
 use std::collections::BTreeMap;
 
-use serde_json::json;
+use clap::ValueEnum;
+use serde_json::{Value, json};
 
 use crate::cancel::{self, CancelStatus};
 use crate::cli::{EnqueueArgs, PriorityArg};
@@ -14,70 +20,234 @@ use crate::doc::{Job, Priority, Spec};
 use crate::error::{Error, Result};
 use crate::exit;
 use crate::http::client::{self, Url};
+use crate::layout::{TargetDirs, is_target_list};
 use crate::names::{self, JobId};
 use crate::output::{Follower, Streams};
 use crate::submit;
 use crate::wait;
 
-/// Builds the spec from the flags; every value is checked before anything
-/// is written.
-fn spec_from(args: &EnqueueArgs, parent: Option<&JobId>) -> Result<Spec> {
+/// The fields of one job request, from the flags or from a `--batch`
+/// line: every request goes through [`request`], so a line meets the same
+/// checks as the flags.
+#[derive(Debug, Default, Clone)]
+struct Fields {
+    argv: Vec<String>,
+    target: Option<String>,
+    job_id: Option<String>,
+    cwd: Option<String>,
+    env: Option<BTreeMap<String, String>>,
+    timeout: Option<String>,
+    grace: Option<String>,
+    priority: Option<PriorityArg>,
+    label: Option<String>,
+}
+
+/// Each field's name in a `--batch` line and as a flag.
+const FIELDS: [(&str, &str); 9] = [
+    ("argv", "the program after `--`"),
+    ("target", "--target"),
+    ("jobId", "--job-id"),
+    ("cwd", "--cwd"),
+    ("env", "--env"),
+    ("timeout", "--timeout"),
+    ("grace", "--grace"),
+    ("priority", "--priority"),
+    ("label", "--label"),
+];
+
+/// Where a request's fields came from, to name a bad one as it was given.
+#[derive(Clone, Copy)]
+enum Origin {
+    Flags,
+    Line,
+}
+
+impl Origin {
+    /// How a message names the field whose line key is `key`.
+    fn name(self, key: &str) -> String {
+        match self {
+            Origin::Line => format!("{key:?}"),
+            Origin::Flags => FIELDS
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map_or(key, |(_, flag)| flag)
+                .to_string(),
+        }
+    }
+}
+
+impl Fields {
+    /// The fields the flags give.
+    fn from_flags(args: &EnqueueArgs) -> Result<Fields> {
+        let mut env = BTreeMap::new();
+        for kv in &args.env {
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| Error::validation(format!("--env {kv:?}: write NAME=VALUE")))?;
+            env.insert(k.to_string(), v.to_string());
+        }
+        Ok(Fields {
+            argv: args.argv.clone(),
+            target: args.target.clone(),
+            job_id: args.job_id.clone(),
+            cwd: args.cwd.clone(),
+            env: (!args.env.is_empty()).then_some(env),
+            timeout: args.timeout.clone(),
+            grace: args.grace.clone(),
+            priority: args.priority,
+            label: args.label.clone(),
+        })
+    }
+
+    /// The fields of one `--batch` line: a JSON object with the keys of
+    /// [`FIELDS`]; any other key, or a value of the wrong type, is
+    /// refused naming the key.
+    fn from_line(text: &str) -> Result<Fields> {
+        let value: Value = serde_json::from_str(text)
+            .map_err(|e| Error::validation(format!("not a JSON object: {e}")))?;
+        let Value::Object(map) = value else {
+            return Err(Error::validation(
+                "not a JSON object: write {\"argv\": [\"PROGRAM\", \"ARG\"], ...}",
+            ));
+        };
+        let mut f = Fields::default();
+        for (key, v) in map {
+            fn take<T: serde::de::DeserializeOwned>(key: &str, v: Value) -> Result<T> {
+                serde_json::from_value(v)
+                    .map_err(|e| Error::validation(format!("field {key:?}: {e}")))
+            }
+            match key.as_str() {
+                "argv" => f.argv = take(&key, v)?,
+                "target" => f.target = Some(take(&key, v)?),
+                "jobId" => f.job_id = Some(take(&key, v)?),
+                "cwd" => f.cwd = Some(take(&key, v)?),
+                "env" => f.env = Some(take(&key, v)?),
+                "timeout" => f.timeout = Some(take(&key, v)?),
+                "grace" => f.grace = Some(take(&key, v)?),
+                "label" => f.label = Some(take(&key, v)?),
+                "priority" => {
+                    let word: String = take(&key, v)?;
+                    f.priority = Some(PriorityArg::from_str(&word, false).map_err(|_| {
+                        Error::validation(format!(
+                            "field \"priority\": {word:?} is not normal or high"
+                        ))
+                    })?);
+                }
+                other => {
+                    let known: Vec<&str> = FIELDS.iter().map(|(k, _)| *k).collect();
+                    return Err(Error::validation(format!(
+                        "unknown field {other:?} (the fields are {})",
+                        known.join(", ")
+                    )));
+                }
+            }
+        }
+        Ok(f)
+    }
+
+    /// These fields, each one not given taken from `defaults`.
+    fn or(self, defaults: &Fields) -> Fields {
+        let d = defaults.clone();
+        Fields {
+            argv: if self.argv.is_empty() {
+                d.argv
+            } else {
+                self.argv
+            },
+            target: self.target.or(d.target),
+            job_id: self.job_id.or(d.job_id),
+            cwd: self.cwd.or(d.cwd),
+            env: self.env.or(d.env),
+            timeout: self.timeout.or(d.timeout),
+            grace: self.grace.or(d.grace),
+            priority: self.priority.or(d.priority),
+            label: self.label.or(d.label),
+        }
+    }
+}
+
+/// One job to sign: its id, its target list as given, and its spec.
+struct Request {
+    id: JobId,
+    targets: String,
+    spec: Spec,
+}
+
+/// Checks `f` and builds its request: every value is checked before
+/// anything is written. `high` forces high priority (`--interrupt`).
+fn request(f: &Fields, origin: Origin, parent: Option<&JobId>, high: bool) -> Result<Request> {
+    let name = |key: &str| origin.name(key);
     let mut env = BTreeMap::new();
-    for kv in &args.env {
-        let (k, v) = kv
-            .split_once('=')
-            .ok_or_else(|| Error::validation(format!("--env {kv:?}: write NAME=VALUE")))?;
+    for (k, v) in f.env.iter().flatten() {
         if !names::is_env_name(k) {
             return Err(Error::validation(format!(
-                "--env {k:?}: names are letters, digits and '_', not starting with a digit or FLEET_DISPATCH_"
+                "{} {k:?}: names are letters, digits and '_', not starting with a digit or FLEET_DISPATCH_",
+                name("env")
             )));
         }
         if v.contains('\0') {
             return Err(Error::validation(format!(
-                "--env {k}: the value holds a NUL character"
+                "{} {k}: the value holds a NUL character",
+                name("env")
             )));
         }
-        env.insert(k.to_string(), v.to_string());
+        env.insert(k.clone(), v.clone());
     }
-    if args.argv.is_empty() || args.argv[0].is_empty() {
-        return Err(Error::validation("no program given: put it after `--`"));
+    if f.argv.is_empty() || f.argv[0].is_empty() {
+        return Err(Error::validation(match origin {
+            Origin::Flags => "no program given: put it after `--`".to_string(),
+            Origin::Line => "no program given: write \"argv\": [\"PROGRAM\", ...]".to_string(),
+        }));
     }
-    if let Some(cwd) = args.cwd.as_deref() {
+    let Some(targets) = f.target.clone() else {
+        return Err(
+            Error::validation(format!("no target: give {}", name("target")))
+                .hint("or give --target with --batch, for every line without one"),
+        );
+    };
+    if let Some(cwd) = f.cwd.as_deref() {
         if cwd.is_empty() {
-            return Err(Error::validation("--cwd is empty"));
+            return Err(Error::validation(format!("{} is empty", name("cwd"))));
         }
         if !is_absolute_anywhere(cwd) {
             return Err(Error::validation(format!(
-                "--cwd {cwd:?} is relative: the job runs on the target, where no directory of this shell applies"
+                "{} {cwd:?} is relative: the job runs on the target, where no directory of this shell applies",
+                name("cwd")
             ))
             .hint("give the full path on the target, e.g. /home/me/repo or C:\\Users\\me\\repo"));
         }
     }
-    let timeout = super::duration_flag(&args.timeout, "--timeout")?;
+    let timeout = super::duration_flag(&f.timeout, &name("timeout"))?;
     if timeout.is_some_and(|t| t.is_zero()) {
-        return Err(
-            Error::validation("--timeout 0 would stop the job as soon as it starts")
-                .hint("omit --timeout for no limit"),
-        );
+        return Err(Error::validation(format!(
+            "{} 0 would stop the job as soon as it starts",
+            name("timeout")
+        ))
+        .hint("omit it for no limit"));
     }
-    let high = args.priority == Some(PriorityArg::High) || args.interrupt.is_some();
-    Ok(Spec {
-        argv: args.argv.clone(),
-        cwd: args.cwd.clone(),
+    let high = f.priority == Some(PriorityArg::High) || high;
+    let id = match &f.job_id {
+        Some(s) => JobId::parse(s)?,
+        None => JobId::generate(clock::now()),
+    };
+    let spec = Spec {
+        argv: f.argv.clone(),
+        cwd: f.cwd.clone(),
         env,
         timeout,
-        grace: super::duration_flag(&args.grace, "--grace")?,
+        grace: super::duration_flag(&f.grace, &name("grace"))?,
         priority: if high {
             Priority::High
         } else {
             Priority::Normal
         },
         parent_job_id: parent.map(|p| p.to_string()),
-        label: args.label.clone(),
-        // Bound to the job's target and id once they are known.
+        label: f.label.clone(),
+        // `--after` is bound to the job's target and id once both are known.
         after: Vec::new(),
-        after_any: args.after_any,
-    })
+        after_any: false,
+    };
+    Ok(Request { id, targets, spec })
 }
 
 /// True for a path that is absolute on the Unix or the Windows side: the
@@ -94,21 +264,41 @@ fn is_absolute_anywhere(p: &str) -> bool {
 
 /// Runs `enqueue`.
 pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
+    if let Some(file) = &args.batch {
+        return batch::run(ctx, &args, file);
+    }
     let parent = ctx.enclosing_job()?;
-    let mut spec = spec_from(&args, parent.as_ref())?;
+    let fields = Fields::from_flags(&args)?;
+    let Request {
+        id,
+        targets,
+        mut spec,
+    } = request(
+        &fields,
+        Origin::Flags,
+        parent.as_ref(),
+        args.interrupt.is_some(),
+    )?;
     let after = dependency::parse_flags(&args.after)?;
+    spec.after_any = args.after_any;
     let wait_limit = super::duration_flag(&args.wait_timeout, "--wait-timeout")?;
-    let id = match &args.job_id {
-        Some(s) => JobId::parse(s)?,
-        None => JobId::generate(clock::now()),
-    };
+    if is_target_list(&targets) {
+        if !after.is_empty() {
+            return Err(Error::validation(
+                "--after cannot be combined with a target list: a bare ID means the job's own target, which differs per copy",
+            )
+            .hint("enqueue each copy with its own --target and --after"));
+        }
+        let req = Request { id, targets, spec };
+        return fan_out(ctx, &args, req, parent.as_ref(), wait_limit);
+    }
     let via = args.via.as_deref().map(Url::parse).transpose()?;
     let root = ctx.root()?;
     // Key and identity first: a refusal must not leave a fleet member's
     // folder behind.
     let key = ctx.key(Some(&root))?;
     let origin = ctx.machine()?;
-    let dirs = ctx.target(&root, &args.target)?;
+    let dirs = ctx.target(&root, &targets)?;
     let interrupt = args
         .interrupt
         .as_deref()
@@ -151,7 +341,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
         "target": dirs.target().as_str(),
         "path": path.display().to_string(),
         "resultPath": dirs.result_file(&id).display().to_string(),
-        "priority": if job.spec.priority == Priority::High { "high" } else { "normal" },
+        "priority": priority_word(job.spec.priority),
     });
     if let Some(p) = &parent {
         out["parentJobId"] = json!(p.as_str());
@@ -202,4 +392,126 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
         crate::out::line(&super::result_human(&o));
     }
     Ok(o.wait_exit_status())
+}
+
+/// `enqueue` to a target list: the same id to each target, each copy
+/// signed for its target. Every target and id is checked before any copy
+/// is published; a copy that cannot be published stops the rest, and the
+/// error says which targets have the job.
+fn fan_out(
+    ctx: &Context,
+    args: &EnqueueArgs,
+    req: Request,
+    parent: Option<&JobId>,
+    wait_limit: Option<std::time::Duration>,
+) -> Result<u8> {
+    // One job to stop, one listener to reach, one stream to follow: each
+    // of these names a single target.
+    for (given, flag) in [
+        (args.interrupt.is_some(), "--interrupt"),
+        (args.via.is_some(), "--via"),
+        (args.follow, "--follow"),
+    ] {
+        if given {
+            return Err(Error::validation(format!(
+                "{flag} takes one target; --target {} names several",
+                req.targets
+            )));
+        }
+    }
+    let root = ctx.root()?;
+    let key = ctx.key(Some(&root))?;
+    let origin = ctx.machine()?;
+    let targets = ctx.targets(&root, &req.targets)?;
+    for dirs in &targets {
+        let inbox = submit::check_inbox(dirs)?;
+        submit::check_free(dirs, inbox.as_ref(), &req.id, &key)?;
+    }
+    let id = &req.id;
+    let created = clock::now();
+    let flush = ctx.durability().enqueue_flush();
+    let mut copies = Vec::with_capacity(targets.len());
+    for (n, dirs) in targets.iter().enumerate() {
+        let job = Job::sign(
+            &key,
+            id.clone(),
+            dirs.target().as_str(),
+            origin.as_str(),
+            created,
+            req.spec.clone(),
+        );
+        if let Err(e) = submit::publish(dirs, &job, &key, flush) {
+            return Err(partly(id, &targets[..n], &targets[n..], e));
+        }
+        copies.push(json!({
+            "target": dirs.target().as_str(),
+            "path": dirs.job_file(id).display().to_string(),
+            "resultPath": dirs.result_file(id).display().to_string(),
+        }));
+    }
+    if let (Ok(state), Some(last)) = (ctx.state_dir(&root), targets.last()) {
+        crate::jobref::remember(&state, last, id);
+    }
+    let mut out = json!({
+        "jobId": id.as_str(),
+        "targets": targets.iter().map(|d| d.target().as_str()).collect::<Vec<_>>(),
+        "copies": copies,
+        "priority": priority_word(req.spec.priority),
+    });
+    if let Some(p) = parent {
+        out["parentJobId"] = json!(p.as_str());
+    }
+    if !args.wait {
+        super::emit(ctx, &out, id.as_str());
+        return Ok(exit::SUCCESS);
+    }
+    let each: Vec<_> = targets.into_iter().map(|d| (d, Ok(id.clone()))).collect();
+    let answers = super::results_each(&each, &key, Some(wait_limit));
+    if ctx.json() {
+        out["results"] = answers.iter().map(|a| a.json.clone()).collect();
+        crate::out::line(&out.to_string());
+        return Ok(exit::worst(answers.iter().map(|a| a.status)));
+    }
+    crate::out::line(id.as_str());
+    Ok(super::emit_each(ctx, &answers))
+}
+
+/// The error of a fan-out or batch stopped by `e` part way: which targets
+/// have the job and which do not, so nothing is left half done unsaid.
+fn partly(id: &JobId, done: &[TargetDirs], not: &[TargetDirs], e: Error) -> Error {
+    let names = |d: &[TargetDirs]| {
+        d.iter()
+            .map(|d| d.target().as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    if done.is_empty() {
+        return Error::new(
+            e.code,
+            format!("{id} was published to no target: {}", e.message),
+        );
+    }
+    Error::new(
+        e.code,
+        format!(
+            "{id} was published to {} but not to {}: {}",
+            names(done),
+            names(not),
+            e.message
+        ),
+    )
+    .hint(format!(
+        "publish the rest with --job-id {id} --target {}, or cancel the copies with cancel --target {} --job-id {id}",
+        names(not),
+        names(done)
+    ))
+}
+
+/// The word for a priority in JSON.
+fn priority_word(p: Priority) -> &'static str {
+    if p == Priority::High {
+        "high"
+    } else {
+        "normal"
+    }
 }

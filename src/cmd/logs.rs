@@ -12,6 +12,14 @@ use crate::wait;
 
 /// Runs `logs`.
 pub fn run(ctx: &Context, args: LogsArgs) -> Result<u8> {
+    // Two jobs' output interleaved would be nobody's log.
+    if crate::layout::is_target_list(&args.target) {
+        return Err(Error::validation(format!(
+            "logs reads one target's output; --target {} names several",
+            args.target
+        ))
+        .hint("run logs once per target, or see every copy's outcome with result --target A,B"));
+    }
     let root = ctx.root()?;
     let key = ctx.key(Some(&root))?;
     let dirs = ctx.target(&root, &args.target)?;

@@ -220,3 +220,128 @@ pub fn job_ref(
 ) -> Result<JobId> {
     crate::jobref::resolve(dirs, ctx.state_dir(root).ok().as_deref(), text)
 }
+
+/// One target's part of a command over several targets: its exit status,
+/// its JSON, and its one human line.
+pub struct Answer {
+    /// This target's exit status, combined by [`exit::worst`].
+    pub status: u8,
+    /// This target's JSON object (with `target`).
+    pub json: Value,
+    /// This target's line.
+    pub line: String,
+}
+
+impl Answer {
+    /// The answer for a target where the command failed with `e`.
+    pub fn failed(dirs: &TargetDirs, e: &crate::error::Error) -> Answer {
+        Answer {
+            status: exit::of(e.code),
+            json: json!({"target": dirs.target().as_str(), "error": e.to_json()["error"]}),
+            line: format!("{}: {}", dirs.target(), e.message),
+        }
+    }
+}
+
+/// Prints the answers of a command over several targets, one line each
+/// (or one JSON array), and returns the worst status ([`exit::worst`]).
+pub fn emit_each(ctx: &Context, answers: &[Answer]) -> u8 {
+    let json = Value::Array(answers.iter().map(|a| a.json.clone()).collect());
+    let human: Vec<&str> = answers.iter().map(|a| a.line.as_str()).collect();
+    emit(ctx, &json, &human.join("\n"));
+    exit::worst(answers.iter().map(|a| a.status))
+}
+
+/// The result of `id` on each target of `targets` (with the id each names,
+/// or why none), one [`Answer`] each. `wait` waits for each in turn, all
+/// within one `--wait-timeout` (`Some(None)`: no limit); a target that
+/// never answered says so, with what is wrong with its listener.
+pub fn results_each(
+    targets: &[(TargetDirs, Result<JobId>)],
+    key: &Key,
+    wait: Option<Option<std::time::Duration>>,
+) -> Vec<Answer> {
+    use crate::wait::Waited;
+    let start = std::time::Instant::now();
+    let mut answers = Vec::with_capacity(targets.len());
+    for (dirs, id) in targets {
+        let id = match id {
+            Ok(id) => id,
+            Err(e) => {
+                answers.push(Answer::failed(dirs, e));
+                continue;
+            }
+        };
+        let seen = match wait {
+            Some(limit) => {
+                let left = limit.map(|l| l.saturating_sub(start.elapsed()));
+                match crate::wait::for_result(dirs, id, key, left, true, None) {
+                    Ok(Waited::Done(o)) => Observed::Done(o),
+                    Ok(Waited::Rejected(r)) => Observed::Rejected(r),
+                    Ok(Waited::TimedOut(seen)) => seen,
+                    Err(e) => {
+                        answers.push(Answer::failed(dirs, &e));
+                        continue;
+                    }
+                }
+            }
+            None => crate::observe::job(dirs, id, key),
+        };
+        answers.push(answer_of(dirs, id, key, seen, wait));
+    }
+    answers
+}
+
+/// One target's [`Answer`] from what was seen of `id` there.
+fn answer_of(
+    dirs: &TargetDirs,
+    id: &JobId,
+    key: &Key,
+    seen: Observed,
+    wait: Option<Option<std::time::Duration>>,
+) -> Answer {
+    let target = dirs.target().as_str();
+    let mut json = json!({"jobId": id.as_str(), "target": target, "state": seen.word()});
+    let (status, line) = match seen {
+        Observed::Done(o) => {
+            let line = result_human(&o)
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            json = result_json(&o);
+            (o.wait_exit_status(), line)
+        }
+        Observed::ForgedResult(why) => {
+            let e = crate::error::Error::forbidden(format!(
+                "result for {id} does not verify ({why}); it is not shown"
+            ));
+            return Answer::failed(dirs, &e);
+        }
+        Observed::Rejected(r) => {
+            let line = crate::observe::rejection_sentence(dirs, id, &r, key);
+            json["rejected"] = json!(r);
+            (exit::REJECTED, line)
+        }
+        Observed::NotSeen if wait.is_none() => (
+            exit::NOT_FOUND,
+            format!("no job {id} on {target} yet (not in its inbox, running or results)"),
+        ),
+        seen => {
+            let mut line = match wait {
+                Some(limit) => {
+                    json["timedOut"] = json!(true);
+                    crate::wait::timed_out_message(id, &seen, limit.unwrap_or_default())
+                }
+                None => format!("{id} has no result on {target} yet: it is {}", seen.word()),
+            };
+            // Which target never answered, and why it may not.
+            if let Some(note) = crate::wait::listener_note(dirs) {
+                line.push_str(&format!("; {note}"));
+                json["listener"] = json!(note);
+            }
+            (exit::UNFINISHED, format!("{target}: {line}"))
+        }
+    };
+    Answer { status, json, line }
+}

@@ -1,13 +1,15 @@
 //! `result`: show a job's verified result and exit with the job's own exit
 //! code (1 when it did not run to its end); `--wait` waits for it. A job
 //! still queued or running exits 124, one its target rejected 76 with the
-//! reason; a result that does not verify is `FORBIDDEN`.
+//! reason; a result that does not verify is `FORBIDDEN`. Over a target
+//! list (`A,B` or `all`), one line per target and the worst status.
 
 use serde_json::json;
 
 use crate::cli::ResultArgs;
 use crate::config::Context;
 use crate::error::{Error, Result};
+use crate::key::Key;
 use crate::observe::{self, Observed};
 use crate::output::{Follower, Streams};
 use crate::wait;
@@ -21,6 +23,9 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
     // Key and identity first: a refusal must not leave a fleet member's
     // folder behind.
     let key = ctx.key(Some(&root))?;
+    if crate::layout::is_target_list(&args.target) {
+        return each(ctx, &root, &key, &args, limit);
+    }
     let dirs = ctx.target(&root, &args.target)?;
     let id = super::job_ref(ctx, &root, &dirs, &args.job_id)?;
     let out = json!({"jobId": id.as_str(), "target": dirs.target().as_str()});
@@ -67,4 +72,32 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
     // With or without --wait: the job's own exit code when it ran to its
     // end, 1 when it did not.
     Ok(outcome.wait_exit_status())
+}
+
+/// `result` over a target list: one line (or JSON object) per target, in
+/// the order given, and the worst status of them ([`crate::exit::worst`]).
+fn each(
+    ctx: &Context,
+    root: &std::path::Path,
+    key: &Key,
+    args: &ResultArgs,
+    limit: Option<std::time::Duration>,
+) -> Result<u8> {
+    if args.follow {
+        return Err(Error::validation(format!(
+            "--follow streams one job's output; --target {} names several",
+            args.target
+        ))
+        .hint("follow one target: fleet-dispatch logs --target T --job-id ID --follow"));
+    }
+    let targets: Vec<_> = ctx
+        .targets(root, &args.target)?
+        .into_iter()
+        .map(|dirs| {
+            let id = super::job_ref(ctx, root, &dirs, &args.job_id);
+            (dirs, id)
+        })
+        .collect();
+    let answers = super::results_each(&targets, key, args.wait.then_some(limit));
+    Ok(super::emit_each(ctx, &answers))
 }

@@ -146,6 +146,7 @@ fn man_page(cmd: clap::Command, title: &str, parent: Option<&str>, pages: &[Stri
         &mut out,
         statuses.into_iter().map(|(n, t)| (n.to_string(), t)),
     );
+    out.push_str(&format!(".PP\n{}\n", roff(&worst_sentence())));
     out.push_str(".SH ENVIRONMENT\n");
     tagged(
         &mut out,
@@ -344,7 +345,17 @@ fn exit_rows() -> String {
     for (n, text) in fleet_dispatch::exit::table() {
         out.push_str(&format!("| {n} | {} |\n", text.replace('|', "\\|")));
     }
+    out.push_str(&format!("\n{}\n", worst_sentence()));
     out
+}
+
+/// How a command over a target list combines its statuses, from
+/// `src/exit.rs`.
+fn worst_sentence() -> String {
+    format!(
+        "Over a target list (`--target A,B` or `all`), `result`, `cancel` and `enqueue --wait` exit with the worst status of the targets': {}.",
+        fleet_dispatch::exit::WORST_ORDER
+    )
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! The test modules, one per area.
 
+mod batch;
 mod cancel;
 mod cli;
 // Unix only (bash, zsh and fish drive the scripts).
@@ -10,6 +11,7 @@ mod contrib;
 mod crash_loop;
 mod deps;
 mod doctor;
+mod fanout;
 mod generated;
 mod hostile;
 mod http;

@@ -1,0 +1,195 @@
+//! `enqueue --batch`: many jobs from one file, each line checked by the
+//! same [`request`] as the flags, all checked before any is published, and
+//! each target's jobs published with one flush of its inbox.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::{Fields, Origin, priority_word, request};
+use crate::cli::EnqueueArgs;
+use crate::cmd::emit;
+use crate::config::Context;
+use crate::doc::Job;
+use crate::error::{Error, Result};
+use crate::exit;
+use crate::fsops::Dir;
+use crate::layout::TargetDirs;
+use crate::{clock, submit};
+
+/// Runs `enqueue --batch`: one job per line of `file` (`-`: stdin). Every line
+/// is checked (fields, targets, ids unused and not repeated) before any
+/// job is published; then each target's jobs are published together, with
+/// one flush of its inbox at `full` durability. Prints the ids in the
+/// order of the lines.
+pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> Result<u8> {
+    // The flags that name one job, or act on one, have no meaning for many.
+    for (given, flag) in [
+        (!args.argv.is_empty(), "a program after `--`"),
+        (args.job_id.is_some(), "--job-id"),
+        (args.interrupt.is_some(), "--interrupt"),
+        (args.wait, "--wait"),
+        (args.via.is_some(), "--via"),
+    ] {
+        if given {
+            return Err(Error::validation(format!(
+                "--batch takes its jobs from {}: {flag} cannot be given with it",
+                file.display()
+            ))
+            .hint("put per-job values in each line; --target, --priority, --label, --cwd, --env, --timeout and --grace are defaults for the lines"));
+        }
+    }
+    let defaults = Fields::from_flags(args)?;
+    let parent = ctx.enclosing_job()?;
+    let (shown, text) = read_batch(file)?;
+    let at = |n: usize| {
+        let shown = shown.clone();
+        move |e: Error| Error {
+            message: format!("{shown} line {n}: {}", e.message),
+            ..e
+        }
+    };
+    let mut lines = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let f = Fields::from_line(line).map_err(at(i + 1))?;
+        let req =
+            request(&f.or(&defaults), Origin::Line, parent.as_ref(), false).map_err(at(i + 1))?;
+        lines.push((i + 1, req));
+    }
+    if lines.is_empty() {
+        return Err(Error::validation(format!("{shown} holds no job")));
+    }
+    let root = ctx.root()?;
+    let key = ctx.key(Some(&root))?;
+    let origin = ctx.machine()?;
+    // Each target list is resolved once; jobs are grouped by target in the
+    // order targets first appear.
+    let mut resolved: BTreeMap<String, Vec<TargetDirs>> = BTreeMap::new();
+    let mut groups: Vec<Group> = Vec::new();
+    let mut first_line: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let created = clock::now();
+    for (n, req) in &lines {
+        if !resolved.contains_key(&req.targets) {
+            let t = ctx.targets(&root, &req.targets).map_err(at(*n))?;
+            resolved.insert(req.targets.clone(), t);
+        }
+        for dirs in &resolved[&req.targets] {
+            let g = match groups.iter().position(|g| g.dirs.target() == dirs.target()) {
+                Some(g) => g,
+                None => {
+                    let inbox = submit::check_inbox(dirs).map_err(at(*n))?;
+                    groups.push(Group {
+                        dirs: dirs.clone(),
+                        inbox,
+                        jobs: Vec::new(),
+                    });
+                    groups.len() - 1
+                }
+            };
+            let seen = (dirs.target().to_string(), req.id.to_string());
+            if let Some(first) = first_line.insert(seen, *n) {
+                return Err(Error::validation(format!(
+                    "{shown} line {n}: job id {} is also on line {first} for {}",
+                    req.id,
+                    dirs.target()
+                ))
+                .hint("job ids are single-use; leave out \"jobId\" to get a fresh one"));
+            }
+            submit::check_free(dirs, groups[g].inbox.as_ref(), &req.id, &key).map_err(at(*n))?;
+            let job = Job::sign(
+                &key,
+                req.id.clone(),
+                dirs.target().as_str(),
+                origin.as_str(),
+                created,
+                req.spec.clone(),
+            );
+            groups[g].jobs.push(job);
+        }
+    }
+    let flush = ctx.durability().enqueue_flush();
+    for (g, Group { dirs, jobs, .. }) in groups.iter().enumerate() {
+        let failed = match submit::publish_all(dirs, jobs, &key, flush) {
+            Err(e) => Some(e),
+            Ok(each) => each.into_iter().find_map(|r| r.err()),
+        };
+        if let Some(e) = failed {
+            let done: Vec<&TargetDirs> = groups[..g].iter().map(|g| &g.dirs).collect();
+            return Err(batch_partly(&shown, &done, dirs, e));
+        }
+    }
+    if let (Ok(state), Some((_, last))) = (ctx.state_dir(&root), lines.last())
+        && let Some(dirs) = resolved[&last.targets].last()
+    {
+        crate::jobref::remember(&state, dirs, &last.id);
+    }
+    let jobs: Vec<Value> = lines
+        .iter()
+        .map(|(n, r)| {
+            json!({
+                "line": n,
+                "jobId": r.id.as_str(),
+                "targets": resolved[&r.targets].iter().map(|d| d.target().as_str()).collect::<Vec<_>>(),
+                "priority": priority_word(r.spec.priority),
+            })
+        })
+        .collect();
+    let ids: Vec<&str> = lines.iter().map(|(_, r)| r.id.as_str()).collect();
+    emit(ctx, &json!({"jobs": jobs}), &ids.join("\n"));
+    Ok(exit::SUCCESS)
+}
+
+/// A batch's jobs for one target: its inbox as checked before publishing
+/// (`None`: not made yet), and its jobs in the order of the lines.
+struct Group {
+    dirs: TargetDirs,
+    inbox: Option<Dir>,
+    jobs: Vec<Job>,
+}
+
+/// The error of a batch whose publishing into `failed`'s inbox stopped on
+/// `e`: every job for the targets in `done` is queued there, those for
+/// `failed` may be in part, the rest nowhere.
+fn batch_partly(shown: &str, done: &[&TargetDirs], failed: &TargetDirs, e: Error) -> Error {
+    let have = if done.is_empty() {
+        "no target has them".to_string()
+    } else {
+        let names: Vec<&str> = done.iter().map(|d| d.target().as_str()).collect();
+        format!("every job for {} is queued", names.join(","))
+    };
+    Error::new(
+        e.code,
+        format!(
+            "{shown}: publishing into {}'s inbox failed ({}); {have}, those for {} may be queued in part, and no later target was written to",
+            failed.target(),
+            e.message,
+            failed.target()
+        ),
+    )
+    .hint("see what is queued with: fleet-dispatch status --all")
+}
+
+/// The text of the batch `file` (`-`: stdin) and how messages name it.
+fn read_batch(file: &std::path::Path) -> Result<(String, String)> {
+    use std::io::Read;
+    if file.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| Error::validation(format!("--batch -: cannot read stdin: {e}")))?;
+        return Ok(("stdin".to_string(), text));
+    }
+    let shown = file.display().to_string();
+    match std::fs::read(file) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(|t| (shown.clone(), t))
+            .map_err(|_| Error::validation(format!("--batch {shown}: not UTF-8 text"))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(Error::not_found(format!("--batch {shown}: no such file")))
+        }
+        Err(e) => Err(Error::io("read", file, &e)),
+    }
+}

@@ -1,0 +1,278 @@
+//! Fan-out: `enqueue --target A,B` (or `all`) publishes one job id to each
+//! target, each copy signed for its target; `result` and `cancel` over a
+//! target list answer one line per target and exit with the worst status.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::util::*;
+
+/// Starts a loop listener as `machine` and waits for its heartbeat.
+fn listener_as(w: &World, machine: &str) -> ListenerGuard {
+    let hb = w.root.join(machine).join("listener.json");
+    let g = ListenerGuard::spawn(w.bg_cmd_as(machine).args([
+        "listen",
+        "--poll-interval",
+        "100ms",
+        "--settle",
+        "2s",
+    ]));
+    wait_until(Duration::from_secs(10), || hb.exists());
+    g
+}
+
+/// The job file for `id` in `target`'s inbox, parsed.
+fn queued(w: &World, target: &str, id: &str) -> Value {
+    let path = w.root.join(target).join("inbox").join(format!("{id}.json"));
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+fn json(out: &str) -> Value {
+    serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("not JSON: {out}"))
+}
+
+#[test]
+fn fan_out_runs_the_same_id_on_both_targets_and_result_combines() {
+    let w = World::new();
+    w.make_target("LAPTOP");
+    let _pc = w.spawn_listener(&[]);
+    let _laptop = listener_as(&w, "LAPTOP");
+    let (code, out, err) = w.run(&["enqueue", "--target", "PC,laptop", "--", &kit(&[])[0]]);
+    assert_eq!(code, 0, "{out}{err}");
+    let id = out.trim();
+    assert_eq!(out.lines().count(), 1, "the id is printed once: {out}");
+
+    let (code, out, err) = w.run(&[
+        "--json",
+        "result",
+        "--target",
+        "PC,LAPTOP",
+        "--job-id",
+        id,
+        "--wait",
+        "--wait-timeout",
+        "20s",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let all = json(&out);
+    let targets: Vec<&str> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(targets, ["PC", "LAPTOP"], "in the order given: {out}");
+    for r in all.as_array().unwrap() {
+        assert_eq!(r["jobId"], id);
+        assert_eq!(r["outcome"], "done", "{out}");
+        assert_eq!(r["verified"], true);
+    }
+    // Each copy was signed for its own target.
+    for target in ["PC", "LAPTOP"] {
+        let done = w
+            .root
+            .join(target)
+            .join("archive/done")
+            .join(format!("{id}.json"));
+        let job: Value = serde_json::from_str(&std::fs::read_to_string(done).unwrap()).unwrap();
+        assert_eq!(job["target"], target);
+    }
+    let (code, out, _) = w.run(&["result", "--target", "PC,LAPTOP", "--job-id", id]);
+    assert_eq!(code, 0);
+    assert_eq!(out.lines().count(), 2, "one line per target: {out}");
+    assert!(
+        out.lines().nth(1).unwrap().contains("on LAPTOP: done"),
+        "{out}"
+    );
+}
+
+#[test]
+fn fan_out_wait_says_which_target_never_answered_and_exits_with_the_worst() {
+    let w = World::new();
+    w.make_target("LAPTOP");
+    let _pc = w.spawn_listener(&[]);
+    // PC's copy fails with 3; LAPTOP has no listener, so its copy never
+    // finishes: unfinished (124) is worse than a job's own failure.
+    let (code, out, err) = output_within(
+        w.cmd()
+            .args([
+                "enqueue",
+                "--target",
+                "PC,LAPTOP",
+                "--wait",
+                "--wait-timeout",
+                "3s",
+                "--",
+            ])
+            .args(kit(&["exit", "3"])),
+        Duration::from_secs(30),
+    );
+    assert_eq!(code, 124, "{out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "the id, then one line per target: {out}");
+    assert!(lines[1].contains("on PC: failed (exit 3)"), "{out}");
+    assert!(lines[2].starts_with("LAPTOP: "), "{out}");
+    assert!(
+        lines[2].contains("no listener has ever run for LAPTOP"),
+        "{out}"
+    );
+
+    let id = lines[0];
+    let (code, out, err) = w.run(&[
+        "--json",
+        "result",
+        "--target",
+        "LAPTOP,PC",
+        "--job-id",
+        id,
+        "--wait",
+        "--wait-timeout",
+        "1s",
+    ]);
+    assert_eq!(code, 124, "{out}{err}");
+    let all = json(&out);
+    assert_eq!(all[0]["target"], "LAPTOP");
+    assert_eq!(all[0]["state"], "queued");
+    assert_eq!(all[0]["timedOut"], true);
+    assert!(
+        all[0]["listener"].as_str().unwrap().contains("LAPTOP"),
+        "{out}"
+    );
+    assert_eq!(all[1]["exitCode"], 3);
+}
+
+#[test]
+fn result_over_a_list_ranks_not_found_above_unfinished() {
+    let w = World::with_target();
+    w.make_target("LAPTOP");
+    let id = w.enqueue(&["--job-id", "only-on-pc"], &kit(&[]));
+    let (code, out, _) = w.run(&["result", "--target", "PC,LAPTOP", "--job-id", &id]);
+    assert_eq!(code, 66, "not found on LAPTOP outranks queued on PC: {out}");
+    assert!(out.contains("queued"), "{out}");
+    assert!(out.contains("no job only-on-pc on LAPTOP"), "{out}");
+}
+
+#[test]
+fn target_all_publishes_to_every_target_folder() {
+    let w = World::with_target();
+    w.make_target("LAPTOP");
+    w.make_target("mac");
+    let (code, out, err) = w.run(&[
+        "--json",
+        "enqueue",
+        "--target",
+        "all",
+        "--label",
+        "everywhere",
+        "--",
+        "x",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v = json(&out);
+    assert_eq!(v["targets"], serde_json::json!(["LAPTOP", "mac", "PC"]));
+    let id = v["jobId"].as_str().unwrap();
+    for target in ["LAPTOP", "mac", "PC"] {
+        let job = queued(&w, target, id);
+        assert_eq!(job["target"], target);
+        assert_eq!(job["jobId"], id);
+    }
+}
+
+#[test]
+fn cancel_over_a_list_writes_a_marker_for_each_copy() {
+    let w = World::with_target();
+    w.make_target("LAPTOP");
+    let (code, out, _) = w.run(&["enqueue", "--target", "PC,LAPTOP", "--", "x"]);
+    assert_eq!(code, 0);
+    let id = out.trim();
+    let (code, out, err) = w.run(&["--json", "cancel", "--target", "PC,LAPTOP", "--job-id", id]);
+    assert_eq!(code, 0, "{out}{err}");
+    let all = json(&out);
+    for (i, target) in ["PC", "LAPTOP"].iter().enumerate() {
+        assert_eq!(all[i]["target"], *target);
+        assert_eq!(all[i]["status"], "requested", "{out}");
+        assert!(
+            w.root
+                .join(target)
+                .join("cancel")
+                .join(format!("{id}.json"))
+                .exists()
+        );
+    }
+    // PC's listener honours its marker; LAPTOP's copy waits for its own.
+    w.listen_once(&[]);
+    let (code, out, _) = w.run(&["result", "--target", "PC,LAPTOP", "--job-id", id]);
+    assert_eq!(code, 124, "LAPTOP's copy is still queued: {out}");
+    assert!(out.contains("on PC: cancelled-before-start"), "{out}");
+
+    let (code, _, err) = w.run(&["cancel", "--target", "PC,LAPTOP", "--job-id", id, "--wait"]);
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("--wait takes one target"), "{err}");
+}
+
+#[test]
+fn fan_out_checks_every_target_before_publishing_to_any() {
+    let w = World::with_target();
+    w.make_target("LAPTOP");
+    // The id is taken on LAPTOP: PC must not get a copy either.
+    let (code, _, _) = w.run(&[
+        "enqueue", "--target", "LAPTOP", "--job-id", "taken", "--", "x",
+    ]);
+    assert_eq!(code, 0);
+    let (code, _, err) = w.run(&[
+        "enqueue",
+        "--target",
+        "PC,LAPTOP",
+        "--job-id",
+        "taken",
+        "--",
+        "x",
+    ]);
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("already queued for LAPTOP"), "{err}");
+    assert!(files(&w.pc().join("inbox")).is_empty());
+
+    let (code, _, err) = w.run(&["enqueue", "--target", "PC,nowhere", "--", "x"]);
+    assert_eq!(code, 66, "{err}");
+    assert!(err.contains("unknown target \"nowhere\""), "{err}");
+    let (code, _, err) = w.run(&["enqueue", "--target", "PC,pc", "--", "x"]);
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("names PC twice"), "{err}");
+    let (code, _, err) = w.run(&["enqueue", "--target", "PC,", "--", "x"]);
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("empty name"), "{err}");
+    let (code, _, err) = w.run(&[
+        "enqueue",
+        "--target",
+        "PC,LAPTOP",
+        "--interrupt",
+        "last",
+        "--",
+        "x",
+    ]);
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("--interrupt takes one target"), "{err}");
+    assert!(files(&w.pc().join("inbox")).is_empty());
+}
+
+// A file where LAPTOP's inbox belongs is refused before PC gets a copy.
+#[test]
+fn fan_out_to_a_target_whose_inbox_is_a_file_publishes_nowhere() {
+    let w = World::with_target();
+    std::fs::create_dir_all(w.root.join("LAPTOP")).unwrap();
+    std::fs::write(w.root.join("LAPTOP").join("inbox"), "not a folder").unwrap();
+    let (code, _, err) = w.run(&["enqueue", "--target", "PC,LAPTOP", "--", "x"]);
+    assert_eq!(code, 77, "{err}");
+    assert!(err.contains("inbox"), "{err}");
+    assert!(files(&w.pc().join("inbox")).is_empty());
+}
+
+#[test]
+fn logs_refuses_a_target_list() {
+    let w = World::with_target();
+    w.make_target("LAPTOP");
+    let (code, _, err) = w.run(&["logs", "--target", "PC,LAPTOP", "--job-id", "x"]);
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("logs reads one target's output"), "{err}");
+}
