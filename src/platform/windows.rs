@@ -1089,13 +1089,16 @@ mod tests {
                 "the job's process is in both, nested"
             );
         }
+        // `start /B` may pass through a short-lived helper process first
+        // (Wine's does): wait for a moment when the whole tree is up.
+        let mut others = Vec::new();
         assert!(
-            wait_until(Duration::from_secs(20), || tree.others().len() >= 2),
-            "the tree never grew: {:?}",
-            tree.others()
+            wait_until(Duration::from_secs(20), || {
+                others = tree.others();
+                others.len() >= 2 && others.iter().all(|&p| is_alive(p))
+            }),
+            "the tree never grew: {others:?}"
         );
-        let others = tree.others();
-        assert!(others.iter().all(|&p| is_alive(p)));
         assert!(!tree.leader_exited());
         let started = Instant::now();
         tree.signal(Signal::Kill);
