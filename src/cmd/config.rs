@@ -44,6 +44,15 @@ fn presence(path: Option<&std::path::Path>, dir: bool, missing: &str) -> Option<
     }
 }
 
+/// A setting's variable, when set and not empty, as `config` sees it
+/// (no flag exists for `config`, so a value there came from the variable).
+fn variable(name: &str) -> Option<(String, crate::cli::Given)> {
+    std::env::var(name)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .map(|v| (v, crate::cli::Given::Variable))
+}
+
 /// Prints the settings.
 pub fn run(ctx: &Context, _args: ConfigArgs) -> Result<u8> {
     let root = ctx.root_setting();
@@ -58,25 +67,19 @@ pub fn run(ctx: &Context, _args: ConfigArgs) -> Result<u8> {
     let machine = ctx.machine_setting();
     let machine_note = ctx.machine().err().map(|e| e.message);
     let poll = ctx.poll_interval_setting(
-        std::env::var(crate::config::POLL_INTERVAL_VAR)
-            .ok()
-            .filter(|v| !v.is_empty())
-            .as_deref()
-            .map(|v| (v, crate::cli::Given::Variable)),
+        variable(crate::config::POLL_INTERVAL_VAR)
+            .as_ref()
+            .map(|(v, how)| (v.as_str(), *how)),
     );
     let retention = ctx.retention_setting(
-        std::env::var(crate::config::RETENTION_VAR)
-            .ok()
-            .filter(|v| !v.is_empty())
-            .as_deref()
-            .map(|v| (v, crate::cli::Given::Variable)),
+        variable(crate::config::RETENTION_VAR)
+            .as_ref()
+            .map(|(v, how)| (v.as_str(), *how)),
     );
     let max_job_age = ctx.max_job_age_setting(
-        std::env::var(crate::config::MAX_JOB_AGE_VAR)
-            .ok()
-            .filter(|v| !v.is_empty())
-            .as_deref()
-            .map(|v| (v, crate::cli::Given::Variable)),
+        variable(crate::config::MAX_JOB_AGE_VAR)
+            .as_ref()
+            .map(|(v, how)| (v.as_str(), *how)),
     );
     let config_file = ctx.config_file();
     let d = ctx.durability_setting();
