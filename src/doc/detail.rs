@@ -219,16 +219,25 @@ pub fn outcome_of(
 /// The signed result of a job cancelled by `marker` before it started.
 pub fn cancelled_before_start(key: &Key, job: &Job, marker: &Marker, finished_at: &str) -> Outcome {
     let d = Detail {
-        duration_ms: Some(0),
         marker: Some(MarkerSeen::from(marker)),
-        label: job.spec.label.as_deref().map(|l| clip(l, LABEL_BYTES)),
         ..Detail::default()
+    };
+    never_started(key, job, Termination::CancelledBeforeStart, d, finished_at)
+}
+
+/// The signed result of a job that ended before its process was spawned:
+/// no duration, no exit code, its label kept.
+fn never_started(key: &Key, job: &Job, t: Termination, d: Detail, finished_at: &str) -> Outcome {
+    let d = Detail {
+        duration_ms: Some(0),
+        label: job.spec.label.as_deref().map(|l| clip(l, LABEL_BYTES)),
+        ..d
     };
     Outcome::sign(
         key,
         job.id.as_str(),
         &job.target,
-        Termination::CancelledBeforeStart,
+        t,
         None,
         None,
         finished_at,
@@ -245,21 +254,10 @@ pub fn dependency_failed(
     finished_at: &str,
 ) -> Outcome {
     let d = Detail {
-        duration_ms: Some(0),
         dependency: Some(dependency),
-        label: job.spec.label.as_deref().map(|l| clip(l, LABEL_BYTES)),
         ..Detail::default()
     };
-    Outcome::sign(
-        key,
-        job.id.as_str(),
-        &job.target,
-        Termination::DependencyFailed,
-        None,
-        None,
-        finished_at,
-        &d,
-    )
+    never_started(key, job, Termination::DependencyFailed, d, finished_at)
 }
 
 /// The signed `interrupted` result of job `job_id` on `target`, started at
