@@ -1,5 +1,9 @@
 //! The command line, defined once: this clap definition drives parsing,
 //! `--help`, the man pages and the shell completions.
+//!
+//! Longer than other modules on purpose: every flag's help text is the
+//! user's documentation and lives beside its flag, and splitting one clap
+//! definition across files would hide which flags a command has.
 
 use std::path::PathBuf;
 

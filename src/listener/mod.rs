@@ -19,9 +19,11 @@
 //! thread then places the result and archives the job, in batches.
 //!
 //! This file is the drain loop. Beside it: `inbox` (the listing and what
-//! is remembered between listings), `after` (the dependency check's
-//! reading), `recovery` (start-up after a crash)
-//! and `handle` (the HTTP intake's way in). The rules it applies live
+//! is remembered between listings), `job_run` (one job's run, from its start
+//! line to its recorded result), `markers` (a queued job's cancel check),
+//! `after` (the dependency check's reading), `refuse` (refused files moved
+//! aside), `rival` (another listener serving the target), `recovery`
+//! (start-up after a crash) and `handle` (the HTTP intake's way in). The rules it applies live
 //! outside: acceptance in [`crate::accept`], the replay guard in
 //! [`crate::replay`], results in [`crate::doc::detail`], refusals in
 //! [`crate::rejected`], a job's environment in [`crate::jobenv`].
@@ -34,37 +36,35 @@ use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use serde_json::json;
 
-use crate::accept::{self, Rejection, Verdict};
+use crate::accept;
 use crate::clock;
 use crate::dependency;
-use crate::doc::{self, Outcome, Termination, detail, job};
 use crate::error::Result;
 use crate::events::{Events, Hint};
-use crate::fsops::{Dir, Durability};
+use crate::fsops::Durability;
 use crate::governor::Tier;
 use crate::heartbeat::{self, Beat, Heartbeat};
-use crate::jobenv;
 use crate::key::Key;
-use crate::layout::{self, Folders, Place, StateDirs, TargetDirs};
+use crate::layout::{Folders, Place, StateDirs, TargetDirs};
 use crate::names::JobId;
 use crate::platform;
 use crate::publisher::{Finished, Publisher};
-use crate::rejected::{self, Kind};
+use crate::rejected;
 use crate::replay;
-use crate::runner::{self, Control, Mailbox};
+use crate::runner::{Control, Mailbox};
 use crate::shutdown::{self, Shutdown};
 use crate::state::{self, Ledger, Lock};
-use crate::watcher::Watch;
 
 use inbox::{Candidate, Inbox};
 
 mod after;
 mod handle;
 mod inbox;
+mod job_run;
 mod markers;
 mod recovery;
+mod refuse;
 mod rival;
 
 pub use handle::Handle;
@@ -559,31 +559,6 @@ impl Listener {
         Ok(false)
     }
 
-    /// Counts and moves aside a refused inbox file. A file we cannot move
-    /// stays and is retried; it must never take the listener down.
-    fn refuse(&mut self, f: &Folders, name: &str, r: &Rejection) {
-        self.inbox.forget(name);
-        if r.verdict == Verdict::AlreadyProcessed {
-            self.counters.skipped += 1;
-        } else {
-            self.counters.rejected += 1;
-        }
-        self.say(format!(
-            "rejected {name}: {} ({})",
-            r.verdict.as_str(),
-            r.message
-        ));
-        if let Err(e) = self.reject(f, f.inbox(), name, r, Kind::Job) {
-            self.say_once(name, format!("could not move {name} aside: {e}"));
-        }
-    }
-
-    fn say_once(&mut self, name: &str, line: String) {
-        if self.inbox.first_note(name) {
-            self.say(line);
-        }
-    }
-
     /// Where `id` was already processed, if anywhere, in the folders this
     /// pass holds.
     fn seen_where(&self, f: &Folders, id: &JobId) -> Option<&'static str> {
@@ -591,193 +566,6 @@ impl Listener {
         replay::used_in(Some(f.results()), Some(f.done()), job, || {
             self.ledger.contains(id.as_str())
         })
-    }
-
-    /// Moves the refused entry `name` of `from` to `archive/rejected/` with
-    /// its reason.
-    fn reject(&self, f: &Folders, from: &Dir, name: &str, r: &Rejection, kind: Kind) -> Result<()> {
-        let reason =
-            rejected::Reason::new(r, kind, self.dirs.target().as_str()).judged_with(&self.key);
-        rejected::file(f.rejected(), from, name, &reason)
-    }
-
-    /// Records `outcome` in the ledger; it is handed on by [`Self::settle`],
-    /// with `marker` saying whether a valid marker waits to be consumed
-    /// (the publisher consumes it once the result is durable: a marker
-    /// consumed before that could let a crash run a job that was cancelled
-    /// before it started).
-    fn finish(&mut self, id: &JobId, outcome: &Outcome, marker: bool) -> Result<()> {
-        let result = doc::to_file_bytes(outcome);
-        {
-            let _recording = shutdown::recording();
-            self.ledger.record(id.as_str(), clock::now(), &result)?;
-        }
-        self.inbox.forget(&id.file_name());
-        self.pending.push(Finished {
-            id: id.clone(),
-            result,
-            marker,
-        });
-        Ok(())
-    }
-
-    /// Pending results made durable (a no-op after the next job's start
-    /// line flushed them; at the relaxed level the publisher flushes) →
-    /// handed to the publisher.
-    fn settle(&mut self) -> Result<()> {
-        if self.settings.durability == Durability::Full {
-            self.ledger.sync()?;
-        }
-        for f in std::mem::take(&mut self.pending) {
-            self.published = true;
-            self.publisher.publish(f)?;
-        }
-        Ok(())
-    }
-
-    /// Settles the pending result, waits for the publisher, flushes the
-    /// folders results were placed and archived in, and notes that in the
-    /// ledger (which compacts itself then if it should).
-    fn checkpoint(&mut self) -> Result<()> {
-        self.settle()?;
-        // At the relaxed level the publisher has flushed the ledger with
-        // its last batch; flushing here too covers a listener with nothing
-        // published (start lines of jobs that failed to spawn, say).
-        self.ledger.sync()?;
-        let waited = self.publisher.wait();
-        for note in self.publisher.notes() {
-            self.say(note);
-        }
-        self.counters.repaired += self.publisher.repaired();
-        // Results not placed yet stay unfinished in the ledger: no
-        // checkpoint until they are.
-        if !waited? || (!self.published && !self.ledger.wants_checkpoint()) {
-            return Ok(());
-        }
-        // Folders that cannot be opened now were flushed by the publisher
-        // when it placed the batch, or are moved aside at the next pass.
-        if let Ok(f) = self.folders() {
-            for dir in [f.results(), f.done(), f.consumed()] {
-                dir.sync();
-            }
-        }
-        self.ledger.checkpoint(clock::now())?;
-        self.published = false;
-        Ok(())
-    }
-
-    /// True when a valid marker for a finished job is in `cancel/`, read
-    /// from the folder (for a job whose runner did not meet one).
-    pub(super) fn has_valid_marker(&mut self, id: &JobId) -> bool {
-        let Ok(f) = self.folders() else {
-            return false;
-        };
-        f.cancel().exists(&id.file_name()) && self.valid_marker(&f, id).is_some()
-    }
-
-    /// Runs `c`, whose marker was last looked for when the hint's change
-    /// count was `looked`.
-    fn run_job(&mut self, f: &Folders, c: Candidate, looked: u64) -> Result<()> {
-        // Messages left from an earlier job are stale; a shutdown asked for
-        // meanwhile is in the flag, checked once the queue is clear; a
-        // change an event hinted at is in the hint's count.
-        while self.rx.try_recv().is_ok() {}
-        self.hint.woken();
-        if self.shutdown.requested() {
-            return Ok(());
-        }
-        let id = c.job.id.clone();
-        let started = clock::now();
-        let started_at = clock::format(started);
-        let full = self.settings.durability == Durability::Full;
-        self.ledger.start(id.as_str(), started, full)?;
-        let spec = &c.job.spec;
-        let shown = json!({
-            "jobId": id.as_str(),
-            "label": spec.label,
-            "argv": spec.argv,
-            "origin": c.job.origin,
-            "startedAt": started_at,
-            "listenerPid": std::process::id(),
-        });
-        self.say(format!("running {id}: {}", job::argv_summary(&spec.argv)));
-
-        let env = jobenv::for_job(
-            &c.job,
-            &self.root.display().to_string(),
-            self.dirs.target().as_str(),
-            &self.key_path.display().to_string(),
-        );
-        let req = runner::Request {
-            job_id: id.clone(),
-            argv: spec.argv.clone(),
-            cwd: spec.cwd.as_ref().map(PathBuf::from),
-            env,
-            timeout: spec.timeout,
-            grace: spec.grace(),
-            logs: f.logs().clone(),
-            stdout_log: layout::log_name(&id, "stdout"),
-            stderr_log: layout::log_name(&id, "stderr"),
-        };
-        let mut watch = Watch::new(
-            id.clone(),
-            f,
-            self.dirs.target().to_string(),
-            Arc::clone(&self.key),
-            self.settings.poll,
-            self.settings.settle,
-            self.beat.clone(),
-            (self.hint.clone(), looked),
-        );
-        // The previous job's result is published while this one runs; a
-        // failure there is reported once this job is recorded.
-        let (report, settled) = match runner::start(&req, self.mail.bell()) {
-            Ok(running) => {
-                // If this write fails the start-up scan by job id still finds the orphans.
-                let _ = self.ledger.note_pid(id.as_str(), running.id());
-                let settled = self.settle();
-                self.publisher
-                    .show_running(id.clone(), doc::to_file_bytes(&shown));
-                let report = running.wait(&self.rx, &mut watch);
-                // Wakes dropped while the job was being stopped.
-                self.hint.woken();
-                (report, settled)
-            }
-            Err(report) => (*report, self.settle()),
-        };
-        if watch.beat_written() {
-            self.heartbeat(None, "listening");
-        }
-        if let Some(r) = watch.refusal.take() {
-            self.say(format!(
-                "ignored marker for {id}: {} ({})",
-                r.verdict.as_str(),
-                r.message
-            ));
-        }
-        for note in std::mem::take(&mut watch.notes) {
-            self.say(note);
-        }
-        let finished_at = clock::format(clock::now());
-        let outcome = detail::outcome_of(&self.key, &c.job, &started_at, &report, &finished_at);
-        let how = outcome.termination();
-        match how {
-            Termination::Exited if outcome.ok => self.counters.done += 1,
-            Termination::Cancelled => self.counters.cancelled += 1,
-            _ => self.counters.failed += 1,
-        }
-        self.say(format!(
-            "finished {id}: {} (exit {}, {})",
-            how.describe(outcome.ok),
-            outcome.exit_code,
-            clock::human(report.duration)
-        ));
-        // The marker the runner met is the one to consume; without one, a
-        // marker may still have come after the watch's last look, and is
-        // consumed all the same (the completion race, docs/protocol.md §7).
-        let marker = report.marker().is_some() || self.has_valid_marker(&id);
-        self.finish(&id, &outcome, marker)?;
-        settled
     }
 
     fn heartbeat(&mut self, job: Option<&JobId>, state: &str) {

@@ -7,7 +7,15 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::fsops::{Child, Dir, not_a_folder};
-use crate::names::{JobId, Machine, is_machine};
+use crate::names::{JobId, Machine};
+
+mod local;
+mod targets;
+
+pub use local::{StateDirs, default_key_file, default_root, default_state_dir, is_inside};
+pub use targets::{
+    existing_targets, find_target, is_target_list, pick_target, resolve_target, resolve_targets,
+};
 
 /// A folder of the layout under `<root>/<TARGET>/`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -478,228 +486,6 @@ pub const LISTENER_JSON: &str = "listener.json";
 /// The name of the listener's lock in the target folder.
 pub const FOLDER_LOCK: &str = "listener.lock";
 
-/// The per-user local state of one target's listener, outside the root.
-#[derive(Clone, Debug)]
-pub struct StateDirs {
-    base: PathBuf,
-}
-
-impl StateDirs {
-    /// `<state>/<target>/`, the name in lower case: `PC` and `pc` are one
-    /// target, so they must share one lock and ledger.
-    pub fn new(state: &Path, target: &Machine) -> StateDirs {
-        StateDirs {
-            base: state.join(target.as_str().to_ascii_lowercase()),
-        }
-    }
-    /// The directory itself.
-    pub fn base(&self) -> &Path {
-        &self.base
-    }
-    /// The single-listener lock.
-    pub fn lock_file(&self) -> PathBuf {
-        self.base.join("listener.lock")
-    }
-    /// Processed job ids, and the journal of the job in progress.
-    pub fn ledger(&self) -> PathBuf {
-        self.base.join("ledger.jsonl")
-    }
-    /// This listener's instance id, kept across restarts.
-    pub fn instance(&self) -> PathBuf {
-        self.base.join("instance")
-    }
-    /// A request to the running listener (`listen --drain`): finish the
-    /// running job, start no new one, and exit.
-    pub fn drain_request(&self) -> PathBuf {
-        self.base.join("drain")
-    }
-}
-
-/// The default state directory: `$XDG_STATE_HOME/fleet-dispatch`,
-/// `~/.local/state/fleet-dispatch`, or `%LOCALAPPDATA%\fleet-dispatch`.
-pub fn default_state_dir() -> Option<PathBuf> {
-    if cfg!(windows) {
-        return std::env::var_os("LOCALAPPDATA").map(|d| PathBuf::from(d).join("fleet-dispatch"));
-    }
-    if let Some(x) = std::env::var_os("XDG_STATE_HOME").filter(|x| !x.is_empty()) {
-        return Some(PathBuf::from(x).join("fleet-dispatch"));
-    }
-    home_dir().map(|h| h.join(".local").join("state").join("fleet-dispatch"))
-}
-
-/// The default key file: `~/.claude/fleet-dispatch.key`.
-pub fn default_key_file() -> Option<PathBuf> {
-    home_dir().map(|h| h.join(".claude").join("fleet-dispatch.key"))
-}
-
-/// The default root: `$OneDrive/fleet-dispatch` when `OneDrive` is set.
-pub fn default_root() -> Option<PathBuf> {
-    std::env::var_os("OneDrive")
-        .filter(|d| !d.is_empty())
-        .map(|d| PathBuf::from(d).join("fleet-dispatch"))
-}
-
-fn home_dir() -> Option<PathBuf> {
-    let var = if cfg!(windows) { "USERPROFILE" } else { "HOME" };
-    std::env::var_os(var)
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
-}
-
-/// The target folders that exist under `root`: directories with valid names.
-pub fn existing_targets(root: &Path) -> Result<Vec<String>> {
-    let entries = std::fs::read_dir(root).map_err(|e| Error::io("list", root, &e))?;
-    let mut names: Vec<String> = entries
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| is_machine(n))
-        .collect();
-    names.sort_by_key(|n| n.to_ascii_lowercase());
-    Ok(names)
-}
-
-/// The folder under `root` that serves `wanted`, from the names
-/// `existing` lists: the exact spelling wins; without it, the one folder
-/// whose name differs only in case. Several such folders (which a folder
-/// writer can create on a case-sensitive file system to draw a listener or
-/// a sender away) are a `CONFIG` error naming them: nothing picks one.
-pub fn pick_target(root: &Path, wanted: &Machine, existing: &[String]) -> Result<Option<String>> {
-    if existing.iter().any(|n| n == wanted.as_str()) {
-        return Ok(Some(wanted.to_string()));
-    }
-    let mut alike: Vec<&String> = existing.iter().filter(|n| wanted.same(n)).collect();
-    alike.sort();
-    match alike.as_slice() {
-        [] => Ok(None),
-        [one] => Ok(Some((*one).clone())),
-        several => Err(Error::config(format!(
-            "target {wanted} matches several folders under {} that differ only in case: {}",
-            root.display(),
-            several
-                .iter()
-                .map(|n| n.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
-        .hint(format!(
-            "keep the one the listener uses, or spell the target exactly as its folder ({})",
-            several[0]
-        ))),
-    }
-}
-
-/// [`pick_target`] over the folders that exist under `root` now.
-pub fn find_target(root: &Path, wanted: &Machine) -> Result<Option<String>> {
-    pick_target(root, wanted, &existing_targets(root)?)
-}
-
-/// Resolves `name` to an existing target folder ([`pick_target`]), or to a
-/// fleet member named in `fleet` (whose folder may not exist yet). Anything
-/// else is `NOT_FOUND`, listing the known targets.
-pub fn resolve_target(root: &Path, name: &str, fleet: &[String]) -> Result<TargetDirs> {
-    let wanted = Machine::parse(name, "target")?;
-    let existing = existing_targets(root)?;
-    if let Some(found) = pick_target(root, &wanted, &existing)? {
-        return Ok(TargetDirs::new(root, &Machine::parse(&found, "target")?));
-    }
-    if let Some(member) = fleet.iter().find(|n| wanted.same(n)) {
-        // Nothing is created here: a command that writes makes the one
-        // folder it writes into, and one that only reads finds nothing.
-        return Ok(TargetDirs::new(root, &Machine::parse(member, "target")?));
-    }
-    let mut known: Vec<String> = existing;
-    for f in fleet {
-        if !known.iter().any(|k| k.eq_ignore_ascii_case(f)) {
-            known.push(f.clone());
-        }
-    }
-    let list = if known.is_empty() {
-        "none yet".to_string()
-    } else {
-        known.join(", ")
-    };
-    Err(Error::not_found(format!(
-        "unknown target {name:?} under {} (known targets: {list})",
-        root.display()
-    ))
-    .hint("a target's folder appears when its listener first starts; or name it in FLEET_DISPATCH_FLEET"))
-}
-
-/// The word that names every target at once in a target list.
-pub const ALL_TARGETS: &str = "all";
-
-/// True when `text` names more than one target: a comma list, or
-/// [`ALL_TARGETS`].
-pub fn is_target_list(text: &str) -> bool {
-    text.contains(',') || text.eq_ignore_ascii_case(ALL_TARGETS)
-}
-
-/// Resolves a target list (`A,B,C`, or [`ALL_TARGETS`] for every target
-/// folder under `root`) by [`resolve_target`], in the order given. A name
-/// given twice (in any case) or an empty entry is `VALIDATION_ERROR`: a
-/// fan-out publishes one copy per target, never two to one.
-pub fn resolve_targets(root: &Path, list: &str, fleet: &[String]) -> Result<Vec<TargetDirs>> {
-    if list.eq_ignore_ascii_case(ALL_TARGETS) {
-        let all = existing_targets(root)?;
-        if all.is_empty() {
-            return Err(Error::not_found(format!(
-                "--target {ALL_TARGETS}: no target folder under {} yet",
-                root.display()
-            ))
-            .hint("a target's folder appears when its listener first starts"));
-        }
-        return all
-            .iter()
-            .map(|n| Ok(TargetDirs::new(root, &Machine::parse(n, "target")?)))
-            .collect();
-    }
-    let mut out: Vec<TargetDirs> = Vec::new();
-    for name in list.split(',') {
-        if name.is_empty() {
-            return Err(
-                Error::validation(format!("--target {list:?}: an empty name in the list"))
-                    .hint("write A,B,C with no spaces or empty entries"),
-            );
-        }
-        let dirs = resolve_target(root, name, fleet)?;
-        if out.iter().any(|d| d.target().same(dirs.target().as_str())) {
-            return Err(Error::validation(format!(
-                "--target {list:?} names {} twice",
-                dirs.target()
-            )));
-        }
-        out.push(dirs);
-    }
-    Ok(out)
-}
-
-/// True when `inner` lies inside `outer` (both made absolute and, where
-/// possible, canonical), used to refuse a state dir or key inside the root.
-pub fn is_inside(inner: &Path, outer: &Path) -> bool {
-    let canon = |p: &Path| -> PathBuf {
-        // Canonicalise the longest existing prefix, so not-yet-created paths
-        // are still compared through symlinks.
-        let mut existing = p.to_path_buf();
-        let mut rest = Vec::new();
-        while !existing.exists() {
-            match (existing.parent(), existing.file_name()) {
-                (Some(parent), Some(name)) => {
-                    rest.push(name.to_os_string());
-                    existing = parent.to_path_buf();
-                }
-                _ => break,
-            }
-        }
-        let mut out = std::fs::canonicalize(&existing).unwrap_or(existing);
-        for part in rest.iter().rev() {
-            out.push(part);
-        }
-        out
-    };
-    canon(inner).starts_with(canon(outer))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -734,29 +520,5 @@ mod tests {
         );
         assert_eq!(t.listener_json(), Path::new("/r/PC/listener.json"));
         assert_eq!(t.folder_lock(), Path::new("/r/PC/listener.lock"));
-    }
-
-    #[test]
-    fn the_exact_spelling_wins_and_several_case_variants_are_refused() {
-        let root = Path::new("/r");
-        let m = Machine::parse("build", "t").unwrap();
-        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let pick = |v: &[&str]| pick_target(root, &m, &names(v));
-        assert_eq!(
-            pick(&["BUILD", "build", "buILd"]).unwrap().as_deref(),
-            Some("build")
-        );
-        assert_eq!(pick(&["BUILD", "PC"]).unwrap().as_deref(), Some("BUILD"));
-        assert_eq!(pick(&["PC"]).unwrap(), None);
-        let e = pick(&["BUILD", "buILd", "PC"]).unwrap_err();
-        assert_eq!(e.code, crate::error::Code::Config);
-        assert!(e.message.contains("BUILD, buILd"), "{}", e.message);
-    }
-
-    #[test]
-    fn inside_detection() {
-        assert!(is_inside(Path::new("/a/b/c"), Path::new("/a/b")));
-        assert!(is_inside(Path::new("/a/b"), Path::new("/a/b")));
-        assert!(!is_inside(Path::new("/a/bc"), Path::new("/a/b")));
     }
 }

@@ -1,0 +1,202 @@
+//! One job's run (docs/protocol.md §7): its start line flushed before the
+//! spawn, the wait with its marker watch, and its result recorded in the
+//! ledger, then handed to the publisher once durable.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::{Candidate, Listener};
+use crate::clock;
+use crate::doc::{self, Outcome, Termination, detail, job};
+use crate::error::Result;
+use crate::fsops::Durability;
+use crate::jobenv;
+use crate::layout::{self, Folders};
+use crate::names::JobId;
+use crate::publisher::Finished;
+use crate::runner;
+use crate::shutdown;
+use crate::watcher::Watch;
+
+impl Listener {
+    /// Records `outcome` in the ledger; it is handed on by [`Self::settle`],
+    /// with `marker` saying whether a valid marker waits to be consumed
+    /// (the publisher consumes it once the result is durable: a marker
+    /// consumed before that could let a crash run a job that was cancelled
+    /// before it started).
+    pub(super) fn finish(&mut self, id: &JobId, outcome: &Outcome, marker: bool) -> Result<()> {
+        let result = doc::to_file_bytes(outcome);
+        {
+            let _recording = shutdown::recording();
+            self.ledger.record(id.as_str(), clock::now(), &result)?;
+        }
+        self.inbox.forget(&id.file_name());
+        self.pending.push(Finished {
+            id: id.clone(),
+            result,
+            marker,
+        });
+        Ok(())
+    }
+
+    /// Pending results made durable (a no-op after the next job's start
+    /// line flushed them; at the relaxed level the publisher flushes) →
+    /// handed to the publisher.
+    pub(super) fn settle(&mut self) -> Result<()> {
+        if self.settings.durability == Durability::Full {
+            self.ledger.sync()?;
+        }
+        for f in std::mem::take(&mut self.pending) {
+            self.published = true;
+            self.publisher.publish(f)?;
+        }
+        Ok(())
+    }
+
+    /// Settles the pending result, waits for the publisher, flushes the
+    /// folders results were placed and archived in, and notes that in the
+    /// ledger (which compacts itself then if it should).
+    pub(super) fn checkpoint(&mut self) -> Result<()> {
+        self.settle()?;
+        // At the relaxed level the publisher has flushed the ledger with
+        // its last batch; flushing here too covers a listener with nothing
+        // published (start lines of jobs that failed to spawn, say).
+        self.ledger.sync()?;
+        let waited = self.publisher.wait();
+        for note in self.publisher.notes() {
+            self.say(note);
+        }
+        self.counters.repaired += self.publisher.repaired();
+        // Results not placed yet stay unfinished in the ledger: no
+        // checkpoint until they are.
+        if !waited? || (!self.published && !self.ledger.wants_checkpoint()) {
+            return Ok(());
+        }
+        // Folders that cannot be opened now were flushed by the publisher
+        // when it placed the batch, or are moved aside at the next pass.
+        if let Ok(f) = self.folders() {
+            for dir in [f.results(), f.done(), f.consumed()] {
+                dir.sync();
+            }
+        }
+        self.ledger.checkpoint(clock::now())?;
+        self.published = false;
+        Ok(())
+    }
+
+    /// True when a valid marker for a finished job is in `cancel/`, read
+    /// from the folder (for a job whose runner did not meet one).
+    pub(super) fn has_valid_marker(&mut self, id: &JobId) -> bool {
+        let Ok(f) = self.folders() else {
+            return false;
+        };
+        f.cancel().exists(&id.file_name()) && self.valid_marker(&f, id).is_some()
+    }
+
+    /// Runs `c`, whose marker was last looked for when the hint's change
+    /// count was `looked`.
+    pub(super) fn run_job(&mut self, f: &Folders, c: Candidate, looked: u64) -> Result<()> {
+        // Messages left from an earlier job are stale; a shutdown asked for
+        // meanwhile is in the flag, checked once the queue is clear; a
+        // change an event hinted at is in the hint's count.
+        while self.rx.try_recv().is_ok() {}
+        self.hint.woken();
+        if self.shutdown.requested() {
+            return Ok(());
+        }
+        let id = c.job.id.clone();
+        let started = clock::now();
+        let started_at = clock::format(started);
+        let full = self.settings.durability == Durability::Full;
+        self.ledger.start(id.as_str(), started, full)?;
+        let spec = &c.job.spec;
+        let shown = json!({
+            "jobId": id.as_str(),
+            "label": spec.label,
+            "argv": spec.argv,
+            "origin": c.job.origin,
+            "startedAt": started_at,
+            "listenerPid": std::process::id(),
+        });
+        self.say(format!("running {id}: {}", job::argv_summary(&spec.argv)));
+
+        let env = jobenv::for_job(
+            &c.job,
+            &self.root.display().to_string(),
+            self.dirs.target().as_str(),
+            &self.key_path.display().to_string(),
+        );
+        let req = runner::Request {
+            job_id: id.clone(),
+            argv: spec.argv.clone(),
+            cwd: spec.cwd.as_ref().map(PathBuf::from),
+            env,
+            timeout: spec.timeout,
+            grace: spec.grace(),
+            logs: f.logs().clone(),
+            stdout_log: layout::log_name(&id, "stdout"),
+            stderr_log: layout::log_name(&id, "stderr"),
+        };
+        let mut watch = Watch::new(
+            id.clone(),
+            f,
+            self.dirs.target().to_string(),
+            Arc::clone(&self.key),
+            self.settings.poll,
+            self.settings.settle,
+            self.beat.clone(),
+            (self.hint.clone(), looked),
+        );
+        // The previous job's result is published while this one runs; a
+        // failure there is reported once this job is recorded.
+        let (report, settled) = match runner::start(&req, self.mail.bell()) {
+            Ok(running) => {
+                // If this write fails the start-up scan by job id still finds the orphans.
+                let _ = self.ledger.note_pid(id.as_str(), running.id());
+                let settled = self.settle();
+                self.publisher
+                    .show_running(id.clone(), doc::to_file_bytes(&shown));
+                let report = running.wait(&self.rx, &mut watch);
+                // Wakes dropped while the job was being stopped.
+                self.hint.woken();
+                (report, settled)
+            }
+            Err(report) => (*report, self.settle()),
+        };
+        if watch.beat_written() {
+            self.heartbeat(None, "listening");
+        }
+        if let Some(r) = watch.refusal.take() {
+            self.say(format!(
+                "ignored marker for {id}: {} ({})",
+                r.verdict.as_str(),
+                r.message
+            ));
+        }
+        for note in std::mem::take(&mut watch.notes) {
+            self.say(note);
+        }
+        let finished_at = clock::format(clock::now());
+        let outcome = detail::outcome_of(&self.key, &c.job, &started_at, &report, &finished_at);
+        let how = outcome.termination();
+        match how {
+            Termination::Exited if outcome.ok => self.counters.done += 1,
+            Termination::Cancelled => self.counters.cancelled += 1,
+            _ => self.counters.failed += 1,
+        }
+        self.say(format!(
+            "finished {id}: {} (exit {}, {})",
+            how.describe(outcome.ok),
+            outcome.exit_code,
+            clock::human(report.duration)
+        ));
+        // The marker the runner met is the one to consume; without one, a
+        // marker may still have come after the watch's last look, and is
+        // consumed all the same (the completion race, docs/protocol.md §7).
+        let marker = report.marker().is_some() || self.has_valid_marker(&id);
+        self.finish(&id, &outcome, marker)?;
+        settled
+    }
+}
