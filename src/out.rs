@@ -49,6 +49,6 @@ pub fn line(text: &str) {
     if let Err(e) = writeln!(out, "{text}").and_then(|_| out.flush())
         && e.kind() == std::io::ErrorKind::BrokenPipe
     {
-        std::process::exit(0);
+        std::process::exit(i32::from(crate::exit::SUCCESS));
     }
 }

@@ -53,7 +53,7 @@ pub fn pump(follow: &mut Follower) {
     if let Err(e) = follow.pump(&mut out, &mut err)
         && e.kind() == std::io::ErrorKind::BrokenPipe
     {
-        std::process::exit(0);
+        std::process::exit(i32::from(crate::exit::SUCCESS));
     }
 }
 

@@ -179,7 +179,7 @@ impl Outcome {
     pub fn wait_exit_status(&self) -> u8 {
         match self.termination() {
             Termination::Exited if (0..=255).contains(&self.exit_code) => self.exit_code as u8,
-            _ => 1,
+            _ => crate::exit::NO,
         }
     }
 }

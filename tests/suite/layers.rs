@@ -1,6 +1,7 @@
 //! The architecture holds: `src/lib.rs` lists the modules in layers, and
 //! every module imports only from its own layer or the ones before it, with
-//! no cycle anywhere, and no command imports another. A change that makes a
+//! no cycle anywhere, and no command imports another; the README's
+//! Dependencies table names every crate where it is used. A change that makes a
 //! rule layer call up into a front end fails here, naming the import.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -46,6 +47,40 @@ fn names_after<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
         .collect()
 }
 
+/// The crate modules `text` names: `crate::a::…` and each first item of a
+/// group, `crate::{a, b::c}`.
+fn crate_names(text: &str) -> Vec<&str> {
+    let mut out = names_after(text, "crate::");
+    for (i, _) in text.match_indices("crate::{") {
+        let rest = &text[i + "crate::{".len()..];
+        let (mut depth, mut item_start) = (0usize, true);
+        for (j, c) in rest.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => break,
+                '}' => depth -= 1,
+                ',' if depth == 0 => item_start = true,
+                c if item_start && (c.is_ascii_alphanumeric() || c == '_') => {
+                    item_start = false;
+                    let item = &rest[j..];
+                    let end = item
+                        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                        .unwrap_or(item.len());
+                    out.push(&item[..end]);
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn grouped_imports_name_each_module() {
+    let text = "use crate::{clock, submit::{a, b}};\nuse crate::names::JobId;";
+    assert_eq!(crate_names(text), ["names", "clock", "submit"]);
+}
+
 /// Module → layer number, from the numbered list in `lib.rs`'s doc.
 fn layers() -> BTreeMap<String, usize> {
     let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
@@ -87,7 +122,7 @@ fn imports() -> BTreeMap<String, BTreeSet<String>> {
         }
         let text = code(&std::fs::read_to_string(&file).unwrap());
         let deps = out.entry(module.clone()).or_default();
-        for dep in names_after(&text, "crate::") {
+        for dep in crate_names(&text) {
             if dep != module {
                 deps.insert(dep.to_string());
             }
@@ -186,4 +221,141 @@ fn no_command_imports_another() {
             );
         }
     }
+}
+
+/// The crate names `Cargo.toml` declares, in any dependency table, each
+/// with true when it is a dev-dependency.
+fn declared_crates() -> BTreeMap<String, bool> {
+    let manifest =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml")).unwrap();
+    let mut out = BTreeMap::new();
+    let (mut in_deps, mut dev) = (false, false);
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_deps = line.ends_with("dependencies]");
+            dev = line.ends_with("dev-dependencies]");
+            continue;
+        }
+        if in_deps
+            && let Some((name, _)) = line.split_once('=')
+            && !name.trim().is_empty()
+            && name
+                .trim()
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            out.insert(name.trim().to_string(), dev);
+        }
+    }
+    out
+}
+
+/// The README's Dependencies table: crate → the places its "used in" column
+/// names (files or folders, relative to the repository).
+fn dependency_table() -> BTreeMap<String, Vec<String>> {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let section = readme
+        .split("\n## Dependencies\n")
+        .nth(1)
+        .expect("README has a Dependencies section");
+    let mut out = BTreeMap::new();
+    for row in section.lines().take_while(|l| !l.starts_with("## ")) {
+        let cells: Vec<&str> = row.split(" | ").collect();
+        if !row.starts_with("| `") || cells.len() < 4 {
+            continue;
+        }
+        let places: Vec<String> = names_in_backticks(cells[2]);
+        for name in names_in_backticks(cells[0]) {
+            // Features are listed in parentheses after the crate names.
+            if cells[0].find(&format!("`{name}`")) < cells[0].find('(').or(Some(usize::MAX)) {
+                out.insert(name, places.clone());
+            }
+        }
+    }
+    out
+}
+
+fn names_in_backticks(cell: &str) -> Vec<String> {
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// Where the code uses `krate`: each `.rs` file under `dirs` naming it as
+/// a path (`krate::…`, in code or a `use`).
+fn files_using(krate: &str, dirs: &[&str]) -> BTreeSet<String> {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let ident = krate.replace('-', "_");
+    let mut out = BTreeSet::new();
+    for dir in dirs {
+        for file in rust_files(&base.join(dir)) {
+            let text = code(&std::fs::read_to_string(&file).unwrap());
+            let named = text.match_indices(&format!("{ident}::")).any(|(i, _)| {
+                // Not `std::time::…` or `self.time::…`: the crate itself.
+                i == 0
+                    || !text[..i]
+                        .ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+            });
+            if named {
+                let rel = file.strip_prefix(base).unwrap();
+                out.insert(rel.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_readme_dependency_table_lists_every_crate_where_it_is_used() {
+    let table = dependency_table();
+    let declared = declared_crates();
+    let listed: BTreeSet<&String> = table.keys().collect();
+    assert_eq!(
+        declared.keys().collect::<BTreeSet<_>>(),
+        listed,
+        "Cargo.toml's crates vs README's Dependencies table"
+    );
+    let mut wrong = Vec::new();
+    for (krate, places) in &table {
+        // A dependency is named where the product uses it; a dev-dependency
+        // wherever the tests, examples or unit tests do.
+        let dirs: &[&str] = if declared[krate] {
+            &["src", "tests", "examples"]
+        } else {
+            &["src"]
+        };
+        let users = files_using(krate, dirs);
+        let covered = |file: &str| {
+            places
+                .iter()
+                .any(|p| file == p || file.starts_with(&format!("{}/", p.trim_end_matches('/'))))
+        };
+        // Every file that uses the crate is named (by itself or its folder).
+        for file in users.iter().filter(|f| !covered(f)) {
+            wrong.push(format!(
+                "{krate}: used in {file}, which the table does not name"
+            ));
+        }
+        // Every place named uses it.
+        for place in places {
+            let p = place.trim_end_matches('/');
+            if !users
+                .iter()
+                .any(|f| f == p || f.starts_with(&format!("{p}/")))
+            {
+                wrong.push(format!(
+                    "{krate}: the table names {place}, which does not use it"
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "README Dependencies table:\n{}",
+        wrong.join("\n")
+    );
 }
