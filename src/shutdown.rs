@@ -23,6 +23,9 @@ use crate::platform;
 /// What wakes the listener when a stop is asked for.
 type Wake = Box<dyn Fn() + Send + Sync>;
 
+/// What a second signal does before the exit, given the job it killed.
+type LastWords = Box<dyn Fn(Option<&str>) + Send + Sync>;
+
 /// A stop request, shared by the signal handler and the listener.
 #[derive(Default)]
 pub struct Shutdown {
@@ -30,7 +33,7 @@ pub struct Shutdown {
     wake: Mutex<Option<Wake>>,
     /// What the second signal does before the exit: say in the folder that
     /// the listener stopped.
-    last_words: Mutex<Option<Wake>>,
+    last_words: Mutex<Option<LastWords>>,
 }
 
 impl Shutdown {
@@ -53,20 +56,21 @@ impl Shutdown {
         *self.wake.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(wake));
     }
 
-    /// Sets what a second signal does after it killed the job and before
-    /// the process exits (the listener's heartbeat says `stopped`).
-    pub fn on_kill(&self, words: impl Fn() + Send + Sync + 'static) {
+    /// Sets what a second signal does after it killed the job (named, if
+    /// one ran) and before the process exits (the listener's heartbeat says
+    /// `stopped`).
+    pub fn on_kill(&self, words: impl Fn(Option<&str>) + Send + Sync + 'static) {
         *self.last_words.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(words));
     }
 
-    fn last_words(&self) {
+    fn last_words(&self, killed: Option<&str>) {
         if let Some(words) = self
             .last_words
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .as_ref()
         {
-            words();
+            words(killed);
         }
     }
 }
@@ -144,9 +148,12 @@ pub fn install() -> Result<Arc<Shutdown>> {
                 // Kept until the exit: the listener cannot record the end of
                 // the job killed here.
                 let _recording = recording();
+                // Named before the kill: once its process is gone the
+                // runner notes that no job runs.
+                let killed = running_job();
                 platform::kill_tree_now(JOB_GROUP.load(Ordering::SeqCst));
                 if let Some(s) = SHUTDOWN.get() {
-                    s.last_words();
+                    s.last_words(killed.as_deref());
                 }
                 eprintln!(
                     "fleet-dispatch: killed; the job is recorded as interrupted at the next start"

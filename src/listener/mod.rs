@@ -53,7 +53,7 @@ use crate::publisher::{Finished, Publisher};
 use crate::rejected;
 use crate::replay;
 use crate::runner::{Control, Mailbox};
-use crate::shutdown::{self, Shutdown};
+use crate::shutdown::Shutdown;
 use crate::state::{self, Ledger, Lock};
 
 use inbox::{Candidate, Inbox};
@@ -228,10 +228,8 @@ impl Listener {
         // A second Ctrl-C exits at once: the folder is told the listener
         // stopped, and the killed job no longer shows as running.
         let (last_beat, last_dirs) = (beat.clone(), dirs.clone());
-        shutdown.on_kill(move || {
-            if let (Some(id), Ok(Some(running))) =
-                (shutdown::running_job(), last_dirs.open(Place::Running))
-            {
+        shutdown.on_kill(move |killed| {
+            if let (Some(id), Ok(Some(running))) = (killed, last_dirs.open(Place::Running)) {
                 let _ = running.remove(&format!("{id}.json"));
             }
             last_beat.write(None, "stopped");
