@@ -249,7 +249,7 @@ pub struct EnqueueArgs {
     /// The machine that should run the job; a list A,B,C, or `all` for every target folder, publishes a copy to each
     #[arg(long, short = 't', value_name = "T", required_unless_present = "batch")]
     pub target: Option<String>,
-    /// Enqueue one job per line of FILE (`-`: stdin), each a JSON object of these flags' fields; every line is checked before any is published. The flags given are defaults for the lines
+    /// Enqueue one job per line of FILE (`-`: stdin), each a JSON object of these flags' fields; every line is checked before any is published. The flags given are defaults for the lines (`--after` with `--after-any` for a line without "after")
     #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub batch: Option<PathBuf>,
     /// The job id [default: generated, YYYYMMDD-HHMMSS-<16 hex>]
