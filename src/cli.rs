@@ -273,7 +273,7 @@ pub struct EnqueueArgs {
     /// A short description shown by status and results
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
-    /// Start only once this job has succeeded: [TARGET:]ID, the job's own target when none is named (repeatable, up to 64); if it fails, this job ends `dependency-failed` without running
+    /// Start only once this job has succeeded: [TARGET:]ID, the job's own target when none is named (with a target list, each copy's own) (repeatable, up to 64); if it fails, this job ends `dependency-failed` without running
     #[arg(long, value_name = "[TARGET:]ID")]
     pub after: Vec<String>,
     /// With --after: start once each of those jobs has ended, however it ended

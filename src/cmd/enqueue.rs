@@ -327,12 +327,6 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     )?;
     let wait_limit = super::duration_flag(&args.wait_timeout, "--wait-timeout")?;
     if is_target_list(&req.targets) {
-        if !req.after.is_empty() {
-            return Err(Error::validation(
-                "--after cannot be combined with a target list: a bare ID means the job's own target, which differs per copy",
-            )
-            .hint("enqueue each copy with its own --target and --after"));
-        }
         return fan_out(ctx, &args, req, parent.as_ref(), wait_limit);
     }
     let via = args.via.as_deref().map(Url::parse).transpose()?;

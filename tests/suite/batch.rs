@@ -381,3 +381,28 @@ fn a_bad_after_in_line_3_publishes_nothing_and_names_line_3() {
         }
     }
 }
+
+#[test]
+fn a_line_that_fans_out_binds_a_bare_after_to_each_copys_target() {
+    let w = World::with_target();
+    w.make_target("LAPTOP");
+    let file = batch_file(
+        &w,
+        &[line(
+            &[],
+            serde_json::json!({"jobId": "t", "target": "PC,LAPTOP", "after": ["prep", "BUILD:b"]}),
+        )],
+    );
+    let (code, out, err) = w.run(&["enqueue", "--batch", &file]);
+    assert_eq!(code, 0, "{out}{err}");
+    for target in ["PC", "LAPTOP"] {
+        assert_eq!(
+            queued_spec(&w, target, "t")["after"],
+            serde_json::json!([
+                {"target": target, "jobId": "prep"},
+                {"target": "BUILD", "jobId": "b"}
+            ]),
+            "{target}"
+        );
+    }
+}
