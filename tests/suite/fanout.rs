@@ -289,6 +289,13 @@ fn enqueue_to(w: &World, targets: &str, extra: &[&str], steps: &[&str]) -> Strin
     out.trim().to_string()
 }
 
+/// The signed `after` list of `id` queued for `target`.
+fn queued_after(w: &World, target: &str, id: &str) -> Value {
+    let job = queued(w, target, id);
+    let spec: Value = serde_json::from_str(job["spec"].as_str().unwrap()).unwrap();
+    spec["after"].clone()
+}
+
 fn held(w: &World, target: &str, id: &str) {
     let t = w.root.join(target);
     assert!(
@@ -319,13 +326,8 @@ fn fan_out_after_a_named_job_makes_every_copy_wait_for_that_one_job() {
         &["append", p(&log), "TESTS"],
     );
     for t in ["A", "B"] {
-        let spec: Value =
-            serde_json::from_str(queued(&w, t, &tests)["spec"].as_str().unwrap()).unwrap();
-        assert_eq!(
-            spec["after"],
-            serde_json::json!([{"target": "BUILD", "jobId": build}]),
-            "{t}"
-        );
+        let want = serde_json::json!([{"target": "BUILD", "jobId": build}]);
+        assert_eq!(queued_after(&w, t, &tests), want, "{t}");
     }
     for t in ["A", "B"] {
         w.listen_once_as(t, &[]);
@@ -358,13 +360,8 @@ fn fan_out_after_a_bare_id_waits_for_that_id_on_each_copys_own_target() {
         &["append", p(&log), "TESTS"],
     );
     for t in ["A", "B"] {
-        let spec: Value =
-            serde_json::from_str(queued(&w, t, &tests)["spec"].as_str().unwrap()).unwrap();
-        assert_eq!(
-            spec["after"],
-            serde_json::json!([{"target": t, "jobId": "prep"}]),
-            "{t}"
-        );
+        let want = serde_json::json!([{"target": t, "jobId": "prep"}]);
+        assert_eq!(queued_after(&w, t, &tests), want, "{t}");
     }
     // A's prep succeeds, so A's tests run; B's fails, so B's end unstarted.
     assert_eq!(w.listen_once_as("A", &[])["done"], 2);
