@@ -249,7 +249,7 @@ pub struct EnqueueArgs {
     /// The machine that should run the job; a list A,B,C, or `all` for every target folder, publishes a copy to each
     #[arg(long, short = 't', value_name = "T", required_unless_present = "batch")]
     pub target: Option<String>,
-    /// Enqueue one job per line of FILE (`-`: stdin), each a JSON object of these flags' fields; every line is checked before any is published. The flags given are defaults for the lines
+    /// Enqueue one job per line of FILE (`-`: stdin), each a JSON object of these flags' fields; every line is checked before any is published. The flags given are defaults for the lines (`--after` with `--after-any` for a line without "after")
     #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub batch: Option<PathBuf>,
     /// The job id [default: generated, YYYYMMDD-HHMMSS-<16 hex>]
@@ -273,7 +273,7 @@ pub struct EnqueueArgs {
     /// A short description shown by status and results
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
-    /// Start only once this job has succeeded: [TARGET:]ID, the job's own target when none is named (repeatable, up to 64); if it fails, this job ends `dependency-failed` without running
+    /// Start only once this job has succeeded: [TARGET:]ID, the job's own target when none is named (with a target list, each copy's own) (repeatable, up to 64); if it fails, this job ends `dependency-failed` without running
     #[arg(long, value_name = "[TARGET:]ID")]
     pub after: Vec<String>,
     /// With --after: start once each of those jobs has ended, however it ended

@@ -19,12 +19,13 @@ use crate::names::{JobId, Machine};
 /// the job's own is meant.
 pub type Named = (Option<Machine>, JobId);
 
-/// Parses `enqueue --after` values (`[TARGET:]ID`), at most [`MAX_AFTER`];
-/// `VALIDATION_ERROR` names the bad value.
-pub fn parse_flags(texts: &[String]) -> Result<Vec<Named>> {
+/// Parses `after` values (`[TARGET:]ID`), at most [`MAX_AFTER`], given as
+/// `field` (`--after`, or a batch line's `"after"`); `VALIDATION_ERROR`
+/// names the field and the bad value.
+pub fn parse(texts: &[String], field: &str) -> Result<Vec<Named>> {
     if texts.len() > MAX_AFTER {
         return Err(Error::validation(format!(
-            "--after given {} times; a job waits for at most {MAX_AFTER} jobs",
+            "{field} names {} jobs; a job waits for at most {MAX_AFTER} jobs",
             texts.len()
         )));
     }
@@ -32,7 +33,7 @@ pub fn parse_flags(texts: &[String]) -> Result<Vec<Named>> {
         .iter()
         .map(|text| {
             let bad = |why: String| {
-                Error::validation(format!("--after {text:?}: {why}"))
+                Error::validation(format!("{field} {text:?}: {why}"))
                     .hint("write the job id, or TARGET:ID for a job of another target")
             };
             let (target, id) = match text.split_once(':') {
@@ -55,10 +56,11 @@ pub fn parse_flags(texts: &[String]) -> Result<Vec<Named>> {
         .collect()
 }
 
-/// The `after` list of job `id` on `target` from checked `--after` values:
-/// a value without a target names `target`. A job named twice, or the job
-/// itself, is `VALIDATION_ERROR`.
-pub fn bind(named: &[Named], target: &Machine, id: &JobId) -> Result<Vec<After>> {
+/// The `after` list of job `id` on `target` from checked values given as
+/// `field`: a value without a target names `target`, so each copy of a
+/// fanned-out job waits for the job of that id on its own target. A job
+/// named twice, or the job itself, is `VALIDATION_ERROR` naming `field`.
+pub fn bind(named: &[Named], target: &Machine, id: &JobId, field: &str) -> Result<Vec<After>> {
     let mut out: Vec<After> = Vec::with_capacity(named.len());
     for (t, job_id) in named {
         let after = After {
@@ -67,14 +69,14 @@ pub fn bind(named: &[Named], target: &Machine, id: &JobId) -> Result<Vec<After>>
         };
         if after.names(target.as_str(), id.as_str()) {
             return Err(Error::validation(format!(
-                "--after {after}: a job cannot wait for itself"
+                "{field} {after}: a job cannot wait for itself"
             )));
         }
         if out
             .iter()
             .any(|a| a.names(after.target.as_str(), after.job_id.as_str()))
         {
-            return Err(Error::validation(format!("--after {after} is given twice")));
+            return Err(Error::validation(format!("{field} {after} is given twice")));
         }
         out.push(after);
     }
@@ -195,22 +197,39 @@ mod tests {
 
     #[test]
     fn flags_take_an_id_or_target_and_id() {
-        let named = parse_flags(&["a-1".into(), "BUILD:b-2".into()]).unwrap();
+        let named = parse(&["a-1".into(), "BUILD:b-2".into()], "--after").unwrap();
         let pc = Machine::parse("PC", "target").unwrap();
         let me = JobId::parse("me").unwrap();
-        let list = bind(&named, &pc, &me).unwrap();
+        let list = bind(&named, &pc, &me, "--after").unwrap();
         assert_eq!(list, [dep("PC", "a-1"), dep("BUILD", "b-2")]);
         for bad in ["", "../x", "BUILD:", ":x", "a/b:x", "CON:x", "A:B:C"] {
-            let e = parse_flags(&[bad.to_string()]).unwrap_err();
+            let e = parse(&[bad.to_string()], "\"after\"").unwrap_err();
             assert_eq!(e.code, crate::error::Code::Validation, "{bad}");
-            assert!(e.to_string().contains(&format!("{bad:?}")), "{bad}: {e}");
+            let said = e.to_string();
+            assert!(said.contains(&format!("\"after\" {bad:?}")), "{bad}: {e}");
         }
         let many: Vec<String> = (0..=MAX_AFTER).map(|i| format!("j-{i}")).collect();
-        assert!(parse_flags(&many).is_err());
-        let itself = parse_flags(&["pc:me".into()]).unwrap();
-        assert!(bind(&itself, &pc, &me).is_err());
-        let twice = parse_flags(&["x".into(), "PC:x".into()]).unwrap();
-        assert!(bind(&twice, &pc, &me).is_err());
+        assert!(parse(&many, "--after").is_err());
+        let itself = parse(&["pc:me".into()], "--after").unwrap();
+        assert!(bind(&itself, &pc, &me, "--after").is_err());
+        let twice = parse(&["x".into(), "PC:x".into()], "--after").unwrap();
+        assert!(bind(&twice, &pc, &me, "--after").is_err());
+    }
+
+    #[test]
+    fn a_bare_id_binds_to_each_copys_own_target_and_a_named_one_to_its_own() {
+        let named = parse(&["tests".into(), "BUILD:b".into()], "--after").unwrap();
+        let me = JobId::parse("me").unwrap();
+        for t in ["A", "B"] {
+            let target = Machine::parse(t, "target").unwrap();
+            let list = bind(&named, &target, &me, "--after").unwrap();
+            assert_eq!(list, [dep(t, "tests"), dep("BUILD", "b")]);
+        }
+        // On BUILD itself the bare id and BUILD:me would be the job itself.
+        let build = Machine::parse("BUILD", "target").unwrap();
+        let itself = parse(&["BUILD:me".into()], "--after").unwrap();
+        let e = bind(&itself, &build, &me, "--after").unwrap_err();
+        assert!(e.to_string().contains("--after BUILD:me"), "{e}");
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::exit;
 use crate::http::client::{self, Url};
 use crate::layout::{TargetDirs, is_target_list};
-use crate::names::{self, JobId};
+use crate::names::{self, JobId, Machine};
 use crate::output::{Follower, Streams};
 use crate::submit;
 use crate::wait;
@@ -40,10 +40,12 @@ struct Fields {
     grace: Option<String>,
     priority: Option<PriorityArg>,
     label: Option<String>,
+    after: Option<Vec<String>>,
+    after_any: Option<bool>,
 }
 
 /// Each field's name in a `--batch` line and as a flag.
-const FIELDS: [(&str, &str); 9] = [
+const FIELDS: [(&str, &str); 11] = [
     ("argv", "the program after `--`"),
     ("target", "--target"),
     ("jobId", "--job-id"),
@@ -53,6 +55,8 @@ const FIELDS: [(&str, &str); 9] = [
     ("grace", "--grace"),
     ("priority", "--priority"),
     ("label", "--label"),
+    ("after", "--after"),
+    ("afterAny", "--after-any"),
 ];
 
 /// Where a request's fields came from, to name a bad one as it was given.
@@ -96,6 +100,8 @@ impl Fields {
             grace: args.grace.clone(),
             priority: args.priority,
             label: args.label.clone(),
+            after: (!args.after.is_empty()).then(|| args.after.clone()),
+            after_any: args.after_any.then_some(true),
         })
     }
 
@@ -125,6 +131,8 @@ impl Fields {
                 "timeout" => f.timeout = Some(take(&key, v)?),
                 "grace" => f.grace = Some(take(&key, v)?),
                 "label" => f.label = Some(take(&key, v)?),
+                "after" => f.after = Some(take(&key, v)?),
+                "afterAny" => f.after_any = Some(take(&key, v)?),
                 "priority" => {
                     let word: String = take(&key, v)?;
                     f.priority = Some(PriorityArg::from_str(&word, false).map_err(|_| {
@@ -145,9 +153,16 @@ impl Fields {
         Ok(f)
     }
 
-    /// These fields, each one not given taken from `defaults`.
+    /// These fields, each one not given taken from `defaults`. The
+    /// dependency is one default: `--after-any` qualifies the `--after`
+    /// jobs, so a line naming its own `after` takes `afterAny` from the
+    /// line alone (false unless it says so).
     fn or(self, defaults: &Fields) -> Fields {
         let d = defaults.clone();
+        let (after, after_any) = match self.after {
+            Some(own) => (Some(own), self.after_any),
+            None => (d.after, self.after_any.or(d.after_any)),
+        };
         Fields {
             argv: if self.argv.is_empty() {
                 d.argv
@@ -162,15 +177,35 @@ impl Fields {
             grace: self.grace.or(d.grace),
             priority: self.priority.or(d.priority),
             label: self.label.or(d.label),
+            after,
+            after_any,
         }
     }
 }
 
-/// One job to sign: its id, its target list as given, and its spec.
+/// One job to sign: its id, its target list as given, its spec but for the
+/// `after` list, and the jobs that list names, bound to each target by
+/// [`Request::spec_for`].
 struct Request {
     id: JobId,
     targets: String,
     spec: Spec,
+    after: Vec<dependency::Named>,
+    origin: Origin,
+}
+
+impl Request {
+    /// The spec of the copy for `target`: a dependency without a target
+    /// means the job of that id on `target` itself (docs/protocol.md
+    /// §7.13), so each copy of a fan-out waits for its own. A job named
+    /// twice there, or the copy itself, is `VALIDATION_ERROR`.
+    fn spec_for(&self, target: &Machine) -> Result<Spec> {
+        let after = dependency::bind(&self.after, target, &self.id, &self.origin.name("after"))?;
+        Ok(Spec {
+            after,
+            ..self.spec.clone()
+        })
+    }
 }
 
 /// Checks `f` and builds its request: every value is checked before
@@ -225,6 +260,15 @@ fn request(f: &Fields, origin: Origin, parent: Option<&JobId>, high: bool) -> Re
         ))
         .hint("omit it for no limit"));
     }
+    let after = dependency::parse(f.after.as_deref().unwrap_or_default(), &name("after"))?;
+    let after_any = f.after_any.unwrap_or(false);
+    if after_any && after.is_empty() {
+        return Err(Error::validation(format!(
+            "{} means nothing without {}: it says any ending of those jobs will do",
+            name("afterAny"),
+            name("after")
+        )));
+    }
     let high = f.priority == Some(PriorityArg::High) || high;
     let id = match &f.job_id {
         Some(s) => JobId::parse(s)?,
@@ -243,11 +287,17 @@ fn request(f: &Fields, origin: Origin, parent: Option<&JobId>, high: bool) -> Re
         },
         parent_job_id: parent.map(|p| p.to_string()),
         label: f.label.clone(),
-        // `--after` is bound to the job's target and id once both are known.
+        // Bound to each copy's target by `Request::spec_for`.
         after: Vec::new(),
-        after_any: false,
+        after_any,
     };
-    Ok(Request { id, targets, spec })
+    Ok(Request {
+        id,
+        targets,
+        spec,
+        after,
+        origin,
+    })
 }
 
 /// True for a path that is absolute on the Unix or the Windows side: the
@@ -269,27 +319,14 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     }
     let parent = ctx.enclosing_job()?;
     let fields = Fields::from_flags(&args)?;
-    let Request {
-        id,
-        targets,
-        mut spec,
-    } = request(
+    let req = request(
         &fields,
         Origin::Flags,
         parent.as_ref(),
         args.interrupt.is_some(),
     )?;
-    let after = dependency::parse_flags(&args.after)?;
-    spec.after_any = args.after_any;
     let wait_limit = super::duration_flag(&args.wait_timeout, "--wait-timeout")?;
-    if is_target_list(&targets) {
-        if !after.is_empty() {
-            return Err(Error::validation(
-                "--after cannot be combined with a target list: a bare ID means the job's own target, which differs per copy",
-            )
-            .hint("enqueue each copy with its own --target and --after"));
-        }
-        let req = Request { id, targets, spec };
+    if is_target_list(&req.targets) {
         return fan_out(ctx, &args, req, parent.as_ref(), wait_limit);
     }
     let via = args.via.as_deref().map(Url::parse).transpose()?;
@@ -298,14 +335,15 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     // folder behind.
     let key = ctx.key(Some(&root))?;
     let origin = ctx.machine()?;
-    let dirs = ctx.target(&root, &targets)?;
+    let dirs = ctx.target(&root, &req.targets)?;
     let interrupt = args
         .interrupt
         .as_deref()
         .map(|text| super::job_ref(ctx, &root, &dirs, text))
         .transpose()?;
 
-    spec.after = dependency::bind(&after, dirs.target(), &id)?;
+    let spec = req.spec_for(dirs.target())?;
+    let id = req.id;
     submit::check_unused(&dirs, &id, &key)?;
     let job = Job::sign(
         &key,
@@ -423,22 +461,24 @@ fn fan_out(
     let key = ctx.key(Some(&root))?;
     let origin = ctx.machine()?;
     let targets = ctx.targets(&root, &req.targets)?;
+    let mut specs = Vec::with_capacity(targets.len());
     for dirs in &targets {
         let inbox = submit::check_inbox(dirs)?;
         submit::check_free(dirs, inbox.as_ref(), &req.id, &key)?;
+        specs.push(req.spec_for(dirs.target())?);
     }
     let id = &req.id;
     let created = clock::now();
     let flush = ctx.durability().enqueue_flush();
     let mut copies = Vec::with_capacity(targets.len());
-    for (n, dirs) in targets.iter().enumerate() {
+    for (n, (dirs, spec)) in targets.iter().zip(specs).enumerate() {
         let job = Job::sign(
             &key,
             id.clone(),
             dirs.target().as_str(),
             origin.as_str(),
             created,
-            req.spec.clone(),
+            spec,
         );
         if let Err(e) = submit::publish(dirs, &job, &key, flush) {
             return Err(partly(id, &targets[..n], &targets[n..], e));

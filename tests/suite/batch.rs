@@ -1,6 +1,8 @@
 //! `enqueue --batch`: one job per JSON line, every line checked before any
 //! is published, the ids printed in the order of the lines.
 
+use std::path::Path;
+
 use serde_json::Value;
 
 use crate::util::*;
@@ -216,4 +218,191 @@ fn batch_refuses_flags_that_name_one_job_and_repeated_ids() {
     assert_eq!(code, 64, "{err}");
     assert!(err.contains("holds no job"), "{err}");
     assert!(files(&w.pc().join("inbox")).is_empty());
+}
+
+/// A job's signed spec, from `target`'s inbox.
+fn queued_spec(w: &World, target: &str, id: &str) -> Value {
+    serde_json::from_str(queued_job(w, target, id)["spec"].as_str().unwrap()).unwrap()
+}
+
+// Issue 20: a batch line's dependency was dropped, so the job could run
+// before the job it must wait for.
+#[test]
+fn a_batch_line_with_after_waits_for_its_dependency_and_fails_with_it() {
+    let w = World::with_target();
+    w.make_target("BUILD");
+    let log = w.dir.path().join("ran.log");
+    let log = p(&log);
+    let file = batch_file(
+        &w,
+        &[
+            line(
+                &["append", log, "BUILD"],
+                serde_json::json!({"target": "BUILD", "jobId": "build"}),
+            ),
+            // High priority: without the dependency it would run first.
+            line(
+                &["append", log, "TESTS"],
+                serde_json::json!({"jobId": "tests", "after": ["BUILD:build"], "priority": "high"}),
+            ),
+            line(
+                &["append", log, "LINT", "exit", "3"],
+                serde_json::json!({"jobId": "lint"}),
+            ),
+            line(
+                &["append", log, "DOCS"],
+                serde_json::json!({"jobId": "docs", "after": ["lint"]}),
+            ),
+        ],
+    );
+    let (code, out, err) = w.run(&["enqueue", "--batch", &file, "--target", "PC"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(
+        queued_spec(&w, "PC", "tests")["after"],
+        serde_json::json!([{"target": "BUILD", "jobId": "build"}])
+    );
+    assert_eq!(
+        queued_spec(&w, "PC", "docs")["after"],
+        serde_json::json!([{"target": "PC", "jobId": "lint"}]),
+        "a bare id is the line's own target"
+    );
+    // PC's listener: lint fails, so docs ends unstarted; tests is held
+    // while BUILD has not built.
+    let c = w.listen_once(&[]);
+    assert_eq!((&c["done"], &c["failed"]), (&0.into(), &2.into()), "{c}");
+    assert_eq!(lines(Path::new(log)), ["LINT"]);
+    assert!(w.inbox("tests").exists() && !w.result_path("tests").exists());
+    let r = w.result("docs");
+    assert_eq!(r["error"], "dependency-failed", "{r}");
+    assert_eq!(
+        w.detail("docs")["dependency"],
+        serde_json::json!({"target": "PC", "jobId": "lint", "ended": "failed (exit 3)"})
+    );
+    // Once BUILD's verified result is there, the tests run.
+    w.listen_once_as("BUILD", &[]);
+    let c = w.listen_once(&[]);
+    assert_eq!(c["done"], 1, "{c}");
+    assert_eq!(lines(Path::new(log)), ["LINT", "BUILD", "TESTS"]);
+    assert_eq!(w.result("tests")["ok"], true);
+}
+
+#[test]
+fn after_flags_are_the_default_dependency_of_a_line_without_after() {
+    let w = World::with_target();
+    let file = batch_file(
+        &w,
+        &[
+            line(&[], serde_json::json!({"jobId": "plain"})),
+            line(&[], serde_json::json!({"jobId": "none", "after": []})),
+            line(&[], serde_json::json!({"jobId": "own", "after": ["lint"]})),
+            line(
+                &[],
+                serde_json::json!({"jobId": "strict", "afterAny": false}),
+            ),
+        ],
+    );
+    let (code, out, err) = w.run(&[
+        "enqueue",
+        "--batch",
+        &file,
+        "--target",
+        "PC",
+        "--after",
+        "BUILD:b-1",
+        "--after-any",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    let spec = |id: &str| queued_spec(&w, "PC", id);
+    let build = serde_json::json!([{"target": "BUILD", "jobId": "b-1"}]);
+    assert_eq!(spec("plain")["after"], build);
+    assert_eq!(spec("plain")["afterAny"], true);
+    assert!(spec("none").get("after").is_none(), "{}", spec("none"));
+    // A line's own list comes with its own afterAny: --after-any qualifies
+    // the --after jobs only.
+    assert_eq!(
+        spec("own")["after"],
+        serde_json::json!([{"target": "PC", "jobId": "lint"}])
+    );
+    assert!(spec("own").get("afterAny").is_none(), "{}", spec("own"));
+    assert_eq!(spec("strict")["after"], build);
+    assert!(spec("strict").get("afterAny").is_none());
+}
+
+#[test]
+fn a_bad_after_in_line_3_publishes_nothing_and_names_line_3() {
+    let w = World::with_target();
+    w.make_target("BUILD");
+    let first = line(&[], serde_json::json!({"target": "BUILD", "jobId": "b"}));
+    let second = line(&[], serde_json::json!({"after": ["BUILD:b"]}));
+    for (bad, words) in [
+        (
+            serde_json::json!({"after": ["../x"]}),
+            vec!["\"after\" \"../x\"", "not a valid job id"],
+        ),
+        (
+            serde_json::json!({"after": ["a/b:x"]}),
+            vec!["\"after\" \"a/b:x\"", "not a valid target name"],
+        ),
+        (serde_json::json!({"after": "b"}), vec!["field \"after\""]),
+        (serde_json::json!({"after": [7]}), vec!["field \"after\""]),
+        (
+            serde_json::json!({"afterAny": "yes"}),
+            vec!["field \"afterAny\""],
+        ),
+        (
+            serde_json::json!({"afterAny": true}),
+            vec!["\"afterAny\" means nothing without \"after\""],
+        ),
+        (
+            serde_json::json!({"after": ["x", "PC:x"]}),
+            vec!["\"after\" PC:x is given twice"],
+        ),
+        (
+            serde_json::json!({"jobId": "me", "after": ["me"]}),
+            vec!["\"after\" PC:me: a job cannot wait for itself"],
+        ),
+        (
+            serde_json::json!({"after": (0..65).map(|i| format!("j-{i}")).collect::<Vec<_>>()}),
+            vec!["\"after\" names 65 jobs", "at most 64"],
+        ),
+    ] {
+        let file = batch_file(&w, &[first.clone(), second.clone(), line(&[], bad)]);
+        let (code, out, err) = w.run(&["enqueue", "--batch", &file, "--target", "PC"]);
+        assert_eq!(code, 64, "{out}{err}");
+        assert!(out.is_empty(), "{out}");
+        assert!(err.contains("VALIDATION_ERROR"), "{err}");
+        assert!(err.contains("line 3: "), "{err}");
+        for word in words {
+            assert!(err.contains(word), "{word:?} missing: {err}");
+        }
+        for target in ["PC", "BUILD"] {
+            let inbox = w.root.join(target).join("inbox");
+            assert!(files(&inbox).is_empty(), "{target} got a job: {err}");
+        }
+    }
+}
+
+#[test]
+fn a_line_that_fans_out_binds_a_bare_after_to_each_copys_target() {
+    let w = World::with_target();
+    w.make_target("LAPTOP");
+    let file = batch_file(
+        &w,
+        &[line(
+            &[],
+            serde_json::json!({"jobId": "t", "target": "PC,LAPTOP", "after": ["prep", "BUILD:b"]}),
+        )],
+    );
+    let (code, out, err) = w.run(&["enqueue", "--batch", &file]);
+    assert_eq!(code, 0, "{out}{err}");
+    for target in ["PC", "LAPTOP"] {
+        assert_eq!(
+            queued_spec(&w, target, "t")["after"],
+            serde_json::json!([
+                {"target": target, "jobId": "prep"},
+                {"target": "BUILD", "jobId": "b"}
+            ]),
+            "{target}"
+        );
+    }
 }

@@ -38,17 +38,6 @@ fn enqueue_on(w: &World, target: &str, id: &str, steps: &[&str]) {
     assert_eq!(code, 0, "{out}{err}");
 }
 
-/// `listen --once` as `machine` (JSON); returns the counters.
-fn listen_once_as(w: &World, machine: &str) -> Value {
-    let (code, out, err) =
-        output(
-            w.cmd_as(machine)
-                .args(["--json", "listen", "--once", "--poll-interval", "100ms"]),
-        );
-    assert_eq!(code, 0, "listen --once as {machine}: {out}{err}");
-    serde_json::from_str::<Value>(out.trim()).unwrap()["counters"].clone()
-}
-
 fn held(w: &World, id: &str) {
     assert!(w.inbox(id).exists(), "{id} left the inbox");
     assert!(!w.result_path(id).exists(), "{id} has a result");
@@ -153,7 +142,7 @@ fn a_job_on_one_target_waits_for_a_job_on_another() {
     let q = &v["targets"][0]["queued"][0];
     assert_eq!(q["waitsFor"], json!(["BUILD:build-2"]), "{v}");
     // BUILD's listener (another machine) runs its jobs; then PC's runs the tests.
-    listen_once_as(&w, "BUILD");
+    w.listen_once_as("BUILD", &[]);
     assert!(w.root.join("BUILD/results/build-2.json").exists());
     let c = w.listen_once(&[]);
     assert_eq!(c["done"], 1, "{c}");
@@ -356,7 +345,7 @@ fn sweep_keeps_the_result_a_queued_job_waits_for() {
     let w = World::with_target();
     w.make_target("BUILD");
     enqueue_on(&w, "BUILD", "old", &["out", "built"]);
-    listen_once_as(&w, "BUILD");
+    w.listen_once_as("BUILD", &[]);
     let build = w.root.join("BUILD");
     let kept = [
         build.join("results/old.json"),

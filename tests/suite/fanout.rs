@@ -276,3 +276,119 @@ fn logs_refuses_a_target_list() {
     assert_eq!(code, 64, "{err}");
     assert!(err.contains("logs reads one target's output"), "{err}");
 }
+
+/// `enqueue --target TARGETS EXTRA… -- jobkit STEPS…`; returns the id.
+fn enqueue_to(w: &World, targets: &str, extra: &[&str], steps: &[&str]) -> String {
+    let mut args = vec!["enqueue", "--target", targets];
+    args.extend_from_slice(extra);
+    args.push("--");
+    let argv = kit(steps);
+    args.extend(argv.iter().map(String::as_str));
+    let (code, out, err) = w.run(&args);
+    assert_eq!(code, 0, "{out}{err}");
+    out.trim().to_string()
+}
+
+/// The signed `after` list of `id` queued for `target`.
+fn queued_after(w: &World, target: &str, id: &str) -> Value {
+    let job = queued(w, target, id);
+    let spec: Value = serde_json::from_str(job["spec"].as_str().unwrap()).unwrap();
+    spec["after"].clone()
+}
+
+fn held(w: &World, target: &str, id: &str) {
+    let t = w.root.join(target);
+    assert!(
+        t.join("inbox").join(format!("{id}.json")).exists(),
+        "{target}"
+    );
+    assert!(
+        !t.join("results").join(format!("{id}.json")).exists(),
+        "{target}"
+    );
+}
+
+// A fan-out refused any --after before; a named target means one job for
+// every copy.
+#[test]
+fn fan_out_after_a_named_job_makes_every_copy_wait_for_that_one_job() {
+    let w = World::new();
+    for t in ["BUILD", "A", "B"] {
+        w.make_target(t);
+    }
+    let log = w.dir.path().join("ran.log");
+    let build = enqueue_to(&w, "BUILD", &[], &["append", p(&log), "BUILD"]);
+    let after = format!("BUILD:{build}");
+    let tests = enqueue_to(
+        &w,
+        "A,B",
+        &["--after", &after],
+        &["append", p(&log), "TESTS"],
+    );
+    for t in ["A", "B"] {
+        let want = serde_json::json!([{"target": "BUILD", "jobId": build}]);
+        assert_eq!(queued_after(&w, t, &tests), want, "{t}");
+    }
+    for t in ["A", "B"] {
+        w.listen_once_as(t, &[]);
+        held(&w, t, &tests);
+    }
+    assert!(lines(&log).is_empty());
+    w.listen_once_as("BUILD", &[]);
+    for t in ["A", "B"] {
+        assert_eq!(w.listen_once_as(t, &[])["done"], 1, "{t}");
+    }
+    assert_eq!(lines(&log), ["BUILD", "TESTS", "TESTS"]);
+    let (code, out, err) = w.run(&["result", "--target", "A,B", "--job-id", &tests, "--wait"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.matches(": done").count(), 2, "{out}");
+}
+
+#[test]
+fn fan_out_after_a_bare_id_waits_for_that_id_on_each_copys_own_target() {
+    let w = World::new();
+    w.make_target("A");
+    w.make_target("B");
+    let log = w.dir.path().join("ran.log");
+    let prep = ["--job-id", "prep"];
+    enqueue_to(&w, "A", &prep, &["append", p(&log), "PREP-A"]);
+    enqueue_to(&w, "B", &prep, &["append", p(&log), "PREP-B", "exit", "3"]);
+    let tests = enqueue_to(
+        &w,
+        "A,B",
+        &["--after", "prep"],
+        &["append", p(&log), "TESTS"],
+    );
+    for t in ["A", "B"] {
+        let want = serde_json::json!([{"target": t, "jobId": "prep"}]);
+        assert_eq!(queued_after(&w, t, &tests), want, "{t}");
+    }
+    // A's prep succeeds, so A's tests run; B's fails, so B's end unstarted.
+    assert_eq!(w.listen_once_as("A", &[])["done"], 2);
+    assert_eq!(w.listen_once_as("B", &[])["failed"], 2);
+    assert_eq!(lines(&log), ["PREP-A", "TESTS", "PREP-B"]);
+    let (code, out, err) = w.run(&["result", "--target", "A,B", "--job-id", &tests]);
+    assert_eq!(code, 1, "the worst: B's copy did not run: {out}{err}");
+    assert!(out.lines().next().unwrap().contains("on A: done"), "{out}");
+    assert!(out.contains("on B: dependency-failed"), "{out}");
+    let (_, out, _) = w.run(&["--json", "result", "--target", "B", "--job-id", &tests]);
+    assert_eq!(
+        json(&out)["detail"]["dependency"],
+        serde_json::json!({"target": "B", "jobId": "prep", "ended": "failed (exit 3)"}),
+        "{out}"
+    );
+
+    // Bound per copy, a copy waiting for itself is refused before any is
+    // published.
+    let (code, _, err) = w.run(&[
+        "enqueue", "--target", "B,A", "--job-id", "x", "--after", "A:x", "--", "true",
+    ]);
+    assert_eq!(code, 64, "{err}");
+    assert!(
+        err.contains("--after A:x: a job cannot wait for itself"),
+        "{err}"
+    );
+    for t in ["A", "B"] {
+        assert!(!w.root.join(t).join("inbox/x.json").exists(), "{t}");
+    }
+}

@@ -187,10 +187,16 @@ impl World {
 
     /// `listen --once` (JSON); returns the counters.
     pub fn listen_once(&self, extra: &[&str]) -> Value {
+        self.listen_once_as("PC", extra)
+    }
+
+    /// `listen --once` as `machine`, the listener of that target (JSON);
+    /// returns the counters.
+    pub fn listen_once_as(&self, machine: &str, extra: &[&str]) -> Value {
         let mut args = vec!["--json", "listen", "--once", "--poll-interval", "100ms"];
         args.extend_from_slice(extra);
-        let (code, out, err) = self.run(&args);
-        assert_eq!(code, 0, "listen --once failed: {out}{err}");
+        let (code, out, err) = output(self.cmd_as(machine).args(&args));
+        assert_eq!(code, 0, "listen --once as {machine} failed: {out}{err}");
         let v: Value =
             serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("not JSON: {out}"));
         v["counters"].clone()

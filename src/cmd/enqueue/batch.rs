@@ -36,7 +36,7 @@ pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> 
                 "--batch takes its jobs from {}: {flag} cannot be given with it",
                 file.display()
             ))
-            .hint("put per-job values in each line; --target, --priority, --label, --cwd, --env, --timeout and --grace are defaults for the lines"));
+            .hint("put per-job values in each line; --target, --priority, --label, --cwd, --env, --timeout, --grace, --after and --after-any are defaults for the lines"));
         }
     }
     let defaults = Fields::from_flags(args)?;
@@ -99,13 +99,14 @@ pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> 
                 .hint("job ids are single-use; leave out \"jobId\" to get a fresh one"));
             }
             submit::check_free(dirs, groups[g].inbox.as_ref(), &req.id, &key).map_err(at(*n))?;
+            let spec = req.spec_for(dirs.target()).map_err(at(*n))?;
             let job = Job::sign(
                 &key,
                 req.id.clone(),
                 dirs.target().as_str(),
                 origin.as_str(),
                 created,
-                req.spec.clone(),
+                spec,
             );
             groups[g].jobs.push(job);
         }
