@@ -43,19 +43,20 @@ impl Termination {
         }
     }
 
+    /// Every ending.
+    pub const ALL: [Termination; 7] = [
+        Termination::Exited,
+        Termination::Cancelled,
+        Termination::CancelledBeforeStart,
+        Termination::Timeout,
+        Termination::Interrupted,
+        Termination::SpawnFailed,
+        Termination::DependencyFailed,
+    ];
+
     /// The inverse of [`Termination::as_str`].
     pub fn parse(s: &str) -> Option<Termination> {
-        [
-            Termination::Exited,
-            Termination::Cancelled,
-            Termination::CancelledBeforeStart,
-            Termination::Timeout,
-            Termination::Interrupted,
-            Termination::SpawnFailed,
-            Termination::DependencyFailed,
-        ]
-        .into_iter()
-        .find(|t| t.as_str() == s)
+        Termination::ALL.into_iter().find(|t| t.as_str() == s)
     }
 
     /// A word for people: `done`, `failed`, `cancelled`, …
@@ -190,15 +191,7 @@ mod tests {
 
     #[test]
     fn termination_words_round_trip() {
-        for t in [
-            Termination::Exited,
-            Termination::Cancelled,
-            Termination::CancelledBeforeStart,
-            Termination::Timeout,
-            Termination::Interrupted,
-            Termination::SpawnFailed,
-            Termination::DependencyFailed,
-        ] {
+        for t in Termination::ALL {
             assert_eq!(Termination::parse(t.as_str()), Some(t));
         }
         assert_eq!(Termination::parse("exploded"), None);

@@ -343,6 +343,17 @@ fn timed_out() -> Refused {
     )
 }
 
+fn head_too_long(limits: &Limits) -> Refused {
+    refuse(
+        431,
+        Code::BadRequest,
+        format!(
+            "the request line and headers exceed {} bytes",
+            limits.head_bytes
+        ),
+    )
+}
+
 fn read_request(
     stream: &mut TcpStream,
     peer: SocketAddr,
@@ -357,28 +368,14 @@ fn read_request(
             break i + 4;
         }
         if buf.len() >= limits.head_bytes {
-            return Err(refuse(
-                431,
-                Code::BadRequest,
-                format!(
-                    "the request line and headers exceed {} bytes",
-                    limits.head_bytes
-                ),
-            ));
+            return Err(head_too_long(limits));
         }
         // Never read far past the cap: a head that long is refused anyway.
         let want = limits.head_bytes + 4 - buf.len();
         read_some(stream, &mut buf, want, head_deadline, limits.idle)?;
     };
     if head_end > limits.head_bytes + 4 {
-        return Err(refuse(
-            431,
-            Code::BadRequest,
-            format!(
-                "the request line and headers exceed {} bytes",
-                limits.head_bytes
-            ),
-        ));
+        return Err(head_too_long(limits));
     }
     let head = parse_head(&buf[..head_end - 4]).map_err(|m| refuse(400, Code::BadRequest, m))?;
     let mut req = Request {
