@@ -663,32 +663,78 @@ pub struct ConfigFileDoc {
 /// value for a flag (an unknown `--priority`, say) is `VALIDATION_ERROR`
 /// like every other bad value; help and version are success; anything
 /// else is a command line that cannot be parsed. A program given without
-/// the `--` that must come before it gets a hint.
+/// the `--` that must come before it gets a hint. With `--json` on the
+/// command line the refusal is the JSON error every other error prints
+/// (docs/protocol.md §9.2), `VALIDATION_ERROR` whatever clap's reason, so
+/// a program reading stdout always gets a document whose code matches the
+/// exit status.
 pub fn refuse(err: clap::Error, args: &[std::ffi::OsString]) -> u8 {
     use clap::error::ErrorKind;
-    let _ = err.print();
-    match err.kind() {
+    let kind = err.kind();
+    if matches!(
+        kind,
         ErrorKind::DisplayHelp
-        | ErrorKind::DisplayVersion
-        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => crate::exit::SUCCESS,
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = err.print();
+        return crate::exit::SUCCESS;
+    }
+    let hint = forgot_dashes(kind, args).then_some(DASHES_HINT);
+    if json_asked(args) {
+        let mut e = crate::error::Error::validation(clap_message(&err));
+        if let Some(h) = hint {
+            e = e.hint(h);
+        }
+        e.report(true);
+        return crate::exit::VALIDATION;
+    }
+    let _ = err.print();
+    if let Some(h) = hint {
+        eprintln!("hint: {h}");
+    }
+    match kind {
         ErrorKind::InvalidValue | ErrorKind::ValueValidation | ErrorKind::InvalidUtf8 => {
             crate::exit::VALIDATION
         }
-        kind => {
-            let enqueue = args.iter().any(|a| a == "enqueue");
-            let dashes = args.iter().any(|a| a == "--");
-            if enqueue
-                && !dashes
-                && matches!(
-                    kind,
-                    ErrorKind::UnknownArgument | ErrorKind::MissingRequiredArgument
-                )
-            {
-                eprintln!(
-                    "hint: the program and its arguments come after `--`: fleet-dispatch enqueue --target PC -- PROGRAM [ARG]..."
-                );
-            }
-            crate::exit::USAGE
-        }
+        _ => crate::exit::USAGE,
     }
+}
+
+/// What a command line missing its `--` is told.
+const DASHES_HINT: &str = "the program and its arguments come after `--`: fleet-dispatch enqueue --target PC -- PROGRAM [ARG]...";
+
+/// Whether a refused `enqueue` line looks like a program given without `--`.
+fn forgot_dashes(kind: clap::error::ErrorKind, args: &[std::ffi::OsString]) -> bool {
+    use clap::error::ErrorKind;
+    args.iter().any(|a| a == "enqueue")
+        && !args.iter().any(|a| a == "--")
+        && matches!(
+            kind,
+            ErrorKind::UnknownArgument | ErrorKind::MissingRequiredArgument
+        )
+}
+
+/// Whether `--json` is among our own arguments: before any `--`, after
+/// which the words are the job's.
+fn json_asked(args: &[std::ffi::OsString]) -> bool {
+    args.iter()
+        .skip(1)
+        .take_while(|a| *a != "--")
+        .any(|a| a == "--json")
+}
+
+/// clap's message on one line, without its `error:` prefix, usage and
+/// pointer to `--help`.
+fn clap_message(err: &clap::Error) -> String {
+    let text = err.render().to_string();
+    let text = text.trim_start().strip_prefix("error:").unwrap_or(&text);
+    text.split("\n\n")
+        .next()
+        .unwrap_or_default()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -301,3 +301,77 @@ fn reading_commands_never_create_a_targets_folder() {
             .exists()
     );
 }
+
+#[test]
+fn with_json_a_refused_command_line_is_a_json_validation_error() {
+    let w = World::with_target();
+    for args in [
+        vec![
+            "--json",
+            "enqueue",
+            "--target",
+            "PC",
+            "--priority",
+            "low",
+            "--",
+            "true",
+        ],
+        vec![
+            "enqueue",
+            "--json",
+            "--target",
+            "PC",
+            "--timeout",
+            "5x",
+            "--",
+            "true",
+        ],
+        vec!["--json", "status", "--no-such-flag"],
+        vec!["--json", "enqueue", "--target", "PC", "ls", "-la"],
+    ] {
+        let (code, out, err) = w.run(&args);
+        assert_eq!(code, 64, "{args:?}: {out}{err}");
+        assert_eq!(err, "", "{args:?}: clap's text on stderr");
+        let v: Value = serde_json::from_str(out.trim())
+            .unwrap_or_else(|_| panic!("{args:?}: not JSON: {out}"));
+        assert_eq!(v["error"]["code"], "VALIDATION_ERROR", "{v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(!message.is_empty() && !message.contains('\n'), "{v}");
+    }
+    let (_, out, _) = w.run(&[
+        "--json",
+        "enqueue",
+        "--target",
+        "PC",
+        "--priority",
+        "low",
+        "--",
+        "true",
+    ]);
+    assert!(
+        out.contains("low"),
+        "the message names the bad value: {out}"
+    );
+    let (_, out, _) = w.run(&["--json", "enqueue", "--target", "PC", "ls", "-la"]);
+    assert!(
+        out.contains("after `--`"),
+        "the hint is in the message: {out}"
+    );
+    // A `--json` after `--` is the job's own argument: the refusal stays text.
+    let (code, out, err) = w.run(&[
+        "enqueue",
+        "--target",
+        "PC",
+        "--priority",
+        "low",
+        "--",
+        "prog",
+        "--json",
+    ]);
+    assert_eq!((code, out.as_str()), (64, ""), "{err}");
+    assert!(err.contains("--priority"), "{err}");
+    // Help stays help.
+    let (code, out, _) = w.run(&["--json", "status", "--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("Usage"), "{out}");
+}
