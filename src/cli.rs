@@ -538,6 +538,14 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "the listener's poll interval (listen --poll-interval)",
     ),
     (
+        "FLEET_DISPATCH_MAX_JOB_AGE",
+        "the age past which listen refuses a job as stale, also the floor of sweep's retention (--max-job-age)",
+    ),
+    (
+        "FLEET_DISPATCH_RETENTION",
+        "how long sweep keeps a processed job's files (sweep --retention)",
+    ),
+    (
         "FLEET_DISPATCH_CONFIG",
         "the config file to read instead of the default one; it must exist",
     ),
@@ -645,6 +653,14 @@ pub const CONFIG_FILE: ConfigFileDoc = ConfigFileDoc {
             "the listener polls only, without file-system events (listen --no-watch)",
         ),
         ("durability = \"full\"", "full or relaxed (--durability)"),
+        (
+            "retention = \"30d\"",
+            "how long sweep keeps a processed job's files (sweep --retention); never under max_job_age plus a day",
+        ),
+        (
+            "max_job_age = \"7d\"",
+            "the age past which listen refuses a job as stale, and the floor of sweep's retention (--max-job-age)",
+        ),
     ],
     precedence: "Every setting comes from its flag, else its FLEET_DISPATCH_* variable, else the config file, else the default. The file is TOML and optional; an unknown key is an error naming the file. `fleet-dispatch config` shows the result and where each setting came from.",
 };
@@ -657,6 +673,15 @@ pub struct ConfigFileDoc {
     pub keys: &'static [(&'static str, &'static str)],
     /// How the file ranks against flags, variables and defaults.
     pub precedence: &'static str,
+}
+
+impl ConfigFileDoc {
+    /// The documented keys' names, in the order of [`Self::keys`].
+    pub fn key_names(&self) -> impl Iterator<Item = &'static str> {
+        self.keys
+            .iter()
+            .map(|(line, _)| line.split(' ').next().unwrap_or(line))
+    }
 }
 
 /// Reports a command line clap refused, and returns the exit status: a bad

@@ -78,7 +78,13 @@ pub fn parse_config(text: &str, path: &Path) -> Result<FileConfig> {
             path.display(),
             e.message()
         ))
-        .hint("keys: root, key_file, machine, state_dir, fleet (a list), poll_interval, watch, durability, retention, max_job_age")
+        .hint(format!(
+            "keys: {} (see CONFIGURATION FILE in fleet-dispatch(1))",
+            crate::cli::CONFIG_FILE
+                .key_names()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
     })?;
     let home = std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" });
     for p in [&mut cfg.root, &mut cfg.key_file, &mut cfg.state_dir]
@@ -427,10 +433,16 @@ impl Context {
             .map_err(|e| Error::validation(format!("--poll-interval: {}", e.message)))
     }
 
-    /// Whether the listener watches for file-system events: the file's
-    /// `watch`, else yes (`listen --no-watch` turns it off either way).
+    /// Whether the listener watches for file-system events, and where that
+    /// came from: the file's `watch`, else yes (`listen --no-watch` turns
+    /// it off either way; no variable sets it).
+    pub fn watch_setting(&self) -> Setting<bool> {
+        Setting::resolve(None, self.file.watch, || Some(true))
+    }
+
+    /// Whether the listener watches for file-system events ([`Self::watch_setting`]).
     pub fn watch(&self) -> bool {
-        self.file.watch.unwrap_or(true)
+        self.watch_setting().value.unwrap_or(true)
     }
 
     /// The durability level: the flag or its variable, else the file, else

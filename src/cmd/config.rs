@@ -122,6 +122,7 @@ pub fn run(ctx: &Context, _args: ConfigArgs) -> Result<u8> {
         ),
         line("durability", "durability", &durability, None),
         line("pollInterval", "poll interval", &poll, None),
+        line("watch", "watch", &ctx.watch_setting(), None),
         line("fleet", "fleet", &ctx.fleet_setting(), None),
         line("retention", "retention", &retention, None),
         line("maxJobAge", "max job age", &max_job_age, None),

@@ -734,3 +734,24 @@ pub fn read_pid(path: &Path, limit: Duration) -> i32 {
     assert!(pid > 0, "no pid in {} after {limit:?}", path.display());
     pid
 }
+
+/// Every key the config file parser accepts, read from the refusal of an
+/// unknown one (serde lists the fields of the struct it fills), so a key
+/// added to the parser shows up here without being named twice.
+pub fn config_file_keys() -> Vec<String> {
+    let err = fleet_dispatch::config::parse_config("no_such_key = 1", Path::new("/c.toml"))
+        .expect_err("an unknown key is refused")
+        .message;
+    let (_, list) = err
+        .split_once("expected one of ")
+        .unwrap_or_else(|| panic!("the refusal lists no keys: {err}"));
+    let keys: Vec<String> = list
+        .split(", ")
+        .map(|k| k.trim().trim_matches('`').to_string())
+        .collect();
+    assert!(
+        keys.iter().all(|k| !k.is_empty() && !k.contains(' ')),
+        "{err}"
+    );
+    keys
+}
