@@ -204,6 +204,54 @@ fn a_wait_says_when_the_target_has_no_listener() {
     assert!(err.contains("no listener has ever run for PC"), "{err}");
 }
 
+/// `result --wait --wait-timeout 7s` on a queued job of PC's: long enough
+/// for the wait to look at the listener once it makes no progress.
+fn wait_on_a_queued_job(w: &World) -> (i32, String) {
+    let id = w.enqueue(&[], &kit(&[]));
+    let (code, _, err) = w.run(&[
+        "result",
+        "--target",
+        "PC",
+        "--job-id",
+        &id,
+        "--wait",
+        "--wait-timeout",
+        "7s",
+    ]);
+    (code, err)
+}
+
+#[test]
+fn a_wait_says_when_the_targets_heartbeat_is_stale_and_how_old() {
+    let w = World::with_target();
+    Beat::aged("listening", 600).write(&w);
+    let (code, err) = wait_on_a_queued_job(&w);
+    assert_eq!(code, 124, "{err}");
+    assert!(
+        err.contains("PC's listener has not been heard from since 10m"),
+        "{err}"
+    );
+    assert!(
+        err.contains("ago (its machine may be off, or sync lags)"),
+        "{err}"
+    );
+    assert!(!err.contains("no listener has ever run"), "{err}");
+}
+
+#[test]
+fn a_wait_says_when_the_targets_listener_stopped() {
+    let w = World::with_target();
+    Beat::aged("stopped", 20).write(&w);
+    let (code, err) = wait_on_a_queued_job(&w);
+    assert_eq!(code, 124, "{err}");
+    assert!(err.contains("PC's listener stopped "), "{err}");
+    assert!(
+        err.contains("s ago; nothing runs until it is started again"),
+        "{err}"
+    );
+    assert!(!err.contains("not been heard from"), "{err}");
+}
+
 #[test]
 fn keygen_and_status_show_the_key_fingerprint() {
     let w = World::new();
