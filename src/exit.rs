@@ -52,7 +52,7 @@ const OTHERS: [(u8, &str); 6] = [
     ),
     (
         REJECTED,
-        "`result` or a `--wait`: the target's listener rejected the job file; the reason is printed (with both key fingerprints when the signature did not verify)",
+        "`result`, `logs` or a `--wait`: the target's listener rejected the job file; the reason is printed (with both key fingerprints when the signature did not verify)",
     ),
     (
         UNFINISHED,
