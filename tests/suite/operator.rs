@@ -29,6 +29,70 @@ mod demo {
         c
     }
 
+    /// The processes whose command line or environment names `dir`: the
+    /// demo's listener and jobs run with their root inside it. Linux only
+    /// (`/proc`); elsewhere none are found.
+    fn processes_within(dir: &std::path::Path) -> Vec<String> {
+        let needle = dir.to_str().unwrap().as_bytes();
+        let Ok(procs) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        procs
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            })
+            .filter(|e| {
+                ["environ", "cmdline"].iter().any(|f| {
+                    std::fs::read(e.path().join(f))
+                        .is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle))
+                })
+            })
+            .map(|e| {
+                let pid = e.file_name().to_string_lossy().into_owned();
+                let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+                format!(
+                    "{pid}: {}",
+                    String::from_utf8_lossy(&cmd).replace('\0', " ")
+                )
+            })
+            .collect()
+    }
+
+    /// Fails unless every process of the demo in `tmp` is gone (a moment
+    /// is allowed for one that is exiting).
+    fn no_process_left(tmp: &std::path::Path) {
+        let mut left = Vec::new();
+        let gone = (0..50).any(|_| {
+            left = processes_within(tmp);
+            left.is_empty() || {
+                std::thread::sleep(Duration::from_millis(100));
+                false
+            }
+        });
+        assert!(gone, "the demo left processes behind: {left:#?}");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn processes_within_finds_a_process_running_in_the_folder() {
+        let w = World::new();
+        let tmp = scratch(&w, "tmp");
+        let child = std::process::Command::new(jobkit())
+            .args(["sleep", "30"])
+            .env("FLEET_DISPATCH_ROOT", tmp.join("root"))
+            .start();
+        let guard = ListenerGuard { child: Some(child) };
+        assert!(
+            !processes_within(&tmp).is_empty(),
+            "the scan misses a live process"
+        );
+        drop(guard);
+        no_process_left(&tmp);
+    }
+
     #[test]
     fn demo_into_a_closed_pipe_ends_quietly_and_leaves_nothing_behind() {
         let w = World::new();
@@ -48,6 +112,7 @@ mod demo {
         let (code, _, err) = ListenerGuard { child: Some(child) }.wait(Duration::from_secs(30));
         assert_eq!(code, 0, "{err}");
         assert!(!err.contains("panicked"), "{err}");
+        no_process_left(&tmp);
         assert_eq!(
             files(&tmp),
             Vec::<String>::new(),
@@ -80,6 +145,7 @@ mod demo {
         std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
         let (code, _, _) = ListenerGuard { child: Some(child) }.wait(Duration::from_secs(30));
         assert_eq!(code, 130, "demo did not stop on Ctrl-C with 130");
+        no_process_left(&tmp);
         assert_eq!(
             files(&tmp),
             Vec::<String>::new(),
@@ -268,15 +334,27 @@ fn keygen_and_status_show_the_key_fingerprint() {
     assert!(fp.bytes().all(|b| b.is_ascii_hexdigit()));
     let text = std::fs::read_to_string(&key).unwrap();
     assert!(!text.contains(fp), "the fingerprint is a piece of the key");
-    // The listener's heartbeat carries its key's fingerprint.
+    // The heartbeat of a listener using that key carries the fingerprint
+    // keygen printed, and status shows this machine's the same.
     w.make_target("PC");
-    w.listen_once(&[]);
-    let (_, out, _) = w.run(&["--json", "status", "--target", "PC"]);
+    let (code, out, err) = output(
+        w.cmd()
+            .env("FLEET_DISPATCH_KEY_FILE", &key)
+            .args(["--json", "listen", "--once"]),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let beat: Value =
+        serde_json::from_str(&std::fs::read_to_string(w.pc().join("listener.json")).unwrap())
+            .unwrap();
+    assert_eq!(beat["keyFingerprint"], fp, "{beat}");
+    let (_, out, _) = output(
+        w.cmd()
+            .env("FLEET_DISPATCH_KEY_FILE", &key)
+            .args(["--json", "status", "--target", "PC"]),
+    );
     let s: Value = serde_json::from_str(out.trim()).unwrap();
-    let theirs = s["targets"][0]["listener"]["keyFingerprint"]
-        .as_str()
-        .unwrap();
-    assert_eq!(theirs.len(), 8, "{s}");
+    assert_eq!(s["targets"][0]["listener"]["keyFingerprint"], fp, "{s}");
+    assert_eq!(s["keyFingerprint"], fp, "{s}");
 }
 
 #[test]

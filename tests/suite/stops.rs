@@ -72,11 +72,18 @@ fn ctrl_c_says_what_stops_and_a_second_leaves_the_folder_saying_stopped() {
     );
     let l = w.spawn_listener(&[]);
     wait_until(LIMIT, || w.running(&id).exists());
+    let job = read_pid(&pidfile, LIMIT);
     l.signal(libc::SIGINT);
     std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        alive(job),
+        "the first Ctrl-C killed the job at once; it has a 20s grace"
+    );
     l.signal(libc::SIGINT);
     let (code, _, err) = l.wait(LIMIT);
     assert_eq!(code, 130, "{err}");
+    // The job ignores the stop request: only the second Ctrl-C's kill ends it.
+    wait_until(Duration::from_secs(5), || !alive(job));
     assert!(
         err.contains(&format!("job {id}")) && err.contains("20s") && err.contains("Ctrl-C again"),
         "{err}"
