@@ -332,6 +332,14 @@ pub struct ListenArgs {
         hide_env_values = true
     )]
     pub max_job_age: Option<String>,
+    /// When the listener is stopped (Ctrl-C, SIGTERM), give the running job at most this grace instead of its own, so a service manager's stop timeout can cover it; cancels and timeouts keep the job's grace [default: the job's grace]
+    #[arg(
+        long,
+        value_name = "D",
+        env = "FLEET_DISPATCH_STOP_GRACE",
+        hide_env_values = true
+    )]
+    pub stop_grace: Option<String>,
     /// Governor file: first word GREEN, YELLOW (only high jobs run) or RED (none)
     #[arg(long, value_name = "F", value_hint = ValueHint::FilePath)]
     pub governor_file: Option<PathBuf>,
@@ -538,6 +546,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "the listener's poll interval (listen --poll-interval)",
     ),
     (
+        "FLEET_DISPATCH_STOP_GRACE",
+        "the most grace a stopped listener gives its running job (listen --stop-grace)",
+    ),
+    (
         "FLEET_DISPATCH_MAX_JOB_AGE",
         "the age past which listen refuses a job as stale, also the floor of sweep's retention (--max-job-age)",
     ),
@@ -653,6 +665,10 @@ pub const CONFIG_FILE: ConfigFileDoc = ConfigFileDoc {
             "the listener polls only, without file-system events (listen --no-watch)",
         ),
         ("durability = \"full\"", "full or relaxed (--durability)"),
+        (
+            "stop_grace = \"20s\"",
+            "the most grace a stopped listener gives its running job (listen --stop-grace); unset, the job's own",
+        ),
         (
             "retention = \"30d\"",
             "how long sweep keeps a processed job's files (sweep --retention); never under max_job_age plus a day",
