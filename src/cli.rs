@@ -332,6 +332,14 @@ pub struct ListenArgs {
         hide_env_values = true
     )]
     pub max_job_age: Option<String>,
+    /// When the listener is stopped (Ctrl-C, SIGTERM), give the running job at most this grace instead of its own, so a service manager's stop timeout can cover it; cancels and timeouts keep the job's grace [default: the job's grace]
+    #[arg(
+        long,
+        value_name = "D",
+        env = "FLEET_DISPATCH_STOP_GRACE",
+        hide_env_values = true
+    )]
+    pub stop_grace: Option<String>,
     /// Governor file: first word GREEN, YELLOW (only high jobs run) or RED (none)
     #[arg(long, value_name = "F", value_hint = ValueHint::FilePath)]
     pub governor_file: Option<PathBuf>,
@@ -538,6 +546,18 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "the listener's poll interval (listen --poll-interval)",
     ),
     (
+        "FLEET_DISPATCH_STOP_GRACE",
+        "the most grace a stopped listener gives its running job (listen --stop-grace)",
+    ),
+    (
+        "FLEET_DISPATCH_MAX_JOB_AGE",
+        "the age past which listen refuses a job as stale, also the floor of sweep's retention (--max-job-age)",
+    ),
+    (
+        "FLEET_DISPATCH_RETENTION",
+        "how long sweep keeps a processed job's files (sweep --retention)",
+    ),
+    (
         "FLEET_DISPATCH_CONFIG",
         "the config file to read instead of the default one; it must exist",
     ),
@@ -645,6 +665,18 @@ pub const CONFIG_FILE: ConfigFileDoc = ConfigFileDoc {
             "the listener polls only, without file-system events (listen --no-watch)",
         ),
         ("durability = \"full\"", "full or relaxed (--durability)"),
+        (
+            "stop_grace = \"20s\"",
+            "the most grace a stopped listener gives its running job (listen --stop-grace); unset, the job's own",
+        ),
+        (
+            "retention = \"30d\"",
+            "how long sweep keeps a processed job's files (sweep --retention); never under max_job_age plus a day",
+        ),
+        (
+            "max_job_age = \"7d\"",
+            "the age past which listen refuses a job as stale, and the floor of sweep's retention (--max-job-age)",
+        ),
     ],
     precedence: "Every setting comes from its flag, else its FLEET_DISPATCH_* variable, else the config file, else the default. The file is TOML and optional; an unknown key is an error naming the file. `fleet-dispatch config` shows the result and where each setting came from.",
 };
@@ -659,36 +691,91 @@ pub struct ConfigFileDoc {
     pub precedence: &'static str,
 }
 
+impl ConfigFileDoc {
+    /// The documented keys' names, in the order of [`Self::keys`].
+    pub fn key_names(&self) -> impl Iterator<Item = &'static str> {
+        self.keys
+            .iter()
+            .map(|(line, _)| line.split(' ').next().unwrap_or(line))
+    }
+}
+
 /// Reports a command line clap refused, and returns the exit status: a bad
 /// value for a flag (an unknown `--priority`, say) is `VALIDATION_ERROR`
 /// like every other bad value; help and version are success; anything
 /// else is a command line that cannot be parsed. A program given without
-/// the `--` that must come before it gets a hint.
+/// the `--` that must come before it gets a hint. With `--json` on the
+/// command line the refusal is the JSON error every other error prints
+/// (docs/protocol.md §9.2), `VALIDATION_ERROR` whatever clap's reason, so
+/// a program reading stdout always gets a document whose code matches the
+/// exit status.
 pub fn refuse(err: clap::Error, args: &[std::ffi::OsString]) -> u8 {
     use clap::error::ErrorKind;
-    let _ = err.print();
-    match err.kind() {
+    let kind = err.kind();
+    if matches!(
+        kind,
         ErrorKind::DisplayHelp
-        | ErrorKind::DisplayVersion
-        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => crate::exit::SUCCESS,
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = err.print();
+        return crate::exit::SUCCESS;
+    }
+    let hint = forgot_dashes(kind, args).then_some(DASHES_HINT);
+    if json_asked(args) {
+        let mut e = crate::error::Error::validation(clap_message(&err));
+        if let Some(h) = hint {
+            e = e.hint(h);
+        }
+        e.report(true);
+        return crate::exit::VALIDATION;
+    }
+    let _ = err.print();
+    if let Some(h) = hint {
+        eprintln!("hint: {h}");
+    }
+    match kind {
         ErrorKind::InvalidValue | ErrorKind::ValueValidation | ErrorKind::InvalidUtf8 => {
             crate::exit::VALIDATION
         }
-        kind => {
-            let enqueue = args.iter().any(|a| a == "enqueue");
-            let dashes = args.iter().any(|a| a == "--");
-            if enqueue
-                && !dashes
-                && matches!(
-                    kind,
-                    ErrorKind::UnknownArgument | ErrorKind::MissingRequiredArgument
-                )
-            {
-                eprintln!(
-                    "hint: the program and its arguments come after `--`: fleet-dispatch enqueue --target PC -- PROGRAM [ARG]..."
-                );
-            }
-            crate::exit::USAGE
-        }
+        _ => crate::exit::USAGE,
     }
+}
+
+/// What a command line missing its `--` is told.
+const DASHES_HINT: &str = "the program and its arguments come after `--`: fleet-dispatch enqueue --target PC -- PROGRAM [ARG]...";
+
+/// Whether a refused `enqueue` line looks like a program given without `--`.
+fn forgot_dashes(kind: clap::error::ErrorKind, args: &[std::ffi::OsString]) -> bool {
+    use clap::error::ErrorKind;
+    args.iter().any(|a| a == "enqueue")
+        && !args.iter().any(|a| a == "--")
+        && matches!(
+            kind,
+            ErrorKind::UnknownArgument | ErrorKind::MissingRequiredArgument
+        )
+}
+
+/// Whether `--json` is among our own arguments: before any `--`, after
+/// which the words are the job's.
+fn json_asked(args: &[std::ffi::OsString]) -> bool {
+    args.iter()
+        .skip(1)
+        .take_while(|a| *a != "--")
+        .any(|a| a == "--json")
+}
+
+/// clap's message on one line, without its `error:` prefix, usage and
+/// pointer to `--help`.
+fn clap_message(err: &clap::Error) -> String {
+    let text = err.render().to_string();
+    let text = text.trim_start().strip_prefix("error:").unwrap_or(&text);
+    text.split("\n\n")
+        .next()
+        .unwrap_or_default()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }

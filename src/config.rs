@@ -37,6 +37,8 @@ pub struct FileConfig {
     pub poll_interval: Option<String>,
     /// `false`: the listener polls only, without file-system events.
     pub watch: Option<bool>,
+    /// The most grace a stopped listener gives its running job, e.g. "20s".
+    pub stop_grace: Option<String>,
     /// `full` or `relaxed`.
     pub durability: Option<crate::fsops::Durability>,
     /// How long `sweep` keeps a processed job's files, e.g. "90d".
@@ -78,7 +80,13 @@ pub fn parse_config(text: &str, path: &Path) -> Result<FileConfig> {
             path.display(),
             e.message()
         ))
-        .hint("keys: root, key_file, machine, state_dir, fleet (a list), poll_interval, watch, durability, retention, max_job_age")
+        .hint(format!(
+            "keys: {} (see CONFIGURATION FILE in fleet-dispatch(1))",
+            crate::cli::CONFIG_FILE
+                .key_names()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
     })?;
     let home = std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" });
     for p in [&mut cfg.root, &mut cfg.key_file, &mut cfg.state_dir]
@@ -91,6 +99,7 @@ pub fn parse_config(text: &str, path: &Path) -> Result<FileConfig> {
     }
     for (key, value) in [
         ("poll_interval", &cfg.poll_interval),
+        ("stop_grace", &cfg.stop_grace),
         ("retention", &cfg.retention),
         ("max_job_age", &cfg.max_job_age),
     ] {
@@ -219,6 +228,9 @@ pub const POLL_INTERVAL_VAR: &str = "FLEET_DISPATCH_POLL_INTERVAL";
 /// The listener's poll interval when nothing sets it.
 pub const DEFAULT_POLL_INTERVAL: &str = "2s";
 
+/// The variable that sets the listener's stop grace.
+pub const STOP_GRACE_VAR: &str = "FLEET_DISPATCH_STOP_GRACE";
+
 /// The variable that sets `sweep`'s retention.
 pub const RETENTION_VAR: &str = "FLEET_DISPATCH_RETENTION";
 
@@ -323,14 +335,45 @@ impl Context {
         self.config_file.as_ref()
     }
 
+    /// A setting written as text (a duration): `given` (the flag or its
+    /// variable), else the file's `file`, else `default`.
+    fn text_setting(
+        given: Option<(&str, Given)>,
+        file: &Option<String>,
+        default: Option<&str>,
+    ) -> Setting<String> {
+        Setting::resolve(
+            given.map(|(v, how)| (v.to_string(), how)),
+            file.clone(),
+            || default.map(str::to_string),
+        )
+    }
+
     /// The poll interval's text and where it came from: `given` (the flag
     /// or its variable), else the file, else 2 s.
     pub fn poll_interval_setting(&self, given: Option<(&str, Given)>) -> Setting<String> {
-        Setting::resolve(
-            given.map(|(v, how)| (v.to_string(), how)),
-            self.file.poll_interval.clone(),
-            || Some(DEFAULT_POLL_INTERVAL.to_string()),
-        )
+        Self::text_setting(given, &self.file.poll_interval, Some(DEFAULT_POLL_INTERVAL))
+    }
+
+    /// The stop grace's text and where it came from: `given` (the flag or
+    /// its variable), else the file, else none (the job's own grace).
+    pub fn stop_grace_setting(&self, given: Option<(&str, Given)>) -> Setting<String> {
+        Self::text_setting(given, &self.file.stop_grace, None)
+    }
+
+    /// The most grace a stopped listener gives its running job: the flag
+    /// or its variable, else the file, else none (the job's own grace).
+    pub fn stop_grace(&self, flag: Option<&str>) -> Result<Option<Duration>> {
+        let setting = self.stop_grace_setting(flag.map(|f| (f, Given::Flag)));
+        let Some(text) = setting.value else {
+            return Ok(None);
+        };
+        crate::clock::parse_duration(&text)
+            .map(Some)
+            .map_err(|e| match setting.source {
+                Source::File => Error::config(format!("stop_grace (config file): {}", e.message)),
+                _ => Error::validation(format!("--stop-grace: {}", e.message)),
+            })
     }
 
     /// Fleet members and where the list came from: `FLEET_DISPATCH_FLEET`
@@ -354,11 +397,7 @@ impl Context {
     /// `sweep`'s retention text and where it came from: `given` (the flag
     /// or its variable), else the file, else [`DEFAULT_RETENTION`].
     pub fn retention_setting(&self, given: Option<(&str, Given)>) -> Setting<String> {
-        Setting::resolve(
-            given.map(|(v, how)| (v.to_string(), how)),
-            self.file.retention.clone(),
-            || Some(DEFAULT_RETENTION.to_string()),
-        )
+        Self::text_setting(given, &self.file.retention, Some(DEFAULT_RETENTION))
     }
 
     /// `sweep`'s retention: the flag or its variable, else the file, else
@@ -399,11 +438,7 @@ impl Context {
     /// The job max age's text and where it came from: `given` (the flag or
     /// its variable), else the file, else [`DEFAULT_MAX_JOB_AGE`].
     pub fn max_job_age_setting(&self, given: Option<(&str, Given)>) -> Setting<String> {
-        Setting::resolve(
-            given.map(|(v, how)| (v.to_string(), how)),
-            self.file.max_job_age.clone(),
-            || Some(DEFAULT_MAX_JOB_AGE.to_string()),
-        )
+        Self::text_setting(given, &self.file.max_job_age, Some(DEFAULT_MAX_JOB_AGE))
     }
 
     /// The job max age `listen` refuses by and `sweep` keeps files for at
@@ -427,10 +462,16 @@ impl Context {
             .map_err(|e| Error::validation(format!("--poll-interval: {}", e.message)))
     }
 
-    /// Whether the listener watches for file-system events: the file's
-    /// `watch`, else yes (`listen --no-watch` turns it off either way).
+    /// Whether the listener watches for file-system events, and where that
+    /// came from: the file's `watch`, else yes (`listen --no-watch` turns
+    /// it off either way; no variable sets it).
+    pub fn watch_setting(&self) -> Setting<bool> {
+        Setting::resolve(None, self.file.watch, || Some(true))
+    }
+
+    /// Whether the listener watches for file-system events ([`Self::watch_setting`]).
     pub fn watch(&self) -> bool {
-        self.file.watch.unwrap_or(true)
+        self.watch_setting().value.unwrap_or(true)
     }
 
     /// The durability level: the flag or its variable, else the file, else

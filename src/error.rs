@@ -140,6 +140,17 @@ impl Error {
         }
         serde_json::json!({"error": {"code": self.code.as_str(), "message": message}})
     }
+
+    /// Prints the error once, as docs/protocol.md §9.2 says: the JSON form
+    /// on stdout under `--json`, else `fleet-dispatch: error: …` on stderr.
+    pub fn report(&self, json: bool) {
+        use std::io::Write;
+        if json {
+            let _ = writeln!(std::io::stdout(), "{}", self.to_json());
+        } else {
+            let _ = writeln!(std::io::stderr(), "fleet-dispatch: error: {self}");
+        }
+    }
 }
 
 impl fmt::Display for Error {

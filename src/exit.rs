@@ -10,7 +10,8 @@ use crate::error::Code;
 pub const SUCCESS: u8 = 0;
 /// A plain no: the question was answered, the answer is negative.
 pub const NO: u8 = 1;
-/// A command line that cannot be parsed (clap's own status).
+/// A command line that cannot be parsed (clap's own status); with `--json`
+/// it is `VALIDATION` instead, as its JSON error says.
 pub const USAGE: u8 = 2;
 /// `VALIDATION_ERROR`.
 pub const VALIDATION: u8 = 64;
@@ -45,10 +46,13 @@ const OTHERS: [(u8, &str); 6] = [
         NO,
         "a plain no: `doctor` when a check warns, `verify-marker` on an invalid marker, `cancel` when an invalid file blocks the marker's place, `cancel --wait` when the job finished first; `result` (with or without `--wait`) and `enqueue --wait` for a job that was cancelled, timed out or never started (`dependency-failed` included). A job that ran to its end gives its own exit code instead",
     ),
-    (USAGE, "a command line that cannot be parsed"),
+    (
+        USAGE,
+        "a command line that cannot be parsed (with `--json` on it: 64, printed as a VALIDATION_ERROR document)",
+    ),
     (
         REJECTED,
-        "`result` or a `--wait`: the target's listener rejected the job file; the reason is printed (with both key fingerprints when the signature did not verify)",
+        "`result`, `logs` or a `--wait`: the target's listener rejected the job file; the reason is printed (with both key fingerprints when the signature did not verify)",
     ),
     (
         UNFINISHED,

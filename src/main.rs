@@ -5,7 +5,6 @@
 //! code, so the exit status comes straight from it. A closed stdout (`| head`)
 //! never reaches here: `out::line` ends the program quietly with status 0.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -19,11 +18,7 @@ fn main() -> ExitCode {
     match fleet_dispatch::cmd::dispatch(cli) {
         Ok(status) => ExitCode::from(status),
         Err(err) => {
-            if json {
-                let _ = writeln!(std::io::stdout(), "{}", err.to_json());
-            } else {
-                let _ = writeln!(std::io::stderr(), "fleet-dispatch: error: {err}");
-            }
+            err.report(json);
             ExitCode::from(fleet_dispatch::exit::of(err.code))
         }
     }

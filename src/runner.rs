@@ -82,12 +82,24 @@ pub struct Request {
     pub timeout: Option<Duration>,
     /// Graceful-stop window.
     pub grace: Duration,
+    /// The most grace a stop of the listener gives ([`Request::shutdown_grace`]).
+    pub stop_grace: Option<Duration>,
     /// The folder the logs go to (`logs/`), held open.
     pub logs: crate::fsops::Dir,
     /// The stdout log's name in it.
     pub stdout_log: String,
     /// The stderr log's name in it.
     pub stderr_log: String,
+}
+
+impl Request {
+    /// The grace the job gets when the listener is stopped: its own,
+    /// capped by the listener's stop grace, so a service manager's stop
+    /// timeout covers it whatever grace the job asked for.
+    pub fn shutdown_grace(&self) -> Duration {
+        self.stop_grace
+            .map_or(self.grace, |cap| cap.min(self.grace))
+    }
 }
 
 /// A job process that was started, and its output being captured.
@@ -153,7 +165,8 @@ pub fn start<'a>(
             ))));
         }
     };
-    shutdown::job_started(tree.id(), req.job_id.as_str(), req.grace);
+    // What a stop of the listener gives it, for the first signal to say.
+    shutdown::job_started(tree.id(), req.job_id.as_str(), req.shutdown_grace());
     let io = JobIo::new(&mut child, &tree, bell);
     Ok(Running {
         req,
@@ -249,13 +262,17 @@ impl Running<'_> {
                 Wake::Message(_) | Wake::Timeout => continue,
             }
         };
+        let grace = match reason {
+            Some(StopReason::Shutdown) => req.shutdown_grace(),
+            _ => req.grace,
+        };
         if let Some(reason) = reason {
             if self.tree.leader_exited() {
                 // It ended by itself before we sent anything: keep its honest exit.
                 raced = Some(reason);
             } else {
                 self.tree.signal(Signal::Term);
-                let grace_end = Instant::now() + req.grace;
+                let grace_end = Instant::now() + grace;
                 let exited = self.wait_for_exit(rx, grace_end);
                 let tree_gone = exited && self.wait_tree_gone(rx, grace_end);
                 let grace_expired = !tree_gone;
@@ -275,7 +292,7 @@ impl Running<'_> {
         let leftovers_stopped = self.tree.others().len();
         if leftovers_stopped > 0 {
             self.tree.signal(Signal::Term);
-            if !self.wait_tree_gone(rx, Instant::now() + req.grace) {
+            if !self.wait_tree_gone(rx, Instant::now() + grace) {
                 self.tree.signal(Signal::Kill);
                 self.wait_tree_gone(rx, Instant::now() + Duration::from_secs(2));
             }

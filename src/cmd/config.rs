@@ -53,6 +53,11 @@ fn variable(name: &str) -> Option<(String, crate::cli::Given)> {
         .map(|v| (v, crate::cli::Given::Variable))
 }
 
+/// A [`variable`]'s value as the settings take it.
+fn given(v: &Option<(String, crate::cli::Given)>) -> Option<(&str, crate::cli::Given)> {
+    v.as_ref().map(|(v, how)| (v.as_str(), *how))
+}
+
 /// Prints the settings.
 pub fn run(ctx: &Context, _args: ConfigArgs) -> Result<u8> {
     let root = ctx.root_setting();
@@ -66,21 +71,17 @@ pub fn run(ctx: &Context, _args: ConfigArgs) -> Result<u8> {
     };
     let machine = ctx.machine_setting();
     let machine_note = ctx.machine().err().map(|e| e.message);
-    let poll = ctx.poll_interval_setting(
-        variable(crate::config::POLL_INTERVAL_VAR)
-            .as_ref()
-            .map(|(v, how)| (v.as_str(), *how)),
-    );
-    let retention = ctx.retention_setting(
-        variable(crate::config::RETENTION_VAR)
-            .as_ref()
-            .map(|(v, how)| (v.as_str(), *how)),
-    );
-    let max_job_age = ctx.max_job_age_setting(
-        variable(crate::config::MAX_JOB_AGE_VAR)
-            .as_ref()
-            .map(|(v, how)| (v.as_str(), *how)),
-    );
+    let [poll, stop_grace, retention, max_job_age] = [
+        crate::config::POLL_INTERVAL_VAR,
+        crate::config::STOP_GRACE_VAR,
+        crate::config::RETENTION_VAR,
+        crate::config::MAX_JOB_AGE_VAR,
+    ]
+    .map(variable);
+    let poll = ctx.poll_interval_setting(given(&poll));
+    let stop_grace = ctx.stop_grace_setting(given(&stop_grace));
+    let retention = ctx.retention_setting(given(&retention));
+    let max_job_age = ctx.max_job_age_setting(given(&max_job_age));
     let config_file = ctx.config_file();
     let d = ctx.durability_setting();
     let durability = Setting {
@@ -122,6 +123,16 @@ pub fn run(ctx: &Context, _args: ConfigArgs) -> Result<u8> {
         ),
         line("durability", "durability", &durability, None),
         line("pollInterval", "poll interval", &poll, None),
+        line("watch", "watch", &ctx.watch_setting(), None),
+        line(
+            "stopGrace",
+            "stop grace",
+            &stop_grace,
+            stop_grace
+                .value
+                .is_none()
+                .then(|| "a stopped listener gives the running job its own grace".into()),
+        ),
         line("fleet", "fleet", &ctx.fleet_setting(), None),
         line("retention", "retention", &retention, None),
         line("maxJobAge", "max job age", &max_job_age, None),

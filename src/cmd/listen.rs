@@ -68,6 +68,7 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
         settle: crate::clock::parse_duration(&args.settle)
             .map_err(|e| Error::validation(format!("--settle: {}", e.message)))?,
         max_age: ctx.max_job_age(args.max_job_age.as_deref())?,
+        stop_grace: ctx.stop_grace(args.stop_grace.as_deref())?,
         governor: args.governor_file.clone(),
         verbose: !ctx.json(),
         durability: ctx.durability(),

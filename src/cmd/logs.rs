@@ -1,6 +1,7 @@
 //! `logs`: print a job's captured output ([`crate::output`]); `--follow`
 //! keeps printing as the job writes, until its result appears, and then
-//! exits as `result` does.
+//! exits as `result` does. A job its target rejected is said to be, with
+//! the rejection's status, with or without `--follow`.
 
 use crate::cli::{LogsArgs, StreamArg};
 use crate::config::Context;
@@ -30,6 +31,7 @@ pub fn run(ctx: &Context, args: LogsArgs) -> Result<u8> {
         StreamArg::Both => Streams::Both,
     };
     let mut follower = Follower::new(&dirs, &id, streams);
+    let out = serde_json::json!({"jobId": id.as_str(), "target": dirs.target().as_str()});
     if !args.follow {
         let seen = observe::job(&dirs, &id, &key);
         if !follower.any() && matches!(seen, Observed::NotSeen) {
@@ -40,9 +42,20 @@ pub fn run(ctx: &Context, args: LogsArgs) -> Result<u8> {
             .hint("sync may lag; --follow waits for it"));
         }
         wait::pump(&mut follower);
+        // A rejected job has no output to show: say why, as `result` does,
+        // rather than print nothing and exit 0.
+        if let Observed::Rejected(r) = seen {
+            return Ok(super::no_result(
+                ctx,
+                &dirs,
+                &id,
+                &key,
+                out,
+                super::NoResult::Rejected(r),
+            ));
+        }
         return Ok(exit::SUCCESS);
     }
-    let out = serde_json::json!({"jobId": id.as_str(), "target": dirs.target().as_str()});
     // The job's output is copied as it is, `--json` or not; only the end
     // (a rejection, say) is reported in the chosen form.
     let waited = wait::for_result(&dirs, &id, &key, None, true, Some(&mut follower))?;

@@ -214,7 +214,7 @@ impl Routes {
         let h = &self.handle;
         let id = JobId::parse(raw_id).map_err(from_error)?;
         let mut out = json!({"jobId": id.as_str(), "target": self.target()});
-        let state = match observe::job(&h.dirs, &id, &h.key) {
+        let state = match judged(observe::job(&h.dirs, &id, &h.key), h.is_running(&id)) {
             Observed::Done(o) => {
                 out["result"] = json!(o);
                 "done"
@@ -228,7 +228,6 @@ impl Routes {
                 ));
             }
             Observed::Running => "running",
-            Observed::Queued if h.is_running(&id) => "running",
             Observed::Queued => {
                 let held = observe::held_on(&h.dirs, &id, &h.key);
                 if !held.is_empty() {
@@ -313,9 +312,30 @@ impl Handler for Routes {
     }
 }
 
+/// What `GET /v1/jobs/{id}` makes of a job the folder shows as `seen`,
+/// given whether the listener runs it now: the listener's own word first,
+/// since it knows from the spawn, and the publisher writes `running/` up to
+/// [`crate::publisher::GATHER`] later (the job file is still in the inbox
+/// meanwhile). Anything the folder settled (a result, a rejection) stands.
+fn judged(seen: Observed, runs_now: bool) -> Observed {
+    match seen {
+        Observed::Queued if runs_now => Observed::Running,
+        seen => seen,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_job_the_listener_runs_is_running_before_running_shows_it() {
+        // Spawned, and running/ not written yet: the folder says queued.
+        assert_eq!(judged(Observed::Queued, true), Observed::Running);
+        assert_eq!(judged(Observed::Queued, false), Observed::Queued);
+        assert_eq!(judged(Observed::Running, false), Observed::Running);
+        assert_eq!(judged(Observed::NotSeen, false), Observed::NotSeen);
+    }
 
     #[test]
     fn routes_the_four_endpoints_and_nothing_else() {

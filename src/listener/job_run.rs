@@ -135,6 +135,7 @@ impl Listener {
             env,
             timeout: spec.timeout,
             grace: spec.grace(),
+            stop_grace: self.settings.stop_grace,
             logs: f.logs().clone(),
             stdout_log: layout::log_name(&id, "stdout"),
             stderr_log: layout::log_name(&id, "stderr"),

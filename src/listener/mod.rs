@@ -84,6 +84,10 @@ pub struct Settings {
     pub settle: Duration,
     /// Jobs older than this are stale.
     pub max_age: Duration,
+    /// The most grace the running job gets when the listener is stopped
+    /// (its own grace when less, or when this is unset), so a service
+    /// manager's stop timeout can cover it.
+    pub stop_grace: Option<Duration>,
     /// The governor file, if any.
     pub governor: Option<PathBuf>,
     /// Print a line per event (off with `--json`).

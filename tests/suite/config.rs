@@ -283,3 +283,41 @@ fn config_names_the_file_fleet_dispatch_config_chose() {
     assert_eq!(v["durability"]["value"], "relaxed");
     assert_eq!(v["durability"]["source"], "file");
 }
+
+#[test]
+fn config_shows_every_setting_the_file_can_hold() {
+    let w = World::new();
+    let v = config_json(&mut bare(&w));
+    for key in config_file_keys() {
+        // The file's snake_case key is the JSON's camelCase one.
+        let mut camel = String::new();
+        let mut upper = false;
+        for c in key.chars() {
+            match c {
+                '_' => upper = true,
+                c if upper => {
+                    camel.push(c.to_ascii_uppercase());
+                    upper = false;
+                }
+                c => camel.push(c),
+            }
+        }
+        assert!(
+            v[&camel]["source"].is_string(),
+            "config does not show {key} (as {camel}): {v}"
+        );
+    }
+    assert_eq!(v["watch"]["value"], true, "{v}");
+    assert_eq!(v["watch"]["source"], "default", "{v}");
+    write_config(&w, "watch = false\n");
+    let v = config_json(&mut bare(&w));
+    assert_eq!(v["watch"]["value"], false, "{v}");
+    assert_eq!(v["watch"]["source"], "file", "{v}");
+    let (code, out, err) = output(bare(&w).arg("config"));
+    assert_eq!(code, 0, "{err}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("watch"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(line.contains("false") && line.contains("(file)"), "{line}");
+}

@@ -423,6 +423,11 @@ fn plist_dict<'a, 'i>(doc: &'a Document<'i>) -> Vec<(String, Node<'a, 'i>)> {
         .children()
         .find(|c| c.is_element())
         .expect("plist has no dict");
+    plist_dict_of(dict)
+}
+
+/// A `<dict>` element as key → value element.
+fn plist_dict_of<'a, 'i>(dict: Node<'a, 'i>) -> Vec<(String, Node<'a, 'i>)> {
     assert_eq!(dict.tag_name().name(), "dict");
     let items: Vec<Node> = dict.children().filter(|c| c.is_element()).collect();
     assert!(
@@ -954,17 +959,36 @@ fn systemd_listener_retries_a_held_lock_and_stops_gracefully() {
     assert_eq!(get(&u, "Service", "KillSignal"), Some("SIGTERM"));
     let stop = span_secs(require(&u, rel, "Service", "TimeoutStopSec"));
     assert!(stop >= 30.0, "{rel}: TimeoutStopSec {stop}s");
+    // A job may ask for any grace: the unit caps what a stop gives it with
+    // the listener's stop grace, and TimeoutStopSec covers that cap plus
+    // time to record the job's end. Without the cap a job with a longer
+    // grace would be killed by systemd mid-grace.
+    let cap = u["Service"]
+        .iter()
+        .filter(|(k, _)| k == "Environment")
+        .find_map(|(_, v)| v.strip_prefix("FLEET_DISPATCH_STOP_GRACE="))
+        .unwrap_or_else(|| {
+            panic!("{rel}: no Environment=FLEET_DISPATCH_STOP_GRACE=: a job's grace is not capped")
+        });
+    let cap = fleet_dispatch::clock::parse_duration(cap)
+        .unwrap_or_else(|e| panic!("{rel}: FLEET_DISPATCH_STOP_GRACE={cap}: {}", e.message))
+        .as_secs_f64();
     let grace = fleet_dispatch::doc::job::DEFAULT_GRACE.as_secs_f64();
     assert!(
-        stop >= grace + 10.0,
-        "{rel}: TimeoutStopSec {stop}s leaves no room after the default grace ({grace}s)"
+        cap >= grace,
+        "{rel}: a stop grace of {cap}s cuts even the default grace ({grace}s)"
     );
-    // Longer graces need a longer TimeoutStopSec: the unit says so.
+    assert!(
+        stop >= cap + 10.0,
+        "{rel}: TimeoutStopSec {stop}s leaves no room after the stop grace ({cap}s)"
+    );
+    // Raising one without the other breaks the rule: the unit says so.
     let text = read(rel);
     assert!(
-        text.lines()
-            .any(|l| l.starts_with('#') && l.contains("--grace") && l.contains("raise")),
-        "{rel}: no comment saying to raise TimeoutStopSec for a longer --grace"
+        text.lines().any(|l| l.starts_with('#')
+            && l.contains("FLEET_DISPATCH_STOP_GRACE")
+            && l.contains("TimeoutStopSec")),
+        "{rel}: no comment saying to raise the stop grace and TimeoutStopSec together"
     );
     // The listener answers SIGTERM with 130: a stop, not a failure.
     let ok = require(&u, rel, "Service", "SuccessExitStatus");
@@ -1175,6 +1199,22 @@ fn launchd_agent_keeps_the_listener_alive_and_logs_to_library_logs() {
     );
     let exit: u32 = value("ExitTimeOut").text().unwrap().parse().unwrap();
     assert!(exit >= 30, "time for the job's grace: ExitTimeOut {exit}");
+    // The grace a stop gives is capped, and ExitTimeOut covers the cap.
+    let env = plist_dict_of(value("EnvironmentVariables"));
+    let cap = env
+        .iter()
+        .find(|(k, _)| k == "FLEET_DISPATCH_STOP_GRACE")
+        .and_then(|(_, v)| v.text())
+        .unwrap_or_else(|| {
+            panic!("{PLIST}: no FLEET_DISPATCH_STOP_GRACE: a job's grace is not capped")
+        });
+    let cap = fleet_dispatch::clock::parse_duration(cap)
+        .unwrap()
+        .as_secs();
+    assert!(
+        u64::from(exit) >= cap + 10,
+        "{PLIST}: ExitTimeOut {exit} leaves no room after the stop grace ({cap}s)"
+    );
     for key in ["StandardOutPath", "StandardErrorPath"] {
         let p = value(key).text().unwrap();
         assert!(

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::util::*;
 
@@ -36,14 +36,14 @@ fn ours(w: &World) -> String {
 /// Writes PC's heartbeat as a listener on `laptop` would, dated `at`,
 /// the file's modification time set to `modified`.
 fn heartbeat(w: &World, at: &str, fingerprint: &str, modified: SystemTime) {
-    let p = w.pc().join("listener.json");
-    let body = json!({
-        "target": "PC", "pid": 4242, "state": "listening", "running": null,
-        "startedAt": at, "heartbeatAt": at, "pollIntervalMs": 2000,
-        "version": "0.1.0", "host": "laptop", "instance": "0123456789abcdef",
-        "keyFingerprint": fingerprint,
-    });
-    std::fs::write(&p, body.to_string()).unwrap();
+    let p = Beat {
+        state: "listening",
+        heartbeat_at: at.to_string(),
+        host: "laptop",
+        instance: "0123456789abcdef",
+        key_fingerprint: Some(fingerprint.to_string()),
+    }
+    .write(w);
     std::fs::File::options()
         .write(true)
         .open(&p)

@@ -1005,7 +1005,11 @@ fn a_started_job_is_running_in_get_at_once() {
     let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
     assert_eq!(post(&i, "/v1/jobs", &job_for_pc("g-run", &argv)).0, 202);
     // The job is spawned before it writes its pid: from then on the
-    // listener knows it runs, whether or not running/ shows it yet.
+    // listener knows it runs, whether or not running/ shows it yet. The
+    // publisher writes running/ within ~20 ms, so this end-to-end check
+    // cannot tell the listener's word from the folder's; the route's unit
+    // test `a_job_the_listener_runs_is_running_before_running_shows_it`
+    // pins that the listener's word comes first.
     read_pid(&pidfile, Duration::from_secs(10));
     let (status, body) = get(&i, "/v1/jobs/g-run");
     assert_eq!(status, 200, "{body}");

@@ -59,14 +59,7 @@ fn logs_follow_streams_while_the_job_runs_and_exits_with_its_code() {
     // The first line arrives while the job still waits for the gate.
     let mut stdout = follow.stdout.take().unwrap();
     let mut seen = Vec::new();
-    let started = Instant::now();
-    let mut buf = [0u8; 256];
-    while !String::from_utf8_lossy(&seen).contains("first-line") {
-        assert!(started.elapsed() < LIMIT, "nothing streamed");
-        let n = stdout.read(&mut buf).unwrap();
-        assert!(n > 0, "logs --follow ended before the job did");
-        seen.extend_from_slice(&buf[..n]);
-    }
+    read_until(&mut stdout, "first-line", &mut seen);
     assert!(
         follow.try_wait().unwrap().is_none(),
         "it exited while the job ran"
@@ -149,4 +142,134 @@ fn last_and_a_unique_prefix_name_a_job() {
     let (code, _, err) = w.run(&["cancel", "--target", "PC", "--job-id", "alpha-5"]);
     assert_eq!(code, 0, "{err}");
     assert!(w.marker("alpha-5678").exists());
+}
+
+#[test]
+fn logs_of_a_rejected_job_says_so_and_exits_with_the_rejection_status() {
+    let w = World::with_target();
+    let id = uid("logs-rejected");
+    std::fs::write(w.inbox(&id), foreign_job_text(&id)).unwrap();
+    assert_eq!(w.listen_once(&[])["rejected"], 1);
+    for extra in [&[][..], &["--follow"][..]] {
+        let mut args = vec!["logs", "--target", "PC", "--job-id", &id];
+        args.extend_from_slice(extra);
+        let (code, out, err) = output_within(w.cmd().args(&args), LIMIT);
+        assert_eq!(code, 76, "{extra:?}: {out}{err}");
+        assert_eq!(out, "", "{extra:?}");
+        assert!(
+            err.contains("rejected by PC") && err.contains("bad-signature"),
+            "{extra:?}: {err}"
+        );
+    }
+}
+
+/// Reads `from` until `text` has arrived; returns all read so far.
+fn read_until(from: &mut impl Read, text: &str, seen: &mut Vec<u8>) {
+    let started = Instant::now();
+    let mut buf = [0u8; 256];
+    while !String::from_utf8_lossy(seen).contains(text) {
+        assert!(started.elapsed() < LIMIT, "{text} never streamed");
+        let n = from.read(&mut buf).unwrap();
+        assert!(
+            n > 0,
+            "the stream ended before {text}: {}",
+            String::from_utf8_lossy(seen)
+        );
+        seen.extend_from_slice(&buf[..n]);
+    }
+}
+
+#[test]
+fn logs_follow_on_a_queued_job_waits_for_it_to_run_and_streams_it() {
+    let w = World::with_target();
+    let gate = scratch(&w, "gate");
+    let id = w.enqueue(
+        &[],
+        &kit(&["out", "once-started", "wait-for", p(&gate), "exit", "5"]),
+    );
+    // No listener yet: the job is queued when the follow starts.
+    let mut follow = w
+        .bg_cmd()
+        .args(["logs", "--target", "PC", "--job-id", &id, "--follow"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .start();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        follow.try_wait().unwrap().is_none(),
+        "logs --follow gave up on a queued job"
+    );
+    let _l = w.spawn_listener(&[]);
+    let mut stdout = follow.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    read_until(&mut stdout, "once-started", &mut seen);
+    assert!(
+        follow.try_wait().unwrap().is_none(),
+        "it exited while the job ran"
+    );
+    std::fs::write(&gate, b"").unwrap();
+    stdout.read_to_end(&mut seen).unwrap();
+    assert_eq!(follow.wait().unwrap().code(), Some(5));
+    assert_eq!(String::from_utf8_lossy(&seen).trim(), "once-started");
+}
+
+#[test]
+fn enqueue_wait_follow_streams_the_output_while_it_waits() {
+    let w = World::with_target();
+    let gate = scratch(&w, "gate");
+    let _l = w.spawn_listener(&[]);
+    let mut args = vec![
+        "enqueue".to_string(),
+        "--target".into(),
+        "PC".into(),
+        "--wait".into(),
+        "--follow".into(),
+        "--".into(),
+    ];
+    args.extend(kit(&[
+        "out",
+        "first-line",
+        "err",
+        "to-stderr",
+        "wait-for",
+        p(&gate),
+        "out",
+        "second-line",
+    ]));
+    let mut enqueue = w
+        .bg_cmd()
+        .args(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .start();
+    let mut stdout = enqueue.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    read_until(&mut stdout, "first-line", &mut seen);
+    assert!(
+        enqueue.try_wait().unwrap().is_none(),
+        "the output came only at the end"
+    );
+    std::fs::write(&gate, b"").unwrap();
+    stdout.read_to_end(&mut seen).unwrap();
+    let mut err = String::new();
+    enqueue
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(enqueue.wait().unwrap().code(), Some(0), "{err}");
+    assert!(err.contains("to-stderr"), "stderr is followed too: {err}");
+    let text = String::from_utf8_lossy(&seen);
+    let lines: Vec<&str> = text.lines().collect();
+    // The id first, then the job's output as it came, then the result.
+    let id = lines[0];
+    assert!(
+        w.result_path(id).exists(),
+        "the first line is not the id: {text}"
+    );
+    let first = text.find("first-line").unwrap();
+    let second = text.find("second-line").expect("the rest of the output");
+    let summary = text.find(&format!("{id} on PC")).expect("the result");
+    assert!(first < second && second < summary, "{text}");
 }

@@ -32,6 +32,71 @@ fn a_closed_stdout_pipe_exits_quietly() {
     assert!(err.is_empty(), "nothing on stderr, got: {err}");
 }
 
+/// Runs `args` with stdout a pipe whose reader is gone at once (as
+/// `| head -c0`); returns (status, stderr).
+fn into_a_closed_pipe(w: &World, args: &[&str]) -> (Option<i32>, String) {
+    let mut child = w
+        .bg_cmd()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .start();
+    drop(child.stdout.take());
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (child.wait().unwrap().code(), err)
+}
+
+#[test]
+fn every_reading_command_ends_quietly_on_a_closed_pipe() {
+    let w = World::with_target();
+    let finished = w.enqueue(&[], &kit(&["fill", "200000", "line"]));
+    w.listen_once(&[]);
+    let queued = w.enqueue(&[], &kit(&[]));
+    let marker = w.write_marker("PC", &queued, "PC");
+    let marker = marker.to_str().unwrap();
+    let (status, result, logs) = (
+        vec!["status", "--target", "PC"],
+        vec!["result", "--target", "PC", "--job-id", &finished],
+        vec!["logs", "--target", "PC", "--job-id", &finished],
+    );
+    let commands: Vec<Vec<&str>> = vec![
+        status,
+        result,
+        logs,
+        vec!["config"],
+        vec!["doctor"],
+        vec!["verify-marker", marker],
+        vec!["enqueue", "--target", "PC", "--", "true"],
+    ];
+    for json in [false, true] {
+        for command in &commands {
+            let mut args: Vec<&str> = if json { vec!["--json"] } else { vec![] };
+            args.extend_from_slice(command);
+            // What it exits with when someone reads its output.
+            let (normal, out, _) = w.run(&args);
+            assert!(!out.is_empty(), "{args:?} printed nothing to lose");
+            let (code, err) = into_a_closed_pipe(&w, &args);
+            assert!(
+                code == Some(0) || code == Some(normal),
+                "{args:?}: exit {code:?}, {normal} when read; stderr: {err}"
+            );
+            let lower = err.to_lowercase();
+            assert!(
+                !lower.contains("broken pipe")
+                    && !lower.contains("os error 32")
+                    && !lower.contains("panicked"),
+                "{args:?}: {err}"
+            );
+        }
+    }
+}
+
 /// Runs `fleet-dispatch ARGS` under a pseudo-terminal (util-linux
 /// `script`), returning what it printed; None when `script` is missing.
 fn on_a_terminal(w: &World, args: &str, no_color: bool) -> Option<String> {

@@ -29,6 +29,70 @@ mod demo {
         c
     }
 
+    /// The processes whose command line or environment names `dir`: the
+    /// demo's listener and jobs run with their root inside it. Linux only
+    /// (`/proc`); elsewhere none are found.
+    fn processes_within(dir: &std::path::Path) -> Vec<String> {
+        let needle = dir.to_str().unwrap().as_bytes();
+        let Ok(procs) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        procs
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            })
+            .filter(|e| {
+                ["environ", "cmdline"].iter().any(|f| {
+                    std::fs::read(e.path().join(f))
+                        .is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle))
+                })
+            })
+            .map(|e| {
+                let pid = e.file_name().to_string_lossy().into_owned();
+                let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+                format!(
+                    "{pid}: {}",
+                    String::from_utf8_lossy(&cmd).replace('\0', " ")
+                )
+            })
+            .collect()
+    }
+
+    /// Fails unless every process of the demo in `tmp` is gone (a moment
+    /// is allowed for one that is exiting).
+    fn no_process_left(tmp: &std::path::Path) {
+        let mut left = Vec::new();
+        let gone = (0..50).any(|_| {
+            left = processes_within(tmp);
+            left.is_empty() || {
+                std::thread::sleep(Duration::from_millis(100));
+                false
+            }
+        });
+        assert!(gone, "the demo left processes behind: {left:#?}");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn processes_within_finds_a_process_running_in_the_folder() {
+        let w = World::new();
+        let tmp = scratch(&w, "tmp");
+        let child = std::process::Command::new(jobkit())
+            .args(["sleep", "30"])
+            .env("FLEET_DISPATCH_ROOT", tmp.join("root"))
+            .start();
+        let guard = ListenerGuard { child: Some(child) };
+        assert!(
+            !processes_within(&tmp).is_empty(),
+            "the scan misses a live process"
+        );
+        drop(guard);
+        no_process_left(&tmp);
+    }
+
     #[test]
     fn demo_into_a_closed_pipe_ends_quietly_and_leaves_nothing_behind() {
         let w = World::new();
@@ -48,6 +112,7 @@ mod demo {
         let (code, _, err) = ListenerGuard { child: Some(child) }.wait(Duration::from_secs(30));
         assert_eq!(code, 0, "{err}");
         assert!(!err.contains("panicked"), "{err}");
+        no_process_left(&tmp);
         assert_eq!(
             files(&tmp),
             Vec::<String>::new(),
@@ -80,6 +145,7 @@ mod demo {
         std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
         let (code, _, _) = ListenerGuard { child: Some(child) }.wait(Duration::from_secs(30));
         assert_eq!(code, 130, "demo did not stop on Ctrl-C with 130");
+        no_process_left(&tmp);
         assert_eq!(
             files(&tmp),
             Vec::<String>::new(),
@@ -204,6 +270,54 @@ fn a_wait_says_when_the_target_has_no_listener() {
     assert!(err.contains("no listener has ever run for PC"), "{err}");
 }
 
+/// `result --wait --wait-timeout 7s` on a queued job of PC's: long enough
+/// for the wait to look at the listener once it makes no progress.
+fn wait_on_a_queued_job(w: &World) -> (i32, String) {
+    let id = w.enqueue(&[], &kit(&[]));
+    let (code, _, err) = w.run(&[
+        "result",
+        "--target",
+        "PC",
+        "--job-id",
+        &id,
+        "--wait",
+        "--wait-timeout",
+        "7s",
+    ]);
+    (code, err)
+}
+
+#[test]
+fn a_wait_says_when_the_targets_heartbeat_is_stale_and_how_old() {
+    let w = World::with_target();
+    Beat::aged("listening", 600).write(&w);
+    let (code, err) = wait_on_a_queued_job(&w);
+    assert_eq!(code, 124, "{err}");
+    assert!(
+        err.contains("PC's listener has not been heard from since 10m"),
+        "{err}"
+    );
+    assert!(
+        err.contains("ago (its machine may be off, or sync lags)"),
+        "{err}"
+    );
+    assert!(!err.contains("no listener has ever run"), "{err}");
+}
+
+#[test]
+fn a_wait_says_when_the_targets_listener_stopped() {
+    let w = World::with_target();
+    Beat::aged("stopped", 20).write(&w);
+    let (code, err) = wait_on_a_queued_job(&w);
+    assert_eq!(code, 124, "{err}");
+    assert!(err.contains("PC's listener stopped "), "{err}");
+    assert!(
+        err.contains("s ago; nothing runs until it is started again"),
+        "{err}"
+    );
+    assert!(!err.contains("not been heard from"), "{err}");
+}
+
 #[test]
 fn keygen_and_status_show_the_key_fingerprint() {
     let w = World::new();
@@ -220,15 +334,27 @@ fn keygen_and_status_show_the_key_fingerprint() {
     assert!(fp.bytes().all(|b| b.is_ascii_hexdigit()));
     let text = std::fs::read_to_string(&key).unwrap();
     assert!(!text.contains(fp), "the fingerprint is a piece of the key");
-    // The listener's heartbeat carries its key's fingerprint.
+    // The heartbeat of a listener using that key carries the fingerprint
+    // keygen printed, and status shows this machine's the same.
     w.make_target("PC");
-    w.listen_once(&[]);
-    let (_, out, _) = w.run(&["--json", "status", "--target", "PC"]);
+    let (code, out, err) = output(
+        w.cmd()
+            .env("FLEET_DISPATCH_KEY_FILE", &key)
+            .args(["--json", "listen", "--once"]),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let beat: Value =
+        serde_json::from_str(&std::fs::read_to_string(w.pc().join("listener.json")).unwrap())
+            .unwrap();
+    assert_eq!(beat["keyFingerprint"], fp, "{beat}");
+    let (_, out, _) = output(
+        w.cmd()
+            .env("FLEET_DISPATCH_KEY_FILE", &key)
+            .args(["--json", "status", "--target", "PC"]),
+    );
     let s: Value = serde_json::from_str(out.trim()).unwrap();
-    let theirs = s["targets"][0]["listener"]["keyFingerprint"]
-        .as_str()
-        .unwrap();
-    assert_eq!(theirs.len(), 8, "{s}");
+    assert_eq!(s["targets"][0]["listener"]["keyFingerprint"], fp, "{s}");
+    assert_eq!(s["keyFingerprint"], fp, "{s}");
 }
 
 #[test]
@@ -300,4 +426,78 @@ fn reading_commands_never_create_a_targets_folder() {
             .join(format!("{}.json", out.trim()))
             .exists()
     );
+}
+
+#[test]
+fn with_json_a_refused_command_line_is_a_json_validation_error() {
+    let w = World::with_target();
+    for args in [
+        vec![
+            "--json",
+            "enqueue",
+            "--target",
+            "PC",
+            "--priority",
+            "low",
+            "--",
+            "true",
+        ],
+        vec![
+            "enqueue",
+            "--json",
+            "--target",
+            "PC",
+            "--timeout",
+            "5x",
+            "--",
+            "true",
+        ],
+        vec!["--json", "status", "--no-such-flag"],
+        vec!["--json", "enqueue", "--target", "PC", "ls", "-la"],
+    ] {
+        let (code, out, err) = w.run(&args);
+        assert_eq!(code, 64, "{args:?}: {out}{err}");
+        assert_eq!(err, "", "{args:?}: clap's text on stderr");
+        let v: Value = serde_json::from_str(out.trim())
+            .unwrap_or_else(|_| panic!("{args:?}: not JSON: {out}"));
+        assert_eq!(v["error"]["code"], "VALIDATION_ERROR", "{v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(!message.is_empty() && !message.contains('\n'), "{v}");
+    }
+    let (_, out, _) = w.run(&[
+        "--json",
+        "enqueue",
+        "--target",
+        "PC",
+        "--priority",
+        "low",
+        "--",
+        "true",
+    ]);
+    assert!(
+        out.contains("low"),
+        "the message names the bad value: {out}"
+    );
+    let (_, out, _) = w.run(&["--json", "enqueue", "--target", "PC", "ls", "-la"]);
+    assert!(
+        out.contains("after `--`"),
+        "the hint is in the message: {out}"
+    );
+    // A `--json` after `--` is the job's own argument: the refusal stays text.
+    let (code, out, err) = w.run(&[
+        "enqueue",
+        "--target",
+        "PC",
+        "--priority",
+        "low",
+        "--",
+        "prog",
+        "--json",
+    ]);
+    assert_eq!((code, out.as_str()), (64, ""), "{err}");
+    assert!(err.contains("--priority"), "{err}");
+    // Help stays help.
+    let (code, out, _) = w.run(&["--json", "status", "--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("Usage"), "{out}");
 }

@@ -158,3 +158,85 @@ fn status_shows_history_by_count_outcome_and_label() {
     let (code, _, err) = w.run(&["status", "--outcome", "exploded"]);
     assert_eq!(code, 64, "{err}");
 }
+
+#[test]
+fn status_shows_a_rejected_jobs_verdict_and_warns_when_the_key_differs() {
+    let w = World::with_target();
+    let id = uid("status-rejected");
+    std::fs::write(w.inbox(&id), foreign_job_text(&id)).unwrap();
+    assert_eq!(w.listen_once(&[])["rejected"], 1);
+    let v = status_json(&w, &["--target", "PC"]);
+    let rejected = &v["targets"][0]["rejected"][0];
+    assert_eq!(rejected["verdict"], "bad-signature", "{v}");
+    assert!(
+        rejected["name"].as_str().unwrap().contains(&id),
+        "{rejected}"
+    );
+    let (code, out, err) = w.run(&["status", "--target", "PC"]);
+    assert_eq!(code, 0, "{err}");
+    let section = out
+        .split("  rejected\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        section.contains(&id) && section.contains("bad-signature"),
+        "{out}"
+    );
+    // The listener's heartbeat carries the fleet key's fingerprint: a
+    // machine with the same key is not warned, one with another key is.
+    assert!(!out.contains("key differs"), "{out}");
+    let other = w.dir.path().join("other.key");
+    write_private(&other, &"ab".repeat(32));
+    let (code, out, err) = output(
+        w.cmd()
+            .env("FLEET_DISPATCH_KEY_FILE", &other)
+            .args(["status", "--target", "PC"]),
+    );
+    assert_eq!(code, 0, "{err}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("key differs"))
+        .unwrap_or_else(|| panic!("no warning:\n{out}"));
+    let theirs = status_json(&w, &[])["keyFingerprint"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(line.contains(&theirs), "{line}");
+    assert!(line.contains("jobs sent from here are rejected"), "{line}");
+}
+
+#[test]
+fn human_status_results_n_shows_the_n_newest_results() {
+    let w = World::with_target();
+    let mut ids = Vec::new();
+    for label in ["one", "two", "three"] {
+        ids.push(w.enqueue(&["--label", label], &kit(&[])));
+        // Distinct file times, so "newest first" is well defined.
+        std::thread::sleep(Duration::from_millis(20));
+        w.listen_once(&[]);
+    }
+    let shown = |n: &str| -> Vec<String> {
+        let (code, out, err) = w.run(&["status", "--target", "PC", "--results", n]);
+        assert_eq!(code, 0, "{err}");
+        let section = out
+            .split("  results (newest first)\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no results section:\n{out}"));
+        section
+            .lines()
+            .take_while(|l| l.starts_with("    "))
+            .map(|l| l.split_whitespace().next().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(shown("2"), [ids[2].clone(), ids[1].clone()]);
+    assert_eq!(
+        shown("10"),
+        [ids[2].clone(), ids[1].clone(), ids[0].clone()]
+    );
+    let (_, out, _) = w.run(&["status", "--target", "PC", "--results", "1"]);
+    let line = out.lines().find(|l| l.contains(&ids[2])).unwrap();
+    assert!(
+        line.contains("done") && line.contains("exit 0") && line.contains("three"),
+        "{line}"
+    );
+}

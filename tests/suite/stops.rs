@@ -72,11 +72,18 @@ fn ctrl_c_says_what_stops_and_a_second_leaves_the_folder_saying_stopped() {
     );
     let l = w.spawn_listener(&[]);
     wait_until(LIMIT, || w.running(&id).exists());
+    let job = read_pid(&pidfile, LIMIT);
     l.signal(libc::SIGINT);
     std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        alive(job),
+        "the first Ctrl-C killed the job at once; it has a 20s grace"
+    );
     l.signal(libc::SIGINT);
     let (code, _, err) = l.wait(LIMIT);
     assert_eq!(code, 130, "{err}");
+    // The job ignores the stop request: only the second Ctrl-C's kill ends it.
+    wait_until(Duration::from_secs(5), || !alive(job));
     assert!(
         err.contains(&format!("job {id}")) && err.contains("20s") && err.contains("Ctrl-C again"),
         "{err}"
@@ -135,4 +142,37 @@ fn ctrl_c_typed_on_a_terminal_names_the_job_and_its_grace() {
         "{out}"
     );
     assert_eq!(heartbeat_state(&w), "stopped");
+}
+
+// Unix only: SIGTERM sent to one process by pid.
+#[cfg(unix)]
+#[test]
+fn a_stop_gives_the_running_job_at_most_the_stop_grace() {
+    let w = World::with_target();
+    let pidfile = scratch(&w, "pid");
+    // The job asks for a minute's grace and ignores the stop request.
+    let id = w.enqueue(
+        &["--grace", "60s"],
+        &kit(&["pid", p(&pidfile), "ignore-stop", "sleep", "120"]),
+    );
+    let l = w.spawn_listener(&["--stop-grace", "1s"]);
+    wait_until(LIMIT, || w.running(&id).exists());
+    let job = read_pid(&pidfile, LIMIT);
+    let asked = std::time::Instant::now();
+    l.signal(libc::SIGTERM);
+    let (code, _, err) = l.wait(LIMIT);
+    assert_eq!(code, 130, "{err}");
+    assert!(
+        asked.elapsed() < Duration::from_secs(15),
+        "the stop took {:?}: the job got its own 60s grace",
+        asked.elapsed()
+    );
+    assert!(
+        err.contains("grace of 1s"),
+        "the first words name the capped grace: {err}"
+    );
+    assert!(!alive(job), "the job outlived the stop grace");
+    // The job's end is recorded: it was stopped, not lost.
+    let r = w.wait_result(&id, LIMIT);
+    assert_eq!(r["ok"], false, "{r}");
 }

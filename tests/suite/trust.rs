@@ -249,13 +249,8 @@ fn a_job_at_the_size_limit_still_yields_a_result_readers_accept() {
 }
 
 /// A heartbeat as another listener instance would write it.
-fn foreign_beat(w: &World, state: &str, age_secs: i64) {
-    let beat = json!({
-        "target": "PC", "pid": 4242, "state": state, "running": null,
-        "startedAt": ts_offset(-age_secs - 60), "heartbeatAt": ts_offset(-age_secs),
-        "pollIntervalMs": 2000, "version": "0.1.0", "host": "OTHER", "instance": "00112233aabbccdd",
-    });
-    std::fs::write(w.pc().join("listener.json"), beat.to_string()).unwrap();
+fn foreign_beat(w: &World, state: &'static str, age_secs: i64) {
+    Beat::aged(state, age_secs).write(w);
 }
 
 #[test]

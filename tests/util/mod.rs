@@ -740,3 +740,75 @@ pub fn read_pid(path: &Path, limit: Duration) -> i32 {
     assert!(pid > 0, "no pid in {} after {limit:?}", path.display());
     pid
 }
+
+/// Every key the config file parser accepts, read from the refusal of an
+/// unknown one (serde lists the fields of the struct it fills), so a key
+/// added to the parser shows up here without being named twice.
+pub fn config_file_keys() -> Vec<String> {
+    let err = fleet_dispatch::config::parse_config("no_such_key = 1", Path::new("/c.toml"))
+        .expect_err("an unknown key is refused")
+        .message;
+    let (_, list) = err
+        .split_once("expected one of ")
+        .unwrap_or_else(|| panic!("the refusal lists no keys: {err}"));
+    let keys: Vec<String> = list
+        .split(", ")
+        .map(|k| k.trim().trim_matches('`').to_string())
+        .collect();
+    assert!(
+        keys.iter().all(|k| !k.is_empty() && !k.contains(' ')),
+        "{err}"
+    );
+    keys
+}
+
+/// Target `PC`'s heartbeat (`listener.json`) as a listener writes it
+/// (src/heartbeat.rs), for a test that plants one: the one place that
+/// knows the document's fields, so a change to it (a signature, say) is
+/// made here and nowhere else.
+pub struct Beat {
+    /// `listening`, `running` or `stopped`.
+    pub state: &'static str,
+    /// When it was written.
+    pub heartbeat_at: String,
+    /// The listener's host.
+    pub host: &'static str,
+    /// Its instance id.
+    pub instance: &'static str,
+    /// Its key's fingerprint; absent as from versions before it was written.
+    pub key_fingerprint: Option<String>,
+}
+
+impl Beat {
+    /// A beat in `state`, written `age_secs` ago by another instance on `OTHER`.
+    pub fn aged(state: &'static str, age_secs: i64) -> Beat {
+        Beat {
+            state,
+            heartbeat_at: ts_offset(-age_secs),
+            host: "OTHER",
+            instance: "00112233aabbccdd",
+            key_fingerprint: None,
+        }
+    }
+
+    /// The document.
+    pub fn doc(&self) -> Value {
+        let mut beat = json!({
+            "target": "PC", "pid": 4242, "state": self.state, "running": null,
+            "startedAt": self.heartbeat_at, "heartbeatAt": self.heartbeat_at,
+            "pollIntervalMs": 2000, "version": "0.1.0", "host": self.host,
+            "instance": self.instance,
+        });
+        if let Some(fp) = &self.key_fingerprint {
+            beat["keyFingerprint"] = json!(fp);
+        }
+        beat
+    }
+
+    /// Writes it as `PC/listener.json`; returns the path.
+    pub fn write(&self, w: &World) -> PathBuf {
+        let path = w.pc().join("listener.json");
+        std::fs::write(&path, self.doc().to_string()).unwrap();
+        path
+    }
+}
