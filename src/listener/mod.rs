@@ -200,7 +200,15 @@ impl Listener {
             instance,
             key_fingerprint: key.fingerprint(),
         };
-        let beat = Heartbeat::new(dirs.clone(), dirs.target().as_str(), &who, settings.poll);
+        let key = Arc::new(key);
+        let beat = Heartbeat::new(
+            dirs.clone(),
+            &state,
+            dirs.target().as_str(),
+            &who,
+            Arc::clone(&key),
+            settings.poll,
+        );
         if let Some(other) = beat.rival() {
             return Err(crate::error::Error::new(
                 crate::error::Code::Busy,
@@ -239,7 +247,6 @@ impl Listener {
         let drain = state.drain_request();
         // A request left from an earlier run is not for this one.
         let _ = std::fs::remove_file(&drain);
-        let key = Arc::new(key);
         let publisher = Publisher::start(
             dirs.clone(),
             Arc::clone(&key),

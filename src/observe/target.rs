@@ -88,8 +88,13 @@ pub enum ListenerState {
     /// A heartbeat.
     #[serde(rename_all = "camelCase")]
     Beat {
-        /// Fresh enough, and not `stopped`.
+        /// Fresh enough, not `stopped`, and verified: a beat that does not
+        /// verify is never called alive.
         alive: bool,
+        /// Its signature holds under our key (false for an unsigned beat
+        /// of an older version, a folder writer's, or one under another
+        /// key).
+        verified: bool,
         /// Always true.
         seen: bool,
         /// `listening`, `running` or `stopped`.
@@ -231,7 +236,7 @@ fn age_since(ts: &str) -> Option<Duration> {
     (clock::now() - t).try_into().ok()
 }
 
-fn listener(dirs: &TargetDirs) -> ListenerState {
+fn listener(dirs: &TargetDirs, key: &Key) -> ListenerState {
     let beat = dirs
         .open_base()
         .ok()
@@ -248,8 +253,10 @@ fn listener(dirs: &TargetDirs) -> ListenerState {
     match serde_json::from_slice::<Beat>(&b) {
         Ok(beat) => {
             let age = age_since(&beat.heartbeat_at);
+            let verified = beat.verified(key);
             ListenerState::Beat {
-                alive: heartbeat::alive(&beat.state, age),
+                alive: verified && heartbeat::alive(&beat.state, age),
+                verified,
                 seen: true,
                 heartbeat_age_sec: age.map(|a| a.as_secs()),
                 state: beat.state,
@@ -443,7 +450,7 @@ pub fn target(dirs: &TargetDirs, key: &Key, history: &History) -> TargetStatus {
     let (jobs, invalid) = queued(dirs, key);
     TargetStatus {
         target: dirs.target().to_string(),
-        listener: listener(dirs),
+        listener: listener(dirs, key),
         running: running(dirs),
         queued_count: jobs.len(),
         queued: jobs.iter().map(|j| queued_job(dirs, key, j)).collect(),

@@ -37,12 +37,12 @@ fn ours(w: &World) -> String {
 /// the file's modification time set to `modified`.
 fn heartbeat(w: &World, at: &str, fingerprint: &str, modified: SystemTime) {
     let p = w.pc().join("listener.json");
-    let body = json!({
+    let body = signed_beat(json!({
         "target": "PC", "pid": 4242, "state": "listening", "running": null,
         "startedAt": at, "heartbeatAt": at, "pollIntervalMs": 2000,
         "version": "0.1.0", "host": "laptop", "instance": "0123456789abcdef",
-        "keyFingerprint": fingerprint,
-    });
+        "keyFingerprint": fingerprint, "run": "fedcba9876543210",
+    }));
     std::fs::write(&p, body.to_string()).unwrap();
     std::fs::File::options()
         .write(true)

@@ -248,13 +248,37 @@ fn a_job_at_the_size_limit_still_yields_a_result_readers_accept() {
     assert!(label.starts_with(shown.trim_end_matches('…')));
 }
 
-/// A heartbeat as another listener instance would write it.
-fn foreign_beat(w: &World, state: &str, age_secs: i64) {
-    let beat = json!({
+/// A heartbeat's fields as another listener instance would write them,
+/// unsigned.
+fn beat_fields(state: &str, age_secs: i64, instance: &str, run: &str) -> Value {
+    json!({
         "target": "PC", "pid": 4242, "state": state, "running": null,
         "startedAt": ts_offset(-age_secs - 60), "heartbeatAt": ts_offset(-age_secs),
-        "pollIntervalMs": 2000, "version": "0.1.0", "host": "OTHER", "instance": "00112233aabbccdd",
-    });
+        "pollIntervalMs": 2000, "version": "0.1.0", "host": "OTHER", "instance": instance,
+        "run": run, "keyFingerprint": "",
+    })
+}
+
+/// A heartbeat as another listener instance would write it, signed with
+/// the fleet key.
+fn foreign_beat(w: &World, state: &str, age_secs: i64) {
+    let beat = signed_beat(beat_fields(
+        state,
+        age_secs,
+        "00112233aabbccdd",
+        "0a0b0c0d0e0f1011",
+    ));
+    std::fs::write(w.pc().join("listener.json"), beat.to_string()).unwrap();
+}
+
+/// The same, written by a folder writer without the key: unsigned, or
+/// with a signature that does not hold.
+fn forged_beat(w: &World, state: &str, signed_badly: bool) {
+    let mut beat = beat_fields(state, 0, "00112233aabbccdd", "0a0b0c0d0e0f1011");
+    if signed_badly {
+        beat = signed_beat(beat);
+        beat["pid"] = json!(4343);
+    }
     std::fs::write(w.pc().join("listener.json"), beat.to_string()).unwrap();
 }
 
@@ -269,6 +293,13 @@ fn a_listener_refuses_to_start_while_another_instance_serves_the_target() {
     assert_eq!(code, 75, "{out}{err}");
     assert!(
         err.contains("BUSY") && err.contains("00112233aabbccdd") && err.contains("OTHER"),
+        "{err}"
+    );
+    // It says when the other was last seen.
+    assert!(
+        ["5", "6"]
+            .iter()
+            .any(|s| err.contains(&format!("last heartbeat {s}."))),
         "{err}"
     );
     assert!(lines(&side).is_empty(), "a job ran beside another listener");
@@ -357,4 +388,52 @@ fn a_running_listener_that_sees_another_instance_stops_starting_jobs_until_it_st
             .unwrap()
             .contains("starting jobs again")
     );
+}
+
+#[test]
+fn a_forged_fresh_heartbeat_neither_blocks_a_start_nor_stops_a_running_listener() {
+    let w = World::with_target();
+    let side = scratch(&w, "side");
+    // Unsigned (what an older listener or a folder writer leaves), then
+    // signed but altered: `listen` starts and runs the job either way.
+    for (i, badly) in [false, true].into_iter().enumerate() {
+        let id = uid(&format!("forged-beat{i}"));
+        w.write_job("PC", &id, "PC", &now_text(), &appends(&side, &id));
+        forged_beat(&w, "running", badly);
+        assert_eq!(w.listen_once(&[])["done"], 1);
+    }
+    assert_eq!(lines(&side).len(), 2);
+    // `status` does not call such a beat alive, and says it is unverified.
+    forged_beat(&w, "listening", false);
+    let (code, out, err) = w.run(&["--json", "status"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let l = &v["targets"][0]["listener"];
+    assert_eq!(
+        (&l["verified"], &l["alive"]),
+        (&json!(false), &json!(false)),
+        "{v}"
+    );
+    // A running listener that finds one keeps starting jobs.
+    let log = scratch(&w, "listener.log");
+    let file = std::fs::File::create(&log).unwrap();
+    let _l = ListenerGuard {
+        child: Some(
+            w.bg_cmd()
+                .args(["listen", "--poll-interval", "100ms"])
+                .stdout(file.try_clone().unwrap())
+                .stderr(file)
+                .start(),
+        ),
+    };
+    wait_until(Duration::from_secs(10), || {
+        std::fs::read_to_string(w.pc().join("listener.json")).is_ok_and(|t| t.contains("\"sig\""))
+    });
+    forged_beat(&w, "listening", false);
+    let id = uid("after-forged-beat");
+    w.write_job("PC", &id, "PC", &now_text(), &appends(&side, "after"));
+    let r = w.wait_result(&id, LIMIT);
+    assert_eq!(r["ok"], true, "{r}");
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(!said.contains("not starting jobs"), "{said}");
 }

@@ -34,6 +34,35 @@ pub fn independent_sig(canonical: &str) -> String {
     hex::encode(ring::hmac::sign(&key, canonical.as_bytes()).as_ref())
 }
 
+/// `beat` (a heartbeat's fields, docs/protocol.md §7.11) with its `sig`
+/// made here over the canonical string the protocol gives, with the vector
+/// key, independently of the crate's own code.
+pub fn signed_beat(mut beat: Value) -> Value {
+    let f = |k: &str| match &beat[k] {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        v => v.to_string(),
+    };
+    let canonical = [
+        "heartbeat".to_string(),
+        f("target"),
+        f("instance"),
+        f("run"),
+        f("pid"),
+        f("state"),
+        f("running"),
+        f("startedAt"),
+        f("heartbeatAt"),
+        f("pollIntervalMs"),
+        f("version"),
+        f("keyFingerprint"),
+        f("host"),
+    ]
+    .join("|");
+    beat["sig"] = Value::String(independent_sig(&canonical));
+    beat
+}
+
 /// The current time as the protocol writes it.
 pub fn now_text() -> String {
     ts(std::time::SystemTime::now())
