@@ -437,3 +437,84 @@ fn a_forged_fresh_heartbeat_neither_blocks_a_start_nor_stops_a_running_listener(
     let said = std::fs::read_to_string(&log).unwrap();
     assert!(!said.contains("not starting jobs"), "{said}");
 }
+
+/// This world's state folder for PC, as `dir` names the state directory.
+fn state_of(dir: &Path) -> std::path::PathBuf {
+    dir.join("pc")
+}
+
+#[test]
+fn a_listener_with_our_instance_id_but_another_run_is_a_rival() {
+    let w = World::with_target();
+    // A first start makes the instance id; what it leaves says stopped.
+    assert_eq!(w.listen_once(&[])["done"], 0);
+    let instance = std::fs::read_to_string(state_of(&w.state).join("instance")).unwrap();
+    let instance = instance.trim();
+    // A clone of this disk serves PC elsewhere: our instance, its own run.
+    let beat = signed_beat(beat_fields("listening", 3, instance, "feedfacefeedface"));
+    std::fs::write(w.pc().join("listener.json"), beat.to_string()).unwrap();
+    let side = scratch(&w, "side");
+    let id = uid("clone");
+    w.write_job("PC", &id, "PC", &now_text(), &appends(&side, "ran"));
+    let (code, out, err) = w.run(&["listen", "--once"]);
+    assert_eq!(code, 75, "{out}{err}");
+    assert!(
+        err.contains(instance) && err.contains("last heartbeat"),
+        "{err}"
+    );
+    assert!(lines(&side).is_empty(), "a job ran beside a clone");
+}
+
+#[test]
+fn a_listener_restarted_after_a_hard_kill_is_not_its_own_rival() {
+    let w = World::with_target();
+    let g = w.spawn_listener(&[]);
+    wait_until(Duration::from_secs(10), || {
+        std::fs::read_to_string(w.pc().join("listener.json")).is_ok_and(|t| t.contains("\"sig\""))
+    });
+    kill_hard(g.pid());
+    let (code, ..) = g.wait(LIMIT);
+    assert_ne!(code, 0);
+    // Its last beat is fresh and says listening: its own, not a rival's.
+    assert!(
+        std::fs::read_to_string(w.pc().join("listener.json"))
+            .unwrap()
+            .contains("\"listening\"")
+    );
+    assert_eq!(w.listen_once(&[])["done"], 0);
+}
+
+#[test]
+fn two_listeners_from_a_copied_state_directory_never_run_a_job_twice() {
+    let w = World::with_target();
+    let side = scratch(&w, "side");
+    let _a = w.spawn_listener(&[]);
+    wait_until(Duration::from_secs(10), || {
+        std::fs::read_to_string(w.pc().join("listener.json")).is_ok_and(|t| t.contains("\"sig\""))
+    });
+    // The second machine's state directory is a copy of the first's.
+    let copy = w.dir.path().join("state-copy");
+    std::fs::create_dir_all(state_of(&copy)).unwrap();
+    for f in ["instance", "last-heartbeat"] {
+        let _ = std::fs::copy(state_of(&w.state).join(f), state_of(&copy).join(f));
+    }
+    let ids: Vec<String> = (0..4).map(|i| uid(&format!("copied{i}"))).collect();
+    for id in &ids {
+        let spec = kit_spec(&["append", p(&side), id, "sleep", "0.1"]);
+        w.write_job("PC", id, "PC", &now_text(), &spec);
+    }
+    let (code, out, err) = output(
+        w.cmd()
+            .env("FLEET_DISPATCH_STATE_DIR", &copy)
+            .args(["listen", "--once"]),
+    );
+    assert_eq!(code, 75, "the copy must refuse: {out}{err}");
+    for id in &ids {
+        assert_eq!(w.wait_result(id, LIMIT)["ok"], true);
+    }
+    let mut ran = lines(&side);
+    ran.sort();
+    let mut want = ids.clone();
+    want.sort();
+    assert_eq!(ran, want, "each job once");
+}
