@@ -518,3 +518,47 @@ fn two_listeners_from_a_copied_state_directory_never_run_a_job_twice() {
     want.sort();
     assert_eq!(ran, want, "each job once");
 }
+
+/// Holds `<root>/PC/listener.lock` as a process without the key could
+/// (a local user, an SMB client of the share).
+fn squat_lock(w: &World) -> std::fs::File {
+    let f = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(w.pc().join("listener.lock"))
+        .unwrap();
+    f.try_lock().unwrap();
+    f
+}
+
+#[test]
+fn a_squatted_folder_lock_is_named_as_unbacked_and_a_backed_one_names_the_listener() {
+    let w = World::with_target();
+    let squat = squat_lock(&w);
+    let unbacked = "no heartbeat signed with the fleet key backs it";
+    let (code, out, err) = w.run(&["listen", "--once"]);
+    assert_eq!(code, 75, "{out}{err}");
+    assert!(
+        err.contains(unbacked) && err.contains("listener.lock"),
+        "{err}"
+    );
+    // A forged beat does not back it either.
+    forged_beat(&w, "listening", false);
+    let (code, _, err) = w.run(&["listen", "--once"]);
+    assert_eq!(code, 75);
+    assert!(err.contains(unbacked), "{err}");
+    // A verified beat of another instance does: it is named.
+    foreign_beat(&w, "listening", 2);
+    let (code, _, err) = w.run(&["listen", "--once"]);
+    assert_eq!(code, 75);
+    assert!(
+        err.contains("00112233aabbccdd") && err.contains("from this file system"),
+        "{err}"
+    );
+    // Once the holder lets go, the lane starts (the forged beat is ignored).
+    drop(squat);
+    forged_beat(&w, "listening", false);
+    assert_eq!(w.listen_once(&[])["done"], 0);
+}
