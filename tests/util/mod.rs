@@ -763,3 +763,35 @@ pub fn read_pid(path: &Path, limit: Duration) -> i32 {
     assert!(pid > 0, "no pid in {} after {limit:?}", path.display());
     pid
 }
+
+/// `c` run so that a mode-000 file is unreadable to it: as it is for a
+/// user other than root; as root (which reads anything) through `setpriv`
+/// without the two capabilities that let root read past permissions.
+/// `Err` says why that cannot be had here, for the test to print and skip.
+#[cfg(unix)]
+pub fn without_read_override(c: std::process::Command) -> Result<std::process::Command, String> {
+    let uid = std::process::Command::new("id").arg("-u").output();
+    let root = uid.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !root {
+        return Ok(c);
+    }
+    let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .ok_or("running as root, which reads a mode-000 file, and no setpriv to drop that")?;
+    let mut w = std::process::Command::new(setpriv);
+    w.arg("--bounding-set=-dac_override,-dac_read_search")
+        .arg(c.get_program())
+        .args(c.get_args())
+        .env_clear();
+    for (k, v) in c.get_envs() {
+        if let Some(v) = v {
+            w.env(k, v);
+        }
+    }
+    if let Some(d) = c.get_current_dir() {
+        w.current_dir(d);
+    }
+    w.stdin(Stdio::null());
+    Ok(w)
+}
