@@ -1368,6 +1368,49 @@ fn a_cancel_leaves_other_queued_jobs_the_working_directory_and_child_jobs_alone(
     );
 }
 
+#[test]
+fn garbage_in_the_markers_place_is_moved_aside_and_the_cancel_lands() {
+    let w = World::with_target();
+    let id = w.enqueue(&[], &kit(&[]));
+    std::fs::write(w.marker(&id), b"\x00\xff{not a marker").unwrap();
+    let v = cancel_json(&w, &id);
+    assert_eq!(v["status"], "requested", "{v}");
+    assert_eq!(w.reason(&format!("{id}.json"))["verdict"], "malformed");
+    assert_eq!(w.listen_once(&[])["cancelled"], 1);
+    assert_eq!(w.result(&id)["error"], "cancelled-before-start");
+}
+
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "Wine 8 cannot deliver CTRL_BREAK: every stop there is the forced one after the grace"
+)]
+fn cancel_of_a_running_job_lands_within_the_usual_bound_though_a_forgery_squats_its_slot() {
+    let w = World::with_target();
+    let pidfile = scratch(&w, "pid");
+    let id = w.enqueue(
+        &["--env", &env_flag("PIDFILE", &pidfile)],
+        &kit(&["pid", "$PIDFILE", "sleep", "30"]),
+    );
+    let _g = w.spawn_listener(&[]);
+    let pid = read_pid(&pidfile, Duration::from_secs(10));
+    wait_until(Duration::from_secs(5), || w.running(&id).exists());
+    // A folder writer fills the slot just before the genuine cancel.
+    std::fs::write(w.marker(&id), foreign_marker_text(&id)).unwrap();
+    let started = Instant::now();
+    let (code, out, err) = cancel_as(&w, "LAPTOP", &id, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    w.wait_result(&id, RESULT_LIMIT);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(!alive(pid), "the job's process {pid} survived its cancel");
+    assert_cancelled(&w, &id, "cancelled");
+    assert_eq!(w.reason(&format!("{id}.json"))["verdict"], "bad-signature");
+}
+
 /// Fills `id`'s marker slot with a file nobody but root can read (mode
 /// 000, which Syncthing carries).
 #[cfg(unix)]
