@@ -156,7 +156,8 @@ const ATTEMPTS: usize = 3;
 /// Places a signed `marker` for `id` in `cancel/`, unless the job has a
 /// verified result (then nothing is written); never replaces a valid
 /// marker. A file in the marker's place that is not a valid marker (garbage,
-/// a forgery, an old key's, one still being written) is moved to
+/// a forgery, an old key's, one still being written, one that cannot be
+/// read) is moved to
 /// `archive/rejected/` with its reason first: the caller holds the key and
 /// can tell, so such a file never blocks a genuine cancel.
 pub fn place_marker(
@@ -197,8 +198,9 @@ pub fn place_marker(
         match r.verdict {
             // Gone meanwhile: the next attempt takes the place.
             Verdict::Missing => {}
-            // Held open or locked: it cannot be judged or moved now.
-            Verdict::Unreadable => break,
+            // Anything else, an unreadable file too (mode 000 syncs; a
+            // rename needs no read permission), is moved aside: the marker
+            // placed next is this caller's, which holds the key.
             _ => {
                 let reason =
                     rejected::Reason::new(&r, rejected::Kind::Marker, target).judged_with(key);

@@ -25,7 +25,7 @@ use clap_complete::engine::{ArgValueCandidates, CompletionCandidate};
 
 use crate::cli::{Cli, Global};
 use crate::config::Context;
-use crate::layout::{self, TargetDirs};
+use crate::layout::{self, Place, TargetDirs};
 use crate::names::{JobId, Machine};
 
 /// The variable a completion script sets to ask for completions (and, set
@@ -145,12 +145,13 @@ fn job_ids() -> Vec<CompletionCandidate> {
 
 /// The job ids one target's folders hold.
 fn ids_of(root: &Path, target: &Machine) -> Vec<String> {
+    // Each folder held open without following a link, as every reader
+    // under the root does: a folder swapped for a link lists nothing.
     let dirs = TargetDirs::new(root, target);
-    [dirs.inbox(), dirs.running(), dirs.results()]
-        .iter()
-        .filter_map(|d| std::fs::read_dir(d).ok())
-        .flatten()
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+    [Place::Inbox, Place::Running, Place::Results]
+        .into_iter()
+        .filter_map(|p| dirs.open(p).ok().flatten())
+        .flat_map(|d| d.list().unwrap_or_default())
         .filter_map(|n| JobId::from_file_name(&n))
         .map(|id| id.as_str().to_string())
         .collect()

@@ -1,15 +1,21 @@
-//! The listener heartbeat, `<root>/<TARGET>/listener.json`: written by the
-//! listener while it lives (idle or running a job), read by `status` to say
-//! whether a target's listener is alive. Informational only: nothing trusts
-//! it for a decision that matters, and a failed write never stops a listener.
+//! The listener heartbeat, `<root>/<TARGET>/listener.json` (docs/protocol.md
+//! §7.11): written by the listener while it lives (idle or running a job),
+//! signed with the fleet key, read by `status` to say whether a target's
+//! listener is alive and by other listeners for the one-listener rule
+//! (§7.1). Only a beat that verifies counts for that rule: a folder writer
+//! without the key cannot stop a lane by writing one. A failed write never
+//! stops a listener.
 
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::clock;
 use crate::fsops;
-use crate::layout::{LISTENER_JSON, TargetDirs};
+use crate::key::Key;
+use crate::layout::{LISTENER_JSON, StateDirs, TargetDirs};
 use crate::read::FileRead;
 
 /// How often the heartbeat is refreshed.
@@ -50,9 +56,46 @@ pub struct Beat {
     /// versions before it was written).
     #[serde(default)]
     pub key_fingerprint: String,
+    /// A random id made at each start ([`run_id`]): a copy of the state
+    /// directory (a cloned disk) shares the instance id, never this (empty
+    /// from versions before it was written).
+    #[serde(default)]
+    pub run: String,
+    /// Hex HMAC over [`Beat::canonical`] (empty from versions before beats
+    /// were signed: such a beat is unverified).
+    #[serde(default)]
+    pub sig: String,
 }
 
 impl Beat {
+    /// `heartbeat|{target}|{instance}|{run}|{pid}|{state}|{running}|{startedAt}|{heartbeatAt}|{pollIntervalMs}|{version}|{keyFingerprint}|{host}`,
+    /// `running` empty when none. The host, the one field a listener does
+    /// not make itself, comes last, so no `|` in it can shift another.
+    pub fn canonical(&self) -> String {
+        format!(
+            "heartbeat|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
+            self.target,
+            self.instance,
+            self.run,
+            self.pid,
+            self.state,
+            self.running.as_deref().unwrap_or(""),
+            self.started_at,
+            self.heartbeat_at,
+            self.poll_interval_ms,
+            self.version,
+            self.key_fingerprint,
+            self.host
+        )
+    }
+
+    /// True when its signature holds under `key`: a listener holding the
+    /// fleet key wrote it. An unsigned beat (an older version, or a folder
+    /// writer's) is not.
+    pub fn verified(&self, key: &Key) -> bool {
+        !self.sig.is_empty() && key.verify(&self.canonical(), &self.sig)
+    }
+
     /// Its age now, when its time parses.
     pub fn age(&self) -> Option<Duration> {
         let t = clock::parse(&self.heartbeat_at)?;
@@ -105,13 +148,83 @@ pub struct Identity {
     pub key_fingerprint: String,
 }
 
+/// The last beat a listener with this state directory wrote: its run and
+/// time, kept in the state directory ([`StateDirs::last_beat`]) and
+/// recorded before the beat is written, so a restarted listener knows its
+/// own leftover beat from a clone's.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Written {
+    /// The run that wrote it.
+    pub run: String,
+    /// Its `heartbeatAt`.
+    pub at: String,
+}
+
+impl Written {
+    /// The record in `state`, if one is there and reads.
+    pub fn load(state: &StateDirs) -> Option<Written> {
+        let text = std::fs::read_to_string(state.last_beat()).ok()?;
+        let (run, at) = text.trim().split_once(' ')?;
+        Some(Written {
+            run: run.to_string(),
+            at: at.to_string(),
+        })
+    }
+}
+
+/// Who this listener is, for the rival rule.
+#[derive(Clone, Debug, Default)]
+pub struct Own {
+    /// Its instance id.
+    pub instance: String,
+    /// This run's id.
+    pub run: String,
+    /// The last beat an earlier run with this state directory wrote.
+    pub previous: Option<Written>,
+}
+
+/// Whether `b` is another listener serving the target, to a listener that
+/// is `own` holding `key` (docs/protocol.md §7.1): a beat that verifies,
+/// counts as alive and names an instance, and that this listener did not
+/// write — another instance, or ours from another run than this one and
+/// than the last one this state directory wrote (whose leftover beat is
+/// not dated after that run's record). That last case is a copy of our
+/// state directory: a cloned disk.
+pub fn is_rival(b: &Beat, key: &Key, own: &Own) -> bool {
+    if b.instance.is_empty() || !b.alive() || !b.verified(key) {
+        return false;
+    }
+    if b.instance != own.instance {
+        return true;
+    }
+    if b.run == own.run {
+        return false;
+    }
+    !own.previous.as_ref().is_some_and(|w| {
+        w.run == b.run
+            && match (clock::parse(&b.heartbeat_at), clock::parse(&w.at)) {
+                (Some(theirs), Some(recorded)) => theirs <= recorded,
+                _ => false,
+            }
+    })
+}
+
+/// A new random run id: 16 hex digits.
+pub fn run_id() -> String {
+    let mut raw = [0u8; 8];
+    crate::random::fill(&mut raw);
+    hex::encode(raw)
+}
+
 /// Writes heartbeats for one listener; cheap to clone into a thread.
 #[derive(Clone, Debug)]
 pub struct Heartbeat {
     dirs: TargetDirs,
     target: String,
     host: String,
-    instance: String,
+    own: Own,
+    key: Arc<Key>,
+    record: PathBuf,
     key_fingerprint: String,
     started_at: String,
     poll: Duration,
@@ -119,25 +232,39 @@ pub struct Heartbeat {
 
 impl Heartbeat {
     /// A heartbeat writer for `target` in the target folder of `dirs`, as
-    /// `who`.
-    pub fn new(dirs: TargetDirs, target: &str, who: &Identity, poll: Duration) -> Heartbeat {
+    /// `who` with a new run id, signing with `key`; the last beat an
+    /// earlier run wrote is read from `state`, and each beat is recorded
+    /// there before it is written.
+    pub fn new(
+        dirs: TargetDirs,
+        state: &StateDirs,
+        target: &str,
+        who: &Identity,
+        key: Arc<Key>,
+        poll: Duration,
+    ) -> Heartbeat {
         Heartbeat {
             dirs,
             target: target.to_string(),
             host: who.host.clone(),
-            instance: who.instance.clone(),
+            own: Own {
+                instance: who.instance.clone(),
+                run: run_id(),
+                previous: Written::load(state),
+            },
+            key,
+            record: state.last_beat(),
             key_fingerprint: who.key_fingerprint.clone(),
             started_at: clock::format(clock::now()),
             poll,
         }
     }
 
-    /// Another listener's heartbeat in our file, while it counts as alive:
-    /// a second instance serving this target (a heartbeat from a version
-    /// that wrote no instance id cannot be told apart, and is not counted).
+    /// Another listener's heartbeat in our file, while it counts as alive
+    /// ([`is_rival`]): a beat that does not verify is a folder writer's
+    /// (or an older version's) and never counts.
     pub fn rival(&self) -> Option<Beat> {
-        read(&self.dirs)
-            .filter(|b| !b.instance.is_empty() && b.instance != self.instance && b.alive())
+        read(&self.dirs).filter(|b| is_rival(b, &self.key, &self.own))
     }
 
     /// Writes the heartbeat now.
@@ -152,9 +279,22 @@ impl Heartbeat {
             poll_interval_ms: self.poll.as_millis() as u64,
             version: env!("CARGO_PKG_VERSION").to_string(),
             host: self.host.clone(),
-            instance: self.instance.clone(),
+            instance: self.own.instance.clone(),
             key_fingerprint: self.key_fingerprint.clone(),
+            run: self.own.run.clone(),
+            sig: String::new(),
         };
+        let beat = Beat {
+            sig: self.key.sign(&beat.canonical()),
+            ..beat
+        };
+        // Recorded first: a crash between the two leaves a beat dated no
+        // later than the record, which the next run takes for its own.
+        let _ = fsops::replace(
+            &self.record,
+            format!("{} {}\n", beat.run, beat.heartbeat_at).as_bytes(),
+            fsops::Flush::Nothing,
+        );
         // The target folder is opened for each write: never through a link.
         if let Ok(Some(base)) = self.dirs.open_base() {
             let _ = base.replace(
@@ -185,5 +325,78 @@ mod tests {
         ));
         assert!(!alive("stopped", Some(Duration::ZERO)));
         assert!(!alive("listening", None));
+    }
+
+    fn key(b: u8) -> Key {
+        Key::from_bytes(&[b; 32]).unwrap()
+    }
+
+    /// A fresh beat of `instance`/`run`, signed with `k` when given.
+    fn beat(instance: &str, run: &str, at: &str, k: Option<&Key>) -> Beat {
+        let b = Beat {
+            target: "PC".into(),
+            pid: 42,
+            state: "listening".into(),
+            running: None,
+            started_at: at.into(),
+            heartbeat_at: at.into(),
+            poll_interval_ms: 2000,
+            version: "0.1.0".into(),
+            host: "pc|x".into(),
+            instance: instance.into(),
+            key_fingerprint: "aaaa0000".into(),
+            run: run.into(),
+            sig: String::new(),
+        };
+        let sig = k.map(|k| k.sign(&b.canonical())).unwrap_or_default();
+        Beat { sig, ..b }
+    }
+
+    #[test]
+    fn canonical_string_puts_the_host_last() {
+        let b = beat("i1", "r1", "2026-11-29T19:30:00.000Z", None);
+        assert_eq!(
+            b.canonical(),
+            "heartbeat|PC|i1|r1|42|listening||2026-11-29T19:30:00.000Z|2026-11-29T19:30:00.000Z|2000|0.1.0|aaaa0000|pc|x"
+        );
+    }
+
+    #[test]
+    fn only_a_verified_beat_we_did_not_write_is_a_rival() {
+        let k = key(1);
+        let now = clock::format(clock::now());
+        let own = Own {
+            instance: "i1".into(),
+            run: "r1".into(),
+            previous: Some(Written {
+                run: "r0".into(),
+                at: now.clone(),
+            }),
+        };
+        // Unsigned, or signed with another key: never.
+        assert!(!is_rival(&beat("i2", "r9", &now, None), &k, &own));
+        assert!(!is_rival(&beat("i2", "r9", &now, Some(&key(2))), &k, &own));
+        let mut tampered = beat("i2", "r9", &now, Some(&k));
+        tampered.pid = 43;
+        assert!(!is_rival(&tampered, &k, &own));
+        // Another instance: yes; ours from this run: no.
+        assert!(is_rival(&beat("i2", "r9", &now, Some(&k)), &k, &own));
+        assert!(!is_rival(&beat("i1", "r1", &now, Some(&k)), &k, &own));
+        // Our previous run's leftover, no later than its record: no; the
+        // same run carrying on after the record (a clone): yes.
+        assert!(!is_rival(&beat("i1", "r0", &now, Some(&k)), &k, &own));
+        let earlier = Own {
+            previous: Some(Written {
+                run: "r0".into(),
+                at: clock::format(clock::now() - Duration::from_secs(1)),
+            }),
+            ..own.clone()
+        };
+        assert!(is_rival(&beat("i1", "r0", &now, Some(&k)), &k, &earlier));
+        // Our instance from an unknown run (a copied state directory).
+        assert!(is_rival(&beat("i1", "r7", &now, Some(&k)), &k, &own));
+        // Stale or stopped: no.
+        let old = clock::format(clock::now() - Duration::from_secs(120));
+        assert!(!is_rival(&beat("i2", "r9", &old, Some(&k)), &k, &own));
     }
 }

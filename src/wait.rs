@@ -123,7 +123,7 @@ pub fn for_result(
             && looked.is_none_or(|t| t.elapsed() >= QUIET)
             && let Some(note) = {
                 looked = Some(Instant::now());
-                listener_note(dirs).or_else(|| held_note(dirs, id, key, &seen))
+                listener_note(dirs, key).or_else(|| held_note(dirs, id, key, &seen))
             }
             && said.as_deref() != Some(note.as_str())
         {
@@ -151,9 +151,10 @@ pub fn for_result(
     }
 }
 
-/// What is wrong with the target's listener, if anything: it never ran, or
-/// its heartbeat is stale or says it stopped.
-pub fn listener_note(dirs: &TargetDirs) -> Option<String> {
+/// What is wrong with the target's listener, if anything: it never ran,
+/// its heartbeat does not verify under `key`, or it is stale or says it
+/// stopped.
+pub fn listener_note(dirs: &TargetDirs, key: &Key) -> Option<String> {
     let target = dirs.target();
     let Some(beat) = heartbeat::read(dirs) else {
         return Some(format!(
@@ -161,6 +162,12 @@ pub fn listener_note(dirs: &TargetDirs) -> Option<String> {
             dirs.listener_json().display()
         ));
     };
+    if !beat.verified(key) {
+        return Some(format!(
+            "{target}'s heartbeat ({}) is not signed with this machine's key, so whether its listener runs is unknown (an older version, another key, or a folder writer wrote it)",
+            dirs.listener_json().display()
+        ));
+    }
     if beat.alive() {
         return None;
     }

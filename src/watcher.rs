@@ -151,8 +151,13 @@ impl Watch {
         };
         match r.verdict {
             // Retried next poll.
-            Verdict::Unreadable | Verdict::Missing => self.last_seen = None,
-            Verdict::Malformed
+            Verdict::Missing => self.last_seen = None,
+            // A file that cannot be read (held open, or mode 000, which a
+            // sync engine carries) or does not parse yet may still be
+            // arriving: judged again each poll, and moved aside once
+            // settled (a rename needs no read permission), so it never
+            // holds the slot for good.
+            Verdict::Unreadable | Verdict::Malformed
                 if !self
                     .settling
                     .get_or_insert_with(|| Settling::new(stamp, now))

@@ -336,7 +336,7 @@ fn answer_of(
                 None => format!("{id} has no result on {target} yet: it is {}", seen.word()),
             };
             // Which target never answered, and why it may not.
-            if let Some(note) = crate::wait::listener_note(dirs) {
+            if let Some(note) = crate::wait::listener_note(dirs, key) {
                 line.push_str(&format!("; {note}"));
                 json["listener"] = json!(note);
             }

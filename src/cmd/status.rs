@@ -24,6 +24,18 @@ const SHOWN_QUEUED: usize = 10;
 fn listener_line(l: &ListenerState) -> String {
     match l {
         ListenerState::Beat {
+            verified: false,
+            state,
+            heartbeat_age_sec,
+            ..
+        } => format!(
+            "listener {} (a heartbeat not signed with this machine's key: {state}, written {} ago; an older version, another key, or a folder writer's)",
+            out::paint("unverified", Tone::Bad),
+            heartbeat_age_sec.map_or("at an unreadable time".to_string(), |a| clock::human(
+                Duration::from_secs(a)
+            ))
+        ),
+        ListenerState::Beat {
             alive: true,
             pid,
             heartbeat_age_sec,

@@ -1,6 +1,8 @@
 //! `verify-marker`: print the docs/protocol.md §6 verdict for a marker file and why;
 //! exit 0 when valid, 1 when not.
 
+use std::path::Path;
+
 use serde_json::json;
 
 use crate::accept;
@@ -22,13 +24,19 @@ pub fn run(ctx: &Context, args: VerifyMarkerArgs) -> Result<u8> {
         Some(t) => Machine::parse(t, "target")?,
         None => target_from_path(file)?,
     };
-    // The folder named is opened as given; the marker in it is read
-    // without following a link.
+    // A folder under the root is reached from the root without following
+    // a link, as every reader there does; one elsewhere is opened as
+    // given. The marker in it is read without following a link.
     let parent = match file.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => std::path::Path::new("."),
     };
-    let dir = Dir::open_trusted(parent);
+    let dir = open_folder(ctx, parent);
+    if let Err(e) = &dir
+        && e.code == crate::error::Code::Forbidden
+    {
+        return Err(dir.unwrap_err());
+    }
     if !dir.as_ref().is_ok_and(|d| d.exists(name)) {
         return Err(Error::not_found(format!(
             "no marker file at {}",
@@ -57,6 +65,22 @@ pub fn run(ctx: &Context, args: VerifyMarkerArgs) -> Result<u8> {
         ),
     );
     Ok(exit::no_if(verdict != "valid"))
+}
+
+/// The marker's folder `parent`: below the root, reached from it one
+/// component at a time without following a link; elsewhere, as named.
+fn open_folder(ctx: &Context, parent: &Path) -> Result<Dir> {
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let under_root = ctx.root().ok().and_then(|root| {
+        let rel = abs(parent).strip_prefix(abs(&root)).ok()?.to_path_buf();
+        Some((root, rel))
+    });
+    match under_root {
+        Some((root, rel)) => Dir::open_trusted(&root)?
+            .descend(&rel)?
+            .ok_or_else(|| Error::not_found(format!("no folder {}", parent.display()))),
+        None => Dir::open_trusted(parent),
+    }
 }
 
 /// `<root>/<TARGET>/cancel/<file>` → `TARGET`.

@@ -306,9 +306,14 @@ fn target(
         retention,
     };
     let prunable = prune::plan(dirs, ages).map_or(0, |p| p.len());
+    let beat_verified = match (&beat, key) {
+        (BeatFile::Beat(b, _), Some(k)) => Some(b.verified(k)),
+        _ => None,
+    };
     TargetFacts {
         name: dirs.target().to_string(),
         beat,
+        beat_verified,
         status: key.map(|k| observe::target(dirs, k, &history)),
         rejected: rejected_since(dirs, now),
         counts,

@@ -23,6 +23,9 @@ pub struct TargetFacts {
     pub name: String,
     /// Its listener's heartbeat.
     pub beat: BeatFile,
+    /// Whether that heartbeat's signature holds under our key (none
+    /// without a key or a heartbeat).
+    pub beat_verified: Option<bool>,
     /// Its status document, when the key loads (the queue needs it).
     pub status: Option<TargetStatus>,
     /// Files its listener rejected within [`REJECTED_WINDOW`]: the name
@@ -200,6 +203,18 @@ fn judge_listener(t: &TargetFacts, ours: Option<&str>, now: OffsetDateTime) -> V
         ),
         Some(s) => Check::ok("clock", format!("within a minute (about {s}s)")),
     });
+    match t.beat_verified {
+        Some(true) => checks.push(Check::ok(
+            "heartbeat signature",
+            "signed with the fleet key",
+        )),
+        Some(false) => checks.push(Check::warn(
+            "heartbeat signature",
+            "listener.json is not signed with this machine's key: it is not trusted (a listener of an older version, one with another key, or a folder writer wrote it)",
+            "upgrade the listener and give every machine one key; if that is so already, find who writes the folder",
+        )),
+        None => {}
+    }
     checks
 }
 

@@ -25,6 +25,8 @@ fn beat(heartbeat_at: &str, fingerprint: &str) -> Beat {
         host: "pc".into(),
         instance: "0123456789abcdef".into(),
         key_fingerprint: fingerprint.into(),
+        run: "fedcba9876543210".into(),
+        sig: String::new(),
     }
 }
 
@@ -33,6 +35,7 @@ fn facts(beat: BeatFile) -> TargetFacts {
         prunable: 0,
         name: "PC".into(),
         beat,
+        beat_verified: None,
         status: None,
         rejected: Vec::new(),
         counts: vec![("inbox".into(), 3), ("results".into(), 10)],

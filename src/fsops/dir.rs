@@ -97,6 +97,36 @@ impl Dir {
         }
     }
 
+    /// Opens the folder `rel` below this one, one component at a time and
+    /// never following a link; `None` when one is missing.
+    ///
+    /// # Errors
+    ///
+    /// `FORBIDDEN` when a component is a link or a file, or is not a plain
+    /// name (`..`, a root); a file error.
+    pub fn descend(&self, rel: &Path) -> Result<Option<Dir>> {
+        let mut dir = self.clone();
+        for c in rel.components() {
+            let name = match c {
+                std::path::Component::Normal(n) => n.to_str(),
+                std::path::Component::CurDir => continue,
+                _ => None,
+            };
+            let Some(name) = name else {
+                return Err(not_a_folder(
+                    &dir.path.join(c.as_os_str()),
+                    "name that is not a plain folder name",
+                ));
+            };
+            dir = match dir.child(name)? {
+                Child::Dir(d) => d,
+                Child::Missing => return Ok(None),
+                Child::NotAFolder(kind) => return Err(not_a_folder(&dir.shown(name), kind)),
+            };
+        }
+        Ok(Some(dir))
+    }
+
     /// Opens the child folder `name`, making it when missing.
     ///
     /// # Errors

@@ -35,6 +35,11 @@ impl StateDirs {
     pub fn instance(&self) -> PathBuf {
         self.base.join("instance")
     }
+    /// The run id and time of the last heartbeat a listener with this
+    /// state directory wrote (`<run> <heartbeatAt>`).
+    pub fn last_beat(&self) -> PathBuf {
+        self.base.join("last-heartbeat")
+    }
     /// A request to the running listener (`listen --drain`): finish the
     /// running job, start no new one, and exit.
     pub fn drain_request(&self) -> PathBuf {

@@ -1,6 +1,7 @@
 //! A queued job's cancel check (docs/protocol.md §7.4): a valid marker ends
 //! it before anything is spawned; a file in the marker's place that is not
-//! one is moved aside (once settled, if it does not parse) so it cannot
+//! one is moved aside (once settled, if it does not parse or cannot be
+//! read) so it cannot
 //! hold the place a genuine marker needs.
 
 use super::{Candidate, Listener};
@@ -21,9 +22,12 @@ impl Listener {
         let read = f.cancel().read_limited(&name, doc::marker::MAX_BYTES);
         match accept::marker(&name, read, self.dirs.target().as_str(), &self.key) {
             Ok(m) => Some(m),
-            Err(r) if matches!(r.verdict, Verdict::Missing | Verdict::Unreadable) => None,
+            Err(r) if r.verdict == Verdict::Missing => None,
+            // One that cannot be read (held open, or mode 000) or does not
+            // parse may still be arriving: moved aside once settled, by a
+            // rename, which needs no read permission.
             Err(r)
-                if r.verdict == Verdict::Malformed
+                if matches!(r.verdict, Verdict::Malformed | Verdict::Unreadable)
                     && !self
                         .inbox
                         .settled(&format!("cancel/{name}"), f.cancel(), &name) =>

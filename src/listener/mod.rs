@@ -182,6 +182,24 @@ pub struct Listener {
     _folder_lock: Lock,
 }
 
+/// The answer when `listener.lock` in the target folder is held but no
+/// verified heartbeat of another listener backs it. Still `BUSY`: the
+/// holder may be a genuine listener that has not written its first
+/// heartbeat yet, and on one file system the lock is what keeps two
+/// listeners started at one instant from both starting a job (README
+/// "Security" states the residual risk). Said plainly, so a squatter is
+/// found rather than waited for.
+fn held_unbacked(dirs: &TargetDirs) -> crate::error::Error {
+    crate::error::Error::new(
+        crate::error::Code::Busy,
+        format!(
+            "{} is held by another process, but no heartbeat signed with the fleet key backs it: a listener still starting, a listener with another key, or a process without the key squatting the lock",
+            dirs.folder_lock().display()
+        ),
+    )
+    .hint("try again in a few seconds; if it stays, find the process holding the file (`fuser`/`lsof` where the folder lives, Open Files in Computer Management for an SMB share) and stop it")
+}
+
 impl Listener {
     /// Takes the lock, creates the target's folders and recovers from a
     /// crash of the previous listener.
@@ -196,7 +214,6 @@ impl Listener {
     ) -> Result<Listener> {
         let lock = Lock::acquire(&state, dirs.target().as_str())?;
         let (folders, repairs) = rejected::open_repairing(&dirs)?;
-        let folder_lock = Lock::acquire_folder(&dirs)?;
         let instance = state::instance_id(&state)?;
         let host = platform::hostname().unwrap_or_default();
         let who = heartbeat::Identity {
@@ -204,14 +221,34 @@ impl Listener {
             instance,
             key_fingerprint: key.fingerprint(),
         };
-        let beat = Heartbeat::new(dirs.clone(), dirs.target().as_str(), &who, settings.poll);
+        let key = Arc::new(key);
+        let beat = Heartbeat::new(
+            dirs.clone(),
+            &state,
+            dirs.target().as_str(),
+            &who,
+            Arc::clone(&key),
+            settings.poll,
+        );
+        let folder_lock = Lock::acquire_folder(&dirs)?;
         if let Some(other) = beat.rival() {
+            let whence = if folder_lock.is_some() {
+                String::new()
+            } else {
+                format!(
+                    " (from this file system: it holds {})",
+                    dirs.folder_lock().display()
+                )
+            };
             return Err(crate::error::Error::new(
                 crate::error::Code::Busy,
-                format!("another listener serves {}: {}", dirs.target(), other.who()),
+                format!("another listener serves {}: {}{whence}", dirs.target(), other.who()),
             )
             .hint("one listener per target in the whole fleet: two would run every job twice; stop the other, or start this one once its heartbeat is over 90 s old"));
         }
+        let Some(folder_lock) = folder_lock else {
+            return Err(held_unbacked(&dirs));
+        };
         platform::become_subreaper();
         let now = clock::now();
         // Keep ids at least as long as the max age, and never under 30 days:
@@ -241,7 +278,6 @@ impl Listener {
         let drain = state.drain_request();
         // A request left from an earlier run is not for this one.
         let _ = std::fs::remove_file(&drain);
-        let key = Arc::new(key);
         let publisher = Publisher::start(
             dirs.clone(),
             Arc::clone(&key),

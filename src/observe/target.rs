@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::accept;
 use crate::clock;
 use crate::doc::{self, Job, Priority};
+use crate::fsops::Dir;
 use crate::heartbeat::{self, Beat};
 use crate::key::Key;
 use crate::layout::{LISTENER_JSON, Place, TargetDirs};
@@ -88,8 +89,13 @@ pub enum ListenerState {
     /// A heartbeat.
     #[serde(rename_all = "camelCase")]
     Beat {
-        /// Fresh enough, and not `stopped`.
+        /// Fresh enough, not `stopped`, and verified: a beat that does not
+        /// verify is never called alive.
         alive: bool,
+        /// Its signature holds under our key (false for an unsigned beat
+        /// of an older version, a folder writer's, or one under another
+        /// key).
+        verified: bool,
         /// Always true.
         seen: bool,
         /// `listening`, `running` or `stopped`.
@@ -202,9 +208,10 @@ pub enum RecentResult {
     },
 }
 
-/// The ids named by `<id>.json` entries of `place`, with their mtimes.
-fn entries(dirs: &TargetDirs, place: Place) -> Vec<(JobId, Option<SystemTime>)> {
-    let Some(dir) = super::open(dirs, place) else {
+/// The ids named by `<id>.json` entries of `dir` (a folder of the layout,
+/// held open once for the whole look), with their mtimes.
+fn entries(dir: Option<&Dir>) -> Vec<(JobId, Option<SystemTime>)> {
+    let Some(dir) = dir else {
         return Vec::new();
     };
     dir.list()
@@ -218,12 +225,9 @@ fn entries(dirs: &TargetDirs, place: Place) -> Vec<(JobId, Option<SystemTime>)> 
         .collect()
 }
 
-/// Reads the entry `name` of `place` as [`crate::fsops::Dir::read_limited`] does.
-fn read(dirs: &TargetDirs, place: Place, name: &str, limit: u64) -> FileRead {
-    match super::open(dirs, place) {
-        Some(d) => d.read_limited(name, limit),
-        None => FileRead::Missing,
-    }
+/// Reads the entry `name` of `dir` as [`Dir::read_limited`] does.
+fn read(dir: Option<&Dir>, name: &str, limit: u64) -> FileRead {
+    dir.map_or(FileRead::Missing, |d| d.read_limited(name, limit))
 }
 
 fn age_since(ts: &str) -> Option<Duration> {
@@ -231,7 +235,7 @@ fn age_since(ts: &str) -> Option<Duration> {
     (clock::now() - t).try_into().ok()
 }
 
-fn listener(dirs: &TargetDirs) -> ListenerState {
+fn listener(dirs: &TargetDirs, key: &Key) -> ListenerState {
     let beat = dirs
         .open_base()
         .ok()
@@ -248,8 +252,10 @@ fn listener(dirs: &TargetDirs) -> ListenerState {
     match serde_json::from_slice::<Beat>(&b) {
         Ok(beat) => {
             let age = age_since(&beat.heartbeat_at);
+            let verified = beat.verified(key);
             ListenerState::Beat {
-                alive: heartbeat::alive(&beat.state, age),
+                alive: verified && heartbeat::alive(&beat.state, age),
+                verified,
                 seen: true,
                 heartbeat_age_sec: age.map(|a| a.as_secs()),
                 state: beat.state,
@@ -283,10 +289,11 @@ struct Shown {
 }
 
 fn running(dirs: &TargetDirs) -> Vec<RunningJob> {
-    entries(dirs, Place::Running)
+    let dir = super::open(dirs, Place::Running);
+    entries(dir.as_ref())
         .into_iter()
         .filter_map(|(id, _)| {
-            let FileRead::Bytes(b) = read(dirs, Place::Running, &id.file_name(), 1 << 20) else {
+            let FileRead::Bytes(b) = read(dir.as_ref(), &id.file_name(), 1 << 20) else {
                 return None;
             };
             let shown: Shown = serde_json::from_slice(&b).ok()?;
@@ -305,12 +312,12 @@ fn queued(dirs: &TargetDirs, key: &Key) -> (Vec<Job>, usize) {
     let mut jobs = Vec::new();
     let mut invalid = 0;
     // A running job's file stays in the inbox until it is archived.
-    let running: Vec<JobId> = entries(dirs, Place::Running)
+    let running: Vec<JobId> = entries(super::open(dirs, Place::Running).as_ref())
         .into_iter()
         .map(|(id, _)| id)
         .collect();
     let inbox = super::open(dirs, Place::Inbox);
-    for (id, _) in entries(dirs, Place::Inbox)
+    for (id, _) in entries(inbox.as_ref())
         .into_iter()
         .filter(|(id, _)| !running.contains(id))
     {
@@ -328,7 +335,7 @@ fn queued(dirs: &TargetDirs, key: &Key) -> (Vec<Job>, usize) {
 }
 
 fn pending_cancels(dirs: &TargetDirs, key: &Key) -> Vec<PendingCancel> {
-    entries(dirs, Place::Cancel)
+    entries(super::open(dirs, Place::Cancel).as_ref())
         .into_iter()
         .map(|(id, _)| PendingCancel {
             job: match super::job(dirs, &id, key) {
@@ -380,17 +387,13 @@ impl History {
 }
 
 fn recent(dirs: &TargetDirs, key: &Key, history: &History) -> Vec<RecentResult> {
-    let mut all = entries(dirs, Place::Results);
+    let results = super::open(dirs, Place::Results);
+    let mut all = entries(results.as_ref());
     all.sort_by_key(|(id, m)| (*m, id.clone()));
     all.into_iter()
         .rev()
         .filter_map(|(id, _)| {
-            let read = read(
-                dirs,
-                Place::Results,
-                &id.file_name(),
-                doc::outcome::MAX_BYTES,
-            );
+            let read = read(results.as_ref(), &id.file_name(), doc::outcome::MAX_BYTES);
             match accept::outcome(id.as_str(), read, dirs.target().as_str(), key) {
                 Ok(o) => {
                     let d = o.detail();
@@ -443,7 +446,7 @@ pub fn target(dirs: &TargetDirs, key: &Key, history: &History) -> TargetStatus {
     let (jobs, invalid) = queued(dirs, key);
     TargetStatus {
         target: dirs.target().to_string(),
-        listener: listener(dirs),
+        listener: listener(dirs, key),
         running: running(dirs),
         queued_count: jobs.len(),
         queued: jobs.iter().map(|j| queued_job(dirs, key, j)).collect(),

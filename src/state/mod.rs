@@ -78,12 +78,14 @@ impl Lock {
 
 impl Lock {
     /// Takes the lock in the target folder itself (`listener.lock`), or
-    /// answers `BUSY`: a listener with another state directory serves the
-    /// target from this file system. The file is opened without following
-    /// a link; anything but a regular file there is moved to
+    /// answers `None` when another process holds it: a listener with
+    /// another state directory serving the target from this file system,
+    /// or a process without the key squatting it (the caller tells them
+    /// apart by the heartbeat). The file is opened without following a
+    /// link; anything but a regular file there is moved to
     /// `archive/rejected/` and the file made again, so a folder writer
-    /// cannot keep the listener from starting.
-    pub fn acquire_folder(dirs: &TargetDirs) -> Result<Lock> {
+    /// cannot keep the listener from starting that way.
+    pub fn acquire_folder(dirs: &TargetDirs) -> Result<Option<Lock>> {
         let path = dirs.folder_lock();
         let base = dirs
             .open_base()?
@@ -114,16 +116,8 @@ impl Lock {
             }
         };
         match file.try_lock() {
-            Ok(()) => Ok(Lock { _file: file }),
-            Err(TryLockError::WouldBlock) => Err(Error::new(
-                Code::Busy,
-                format!(
-                    "another listener serves {} from this file system (it holds {})",
-                    dirs.target(),
-                    path.display()
-                ),
-            )
-            .hint("one listener per target in the whole fleet; `fleet-dispatch status` names it")),
+            Ok(()) => Ok(Some(Lock { _file: file })),
+            Err(TryLockError::WouldBlock) => Ok(None),
             Err(TryLockError::Error(e)) => Err(Error::io("lock", &path, &e)),
         }
     }

@@ -1367,3 +1367,114 @@ fn a_cancel_leaves_other_queued_jobs_the_working_directory_and_child_jobs_alone(
         "only the parent's marker was consumed"
     );
 }
+
+#[test]
+fn garbage_in_the_markers_place_is_moved_aside_and_the_cancel_lands() {
+    let w = World::with_target();
+    let id = w.enqueue(&[], &kit(&[]));
+    std::fs::write(w.marker(&id), b"\x00\xff{not a marker").unwrap();
+    let v = cancel_json(&w, &id);
+    assert_eq!(v["status"], "requested", "{v}");
+    assert_eq!(w.reason(&format!("{id}.json"))["verdict"], "malformed");
+    assert_eq!(w.listen_once(&[])["cancelled"], 1);
+    assert_eq!(w.result(&id)["error"], "cancelled-before-start");
+}
+
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "Wine 8 cannot deliver CTRL_BREAK: every stop there is the forced one after the grace"
+)]
+fn cancel_of_a_running_job_lands_within_the_usual_bound_though_a_forgery_squats_its_slot() {
+    let w = World::with_target();
+    let pidfile = scratch(&w, "pid");
+    let id = w.enqueue(
+        &["--env", &env_flag("PIDFILE", &pidfile)],
+        &kit(&["pid", "$PIDFILE", "sleep", "30"]),
+    );
+    let _g = w.spawn_listener(&[]);
+    let pid = read_pid(&pidfile, Duration::from_secs(10));
+    wait_until(Duration::from_secs(5), || w.running(&id).exists());
+    // A folder writer fills the slot just before the genuine cancel.
+    std::fs::write(w.marker(&id), foreign_marker_text(&id)).unwrap();
+    let started = Instant::now();
+    let (code, out, err) = cancel_as(&w, "LAPTOP", &id, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    w.wait_result(&id, RESULT_LIMIT);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(!alive(pid), "the job's process {pid} survived its cancel");
+    assert_cancelled(&w, &id, "cancelled");
+    assert_eq!(w.reason(&format!("{id}.json"))["verdict"], "bad-signature");
+}
+
+/// Fills `id`'s marker slot with a file nobody but root can read (mode
+/// 000, which Syncthing carries).
+#[cfg(unix)]
+fn unreadable_squatter(w: &World, id: &str) {
+    std::fs::write(w.marker(id), b"{\"jobId\": \"x\"}").unwrap();
+    set_mode(&w.marker(id), 0o000);
+}
+
+#[test]
+#[cfg(unix)] // mode 000 is a Unix permission; Windows denies reads by ACL instead
+fn an_unreadable_file_in_the_markers_place_is_moved_aside_by_cancel() {
+    let w = World::with_target();
+    let id = w.enqueue(&[], &kit(&[]));
+    unreadable_squatter(&w, &id);
+    let mut c = w.bg_cmd_as("LAPTOP");
+    c.args(["--json", "cancel", "--target", "PC", "--job-id", &id]);
+    let mut c = match without_read_override(c) {
+        Ok(c) => c,
+        Err(why) => {
+            eprintln!("SKIPPED: {why}");
+            return;
+        }
+    };
+    let o = c.output().unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["status"], "requested", "{v}");
+    assert_eq!(w.reason(&format!("{id}.json"))["verdict"], "unreadable");
+    let placed: Value =
+        serde_json::from_str(&std::fs::read_to_string(w.marker(&id)).unwrap()).unwrap();
+    assert_eq!(placed["origin"], "LAPTOP", "{placed}");
+}
+
+#[test]
+#[cfg(unix)] // mode 000 is a Unix permission; Windows denies reads by ACL instead
+fn an_unreadable_file_in_a_running_jobs_marker_place_is_moved_aside_once_settled() {
+    let w = World::with_target();
+    let pidfile = scratch(&w, "pid");
+    let id = w.enqueue(
+        &["--env", &env_flag("PIDFILE", &pidfile)],
+        &kit(&["pid", "$PIDFILE", "sleep", "30"]),
+    );
+    let mut c = w.bg_cmd();
+    c.args(["listen", "--poll-interval", "100ms", "--settle", "1s"]);
+    let mut c = match without_read_override(c) {
+        Ok(c) => c,
+        Err(why) => {
+            eprintln!("SKIPPED: {why}");
+            return;
+        }
+    };
+    let _g = ListenerGuard::spawn(&mut c);
+    let pid = read_pid(&pidfile, Duration::from_secs(10));
+    unreadable_squatter(&w, &id);
+    let reason = format!("{id}.json.reason.json");
+    wait_until(Duration::from_secs(10), || w.rejected(&reason).exists());
+    assert_eq!(w.reason(&format!("{id}.json"))["verdict"], "unreadable");
+    assert!(alive(pid), "moving a squatter aside must not stop the job");
+    // The slot is free again: a genuine marker lands.
+    w.write_marker("PC", &id, "PC");
+    let r = w.wait_result(&id, RESULT_LIMIT);
+    assert_eq!(r["error"], "cancelled", "{r}");
+}

@@ -39,8 +39,9 @@ fn heartbeat(w: &World, at: &str, fingerprint: &str, modified: SystemTime) {
     let p = Beat {
         state: "listening",
         heartbeat_at: at.to_string(),
-        host: "laptop",
-        instance: "0123456789abcdef",
+        host: "laptop".to_string(),
+        instance: "0123456789abcdef".to_string(),
+        run: "fedcba9876543210".to_string(),
         key_fingerprint: Some(fingerprint.to_string()),
     }
     .write(w);

@@ -412,6 +412,29 @@ fn a_squatted_cancel_slot_does_not_block_a_cancel_over_http() {
 }
 
 #[test]
+fn a_squatted_cancel_slot_does_not_block_a_cancel_over_http_of_a_queued_job() {
+    let w = World::with_target();
+    let gov = governor(&w, "RED");
+    let i = intake(&w, "5s", &["--governor-file", gov.to_str().unwrap()]);
+    let out = scratch(&w, "out");
+    let argv = kit(&["write", p(&out), "ran"]);
+    assert_eq!(post(&i, "/v1/jobs", &job_for_pc("q-squat", &argv)).0, 202);
+    // A folder writer without the key fills the marker's place.
+    std::fs::write(
+        w.marker("q-squat"),
+        b"{\"jobId\": \"q-squat\", \"sig\": \"00\"}",
+    )
+    .unwrap();
+    let (status, body) = post(&i, &cancel_path("q-squat"), &marker_text("q-squat", "PC"));
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["status"], "requested", "{body}");
+    let r = w.wait_result("q-squat", RESULT_LIMIT);
+    assert_eq!(r["error"], "cancelled-before-start", "{r}");
+    assert!(!out.exists(), "a cancelled job never runs");
+    assert!(w.rejected("q-squat.json.reason.json").exists());
+}
+
+#[test]
 fn a_cancel_over_http_of_a_queued_job_cancels_it_before_start_at_once() {
     let w = World::with_target();
     let gov = governor(&w, "RED");

@@ -4,6 +4,34 @@
 
 use std::path::Path;
 
+/// The names of the `#[test]` functions of a suite module: each `fn` at
+/// the start of a line whose attributes, since the item before it ended,
+/// include `#[test]` (a helper fn has none).
+fn tests_in(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(i) = text[at..].find("\nfn ") {
+        let start = at + i + 1;
+        let name: String = text[start + 3..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let item_start = text[..start].rfind("\n}").unwrap_or(0);
+        if text[item_start..start].contains("#[test]") {
+            out.push(name);
+        }
+        at = start;
+    }
+    out
+}
+
+#[test]
+fn only_test_functions_count_as_tests() {
+    let text = "use x;\n\n#[test]\n#[cfg_attr(\n    windows,\n    ignore = \"why\"\n)]\nfn a_test() {\n}\n\n/// Doc.\nfn helper() {\n}\n\n#[test]\nfn b_test() {\n}\n";
+    assert_eq!(tests_in(text), ["a_test", "b_test"]);
+    assert!(tests_in("fn helper() {\n}\n").is_empty());
+}
+
 #[test]
 fn every_test_the_security_section_names_exists() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -32,13 +60,16 @@ fn every_test_the_security_section_names_exists() {
                 file.display()
             )
         });
+        let tests = tests_in(&text);
         let found = match test.strip_suffix('*') {
-            Some(prefix) => text.contains(&format!("fn {prefix}")),
-            None => text.contains(&format!("fn {test}()")),
+            // `module::*` or `module::prefix_*`: at least one test matches.
+            Some(prefix) => tests.iter().any(|t| t.starts_with(prefix)),
+            None => tests.iter().any(|t| t == test),
         };
         assert!(
             found,
-            "the Security section names `{quoted}`, which is not a test"
+            "the Security section names `{quoted}`, which is not a test (a `#[test]` fn in {})",
+            file.display()
         );
         named += 1;
     }

@@ -134,15 +134,26 @@ fn restore(real: &Path, aside: &Path) {
     if std::fs::rename(aside, real).is_ok() {
         return;
     }
-    if let Ok(entries) = std::fs::read_dir(aside) {
+    merge(aside, real);
+}
+
+/// Moves the entries of `from` into `into`, merging folders both hold
+/// (`archive/` comes back with its own `done/`, … made afresh), then
+/// removes `from`.
+fn merge(from: &Path, into: &Path) {
+    if let Ok(entries) = std::fs::read_dir(from) {
         for e in entries.flatten() {
-            let to = real.join(e.file_name());
-            if std::fs::symlink_metadata(&to).is_err() {
+            let to = into.join(e.file_name());
+            let both_dirs = e.file_type().is_ok_and(|t| t.is_dir())
+                && std::fs::symlink_metadata(&to).is_ok_and(|m| m.is_dir());
+            if both_dirs {
+                merge(&e.path(), &to);
+            } else if std::fs::symlink_metadata(&to).is_err() {
                 let _ = std::fs::rename(e.path(), to);
             }
         }
     }
-    let _ = std::fs::remove_dir(aside);
+    let _ = std::fs::remove_dir(from);
 }
 
 /// Swaps `<PC>/<sub>` for a link to `decoy` and back until `stop`.
@@ -293,6 +304,11 @@ fn results_swapped_for_a_link_reaches_nothing_outside() {
 #[test]
 fn logs_swapped_for_a_link_reaches_nothing_outside() {
     swapped_while_draining("logs");
+}
+
+#[test]
+fn archive_swapped_for_a_link_reaches_nothing_outside() {
+    swapped_while_draining("archive");
 }
 
 #[test]

@@ -134,6 +134,21 @@ fn verify_marker_target_flag_mismatch_exits_1() {
 }
 
 #[test]
+#[cfg(unix)] // making a symbolic link needs a privilege on Windows
+fn verify_marker_never_reads_through_a_cancel_folder_swapped_for_a_link() {
+    let w = World::with_target();
+    let m = w.write_marker("PC", "job-1", "PC");
+    // The genuine folder moves out of the root; a link takes its name.
+    let outside = w.dir.path().join("outside-cancel");
+    std::fs::rename(w.pc().join("cancel"), &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, w.pc().join("cancel")).unwrap();
+    let (code, out, err) = w.run(&["verify-marker", m.to_str().unwrap()]);
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(!out.starts_with("valid"), "{out}");
+    assert!(err.contains("FORBIDDEN") && err.contains("link"), "{err}");
+}
+
+#[test]
 fn verify_marker_outside_a_cancel_folder_needs_target() {
     let w = World::with_target();
     let m = w.write_marker("PC", "job-1", "PC");

@@ -248,9 +248,24 @@ fn a_job_at_the_size_limit_still_yields_a_result_readers_accept() {
     assert!(label.starts_with(shown.trim_end_matches('…')));
 }
 
-/// A heartbeat as another listener instance would write it.
+/// A heartbeat as another listener instance would write it, signed with
+/// the fleet key.
 fn foreign_beat(w: &World, state: &'static str, age_secs: i64) {
     Beat::aged(state, age_secs).write(w);
+}
+
+/// The same, written by a folder writer without the key: unsigned, or
+/// with a signature that does not hold.
+fn forged_beat(w: &World, state: &'static str, signed_badly: bool) {
+    let b = Beat::aged(state, 0);
+    let beat = if signed_badly {
+        let mut d = b.doc();
+        d["pid"] = json!(4343);
+        d
+    } else {
+        b.fields()
+    };
+    std::fs::write(w.pc().join("listener.json"), beat.to_string()).unwrap();
 }
 
 #[test]
@@ -264,6 +279,13 @@ fn a_listener_refuses_to_start_while_another_instance_serves_the_target() {
     assert_eq!(code, 75, "{out}{err}");
     assert!(
         err.contains("BUSY") && err.contains("00112233aabbccdd") && err.contains("OTHER"),
+        "{err}"
+    );
+    // It says when the other was last seen.
+    assert!(
+        ["5", "6"]
+            .iter()
+            .any(|s| err.contains(&format!("last heartbeat {s}."))),
         "{err}"
     );
     assert!(lines(&side).is_empty(), "a job ran beside another listener");
@@ -352,4 +374,181 @@ fn a_running_listener_that_sees_another_instance_stops_starting_jobs_until_it_st
             .unwrap()
             .contains("starting jobs again")
     );
+}
+
+#[test]
+fn a_forged_fresh_heartbeat_neither_blocks_a_start_nor_stops_a_running_listener() {
+    let w = World::with_target();
+    let side = scratch(&w, "side");
+    // Unsigned (what an older listener or a folder writer leaves), then
+    // signed but altered: `listen` starts and runs the job either way.
+    for (i, badly) in [false, true].into_iter().enumerate() {
+        let id = uid(&format!("forged-beat{i}"));
+        w.write_job("PC", &id, "PC", &now_text(), &appends(&side, &id));
+        forged_beat(&w, "running", badly);
+        assert_eq!(w.listen_once(&[])["done"], 1);
+    }
+    assert_eq!(lines(&side).len(), 2);
+    // `status` does not call such a beat alive, and says it is unverified.
+    forged_beat(&w, "listening", false);
+    let (code, out, err) = w.run(&["--json", "status"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let l = &v["targets"][0]["listener"];
+    assert_eq!(
+        (&l["verified"], &l["alive"]),
+        (&json!(false), &json!(false)),
+        "{v}"
+    );
+    // A running listener that finds one keeps starting jobs.
+    let log = scratch(&w, "listener.log");
+    let file = std::fs::File::create(&log).unwrap();
+    let _l = ListenerGuard {
+        child: Some(
+            w.bg_cmd()
+                .args(["listen", "--poll-interval", "100ms"])
+                .stdout(file.try_clone().unwrap())
+                .stderr(file)
+                .start(),
+        ),
+    };
+    wait_until(Duration::from_secs(10), || {
+        std::fs::read_to_string(w.pc().join("listener.json")).is_ok_and(|t| t.contains("\"sig\""))
+    });
+    forged_beat(&w, "listening", false);
+    let id = uid("after-forged-beat");
+    w.write_job("PC", &id, "PC", &now_text(), &appends(&side, "after"));
+    let r = w.wait_result(&id, LIMIT);
+    assert_eq!(r["ok"], true, "{r}");
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(!said.contains("not starting jobs"), "{said}");
+}
+
+/// This world's state folder for PC, as `dir` names the state directory.
+fn state_of(dir: &Path) -> std::path::PathBuf {
+    dir.join("pc")
+}
+
+#[test]
+fn a_listener_with_our_instance_id_but_another_run_is_a_rival() {
+    let w = World::with_target();
+    // A first start makes the instance id; what it leaves says stopped.
+    assert_eq!(w.listen_once(&[])["done"], 0);
+    let instance = std::fs::read_to_string(state_of(&w.state).join("instance")).unwrap();
+    let instance = instance.trim();
+    // A clone of this disk serves PC elsewhere: our instance, its own run.
+    Beat {
+        instance: instance.to_string(),
+        run: "feedfacefeedface".to_string(),
+        ..Beat::aged("listening", 3)
+    }
+    .write(&w);
+    let side = scratch(&w, "side");
+    let id = uid("clone");
+    w.write_job("PC", &id, "PC", &now_text(), &appends(&side, "ran"));
+    let (code, out, err) = w.run(&["listen", "--once"]);
+    assert_eq!(code, 75, "{out}{err}");
+    assert!(
+        err.contains(instance) && err.contains("last heartbeat"),
+        "{err}"
+    );
+    assert!(lines(&side).is_empty(), "a job ran beside a clone");
+}
+
+#[test]
+fn a_listener_restarted_after_a_hard_kill_is_not_its_own_rival() {
+    let w = World::with_target();
+    let g = w.spawn_listener(&[]);
+    wait_until(Duration::from_secs(10), || {
+        std::fs::read_to_string(w.pc().join("listener.json")).is_ok_and(|t| t.contains("\"sig\""))
+    });
+    kill_hard(g.pid());
+    let (code, ..) = g.wait(LIMIT);
+    assert_ne!(code, 0);
+    // Its last beat is fresh and says listening: its own, not a rival's.
+    assert!(
+        std::fs::read_to_string(w.pc().join("listener.json"))
+            .unwrap()
+            .contains("\"listening\"")
+    );
+    assert_eq!(w.listen_once(&[])["done"], 0);
+}
+
+#[test]
+fn two_listeners_from_a_copied_state_directory_never_run_a_job_twice() {
+    let w = World::with_target();
+    let side = scratch(&w, "side");
+    let _a = w.spawn_listener(&[]);
+    wait_until(Duration::from_secs(10), || {
+        std::fs::read_to_string(w.pc().join("listener.json")).is_ok_and(|t| t.contains("\"sig\""))
+    });
+    // The second machine's state directory is a copy of the first's.
+    let copy = w.dir.path().join("state-copy");
+    std::fs::create_dir_all(state_of(&copy)).unwrap();
+    for f in ["instance", "last-heartbeat"] {
+        let _ = std::fs::copy(state_of(&w.state).join(f), state_of(&copy).join(f));
+    }
+    let ids: Vec<String> = (0..4).map(|i| uid(&format!("copied{i}"))).collect();
+    for id in &ids {
+        let spec = kit_spec(&["append", p(&side), id, "sleep", "0.1"]);
+        w.write_job("PC", id, "PC", &now_text(), &spec);
+    }
+    let (code, out, err) = output(
+        w.cmd()
+            .env("FLEET_DISPATCH_STATE_DIR", &copy)
+            .args(["listen", "--once"]),
+    );
+    assert_eq!(code, 75, "the copy must refuse: {out}{err}");
+    for id in &ids {
+        assert_eq!(w.wait_result(id, LIMIT)["ok"], true);
+    }
+    let mut ran = lines(&side);
+    ran.sort();
+    let mut want = ids.clone();
+    want.sort();
+    assert_eq!(ran, want, "each job once");
+}
+
+/// Holds `<root>/PC/listener.lock` as a process without the key could
+/// (a local user, an SMB client of the share).
+fn squat_lock(w: &World) -> std::fs::File {
+    let f = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(w.pc().join("listener.lock"))
+        .unwrap();
+    f.try_lock().unwrap();
+    f
+}
+
+#[test]
+fn a_squatted_folder_lock_is_named_as_unbacked_and_a_backed_one_names_the_listener() {
+    let w = World::with_target();
+    let squat = squat_lock(&w);
+    let unbacked = "no heartbeat signed with the fleet key backs it";
+    let (code, out, err) = w.run(&["listen", "--once"]);
+    assert_eq!(code, 75, "{out}{err}");
+    assert!(
+        err.contains(unbacked) && err.contains("listener.lock"),
+        "{err}"
+    );
+    // A forged beat does not back it either.
+    forged_beat(&w, "listening", false);
+    let (code, _, err) = w.run(&["listen", "--once"]);
+    assert_eq!(code, 75);
+    assert!(err.contains(unbacked), "{err}");
+    // A verified beat of another instance does: it is named.
+    foreign_beat(&w, "listening", 2);
+    let (code, _, err) = w.run(&["listen", "--once"]);
+    assert_eq!(code, 75);
+    assert!(
+        err.contains("00112233aabbccdd") && err.contains("from this file system"),
+        "{err}"
+    );
+    // Once the holder lets go, the lane starts (the forged beat is ignored).
+    drop(squat);
+    forged_beat(&w, "listening", false);
+    assert_eq!(w.listen_once(&[])["done"], 0);
 }

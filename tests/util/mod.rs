@@ -34,6 +34,35 @@ pub fn independent_sig(canonical: &str) -> String {
     hex::encode(ring::hmac::sign(&key, canonical.as_bytes()).as_ref())
 }
 
+/// `beat` (a heartbeat's fields, docs/protocol.md §7.11) with its `sig`
+/// made here over the canonical string the protocol gives, with the vector
+/// key, independently of the crate's own code.
+pub fn signed_beat(mut beat: Value) -> Value {
+    let f = |k: &str| match &beat[k] {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        v => v.to_string(),
+    };
+    let canonical = [
+        "heartbeat".to_string(),
+        f("target"),
+        f("instance"),
+        f("run"),
+        f("pid"),
+        f("state"),
+        f("running"),
+        f("startedAt"),
+        f("heartbeatAt"),
+        f("pollIntervalMs"),
+        f("version"),
+        f("keyFingerprint"),
+        f("host"),
+    ]
+    .join("|");
+    beat["sig"] = Value::String(independent_sig(&canonical));
+    beat
+}
+
 /// The current time as the protocol writes it.
 pub fn now_text() -> String {
     ts(std::time::SystemTime::now())
@@ -772,9 +801,11 @@ pub struct Beat {
     /// When it was written.
     pub heartbeat_at: String,
     /// The listener's host.
-    pub host: &'static str,
+    pub host: String,
     /// Its instance id.
-    pub instance: &'static str,
+    pub instance: String,
+    /// The id of its run (one per start).
+    pub run: String,
     /// Its key's fingerprint; absent as from versions before it was written.
     pub key_fingerprint: Option<String>,
 }
@@ -785,24 +816,31 @@ impl Beat {
         Beat {
             state,
             heartbeat_at: ts_offset(-age_secs),
-            host: "OTHER",
-            instance: "00112233aabbccdd",
+            host: "OTHER".to_string(),
+            instance: "00112233aabbccdd".to_string(),
+            run: "0a0b0c0d0e0f1011".to_string(),
             key_fingerprint: None,
         }
     }
 
-    /// The document.
-    pub fn doc(&self) -> Value {
+    /// Its fields, unsigned, as a folder writer without the key could
+    /// write them.
+    pub fn fields(&self) -> Value {
         let mut beat = json!({
             "target": "PC", "pid": 4242, "state": self.state, "running": null,
             "startedAt": self.heartbeat_at, "heartbeatAt": self.heartbeat_at,
             "pollIntervalMs": 2000, "version": "0.1.0", "host": self.host,
-            "instance": self.instance,
+            "instance": self.instance, "run": self.run,
         });
         if let Some(fp) = &self.key_fingerprint {
             beat["keyFingerprint"] = json!(fp);
         }
         beat
+    }
+
+    /// The document, signed with the fleet key as a listener signs it.
+    pub fn doc(&self) -> Value {
+        signed_beat(self.fields())
     }
 
     /// Writes it as `PC/listener.json`; returns the path.
@@ -811,4 +849,36 @@ impl Beat {
         std::fs::write(&path, self.doc().to_string()).unwrap();
         path
     }
+}
+
+/// `c` run so that a mode-000 file is unreadable to it: as it is for a
+/// user other than root; as root (which reads anything) through `setpriv`
+/// without the two capabilities that let root read past permissions.
+/// `Err` says why that cannot be had here, for the test to print and skip.
+#[cfg(unix)]
+pub fn without_read_override(c: std::process::Command) -> Result<std::process::Command, String> {
+    let uid = std::process::Command::new("id").arg("-u").output();
+    let root = uid.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !root {
+        return Ok(c);
+    }
+    let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .ok_or("running as root, which reads a mode-000 file, and no setpriv to drop that")?;
+    let mut w = std::process::Command::new(setpriv);
+    w.arg("--bounding-set=-dac_override,-dac_read_search")
+        .arg(c.get_program())
+        .args(c.get_args())
+        .env_clear();
+    for (k, v) in c.get_envs() {
+        if let Some(v) = v {
+            w.env(k, v);
+        }
+    }
+    if let Some(d) = c.get_current_dir() {
+        w.current_dir(d);
+    }
+    w.stdin(Stdio::null());
+    Ok(w)
 }
