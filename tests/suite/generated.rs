@@ -360,29 +360,49 @@ fn worst_sentence() -> String {
     )
 }
 
+/// Checks the block between the markers `begin` and `end` in the file
+/// `rel` against `want`, which is given the block as committed; rewrites it
+/// when FLEET_DISPATCH_REGENERATE is set, and otherwise fails saying `what`
+/// differs, the first difference and the command to refresh it. Returns
+/// the wanted block.
+fn check_block(
+    rel: &str,
+    (begin, end): (&str, &str),
+    what: &str,
+    want: impl FnOnce(&str) -> String,
+) -> String {
+    let path = project().join(rel);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let start = text
+        .find(begin)
+        .unwrap_or_else(|| panic!("{rel} has no `{}` block", begin.trim()))
+        + begin.len();
+    let stop = start + text[start..].find(end).expect("the block's end marker");
+    let want = want(&text[start..stop]);
+    if text[start..stop] != want {
+        assert!(
+            std::env::var_os(REGENERATE).is_some(),
+            "{rel}: {what}: {}\nrefresh it with:\n  {REGENERATE}=1 cargo test --test tests generated",
+            first_difference(&text[start..stop], &want)
+        );
+        std::fs::write(&path, format!("{}{want}{}", &text[..start], &text[stop..])).unwrap();
+    }
+    want
+}
+
 #[test]
 fn the_readme_and_the_protocol_carry_the_one_exit_status_table() {
-    const BEGIN: &str = "<!-- exit statuses: generated from src/exit.rs -->\n";
-    const END: &str = "<!-- end of exit statuses -->";
-    let rewrite = std::env::var_os(REGENERATE).is_some();
+    const MARKS: (&str, &str) = (
+        "<!-- exit statuses: generated from src/exit.rs -->\n",
+        "<!-- end of exit statuses -->",
+    );
     for rel in ["README.md", "docs/protocol.md"] {
-        let path = project().join(rel);
-        let text = std::fs::read_to_string(&path).unwrap();
-        let start = text
-            .find(BEGIN)
-            .unwrap_or_else(|| panic!("{rel} has no `{}` block", BEGIN.trim()))
-            + BEGIN.len();
-        let end = start + text[start..].find(END).expect("the block's end marker");
-        let want = exit_rows();
-        if text[start..end] == want {
-            continue;
-        }
-        assert!(
-            rewrite,
-            "{rel}: the exit-status table differs from src/exit.rs: {}\nrefresh it with:\n  {REGENERATE}=1 cargo test --test tests generated",
-            first_difference(&text[start..end], &want)
+        check_block(
+            rel,
+            MARKS,
+            "the exit-status table differs from src/exit.rs",
+            |_| exit_rows(),
         );
-        std::fs::write(&path, format!("{}{want}{}", &text[..start], &text[end..])).unwrap();
     }
 }
 
@@ -664,24 +684,16 @@ fn where_tests_run(old: &str) -> String {
 
 #[test]
 fn the_readme_says_where_each_test_module_runs() {
-    const BEGIN: &str = "<!-- test counts: generated from tests/suite -->\n";
-    const END: &str = "<!-- end of test counts -->";
-    let path = project().join("README.md");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let start = text
-        .find(BEGIN)
-        .unwrap_or_else(|| panic!("README.md has no `{}` block", BEGIN.trim()))
-        + BEGIN.len();
-    let end = start + text[start..].find(END).expect("the block's end marker");
-    let want = where_tests_run(&text[start..end]);
-    if text[start..end] != want {
-        assert!(
-            std::env::var_os(REGENERATE).is_some(),
-            "README.md: the table of where the tests run differs from tests/suite: {}\nrefresh it with:\n  {REGENERATE}=1 cargo test --test tests generated",
-            first_difference(&text[start..end], &want)
-        );
-        std::fs::write(&path, format!("{}{want}{}", &text[..start], &text[end..])).unwrap();
-    }
+    const MARKS: (&str, &str) = (
+        "<!-- test counts: generated from tests/suite -->\n",
+        "<!-- end of test counts -->",
+    );
+    let want = check_block(
+        "README.md",
+        MARKS,
+        "the table of where the tests run differs from tests/suite",
+        where_tests_run,
+    );
     // Every module that leaves tests out under Wine says why.
     for row in want.lines().filter(|l| l.starts_with("| `")) {
         let cells: Vec<&str> = row.split(" | ").collect();
