@@ -1041,6 +1041,36 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "Wine 8 cannot make junctions (`mklink /J` exits 0 and no junction appears); \
+                on Windows run with --ignored (a junction needs no privilege)"]
+    fn a_junction_in_place_of_a_folder_is_never_entered() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("a.json"), "secret").unwrap();
+        let junction = dir.path().join("inbox");
+        let made = std::process::Command::new("cmd")
+            .arg("/C")
+            .arg("mklink")
+            .arg("/J")
+            .arg(&junction)
+            .arg(&elsewhere)
+            .status()
+            .unwrap();
+        assert!(made.success() && junction.exists(), "no junction was made");
+        let root = crate::platform::DirHandle::open_trusted(dir.path()).unwrap();
+        let name = std::ffi::OsStr::new("inbox");
+        assert!(matches!(
+            root.entry(name).unwrap().kind,
+            crate::platform::EntryKind::Link
+        ));
+        match root.open_child(name, &junction) {
+            Ok(_) => panic!("entered a junction"),
+            Err(e) => assert!(is_link_error(&e), "{e}"),
+        }
+    }
+
+    #[test]
     fn reads_do_not_follow_but_do_read_plain_files() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("a.json");

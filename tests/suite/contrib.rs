@@ -1113,6 +1113,9 @@ fn crontab_lines_are_valid_cron_and_valid_sh() {
     }
 }
 
+// Unix only: it runs the crontab recipe's commands with `sh`, against
+// stand-in programs that are `#!/bin/sh` scripts; Windows has no cron (its
+// recipe is the Task Scheduler XML, checked above).
 #[cfg(unix)]
 #[test]
 fn cron_listener_loop_retries_after_75_and_ends_on_130() {

@@ -289,6 +289,9 @@ fn a_missing_key_warns_and_the_rest_is_still_checked() {
     assert!(v["keyFingerprint"].is_null());
 }
 
+// Unix only: the key is made readable by others through its mode (0644);
+// Windows judges the key's access list instead, which the `windows` module
+// and the platform's unit tests cover (an Everyone-readable key refused).
 #[cfg(unix)]
 #[test]
 fn a_key_others_can_read_warns_with_the_chmod_hint() {

@@ -1,6 +1,8 @@
-//! Man pages and shell completions are generated from the clap definition.
-//! This test regenerates them and fails, with a diff and the command to
-//! refresh them, when the committed files are out of date. Run
+//! Man pages and shell completions are generated from the clap definition,
+//! the README's exit-status table from `src/exit.rs`, and its table of
+//! where each test module runs from the test sources. These tests
+//! regenerate them and fail, with a diff and the command to refresh them,
+//! when the committed files are out of date. Run
 //! `FLEET_DISPATCH_REGENERATE=1 cargo test --test tests generated` to rewrite them.
 
 use std::path::{Path, PathBuf};
@@ -360,29 +362,49 @@ fn worst_sentence() -> String {
     )
 }
 
+/// Checks the block between the markers `begin` and `end` in the file
+/// `rel` against `want`, which is given the block as committed; rewrites it
+/// when FLEET_DISPATCH_REGENERATE is set, and otherwise fails saying `what`
+/// differs, the first difference and the command to refresh it. Returns
+/// the wanted block.
+fn check_block(
+    rel: &str,
+    (begin, end): (&str, &str),
+    what: &str,
+    want: impl FnOnce(&str) -> String,
+) -> String {
+    let path = project().join(rel);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let start = text
+        .find(begin)
+        .unwrap_or_else(|| panic!("{rel} has no `{}` block", begin.trim()))
+        + begin.len();
+    let stop = start + text[start..].find(end).expect("the block's end marker");
+    let want = want(&text[start..stop]);
+    if text[start..stop] != want {
+        assert!(
+            std::env::var_os(REGENERATE).is_some(),
+            "{rel}: {what}: {}\nrefresh it with:\n  {REGENERATE}=1 cargo test --test tests generated",
+            first_difference(&text[start..stop], &want)
+        );
+        std::fs::write(&path, format!("{}{want}{}", &text[..start], &text[stop..])).unwrap();
+    }
+    want
+}
+
 #[test]
 fn the_readme_and_the_protocol_carry_the_one_exit_status_table() {
-    const BEGIN: &str = "<!-- exit statuses: generated from src/exit.rs -->\n";
-    const END: &str = "<!-- end of exit statuses -->";
-    let rewrite = std::env::var_os(REGENERATE).is_some();
+    const MARKS: (&str, &str) = (
+        "<!-- exit statuses: generated from src/exit.rs -->\n",
+        "<!-- end of exit statuses -->",
+    );
     for rel in ["README.md", "docs/protocol.md"] {
-        let path = project().join(rel);
-        let text = std::fs::read_to_string(&path).unwrap();
-        let start = text
-            .find(BEGIN)
-            .unwrap_or_else(|| panic!("{rel} has no `{}` block", BEGIN.trim()))
-            + BEGIN.len();
-        let end = start + text[start..].find(END).expect("the block's end marker");
-        let want = exit_rows();
-        if text[start..end] == want {
-            continue;
-        }
-        assert!(
-            rewrite,
-            "{rel}: the exit-status table differs from src/exit.rs: {}\nrefresh it with:\n  {REGENERATE}=1 cargo test --test tests generated",
-            first_difference(&text[start..end], &want)
+        check_block(
+            rel,
+            MARKS,
+            "the exit-status table differs from src/exit.rs",
+            |_| exit_rows(),
         );
-        std::fs::write(&path, format!("{}{want}{}", &text[..start], &text[end..])).unwrap();
     }
 }
 
@@ -501,4 +523,181 @@ fn the_config_file_is_documented_in_the_man_pages_and_help() {
         .expect("a Global options heading");
     assert!(global.contains("--root"), "{sub}");
     assert!(!own.contains("--root"), "{sub}");
+}
+
+// ---------------------------------------------------------------- where each test module runs
+
+/// How many of a test module's tests run where, read from its source.
+#[derive(Clone, Copy, Default)]
+struct Counts {
+    /// Built and run natively on Linux.
+    linux: usize,
+    /// Built for Windows and not ignored there: what runs under Wine.
+    wine: usize,
+    /// Built on Linux but not for Windows (`cfg(unix)`, `target_os = "linux"`).
+    not_windows: usize,
+    /// Built for Windows but ignored there.
+    ignored_wine: usize,
+}
+
+impl Counts {
+    fn add(&mut self, o: Counts) {
+        self.linux += o.linux;
+        self.wine += o.wine;
+        self.not_windows += o.not_windows;
+        self.ignored_wine += o.ignored_wine;
+    }
+}
+
+/// Where one test (its attributes, and its module's `cfg` from `mod.rs`,
+/// with all white space removed) runs. A `cfg` this does not know fails,
+/// so a new kind of gate cannot be counted wrong in silence.
+fn test_counts(attrs: &str) -> Counts {
+    const OFF_WINDOWS: [&str; 3] = [
+        "#[cfg(unix)]",
+        "#[cfg(target_os=\"linux\")]",
+        "#[cfg(not(windows))]",
+    ];
+    const OFF_LINUX: [&str; 2] = ["#[cfg(windows)]", "#[cfg(not(unix))]"];
+    let off_windows = OFF_WINDOWS.iter().any(|g| attrs.contains(g));
+    let off_linux = OFF_LINUX.iter().any(|g| attrs.contains(g));
+    let unknown = OFF_WINDOWS
+        .iter()
+        .chain(&OFF_LINUX)
+        .fold(attrs.to_string(), |rest, g| rest.replace(g, ""));
+    assert!(
+        !unknown.contains("#[cfg("),
+        "a test gate this count does not understand: {attrs}"
+    );
+    let ignored = attrs.contains("#[ignore");
+    let ignored_on_windows = ignored || attrs.contains("#[cfg_attr(windows,ignore");
+    Counts {
+        linux: usize::from(!off_linux && !ignored),
+        wine: usize::from(!off_windows && !ignored_on_windows),
+        not_windows: usize::from(off_windows && !off_linux),
+        ignored_wine: usize::from(!off_windows && ignored_on_windows),
+    }
+}
+
+/// The attributes (and comments) of each `#[test]` in `source`, from the
+/// end of the item above it down to its `fn`, white space removed.
+fn test_attributes(source: &str) -> Vec<String> {
+    let lines: Vec<&str> = source.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let t = line.trim();
+        if (t.starts_with("mod ") || t.starts_with("pub mod ")) && t.ends_with('{') && i > 0 {
+            assert!(
+                !lines[i - 1].trim().starts_with("#[cfg"),
+                "a gated inline module ({t}): count it in the README test table by hand"
+            );
+        }
+        if t != "#[test]" {
+            continue;
+        }
+        let mut start = i;
+        while start > 0 {
+            let above = lines[start - 1].trim();
+            let part_of_it =
+                above.starts_with("//") || !(above.is_empty() || above.ends_with([';', '{', '}']));
+            if !part_of_it {
+                break;
+            }
+            start -= 1;
+        }
+        let end = (i..lines.len())
+            .find(|&j| lines[j].contains("fn "))
+            .expect("a #[test] without its fn");
+        let attrs: String = lines[start..=end]
+            .iter()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .flat_map(|l| l.chars())
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        out.push(attrs);
+    }
+    out
+}
+
+/// Each module of `tests/suite`, by name, with its counts.
+fn suite_counts() -> Vec<(String, Counts)> {
+    let dir = project().join("tests/suite");
+    let list = std::fs::read_to_string(dir.join("mod.rs")).unwrap();
+    let lines: Vec<&str> = list.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(name) = line.strip_prefix("mod ").and_then(|l| l.strip_suffix(';')) else {
+            continue;
+        };
+        let gate: String = match i.checked_sub(1).map(|j| lines[j].trim()) {
+            Some(a) if a.starts_with("#[") => a.chars().filter(|c| !c.is_whitespace()).collect(),
+            _ => String::new(),
+        };
+        let source = std::fs::read_to_string(dir.join(format!("{name}.rs"))).unwrap();
+        let mut c = Counts::default();
+        for attrs in test_attributes(&source) {
+            c.add(test_counts(&format!("{gate}{attrs}")));
+        }
+        out.push((name.to_string(), c));
+    }
+    out
+}
+
+/// The README's table of where the integration tests run: the counts from
+/// the sources, the reasons (the last column) kept from `old`.
+fn where_tests_run(old: &str) -> String {
+    let reasons: std::collections::HashMap<&str, &str> = old
+        .lines()
+        .filter_map(|l| {
+            let (name, rest) = l.strip_prefix("| `")?.split_once('`')?;
+            // The cells after the name: the counts, then the reason.
+            let mut cells = rest.trim_end().trim_end_matches('|').split('|').skip(1);
+            let why = cells.find(|c| !c.trim().bytes().all(|b| b.is_ascii_digit()))?;
+            Some((name, why.trim()))
+        })
+        .collect();
+    let mut out = String::from(
+        "| module | Linux | under Wine | not built for Windows | ignored under Wine | why not under Wine |\n\
+         | --- | ---: | ---: | ---: | ---: | --- |\n",
+    );
+    let mut all = Counts::default();
+    for (name, c) in suite_counts() {
+        all.add(c);
+        let why = reasons.get(name.as_str()).copied().unwrap_or_default();
+        out.push_str(
+            &format!(
+                "| `{name}` | {} | {} | {} | {} | {why} |\n",
+                c.linux, c.wine, c.not_windows, c.ignored_wine
+            )
+            .replace("|  |", "| |"),
+        );
+    }
+    out.push_str(&format!(
+        "| all | {} | {} | {} | {} | |\n",
+        all.linux, all.wine, all.not_windows, all.ignored_wine
+    ));
+    out
+}
+
+#[test]
+fn the_readme_says_where_each_test_module_runs() {
+    const MARKS: (&str, &str) = (
+        "<!-- test counts: generated from tests/suite -->\n",
+        "<!-- end of test counts -->",
+    );
+    let want = check_block(
+        "README.md",
+        MARKS,
+        "the table of where the tests run differs from tests/suite",
+        where_tests_run,
+    );
+    // Every module that leaves tests out under Wine says why.
+    for row in want.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = row.split(" | ").collect();
+        let left_out = cells[3] != "0" || cells[4] != "0";
+        assert!(
+            !left_out || !row.ends_with("| |"),
+            "README.md, where the tests run: say why beside {row}"
+        );
+    }
 }

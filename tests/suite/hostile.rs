@@ -1460,11 +1460,6 @@ impl Listener {
         l
     }
 
-    #[cfg(unix)]
-    fn pid(&self) -> i32 {
-        self.child.as_ref().unwrap().id() as i32
-    }
-
     fn alive(&mut self) -> bool {
         self.child
             .as_mut()
@@ -1475,13 +1470,10 @@ impl Listener {
         std::fs::read_to_string(&self.err).unwrap_or_default()
     }
 
-    /// Ctrl-C; returns its status, its JSON summary and its stderr.
-    #[cfg(unix)]
-    fn stop(mut self) -> (i32, Value, String) {
-        // SAFETY: kill(2) on our own child.
-        unsafe {
-            libc::kill(self.pid(), libc::SIGINT);
-        }
+    /// Stops it politely (Ctrl-C on Unix, `listen --drain` on Windows, see
+    /// [`polite_stop`]); returns its status, its JSON summary and its stderr.
+    fn stop(mut self, w: &World) -> (i32, Value, String) {
+        polite_stop::ask(w, self.child.as_ref().unwrap(), libc::SIGINT);
         let mut c = self.child.take().unwrap();
         let until = Instant::now() + Duration::from_secs(15);
         let status = loop {
@@ -1494,18 +1486,6 @@ impl Listener {
         let out = std::fs::read_to_string(&self.out).unwrap_or_default();
         let v = serde_json::from_str(out.trim()).unwrap_or(Value::Null);
         (status.code().unwrap_or(-1), v, self.stderr())
-    }
-}
-
-#[cfg(windows)]
-impl Listener {
-    /// Under Wine 8 no console control event reaches the listener; the
-    /// tests that stop it are ignored on Windows.
-    fn stop(self) -> (i32, Value, String) {
-        panic!(
-            "cannot send Ctrl-C to the listener under Wine 8 (its output: {})",
-            self.out.display()
-        )
     }
 }
 
@@ -1557,10 +1537,6 @@ fn summary(entries: &[Entry], running: usize) -> String {
 // ---------------------------------------------------------------- tests
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "stops the listener with Ctrl-C for its summary: Wine 8 cannot deliver console control events"
-)]
 fn the_hostile_corpus_never_runs_cancels_or_writes_outside_and_the_listener_survives() {
     let started = Instant::now();
     let w = World::with_target();
@@ -1667,8 +1643,8 @@ fn the_hostile_corpus_never_runs_cancels_or_writes_outside_and_the_listener_surv
     // Past the settle time, in case anything was still waiting.
     std::thread::sleep(Duration::from_millis(1500));
     assert!(l.alive(), "the listener died: {}", l.stderr());
-    let (code, summary_json, stderr) = l.stop();
-    assert_eq!(code, 130, "{stderr}");
+    let (code, summary_json, stderr) = l.stop(&w);
+    assert_eq!(code, polite_stop::EXIT, "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 
     // Nothing hostile ran; what ran, ran as signed.
@@ -2098,7 +2074,7 @@ fn folders_swapped_for_links_while_the_listener_runs_are_never_written_through()
     std::fs::write(w.pc().join("inbox").join("garbage.json"), b"garbage").unwrap();
     std::thread::sleep(Duration::from_millis(3000));
     let after: Vec<_> = outs.iter().map(|o| snapshot(o)).collect();
-    let (_, _, stderr) = l.stop();
+    let (_, _, stderr) = l.stop(&w);
     assert!(!stderr.contains("panicked"), "{stderr}");
     for ((o, b), a) in outs.iter().zip(&before).zip(&after) {
         assert!(b == a, "written through the link to {}", o.display());

@@ -845,7 +845,6 @@ fn with_a_zero_settle_time_an_unparseable_file_is_rejected_at_once() {
 }
 
 #[test]
-#[cfg(unix)] // ends with SIGINT to the listener, which Wine 8 cannot send as a console event
 fn a_job_file_completed_within_the_settle_time_runs_once_and_nothing_is_rejected() {
     let w = World::with_target();
     let id = uid("halfway");
@@ -864,9 +863,8 @@ fn a_job_file_completed_within_the_settle_time_runs_once_and_nothing_is_rejected
     assert_eq!(r["ok"], true, "{r}");
     assert_eq!(lines(&side), ["ran"]);
     assert!(files(&w.pc().join("archive").join("rejected")).is_empty());
-    g.signal(libc::SIGINT);
-    let (code, out, _) = g.wait(Duration::from_secs(5));
-    assert_eq!(code, 130);
+    let (code, out, err) = g.stop(&w, libc::SIGINT, Duration::from_secs(5));
+    assert_eq!(code, polite_stop::EXIT, "{out}{err}");
     assert!(out.contains("rejected 0"), "{out}");
 }
 

@@ -116,7 +116,7 @@ fn on_a_terminal(w: &World, args: &str, no_color: bool) -> Option<String> {
     match c.args(["-q", "-e", "-c", &line, "/dev/null"]).output() {
         Ok(o) => Some(String::from_utf8_lossy(&o.stdout).into_owned()),
         Err(e) => {
-            eprintln!("not checked on a terminal: cannot run `script` ({e})");
+            eprintln!("SKIPPED: script missing ({e}): not checked on a terminal");
             None
         }
     }

@@ -68,15 +68,12 @@ fn status_shows_running_queued_in_drain_order_cancels_and_recent_results() {
     drop(l);
 }
 
-// Unix only: stops the listener with SIGTERM, which Windows does not have.
-#[cfg(unix)]
 #[test]
 fn status_says_when_the_listener_has_stopped() {
     let w = World::new();
     let l = w.spawn_listener(&[]);
-    l.signal(libc::SIGTERM);
-    let (code, _, _) = l.wait(Duration::from_secs(10));
-    assert_eq!(code, 130);
+    let (code, out, err) = l.stop(&w, libc::SIGTERM, Duration::from_secs(10));
+    assert_eq!(code, polite_stop::EXIT, "{out}{err}");
     let v = status_json(&w, &["--target", "PC"]);
     assert_eq!(v["targets"][0]["listener"]["alive"], false);
     assert_eq!(v["targets"][0]["listener"]["state"], "stopped");

@@ -118,7 +118,7 @@ fn ctrl_c_typed_on_a_terminal_names_the_job_and_its_grace() {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null());
     let Ok(mut child) = c.spawn() else {
-        eprintln!("not checked on a terminal: cannot run `script`");
+        eprintln!("SKIPPED: script missing: Ctrl-C on a terminal is not checked");
         return;
     };
     wait_until(LIMIT, || w.running(&id).exists());

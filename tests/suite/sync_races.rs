@@ -148,11 +148,6 @@ impl Listener {
         l
     }
 
-    #[cfg(unix)]
-    fn pid(&self) -> i32 {
-        self.child.as_ref().unwrap().id() as i32
-    }
-
     fn running(&mut self) -> bool {
         self.child
             .as_mut()
@@ -167,7 +162,6 @@ impl Listener {
     }
 
     /// Waits for it to exit by itself; returns its status.
-    #[cfg(unix)]
     fn wait_exit(&mut self, limit: Duration) -> i32 {
         let mut c = self.child.take().unwrap();
         let until = Instant::now() + limit;
@@ -184,24 +178,15 @@ impl Listener {
         }
     }
 
-    /// Ctrl-C, then its status and output; the summary must say no panic.
-    #[cfg(unix)]
-    fn stop(mut self) -> (i32, String) {
-        // SAFETY: kill(2) on our own child.
-        unsafe {
-            libc::kill(self.pid(), libc::SIGINT);
-        }
+    /// Stops it politely (Ctrl-C on Unix, `listen --drain` on Windows, see
+    /// [`polite_stop`]), then its status and output; the summary must say
+    /// no panic.
+    fn stop(mut self, w: &World) -> (i32, String) {
+        polite_stop::ask(w, self.child.as_ref().unwrap(), libc::SIGINT);
         let code = self.wait_exit(Duration::from_secs(15));
         let text = self.output();
         assert!(!text.contains("panicked"), "the listener panicked: {text}");
         (code, text)
-    }
-
-    /// Under Wine 8 no console control event reaches the listener; the
-    /// tests that stop it are ignored on Windows.
-    #[cfg(windows)]
-    fn stop(self) -> (i32, String) {
-        panic!("cannot send Ctrl-C to the listener under Wine 8")
     }
 }
 
@@ -215,13 +200,11 @@ impl Drop for Listener {
 }
 
 /// Stops a listener politely and checks its human summary line.
-///
-/// Wine 8 cannot deliver the console control event that stands for Ctrl-C
-/// on Windows, so the tests that need this are ignored there.
-fn stop_with_summary(l: Listener, summary: &str) {
-    let (code, text) = l.stop();
-    assert_eq!(code, 130, "{text}");
+fn stop_with_summary(w: &World, l: Listener, summary: &str) {
+    let (code, text) = l.stop(w);
+    assert_eq!(code, polite_stop::EXIT, "{text}");
     assert!(text.contains(summary), "expected {summary:?} in: {text}");
+    assert!(text.contains(polite_stop::SUMMARY_MARK), "{text}");
 }
 
 /// A job processed by a loop listener: its id and its job file's bytes.
@@ -285,10 +268,6 @@ fn assert_untouched(dir: &Path, names: &[String], body: &[u8]) {
 // ------------------------------------------------ conflict copies and temps
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "stops the listener with Ctrl-C for its summary: Wine 8 cannot deliver console control events"
-)]
 fn engine_temp_files_and_conflict_copies_in_the_inbox_never_run_and_are_never_moved() {
     let w = World::with_target();
     let id = uid("conflict");
@@ -311,7 +290,11 @@ fn engine_temp_files_and_conflict_copies_in_the_inbox_never_run_and_are_never_mo
     }
     // Longer than the settle time: nothing left is waiting to be judged.
     std::thread::sleep(Duration::from_millis(2500));
-    stop_with_summary(l, "done 1, failed 0, cancelled 0, deferred 0, rejected 2");
+    stop_with_summary(
+        &w,
+        l,
+        "done 1, failed 0, cancelled 0, deferred 0, rejected 2",
+    );
     assert_eq!(lines(&side), ["ran"], "a copy ran");
     assert_untouched(&inbox, &ignored, &copy);
     let mut rest = files(&inbox);
@@ -322,10 +305,6 @@ fn engine_temp_files_and_conflict_copies_in_the_inbox_never_run_and_are_never_mo
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "stops the listener with Ctrl-C for its summary: Wine 8 cannot deliver console control events"
-)]
 fn engine_temp_files_and_conflict_copies_in_cancel_never_act_as_markers() {
     let w = World::with_target();
     let side = scratch(&w, "side");
@@ -370,7 +349,7 @@ fn engine_temp_files_and_conflict_copies_in_cancel_never_act_as_markers() {
             (json!(true), json!(""))
         );
     }
-    stop_with_summary(l, "done 2, failed 0, cancelled 0");
+    stop_with_summary(&w, l, "done 2, failed 0, cancelled 0");
     assert_eq!(lines(&side), ["started", "queued"]);
     for (names, body) in &ignored {
         assert_untouched(&cancel, names, body);
@@ -434,10 +413,6 @@ fn sweep_never_removes_engine_temp_files_or_conflict_copies_however_old() {
 // ------------------------------------------------ files arriving in pieces
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "stops the listener with Ctrl-C for its summary: Wine 8 cannot deliver console control events"
-)]
 fn a_job_file_written_in_two_halves_300ms_apart_runs_once_and_nothing_is_rejected() {
     let w = World::with_target();
     let id = uid("halves");
@@ -457,16 +432,16 @@ fn a_job_file_written_in_two_halves_300ms_apart_runs_once_and_nothing_is_rejecte
     assert_eq!(r["ok"], true, "{r}");
     // Past the settle time: a late rejection of the half would show now.
     std::thread::sleep(Duration::from_millis(2200));
-    stop_with_summary(l, "done 1, failed 0, cancelled 0, deferred 0, rejected 0");
+    stop_with_summary(
+        &w,
+        l,
+        "done 1, failed 0, cancelled 0, deferred 0, rejected 0",
+    );
     assert_eq!(lines(&side), ["ran"]);
     assert!(rejected_names(&w).is_empty(), "{:?}", rejected_names(&w));
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "stops the listener with Ctrl-C for its summary: Wine 8 cannot deliver console control events"
-)]
 fn a_zero_byte_job_file_filled_2s_later_is_never_rejected_while_settling_and_runs_once() {
     let w = World::with_target();
     let id = uid("empty");
@@ -489,7 +464,11 @@ fn a_zero_byte_job_file_filled_2s_later_is_never_rejected_while_settling_and_run
     let r = w.wait_result(&id, Duration::from_secs(15));
     assert_eq!(r["ok"], true, "{r}");
     std::thread::sleep(Duration::from_millis(500));
-    stop_with_summary(l, "done 1, failed 0, cancelled 0, deferred 0, rejected 0");
+    stop_with_summary(
+        &w,
+        l,
+        "done 1, failed 0, cancelled 0, deferred 0, rejected 0",
+    );
     assert_eq!(lines(&side), ["ran"]);
     assert!(rejected_names(&w).is_empty(), "{:?}", rejected_names(&w));
 }
@@ -497,10 +476,6 @@ fn a_zero_byte_job_file_filled_2s_later_is_never_rejected_while_settling_and_run
 // ------------------------------------------------ a move as copy + delete
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "stops the listener with Ctrl-C for its summary: Wine 8 cannot deliver console control events"
-)]
 fn a_move_to_archive_arriving_as_copy_then_delete_with_a_restart_in_the_gap_never_runs_twice() {
     let w = World::with_target();
     let side = scratch(&w, "side");
@@ -508,7 +483,7 @@ fn a_move_to_archive_arriving_as_copy_then_delete_with_a_restart_in_the_gap_neve
     let (id, bytes) = processed(&w, &mut l, &side);
     let result = read(&w.result_path(&id));
     let archived = read(&w.done(&id));
-    stop_with_summary(l, "done 1");
+    stop_with_summary(&w, l, "done 1");
     // The copy lands (the job file is back in the inbox beside its archived
     // copy) and the listener restarts before the delete lands.
     std::fs::write(w.inbox(&id), &bytes).unwrap();
@@ -519,6 +494,7 @@ fn a_move_to_archive_arriving_as_copy_then_delete_with_a_restart_in_the_gap_neve
     let _ = std::fs::remove_file(w.inbox(&id));
     std::thread::sleep(Duration::from_millis(500));
     stop_with_summary(
+        &w,
         l,
         "done 0, failed 0, cancelled 0, deferred 0, rejected 0, skipped 1",
     );
@@ -528,10 +504,6 @@ fn a_move_to_archive_arriving_as_copy_then_delete_with_a_restart_in_the_gap_neve
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "stops the listener with Ctrl-C for its summary: Wine 8 cannot deliver console control events"
-)]
 fn a_move_to_archive_arriving_as_delete_then_copy_with_a_restart_in_the_gap_never_runs_twice() {
     let w = World::with_target();
     let side = scratch(&w, "side");
@@ -539,7 +511,7 @@ fn a_move_to_archive_arriving_as_delete_then_copy_with_a_restart_in_the_gap_neve
     let (id, bytes) = processed(&w, &mut l, &side);
     let result = read(&w.result_path(&id));
     let archived = read(&w.done(&id));
-    stop_with_summary(l, "done 1");
+    stop_with_summary(&w, l, "done 1");
     // The delete lands first: the archived copy is missing for a while.
     std::fs::remove_file(w.done(&id)).unwrap();
     let l = Listener::start(&w, "2s");
@@ -551,6 +523,7 @@ fn a_move_to_archive_arriving_as_delete_then_copy_with_a_restart_in_the_gap_neve
     std::fs::write(w.done(&id), &archived).unwrap();
     std::thread::sleep(Duration::from_millis(500));
     stop_with_summary(
+        &w,
         l,
         "done 0, failed 0, cancelled 0, deferred 0, rejected 0, skipped 1",
     );
@@ -558,6 +531,7 @@ fn a_move_to_archive_arriving_as_delete_then_copy_with_a_restart_in_the_gap_neve
     let l = Listener::start(&w, "2s");
     std::thread::sleep(Duration::from_millis(500));
     stop_with_summary(
+        &w,
         l,
         "done 0, failed 0, cancelled 0, deferred 0, rejected 0, skipped 0",
     );
@@ -583,7 +557,7 @@ fn resurrection_is_refused_by(keep: Guard, place: &str) {
     let mut l = Listener::start(&w, "2s");
     let (id, bytes) = processed(&w, &mut l, &side);
     let result = read(&w.result_path(&id));
-    stop_with_summary(l, "done 1");
+    stop_with_summary(&w, l, "done 1");
     if keep != Guard::Results {
         std::fs::remove_file(w.result_path(&id)).unwrap();
     }
@@ -602,6 +576,7 @@ fn resurrection_is_refused_by(keep: Guard, place: &str) {
     );
     std::thread::sleep(Duration::from_millis(300));
     stop_with_summary(
+        &w,
         l,
         "done 0, failed 0, cancelled 0, deferred 0, rejected 0, skipped 1",
     );
@@ -614,37 +589,21 @@ fn resurrection_is_refused_by(keep: Guard, place: &str) {
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "stops the listener with Ctrl-C for its summary: Wine 8 cannot deliver console control events"
-)]
 fn a_resurrected_job_file_is_refused_by_its_result_alone() {
     resurrection_is_refused_by(Guard::Results, "results/");
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "stops the listener with Ctrl-C for its summary: Wine 8 cannot deliver console control events"
-)]
 fn a_resurrected_job_file_is_refused_by_its_archived_copy_alone() {
     resurrection_is_refused_by(Guard::Archive, "archive/done/");
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "stops the listener with Ctrl-C for its summary: Wine 8 cannot deliver console control events"
-)]
 fn a_resurrected_job_file_is_refused_by_the_ledger_alone() {
     resurrection_is_refused_by(Guard::Ledger, "ledger");
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "stops the listener with Ctrl-C for its summary: Wine 8 cannot deliver console control events"
-)]
 fn a_swept_marker_that_comes_back_after_its_job_finished_acts_on_nothing() {
     let w = World::with_target();
     let side = scratch(&w, "side");
@@ -675,6 +634,7 @@ fn a_swept_marker_that_comes_back_after_its_job_finished_acts_on_nothing() {
         (json!(true), json!(""))
     );
     stop_with_summary(
+        &w,
         l,
         "done 2, failed 0, cancelled 0, deferred 0, rejected 0, skipped 1",
     );
@@ -686,10 +646,6 @@ fn a_swept_marker_that_comes_back_after_its_job_finished_acts_on_nothing() {
 // ------------------------------------------------ other machines' clocks
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "stops the listener with Ctrl-C for its summary: Wine 8 cannot deliver console control events"
-)]
 fn a_marker_25h_old_by_mtime_for_a_queued_job_is_kept_by_sweep_and_still_honoured() {
     let w = World::with_target();
     let side = scratch(&w, "side");
@@ -721,16 +677,12 @@ fn a_marker_25h_old_by_mtime_for_a_queued_job_is_kept_by_sweep_and_still_honoure
     let r = w.wait_result(&id, Duration::from_secs(15));
     assert_eq!(r["error"], "cancelled-before-start", "{r}");
     assert_eq!(w.detail(&id)["marker"]["createdAt"], created.as_str());
-    stop_with_summary(l, "done 0, failed 0, cancelled 1");
+    stop_with_summary(&w, l, "done 0, failed 0, cancelled 1");
     assert!(lines(&side).is_empty(), "the cancelled job ran");
     assert!(exists(&w.consumed(&id)) && !exists(&w.marker(&id)));
 }
 
 #[test]
-#[cfg_attr(
-    windows,
-    ignore = "stops the listener with Ctrl-C for its summary: Wine 8 cannot deliver console control events"
-)]
 fn jobs_and_markers_with_mtimes_in_the_future_are_processed_normally() {
     let w = World::with_target();
     let side = scratch(&w, "side");
@@ -771,7 +723,11 @@ fn jobs_and_markers_with_mtimes_in_the_future_are_processed_normally() {
     std::fs::write(w.inbox(&junk), b"{\"jobId\": \"half").unwrap();
     set_mtime(&w.inbox(&junk), hours_ahead(2));
     wait_rejected(&w, &format!("{junk}.json"), "malformed");
-    stop_with_summary(l, "done 1, failed 0, cancelled 1, deferred 0, rejected 1");
+    stop_with_summary(
+        &w,
+        l,
+        "done 1, failed 0, cancelled 1, deferred 0, rejected 1",
+    );
     assert_eq!(lines(&side), ["ran"]);
     assert!(exists(&w.marker(&early)));
 }
@@ -870,6 +826,7 @@ fn held_for_two_seconds(dir: impl Fn(&World) -> PathBuf) {
     let r = w.wait_result(&next, Duration::from_secs(15));
     assert_eq!(r["ok"], true, "{r}");
     stop_with_summary(
+        &w,
         l,
         "done 2, failed 0, cancelled 0, deferred 0, rejected 0, skipped 0",
     );
@@ -962,6 +919,7 @@ fn a_folder_held_past_the_retry_bound_is_a_clear_error_naming_it_and_a_restart_n
     w.write_job("PC", &next, "PC", &now_text(), &appends(&side, "next"));
     assert_eq!(w.wait_result(&next, Duration::from_secs(15))["ok"], true);
     stop_with_summary(
+        &w,
         l,
         "done 1, failed 0, cancelled 0, deferred 0, rejected 0, skipped 0",
     );

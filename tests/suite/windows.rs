@@ -1,6 +1,8 @@
 //! Windows (run under Wine by `ci/windows`): a job's whole process tree
 //! stops together on a cancel, a timeout and the listener's death; moves
-//! never replace; the key, enqueue and listen basics on Windows paths.
+//! never replace; a file or folder another program holds open (OneDrive,
+//! an antivirus, the indexer) delays the bookkeeping but never loses or
+//! repeats a job; the key, enqueue and listen basics on Windows paths.
 //!
 //! A job tree here is `cmd /C tree.cmd`: the script starts `child.cmd` in the
 //! background with `start /B`, and each of the two scripts writes
@@ -11,7 +13,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::util::{World, wait_until};
+use crate::util::{
+    World, appends, files, kit, lines, now_text, polite_stop, scratch, uid, wait_until,
+};
 
 const TREE: &str = "@echo off\r\n\
     echo started> parent.started\r\n\
@@ -233,4 +237,84 @@ fn reserved_device_names_are_refused_as_targets() {
         assert_eq!(code, 64, "{name}: {err}");
         assert!(err.contains("reserved"), "{name}: {err}");
     }
+}
+
+// ---------------------------------------------------------------- sharing violations
+
+/// Opens `path` (a file or a folder) the way a scanner, an indexer or
+/// OneDrive does: reading, and letting others only read, so while it is
+/// held nobody can write it, rename it or delete it.
+fn hold(path: &Path) -> std::fs::File {
+    use std::os::windows::fs::OpenOptionsExt;
+    use windows_sys::Win32::Storage::FileSystem::{FILE_FLAG_BACKUP_SEMANTICS, FILE_SHARE_READ};
+    std::fs::OpenOptions::new()
+        .read(true)
+        .share_mode(FILE_SHARE_READ)
+        .custom_flags(FILE_FLAG_BACKUP_SEMANTICS)
+        .open(path)
+        .unwrap_or_else(|e| panic!("cannot hold {}: {e}", path.display()))
+}
+
+#[test]
+fn a_job_file_held_without_delete_sharing_for_2s_runs_once_and_nothing_is_rejected() {
+    let w = World::with_target();
+    let side = scratch(&w, "side");
+    let id = uid("held");
+    w.write_job("PC", &id, "PC", &now_text(), &appends(&side, "ran"));
+    let held = hold(&w.inbox(&id));
+    let l = w.spawn_listener(&[]);
+    // The job file can be read, so the job runs and its result is written;
+    // only its move to archive/done waits (a sharing violation is retried
+    // within a bound of 5 s).
+    wait_until(Duration::from_secs(30), || w.result_path(&id).exists());
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        w.inbox(&id).exists() && !w.done(&id).exists(),
+        "the job file moved while it was held"
+    );
+    drop(held);
+    wait_until(Duration::from_secs(10), || {
+        w.done(&id).exists() && !w.inbox(&id).exists()
+    });
+    assert_eq!(w.result(&id)["ok"], true, "{}", w.result(&id));
+    // Still listening, and healthy: a second job runs.
+    let next = uid("next");
+    w.write_job("PC", &next, "PC", &now_text(), &appends(&side, "next"));
+    assert_eq!(w.wait_result(&next, Duration::from_secs(30))["ok"], true);
+    let (code, out, err) = l.stop(&w, libc::SIGINT, Duration::from_secs(30));
+    assert_eq!(code, polite_stop::EXIT, "{out}{err}");
+    assert!(
+        out.contains("done 2, failed 0, cancelled 0, deferred 0, rejected 0"),
+        "{out}"
+    );
+    assert_eq!(lines(&side), ["ran", "next"], "the held job ran twice");
+    assert_eq!(
+        files(&w.pc().join("archive").join("rejected")),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn results_and_logs_folders_held_without_sharing_lose_no_result() {
+    let w = World::with_target();
+    let id = w.enqueue(&[], &kit(&["out", "hello from a held folder"]));
+    let held = [hold(&w.pc().join("results")), hold(&w.pc().join("logs"))];
+    let c = w.listen_once(&[]);
+    assert_eq!(c["done"], 1, "{c}");
+    drop(held);
+    let r = w.result(&id);
+    assert_eq!(r["ok"], true, "{r}");
+    assert!(
+        w.detail(&id)["stdoutTail"]
+            .as_str()
+            .unwrap()
+            .contains("hello from a held folder"),
+        "{r}"
+    );
+    let logs = files(&w.pc().join("logs"));
+    assert!(
+        logs.iter().any(|f| f.starts_with(&id)),
+        "no log for {id}: {logs:?}"
+    );
+    assert!(w.done(&id).exists());
 }

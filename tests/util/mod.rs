@@ -342,6 +342,44 @@ impl World {
     }
 }
 
+/// How a test stops a loop listener politely, per platform: on Unix a
+/// signal (SIGINT as Ctrl-C, SIGTERM as a service manager), which exits 130
+/// with "(interrupted)"; on Windows `listen
+/// --drain`, which exits 0 with "(drained)", because there is no signal to
+/// one process there and Wine 8 cannot deliver the console's CTRL_C_EVENT.
+/// A drain lets a running job finish first, so tests stop the listener
+/// between jobs.
+pub mod polite_stop {
+    /// The listener's exit status after [`ask`].
+    pub const EXIT: i32 = if cfg!(windows) { 0 } else { 130 };
+    /// What its summary line ends with after [`ask`].
+    pub const SUMMARY_MARK: &str = if cfg!(windows) {
+        "(drained)"
+    } else {
+        "(interrupted)"
+    };
+
+    /// Asks the listener `child` of `w`'s machine `PC` to stop: `signal`
+    /// on Unix, a drain on Windows, which returns once it has stopped.
+    pub fn ask(w: &super::World, child: &std::process::Child, signal: i32) {
+        #[cfg(unix)]
+        {
+            let _ = w;
+            // SAFETY: kill(2) on our own child.
+            unsafe {
+                libc::kill(child.id() as i32, signal);
+            }
+        }
+        #[cfg(windows)]
+        {
+            let _ = (child, signal);
+            let (code, out, err) = w.run(&["listen", "--drain"]);
+            assert_eq!(code, 0, "listen --drain: {out}{err}");
+            assert!(out.contains("drained and stopped"), "{out}{err}");
+        }
+    }
+}
+
 /// Kills the listener when dropped; can also stop it politely.
 pub struct ListenerGuard {
     pub child: Option<Child>,
@@ -365,6 +403,13 @@ impl ListenerGuard {
         unsafe {
             libc::kill(self.pid(), sig);
         }
+    }
+
+    /// Stops it politely ([`polite_stop`]: `signal` on Unix) and waits for
+    /// it to exit.
+    pub fn stop(self, w: &World, signal: i32, limit: Duration) -> (i32, String, String) {
+        polite_stop::ask(w, self.child.as_ref().unwrap(), signal);
+        self.wait(limit)
     }
 
     /// Waits for the listener to exit; returns (status, stdout, stderr).
