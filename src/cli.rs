@@ -324,6 +324,14 @@ pub struct ListenArgs {
     /// How long a file that does not parse may stay unchanged before it is rejected
     #[arg(long, value_name = "D", default_value = "30s")]
     pub settle: String,
+    /// Run up to N jobs at once, started in drain order; each has its own cancel watch, timeout and stop [default: 1]
+    #[arg(
+        long,
+        value_name = "N",
+        env = "FLEET_DISPATCH_SLOTS",
+        hide_env_values = true
+    )]
+    pub slots: Option<String>,
     /// Jobs older than this are refused as stale [default: 7d]
     #[arg(
         long,
@@ -538,6 +546,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "the listener's poll interval (listen --poll-interval)",
     ),
     (
+        "FLEET_DISPATCH_SLOTS",
+        "how many jobs the listener runs at once (listen --slots)",
+    ),
+    (
         "FLEET_DISPATCH_CONFIG",
         "the config file to read instead of the default one; it must exist",
     ),
@@ -643,6 +655,10 @@ pub const CONFIG_FILE: ConfigFileDoc = ConfigFileDoc {
         (
             "watch = false",
             "the listener polls only, without file-system events (listen --no-watch)",
+        ),
+        (
+            "slots = 1",
+            "how many jobs the listener runs at once (listen --slots)",
         ),
         ("durability = \"full\"", "full or relaxed (--durability)"),
     ],

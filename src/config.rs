@@ -37,6 +37,8 @@ pub struct FileConfig {
     pub poll_interval: Option<String>,
     /// `false`: the listener polls only, without file-system events.
     pub watch: Option<bool>,
+    /// How many jobs the listener runs at once (1 to [`MAX_SLOTS`]).
+    pub slots: Option<u64>,
     /// `full` or `relaxed`.
     pub durability: Option<crate::fsops::Durability>,
     /// How long `sweep` keeps a processed job's files, e.g. "90d".
@@ -78,7 +80,7 @@ pub fn parse_config(text: &str, path: &Path) -> Result<FileConfig> {
             path.display(),
             e.message()
         ))
-        .hint("keys: root, key_file, machine, state_dir, fleet (a list), poll_interval, watch, durability, retention, max_job_age")
+        .hint("keys: root, key_file, machine, state_dir, fleet (a list), poll_interval, watch, slots, durability, retention, max_job_age")
     })?;
     let home = std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" });
     for p in [&mut cfg.root, &mut cfg.key_file, &mut cfg.state_dir]
@@ -218,6 +220,16 @@ pub const POLL_INTERVAL_VAR: &str = "FLEET_DISPATCH_POLL_INTERVAL";
 
 /// The listener's poll interval when nothing sets it.
 pub const DEFAULT_POLL_INTERVAL: &str = "2s";
+
+/// The variable that sets how many jobs the listener runs at once.
+pub const SLOTS_VAR: &str = "FLEET_DISPATCH_SLOTS";
+
+/// How many jobs the listener runs at once when nothing sets it: one, the
+/// serial drain.
+pub const DEFAULT_SLOTS: u64 = 1;
+
+/// The most jobs one listener runs at once.
+pub const MAX_SLOTS: u64 = 64;
 
 /// The variable that sets `sweep`'s retention.
 pub const RETENTION_VAR: &str = "FLEET_DISPATCH_RETENTION";
@@ -425,6 +437,41 @@ impl Context {
         let text = text.value.unwrap_or_default();
         crate::clock::parse_duration(&text)
             .map_err(|e| Error::validation(format!("--poll-interval: {}", e.message)))
+    }
+
+    /// The slot count's text and where it came from: `given` (the flag or
+    /// its variable), else the file, else [`DEFAULT_SLOTS`].
+    pub fn slots_setting(&self, given: Option<(&str, Given)>) -> Setting<String> {
+        Setting::resolve(
+            given.map(|(v, how)| (v.to_string(), how)),
+            self.file.slots.map(|n| n.to_string()),
+            || Some(DEFAULT_SLOTS.to_string()),
+        )
+    }
+
+    /// How many jobs the listener runs at once: the flag or its variable,
+    /// else the file, else 1. Anything but a whole number from 1 to
+    /// [`MAX_SLOTS`] is refused, as `CONFIG` when the config file holds it
+    /// and `VALIDATION_ERROR` otherwise.
+    pub fn slots(&self, flag: Option<&str>) -> Result<usize> {
+        let setting = self.slots_setting(flag.map(|f| (f, Given::Flag)));
+        let text = setting.value.unwrap_or_default();
+        match text.trim().parse::<u64>() {
+            Ok(n @ 1..=MAX_SLOTS) => Ok(n as usize),
+            _ => {
+                let message = format!(
+                    "{}: {text:?} is not a slot count: give a whole number from 1 to {MAX_SLOTS}",
+                    match setting.source {
+                        Source::File => "slots (config file)",
+                        _ => "--slots",
+                    }
+                );
+                Err(match setting.source {
+                    Source::File => Error::config(message),
+                    _ => Error::validation(message),
+                })
+            }
+        }
     }
 
     /// Whether the listener watches for file-system events: the file's

@@ -3,6 +3,7 @@
 //! whether a target's listener is alive. Informational only: nothing trusts
 //! it for a decision that matters, and a failed write never stops a listener.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -29,8 +30,12 @@ pub struct Beat {
     pub pid: u32,
     /// `listening`, `running` or `stopped`.
     pub state: String,
-    /// The job running now, if any.
+    /// The job running now, if any (the first started, with several).
     pub running: Option<String>,
+    /// Every job running now, in the order they started (`listen
+    /// --slots`; absent from versions before it was written).
+    #[serde(default)]
+    pub running_jobs: Vec<String>,
     /// When the listener started.
     pub started_at: String,
     /// When this heartbeat was written.
@@ -105,9 +110,13 @@ pub struct Identity {
     pub key_fingerprint: String,
 }
 
-/// Writes heartbeats for one listener; cheap to clone into a thread.
+/// Writes heartbeats for one listener; cheap to clone into a thread (the
+/// clones share the list of jobs running in slots).
 #[derive(Clone, Debug)]
 pub struct Heartbeat {
+    /// The jobs running in slots, in the order they started; empty with
+    /// one slot, where the job is the one [`Heartbeat::write`] is given.
+    slots: Arc<Mutex<Vec<String>>>,
     dirs: TargetDirs,
     target: String,
     host: String,
@@ -122,6 +131,7 @@ impl Heartbeat {
     /// `who`.
     pub fn new(dirs: TargetDirs, target: &str, who: &Identity, poll: Duration) -> Heartbeat {
         Heartbeat {
+            slots: Arc::default(),
             dirs,
             target: target.to_string(),
             host: who.host.clone(),
@@ -140,13 +150,33 @@ impl Heartbeat {
             .filter(|b| !b.instance.is_empty() && b.instance != self.instance && b.alive())
     }
 
-    /// Writes the heartbeat now.
+    /// Notes that job `id` runs in a slot, or (`false`) no longer does.
+    pub fn slot(&self, id: &str, runs: bool) {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        slots.retain(|j| j != id);
+        if runs {
+            slots.push(id.to_string());
+        }
+    }
+
+    /// Writes the heartbeat now. While jobs run in slots they are the
+    /// running ones (whichever `running` is given), and `listening` reads
+    /// `running`.
     pub fn write(&self, running: Option<&str>, state: &str) {
+        let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let (running_jobs, state) = if slots.is_empty() {
+            (running.map(str::to_string).into_iter().collect(), state)
+        } else if state == "listening" {
+            (slots, "running")
+        } else {
+            (slots, state)
+        };
         let beat = Beat {
             target: self.target.clone(),
             pid: std::process::id(),
             state: state.to_string(),
-            running: running.map(str::to_string),
+            running: running_jobs.first().cloned(),
+            running_jobs,
             started_at: self.started_at.clone(),
             heartbeat_at: clock::format(clock::now()),
             poll_interval_ms: self.poll.as_millis() as u64,

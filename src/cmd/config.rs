@@ -81,6 +81,11 @@ pub fn run(ctx: &Context, _args: ConfigArgs) -> Result<u8> {
             .as_ref()
             .map(|(v, how)| (v.as_str(), *how)),
     );
+    let slots = ctx.slots_setting(
+        variable(crate::config::SLOTS_VAR)
+            .as_ref()
+            .map(|(v, how)| (v.as_str(), *how)),
+    );
     let config_file = ctx.config_file();
     let d = ctx.durability_setting();
     let durability = Setting {
@@ -122,6 +127,7 @@ pub fn run(ctx: &Context, _args: ConfigArgs) -> Result<u8> {
         ),
         line("durability", "durability", &durability, None),
         line("pollInterval", "poll interval", &poll, None),
+        line("slots", "slots", &slots, None),
         line("fleet", "fleet", &ctx.fleet_setting(), None),
         line("retention", "retention", &retention, None),
         line("maxJobAge", "max job age", &max_job_age, None),

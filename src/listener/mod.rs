@@ -57,6 +57,7 @@ use crate::shutdown::{self, Shutdown};
 use crate::state::{self, Ledger, Lock};
 
 use inbox::{Candidate, Inbox};
+use slots::Slots;
 
 mod after;
 mod handle;
@@ -66,6 +67,7 @@ mod markers;
 mod recovery;
 mod refuse;
 mod rival;
+mod slots;
 
 pub use handle::Handle;
 
@@ -92,6 +94,9 @@ pub struct Settings {
     /// publisher flushes the ledger once per batch, before it places the
     /// batch's results.
     pub durability: Durability,
+    /// How many jobs run at once: 1 runs each in the listener's own thread
+    /// (the serial drain); more run each in a thread of its own.
+    pub slots: usize,
 }
 
 /// The summary counters (docs/protocol.md §7.12).
@@ -152,6 +157,9 @@ pub struct Listener {
     /// `--once`, one more pass after the placing lets it start).
     held_on_own: bool,
     inbox: Inbox,
+    /// The jobs running in slots (none with one slot: its job runs in
+    /// this thread).
+    slots: Slots,
     mail: Mailbox,
     rx: Receiver<Control>,
     /// What file-system events hinted at, and the watch that feeds it
@@ -226,13 +234,13 @@ impl Listener {
         let wake = mail.clone();
         shutdown.on_request(move || wake.send(Control::Shutdown));
         // A second Ctrl-C exits at once: the folder is told the listener
-        // stopped, and the killed job no longer shows as running.
+        // stopped, and no killed job shows as running any more.
         let (last_beat, last_dirs) = (beat.clone(), dirs.clone());
         shutdown.on_kill(move || {
-            if let (Some(id), Ok(Some(running))) =
-                (shutdown::running_job(), last_dirs.open(Place::Running))
-            {
-                let _ = running.remove(&format!("{id}.json"));
+            if let Ok(Some(running)) = last_dirs.open(Place::Running) {
+                for id in shutdown::running_jobs() {
+                    let _ = running.remove(&format!("{id}.json"));
+                }
             }
             last_beat.write(None, "stopped");
         });
@@ -262,6 +270,7 @@ impl Listener {
             held: HashSet::new(),
             held_on_own: false,
             inbox,
+            slots: Slots::default(),
             mail,
             rx,
             hint: Hint::new(),
@@ -368,11 +377,21 @@ impl Listener {
                 drained = true;
                 break;
             }
-            let acted = match self.pass() {
+            // Jobs that ended in slots, and messages for them.
+            if !self.slots.is_empty() && self.dispatch_waiting()? {
+                break;
+            }
+            let passed = if self.slot_free() {
+                self.pass()
+            } else {
+                Ok(false)
+            };
+            let acted = match passed {
                 Ok(a) => a,
                 Err(e) => {
                     // Whatever can still be published is; the rest is in
                     // the ledger for the next start.
+                    let _ = self.wind_down(true);
                     let _ = self.checkpoint();
                     return Err(e);
                 }
@@ -387,7 +406,7 @@ impl Listener {
             self.checkpoint()?;
             // Folders are held for a pass only: an idle listener holds none.
             self.folders = None;
-            if self.settings.once {
+            if self.settings.once && self.slots.is_empty() {
                 // A job held on a result of ours that was being placed can
                 // start now that it is placed: one more pass.
                 if std::mem::take(&mut self.held_on_own) && !again {
@@ -399,14 +418,17 @@ impl Listener {
             if self.last_heartbeat.elapsed() >= heartbeat::EVERY {
                 self.heartbeat(None, "listening");
             }
-            // Sleep one poll interval, waking at once on shutdown or a
-            // change an event hinted at.
-            match self.rx.recv_timeout(self.settings.poll) {
-                Ok(Control::Shutdown) => break,
-                Ok(Control::Wake) => self.hint.woken(),
-                _ => {}
+            // Sleep one poll interval, waking at once on shutdown, a change
+            // an event hinted at, or the end of a job running in a slot.
+            if let Ok(msg) = self.rx.recv_timeout(self.settings.poll)
+                && self.dispatch(msg)?
+            {
+                break;
             }
         }
+        // Between jobs: those running in slots are stopped (a shutdown) or
+        // finish (a drain) before the listener stops.
+        self.wind_down(false)?;
         self.checkpoint()?;
         let interrupted = self.shutdown.requested();
         self.heartbeat(None, "stopped");
@@ -476,9 +498,12 @@ impl Listener {
         for (name, r) in found.refused {
             self.refuse(f, &name, &r);
         }
-        // Finished jobs not yet archived are no longer queued.
+        // Finished jobs not yet archived, and jobs running in slots, are
+        // not queued (the ledger's start line would refuse them as replays).
         jobs.retain(|c| {
-            !self.pending.iter().any(|p| p.id == c.job.id) && !self.publisher.in_flight(&c.job.id)
+            !self.pending.iter().any(|p| p.id == c.job.id)
+                && !self.publisher.in_flight(&c.job.id)
+                && !self.slots.runs(&c.job.id)
         });
         jobs.sort_by_key(|c| c.job.drain_key());
         self.inbox.reset(jobs, f.inbox());
@@ -552,7 +577,11 @@ impl Listener {
             let c = self.inbox.jobs.remove(i).expect("index in range");
             self.deferred.remove(&c.job.id);
             self.held.remove(&c.job.id);
-            self.run_job(f, c, looked)?;
+            if self.settings.slots > 1 {
+                self.start_slot(f, c, looked)?;
+            } else {
+                self.run_job(f, c, looked)?;
+            }
             self.inbox.note_own_change(f.inbox());
             return Ok(true);
         }
