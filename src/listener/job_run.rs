@@ -119,7 +119,7 @@ impl Listener {
             mut watch,
             shown,
             started_at,
-        } = self.begin(f, &c, looked)?;
+        } = self.begin(f, &c, looked, self.settings.durability == Durability::Full)?;
         // The previous job's result is published while this one runs; a
         // failure there is reported once this job is recorded.
         let (report, settled) = match runner::start(req, self.mail.bell()) {
@@ -136,14 +136,20 @@ impl Listener {
         settled
     }
 
-    /// A job's start: its start line in the ledger (flushed at the full
-    /// level), then what to spawn and the watch for its marker.
-    pub(super) fn begin(&mut self, f: &Folders, c: &Candidate, looked: u64) -> Result<Begun> {
+    /// A job's start: its start line in the ledger (flushed with `flush`:
+    /// the caller flushes it before the spawn otherwise, at the full level),
+    /// then what to spawn and the watch for its marker.
+    pub(super) fn begin(
+        &mut self,
+        f: &Folders,
+        c: &Candidate,
+        looked: u64,
+        flush: bool,
+    ) -> Result<Begun> {
         let id = c.job.id.clone();
         let started = clock::now();
         let started_at = clock::format(started);
-        let full = self.settings.durability == Durability::Full;
-        self.ledger.start(id.as_str(), started, full)?;
+        self.ledger.start(id.as_str(), started, flush)?;
         let spec = &c.job.spec;
         let shown = json!({
             "jobId": id.as_str(),

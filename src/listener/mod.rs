@@ -404,8 +404,11 @@ impl Listener {
                 continue;
             }
             self.checkpoint()?;
-            // Folders are held for a pass only: an idle listener holds none.
-            self.folders = None;
+            // Folders are held for a pass only: an idle listener holds none
+            // (one with jobs in slots keeps them for their ends).
+            if self.slots.is_empty() {
+                self.folders = None;
+            }
             if self.settings.once && self.slots.is_empty() {
                 // A job held on a result of ours that was being placed can
                 // start now that it is placed: one more pass.
@@ -515,11 +518,16 @@ impl Listener {
     /// so a cancelled job never sits deferred under RED) → dependencies (a
     /// held job is passed over, so the jobs behind it still run) →
     /// governor → run.
+    ///
+    /// With slots, every job that can start now, up to the free slots, is
+    /// started at once, their start lines sharing one flush; a job that
+    /// would end unstarted after them is left to the next pass.
     fn act(&mut self, f: &Folders) -> Result<bool> {
         // Read before any marker is looked for: the job's watch looks at
         // once if an event came after.
         let looked = self.hint.changes();
         let tier = Tier::read(self.settings.governor.as_deref());
+        let mut batch = Vec::new();
         let mut i = 0;
         while i < self.inbox.jobs.len() {
             let c = &self.inbox.jobs[i];
@@ -539,6 +547,9 @@ impl Listener {
             }
             let id = c.job.id.clone();
             if let Some(marker) = self.valid_marker(f, &id) {
+                if !batch.is_empty() {
+                    break;
+                }
                 let c = self.inbox.jobs.remove(i).expect("index in range");
                 self.held.remove(&id);
                 self.cancel_before_start(&c, &marker)?;
@@ -558,6 +569,7 @@ impl Listener {
                     i += 1;
                     continue;
                 }
+                dependency::Verdict::Fail(_) if !batch.is_empty() => break,
                 dependency::Verdict::Fail(dep) => {
                     let c = self.inbox.jobs.remove(i).expect("index in range");
                     self.held.remove(&id);
@@ -577,15 +589,22 @@ impl Listener {
             let c = self.inbox.jobs.remove(i).expect("index in range");
             self.deferred.remove(&c.job.id);
             self.held.remove(&c.job.id);
-            if self.settings.slots > 1 {
-                self.start_slot(f, c, looked)?;
-            } else {
+            if self.settings.slots == 1 {
                 self.run_job(f, c, looked)?;
+                self.inbox.note_own_change(f.inbox());
+                return Ok(true);
             }
-            self.inbox.note_own_change(f.inbox());
-            return Ok(true);
+            batch.push(c);
+            if !self.slot_free_beside(batch.len()) {
+                break;
+            }
         }
-        Ok(false)
+        if batch.is_empty() {
+            return Ok(false);
+        }
+        self.start_slots(f, batch, looked)?;
+        self.inbox.note_own_change(f.inbox());
+        Ok(true)
     }
 
     /// Where `id` was already processed, if anywhere, in the folders this

@@ -9,9 +9,9 @@
 //!
 //! The dispatcher routes control: a cancel to the slot running that job, a
 //! shutdown to every slot, a wake to every slot's watch. Every spawn is made
-//! here, so the leaders of running jobs are known here: orphans the listener
-//! adopted are reaped here only, never one of those leaders
-//! ([`platform::reap_orphans_except`]), and each job's stop finds only its
+//! here, in this thread: orphans the listener adopted are reaped here
+//! only, never another running job's leader
+//! ([`platform::reap_orphans_beside`]), and each job's stop finds only its
 //! own processes (its mark, [`platform::Tree`]).
 
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -21,6 +21,7 @@ use super::{Candidate, Listener};
 use crate::doc::Job;
 use crate::doc::report::{Exit, Report};
 use crate::error::{Code, Error, Result};
+use crate::fsops::Durability;
 use crate::layout::Folders;
 use crate::names::JobId;
 use crate::platform;
@@ -32,7 +33,6 @@ use super::job_run::Begun;
 struct Slot {
     job: Job,
     started_at: String,
-    leader: i32,
     mail: Mailbox,
     thread: JoinHandle<()>,
 }
@@ -65,21 +65,53 @@ impl Listener {
     /// True when another job may start: always with one slot (the serial
     /// drain runs its job to the end before the next pass).
     pub(super) fn slot_free(&self) -> bool {
-        self.slots.running.len() < self.settings.slots
+        self.slot_free_beside(0)
     }
 
-    /// Starts `c` in a slot of its own (see the module doc), whose marker
-    /// was last looked for when the hint's change count was `looked`.
-    pub(super) fn start_slot(&mut self, f: &Folders, c: Candidate, looked: u64) -> Result<()> {
+    /// True when a slot is free beside `starting` jobs about to start.
+    pub(super) fn slot_free_beside(&self, starting: usize) -> bool {
+        self.slots.running.len() + starting < self.settings.slots
+    }
+
+    /// Starts each of `batch` in a slot of its own (see the module doc),
+    /// their markers last looked for when the hint's change count was
+    /// `looked`. Their start lines are flushed together, before the first
+    /// spawn: jobs that can start at the same moment share one flush.
+    pub(super) fn start_slots(
+        &mut self,
+        f: &Folders,
+        batch: Vec<Candidate>,
+        looked: u64,
+    ) -> Result<()> {
         if self.shutdown.requested() {
             return Ok(());
         }
+        let mut begun = Vec::with_capacity(batch.len());
+        for c in batch {
+            let b = self.begin(f, &c, looked, false)?;
+            begun.push((c, b));
+        }
+        if self.settings.durability == Durability::Full {
+            self.ledger.sync()?;
+        }
+        let mut settled = Ok(());
+        for (c, b) in begun {
+            let s = self.start_slot(c, b);
+            if settled.is_ok() {
+                settled = s;
+            }
+        }
+        settled
+    }
+
+    /// Spawns `c`, begun as `b`, and hands it to a thread of its own.
+    fn start_slot(&mut self, c: Candidate, b: Begun) -> Result<()> {
         let Begun {
             req,
             mut watch,
             shown,
             started_at,
-        } = self.begin(f, &c, looked)?;
+        } = b;
         // Made here, in the one thread that spawns: no job can inherit the
         // bell's pipe before it is close-on-exec (macOS sets that apart).
         let bell = platform::Bell::new().map_err(|e| {
@@ -98,8 +130,7 @@ impl Listener {
                 return settled;
             }
         };
-        let leader = running.id();
-        let settled = self.spawned(&c.job.id, leader, &shown);
+        let settled = self.spawned(&c.job.id, running.id(), &shown);
         let done = self.mail.clone();
         let job_id = c.job.id.clone();
         let thread = std::thread::Builder::new()
@@ -131,7 +162,6 @@ impl Listener {
         self.slots.running.push(Slot {
             job: c.job,
             started_at,
-            leader,
             mail,
             thread,
         });
@@ -186,8 +216,7 @@ impl Listener {
         // It sent its last message: the join is immediate.
         let _ = slot.thread.join();
         self.beat.slot(slot.job.id.as_str(), false);
-        let leaders: Vec<i32> = self.slots.running.iter().map(|s| s.leader).collect();
-        platform::reap_orphans_except(&leaders);
+        platform::reap_orphans_beside();
         self.end(&slot.job, &slot.started_at, &ended.report, ended.watch)
     }
 

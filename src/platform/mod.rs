@@ -220,16 +220,14 @@ pub fn kill_tree_now(id: i32) {
     imp::kill_tree_now(id)
 }
 
-/// Reaps the exited orphans adopted as subreaper (Linux) that are not one of
-/// `leaders`, the running jobs' leaders their owners still wait for: with
-/// jobs running beside each other, one job's end must not reap another's
-/// leader and free its group id. A no-op where orphans are not ours
-/// (macOS, Windows).
-pub fn reap_orphans_except(leaders: &[i32]) {
+/// Reaps the exited orphans adopted as subreaper (Linux), never the leader
+/// of a job running beside others ([`Tree::adopt`] with a mark), which its
+/// owner still waits for: one job's end must not reap another's leader
+/// and free its group id. Call it after a job beside others ended. A no-op
+/// where orphans are not ours (Windows).
+pub fn reap_orphans_beside() {
     #[cfg(unix)]
-    unix::reap_orphans_except(leaders);
-    #[cfg(windows)]
-    let _ = leaders;
+    unix::reap_orphans_beside();
 }
 
 /// The name of a signal number, for result details (`SIGTERM`, or

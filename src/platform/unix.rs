@@ -185,17 +185,40 @@ pub(super) fn prepare_job(cmd: &mut Command) {
 /// descendants and the orphans the listener adopted that carry its `mark`
 /// (its job id entry in the environment) or its group; its release reaps
 /// nothing, as the other jobs' leaders must stay unreaped for their owners
-/// ([`reap_orphans_except`](super::reap_orphans_except) does it instead).
+/// ([`reap_orphans_beside`](super::reap_orphans_beside) does it instead).
 #[derive(Debug)]
 pub struct Tree {
     leader: i32,
     mark: Option<String>,
 }
 
+/// The leaders of the jobs running beside each other (slots), each with
+/// the thread that spawned it (whose `children` list holds it): a walk
+/// for one job passes the others' leaders by, and orphans are reaped
+/// without reaping one of them. Jobs alone are never listed.
+static BESIDE: std::sync::Mutex<Vec<(i32, i32)>> = std::sync::Mutex::new(Vec::new());
+
+fn beside() -> std::sync::MutexGuard<'static, Vec<(i32, i32)>> {
+    BESIDE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The calling thread's id (its pid where threads have none of their own).
+fn thread_id() -> i32 {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid has no arguments.
+    return unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+    #[cfg(not(target_os = "linux"))]
+    return std::process::id() as i32;
+}
+
 impl Tree {
-    /// Takes charge of a just-spawned job process (see [`prepare_job`](super::prepare_job)).
+    /// Takes charge of a just-spawned job process (see [`prepare_job`](super::prepare_job)),
+    /// in the thread that spawned it.
     pub fn adopt(child: &std::process::Child, mark: Option<String>) -> io::Result<Tree> {
         let leader = i32::try_from(child.id()).map_err(|_| io::Error::other("pid out of range"))?;
+        if mark.is_some() {
+            beside().push((leader, thread_id()));
+        }
         Ok(Tree { leader, mark })
     }
 
@@ -229,18 +252,21 @@ impl Tree {
     }
 
     /// Called after the leader was reaped: collects adopted orphans (a job
-    /// alone only, see the type's doc).
+    /// alone; beside others it only leaves the list, see the type's doc).
     pub fn release(self) {
         if self.mark.is_none() {
             reap_orphans();
+        } else {
+            beside().retain(|&(l, _)| l != self.leader);
         }
     }
 }
 
-/// Reaps exited children that are not one of `leaders` (running jobs'
-/// leaders, which their owners reap): the orphans a job left, adopted as
-/// subreaper. With no leader listed, every exited child.
-pub(super) fn reap_orphans_except(leaders: &[i32]) {
+/// Reaps exited children that are not the leader of a job running beside
+/// others (its owner reaps it): the orphans jobs left, adopted as
+/// subreaper. With no such job running, every exited child.
+pub(super) fn reap_orphans_beside() {
+    let leaders: Vec<i32> = beside().iter().map(|&(l, _)| l).collect();
     if leaders.is_empty() {
         return reap_orphans();
     }
@@ -478,12 +504,20 @@ fn own_children() -> Option<Vec<i32>> {
     if !children_supported() {
         return None;
     }
-    let me = std::process::id();
-    let dir = std::fs::read_dir(format!("/proc/{me}/task")).ok()?;
+    // The main thread's (a subreaper adopts orphans into its first live
+    // thread, the main one) and those of the threads that spawned the
+    // running jobs; no other thread of ours starts processes.
+    let me = std::process::id() as i32;
+    let mut tasks = vec![me];
+    for &(_, spawner) in beside().iter() {
+        if !tasks.contains(&spawner) {
+            tasks.push(spawner);
+        }
+    }
     let mut found = Vec::new();
-    for task in dir.flatten() {
+    for task in tasks {
         // A thread that ends meanwhile simply has no children.
-        let Some(list) = task.path().join("children").to_str().and_then(read_proc) else {
+        let Some(list) = read_proc(&format!("/proc/{me}/task/{task}/children")) else {
             continue;
         };
         found.extend(
@@ -504,10 +538,14 @@ fn children_supported() -> bool {
     })
 }
 
-/// True when live process `pid` is one of the job's with `mark` and group
-/// `pgid`: in the group, or carrying the mark in its environment.
+/// True when live process `pid`, a child of ours, is one of the job's with
+/// `mark` and group `pgid`: not another job's leader, and in the group or
+/// carrying the mark in its environment.
 #[cfg(target_os = "linux")]
 fn marked(pid: i32, pgid: i32, mark: &str) -> bool {
+    if beside().iter().any(|&(l, _)| l == pid) {
+        return false;
+    }
     proc_row(pid).is_some_and(|p| {
         p.pgrp == pgid
             || std::fs::read(format!("/proc/{pid}/environ"))
