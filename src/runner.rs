@@ -3,7 +3,9 @@
 //! path used by cancels, timeouts and listener shutdown alike: a graceful
 //! signal to the whole tree, then, after the grace, a forced kill.
 //!
-//! It waits in the listener's own thread: [`platform::JobIo`] waits on the
+//! It waits in the listener's own thread (with `listen --slots N`, N > 1,
+//! in a thread per job, the [`Running`] moved there with its request):
+//! [`platform::JobIo`] waits on the
 //! output pipes, the exit (not reaped, so the group id stays reserved while
 //! we may still signal it) and the [`Mailbox`]'s bell at once, and the
 //! cancel [`Watch`] is looked at between waits. A short job thus costs no

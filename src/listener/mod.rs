@@ -1,4 +1,5 @@
-//! The listener (docs/protocol.md §7): drains one target's inbox one job at a time.
+//! The listener (docs/protocol.md §7): drains one target's inbox one job at
+//! a time, or up to N at once with `--slots N` (§7.14, `slots`).
 //!
 //! Per job, in this order: acceptance (§6) → replay guard (results,
 //! archive/done, ledger) → age → cancel check (a valid marker ends a queued
@@ -20,7 +21,8 @@
 //!
 //! This file is the drain loop. Beside it: `inbox` (the listing and what
 //! is remembered between listings), `job_run` (one job's run, from its start
-//! line to its recorded result), `markers` (a queued job's cancel check),
+//! line to its recorded result), `slots` (jobs run at once, each waited for
+//! in a thread of its own), `markers` (a queued job's cancel check),
 //! `after` (the dependency check's reading), `refuse` (refused files moved
 //! aside), `rival` (another listener serving the target), `recovery`
 //! (start-up after a crash) and `handle` (the HTTP intake's way in). The rules it applies live
