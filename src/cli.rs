@@ -328,7 +328,7 @@ pub struct ListenArgs {
     #[arg(
         long,
         value_name = "N",
-        env = "FLEET_DISPATCH_SLOTS",
+        env = crate::config::SLOTS_VAR,
         hide_env_values = true
     )]
     pub slots: Option<String>,
