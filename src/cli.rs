@@ -304,6 +304,9 @@ pub struct EnqueueArgs {
     pub argv: Vec<String>,
 }
 
+/// The most jobs one listener runs at once (`listen --slots`, config `slots`).
+pub const MAX_SLOTS: u64 = 64;
+
 /// `listen`.
 #[derive(Debug, Args)]
 pub struct ListenArgs {
@@ -328,10 +331,11 @@ pub struct ListenArgs {
     #[arg(
         long,
         value_name = "N",
-        env = crate::config::SLOTS_VAR,
+        value_parser = clap::value_parser!(u64).range(1..=MAX_SLOTS),
+        env = "FLEET_DISPATCH_SLOTS",
         hide_env_values = true
     )]
-    pub slots: Option<String>,
+    pub slots: Option<u64>,
     /// Jobs older than this are refused as stale [default: 7d]
     #[arg(
         long,

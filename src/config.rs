@@ -228,8 +228,7 @@ pub const SLOTS_VAR: &str = "FLEET_DISPATCH_SLOTS";
 /// serial drain.
 pub const DEFAULT_SLOTS: u64 = 1;
 
-/// The most jobs one listener runs at once.
-pub const MAX_SLOTS: u64 = 64;
+pub use crate::cli::MAX_SLOTS;
 
 /// The variable that sets `sweep`'s retention.
 pub const RETENTION_VAR: &str = "FLEET_DISPATCH_RETENTION";
