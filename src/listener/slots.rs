@@ -130,7 +130,8 @@ impl Listener {
                 return settled;
             }
         };
-        let settled = self.spawned(&c.job.id, running.id(), &shown);
+        let leader = running.id();
+        let settled = self.spawned(&c.job.id, leader, &shown);
         let done = self.mail.clone();
         let job_id = c.job.id.clone();
         let thread = std::thread::Builder::new()
@@ -142,6 +143,7 @@ impl Listener {
                 // A runner that failed still ends its slot, so the
                 // dispatcher never waits for it forever.
                 let report = waited.unwrap_or_else(|_| {
+                    crate::shutdown::job_ended(leader);
                     Report::not_started(Exit::SpawnFailed(
                         "lost track of the process: its runner failed".to_string(),
                     ))

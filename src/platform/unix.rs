@@ -256,7 +256,15 @@ impl Tree {
     pub fn release(self) {
         if self.mark.is_none() {
             reap_orphans();
-        } else {
+        }
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        // Off the list once its owner is done with it (at its release, or
+        // when its runner failed: then anyone may reap the leader).
+        if self.mark.is_some() {
             beside().retain(|&(l, _)| l != self.leader);
         }
     }
