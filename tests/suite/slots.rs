@@ -366,6 +366,46 @@ fn sigterm_stops_every_running_job_and_none_runs_again() {
 }
 
 #[test]
+#[cfg(unix)] // SIGINT to the listener: Wine 8 cannot send the console event
+fn a_second_sigint_kills_every_running_job_and_the_restart_records_each_interrupted() {
+    let w = World::with_target();
+    let d = dir(&w);
+    let names = ["0", "1", "2"];
+    let ids: Vec<String> = names
+        .iter()
+        .map(|n| {
+            let pid = format!("$DIR/pid-{n}");
+            let started = format!("$DIR/started-{n}");
+            let steps = ["ignore-stop", "pid", &pid, "touch", &started, "sleep", "30"];
+            enqueue_in(&w, &d, &["--grace", "30s"], &steps)
+        })
+        .collect();
+    let mut g = w.spawn_listener(&["--slots", "3"]);
+    wait_until(LIMIT, || names.iter().all(|n| started(&d, n)));
+    let pids: Vec<i32> = names.iter().map(|n| pid_of(&d, n)).collect();
+    g.signal(libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        g.child.as_mut().unwrap().try_wait().unwrap().is_none(),
+        "the first Ctrl-C did not wait for the grace"
+    );
+    g.signal(libc::SIGINT);
+    let (code, out, err) = g.wait(Duration::from_secs(5));
+    assert_eq!(code, 130, "{out}{err}");
+    wait_until(Duration::from_secs(3), || pids.iter().all(|&p| !alive(p)));
+    assert!(
+        ids.iter().all(|id| !w.running(id).exists()),
+        "running/ still shows a killed job"
+    );
+
+    let c = w.listen_once(&["--slots", "3"]);
+    assert_eq!(c["failed"], 3, "{c}");
+    for id in &ids {
+        assert_eq!(w.result(id)["error"], "interrupted");
+    }
+}
+
+#[test]
 fn drain_waits_for_every_running_job_and_starts_no_new_one() {
     let w = World::with_target();
     let d = dir(&w);
