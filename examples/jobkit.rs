@@ -159,7 +159,9 @@ fn run(args: &[String]) -> Result<(), String> {
                     .create(true)
                     .append(true)
                     .open(&f)
-                    .and_then(|mut file| writeln!(file, "{text}"))
+                    // One write: lines appended by jobs running at once
+                    // never interleave.
+                    .and_then(|mut file| file.write_all(format!("{text}\n").as_bytes()))
                     .map_err(|e| format!("append: {f}: {e}"))?;
             }
             "write" => {

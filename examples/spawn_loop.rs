@@ -1,10 +1,15 @@
-//! The limits for the benchmark's drain row (`bench/run`): spawn a program N
+//! The limits for the benchmark's drain rows (`bench/run`): spawn a program N
 //! times, one after the other, each waited for before the next.
 //!
 //! ```sh
 //! cargo run --release --example spawn_loop -- 1000 true
 //! cargo run --release --example spawn_loop -- --durable /tmp/floor 1000 true
+//! cargo run --release --example spawn_loop -- --parallel 4 1000 sleep 0.01
 //! ```
+//!
+//! With `--parallel P` it keeps P runs going at once (P threads, each
+//! spawning and waiting for the next run as soon as its last one ended):
+//! the limit of the slots row (`listen --slots P`).
 //!
 //! Plain, it is the physical limit: nothing around the spawns. With
 //! `--durable DIR` it also does, per run, the least disk work a lane that
@@ -19,7 +24,7 @@ use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 
 fn usage() -> ExitCode {
-    eprintln!("usage: spawn_loop [--durable DIR] N PROGRAM [ARG]...");
+    eprintln!("usage: spawn_loop [--durable DIR | --parallel P] N PROGRAM [ARG]...");
     ExitCode::from(2)
 }
 
@@ -57,9 +62,50 @@ impl Durable {
     }
 }
 
+/// Runs `program` `n` times from `parallel` threads at once; false at the
+/// first run that fails (the others finish their current run).
+fn run_parallel(parallel: u64, n: u64, program: &str, rest: &[String]) -> bool {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let next = AtomicU64::new(0);
+    let failed = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for _ in 0..parallel {
+            s.spawn(|| {
+                while !failed.load(Ordering::Relaxed) && next.fetch_add(1, Ordering::Relaxed) < n {
+                    let status = Command::new(program)
+                        .args(rest)
+                        .stdin(Stdio::null())
+                        .status();
+                    if !status.as_ref().is_ok_and(|s| s.success()) {
+                        eprintln!("spawn_loop: a run of {program:?} failed: {status:?}");
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    });
+    !failed.load(Ordering::Relaxed)
+}
+
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1).peekable();
     let mut durable = None;
+    if args.peek().map(String::as_str) == Some("--parallel") {
+        args.next();
+        let Some(parallel) = args.next().and_then(|p| p.parse::<u64>().ok()) else {
+            return usage();
+        };
+        let (Some(n), Some(program)) = (args.next().and_then(|n| n.parse().ok()), args.next())
+        else {
+            return usage();
+        };
+        let rest: Vec<String> = args.collect();
+        return if run_parallel(parallel.max(1), n, &program, &rest) {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
+    }
     if args.peek().map(String::as_str) == Some("--durable") {
         args.next();
         let Some(dir) = args.next() else {

@@ -304,6 +304,9 @@ pub struct EnqueueArgs {
     pub argv: Vec<String>,
 }
 
+/// The most jobs one listener runs at once (`listen --slots`, config `slots`).
+pub const MAX_SLOTS: u64 = 64;
+
 /// `listen`.
 #[derive(Debug, Args)]
 pub struct ListenArgs {
@@ -324,6 +327,15 @@ pub struct ListenArgs {
     /// How long a file that does not parse may stay unchanged before it is rejected
     #[arg(long, value_name = "D", default_value = "30s")]
     pub settle: String,
+    /// Run up to N jobs at once, started in drain order; each has its own cancel watch, timeout and stop [default: 1]
+    #[arg(
+        long,
+        value_name = "N",
+        value_parser = clap::value_parser!(u64).range(1..=MAX_SLOTS),
+        env = "FLEET_DISPATCH_SLOTS",
+        hide_env_values = true
+    )]
+    pub slots: Option<u64>,
     /// Jobs older than this are refused as stale [default: 7d]
     #[arg(
         long,
@@ -558,6 +570,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "how long sweep keeps a processed job's files (sweep --retention)",
     ),
     (
+        "FLEET_DISPATCH_SLOTS",
+        "how many jobs the listener runs at once (listen --slots)",
+    ),
+    (
         "FLEET_DISPATCH_CONFIG",
         "the config file to read instead of the default one; it must exist",
     ),
@@ -663,6 +679,10 @@ pub const CONFIG_FILE: ConfigFileDoc = ConfigFileDoc {
         (
             "watch = false",
             "the listener polls only, without file-system events (listen --no-watch)",
+        ),
+        (
+            "slots = 1",
+            "how many jobs the listener runs at once (listen --slots)",
         ),
         ("durability = \"full\"", "full or relaxed (--durability)"),
         (

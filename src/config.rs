@@ -39,6 +39,8 @@ pub struct FileConfig {
     pub watch: Option<bool>,
     /// The most grace a stopped listener gives its running job, e.g. "20s".
     pub stop_grace: Option<String>,
+    /// How many jobs the listener runs at once (1 to [`MAX_SLOTS`]).
+    pub slots: Option<u64>,
     /// `full` or `relaxed`.
     pub durability: Option<crate::fsops::Durability>,
     /// How long `sweep` keeps a processed job's files, e.g. "90d".
@@ -230,6 +232,14 @@ pub const DEFAULT_POLL_INTERVAL: &str = "2s";
 
 /// The variable that sets the listener's stop grace.
 pub const STOP_GRACE_VAR: &str = "FLEET_DISPATCH_STOP_GRACE";
+/// The variable that sets how many jobs the listener runs at once.
+pub const SLOTS_VAR: &str = "FLEET_DISPATCH_SLOTS";
+
+/// How many jobs the listener runs at once when nothing sets it: one, the
+/// serial drain.
+pub const DEFAULT_SLOTS: u64 = 1;
+
+pub use crate::cli::MAX_SLOTS;
 
 /// The variable that sets `sweep`'s retention.
 pub const RETENTION_VAR: &str = "FLEET_DISPATCH_RETENTION";
@@ -460,6 +470,41 @@ impl Context {
         let text = text.value.unwrap_or_default();
         crate::clock::parse_duration(&text)
             .map_err(|e| Error::validation(format!("--poll-interval: {}", e.message)))
+    }
+
+    /// The slot count's text and where it came from: `given` (the flag or
+    /// its variable), else the file, else [`DEFAULT_SLOTS`].
+    pub fn slots_setting(&self, given: Option<(&str, Given)>) -> Setting<String> {
+        Setting::resolve(
+            given.map(|(v, how)| (v.to_string(), how)),
+            self.file.slots.map(|n| n.to_string()),
+            || Some(DEFAULT_SLOTS.to_string()),
+        )
+    }
+
+    /// How many jobs the listener runs at once: the flag or its variable,
+    /// else the file, else 1. Anything but a whole number from 1 to
+    /// [`MAX_SLOTS`] is refused, as `CONFIG` when the config file holds it
+    /// and `VALIDATION_ERROR` otherwise.
+    pub fn slots(&self, flag: Option<&str>) -> Result<usize> {
+        let setting = self.slots_setting(flag.map(|f| (f, Given::Flag)));
+        let text = setting.value.unwrap_or_default();
+        match text.trim().parse::<u64>() {
+            Ok(n @ 1..=MAX_SLOTS) => Ok(n as usize),
+            _ => {
+                let message = format!(
+                    "{}: {text:?} is not a slot count: give a whole number from 1 to {MAX_SLOTS}",
+                    match setting.source {
+                        Source::File => "slots (config file)",
+                        _ => "--slots",
+                    }
+                );
+                Err(match setting.source {
+                    Source::File => Error::config(message),
+                    _ => Error::validation(message),
+                })
+            }
+        }
     }
 
     /// Whether the listener watches for file-system events, and where that

@@ -7,7 +7,7 @@
 //! stops a listener.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -35,8 +35,12 @@ pub struct Beat {
     pub pid: u32,
     /// `listening`, `running` or `stopped`.
     pub state: String,
-    /// The job running now, if any.
+    /// The job running now, if any (the first started, with several).
     pub running: Option<String>,
+    /// Every job running now, in the order they started (`listen
+    /// --slots`; absent from versions before it was written).
+    #[serde(default)]
+    pub running_jobs: Vec<String>,
     /// When the listener started.
     pub started_at: String,
     /// When this heartbeat was written.
@@ -68,18 +72,21 @@ pub struct Beat {
 }
 
 impl Beat {
-    /// `heartbeat|{target}|{instance}|{run}|{pid}|{state}|{running}|{startedAt}|{heartbeatAt}|{pollIntervalMs}|{version}|{keyFingerprint}|{host}`,
-    /// `running` empty when none. The host, the one field a listener does
-    /// not make itself, comes last, so no `|` in it can shift another.
+    /// `heartbeat|{target}|{instance}|{run}|{pid}|{state}|{running}|{runningJobs}|{startedAt}|{heartbeatAt}|{pollIntervalMs}|{version}|{keyFingerprint}|{host}`,
+    /// `running` empty when none, `runningJobs` the ids joined by `,`
+    /// (job ids hold neither `,` nor `|`). The host, the one field a
+    /// listener does not make itself, comes last, so no `|` in it can shift
+    /// another.
     pub fn canonical(&self) -> String {
         format!(
-            "heartbeat|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
+            "heartbeat|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
             self.target,
             self.instance,
             self.run,
             self.pid,
             self.state,
             self.running.as_deref().unwrap_or(""),
+            self.running_jobs.join(","),
             self.started_at,
             self.heartbeat_at,
             self.poll_interval_ms,
@@ -216,9 +223,13 @@ pub fn run_id() -> String {
     hex::encode(raw)
 }
 
-/// Writes heartbeats for one listener; cheap to clone into a thread.
+/// Writes heartbeats for one listener; cheap to clone into a thread (the
+/// clones share the list of jobs running in slots).
 #[derive(Clone, Debug)]
 pub struct Heartbeat {
+    /// The jobs running in slots, in the order they started; empty with
+    /// one slot, where the job is the one [`Heartbeat::write`] is given.
+    slots: Arc<Mutex<Vec<String>>>,
     dirs: TargetDirs,
     target: String,
     host: String,
@@ -244,6 +255,7 @@ impl Heartbeat {
         poll: Duration,
     ) -> Heartbeat {
         Heartbeat {
+            slots: Arc::default(),
             dirs,
             target: target.to_string(),
             host: who.host.clone(),
@@ -267,13 +279,33 @@ impl Heartbeat {
         read(&self.dirs).filter(|b| is_rival(b, &self.key, &self.own))
     }
 
-    /// Writes the heartbeat now.
+    /// Notes that job `id` runs in a slot, or (`false`) no longer does.
+    pub fn slot(&self, id: &str, runs: bool) {
+        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        slots.retain(|j| j != id);
+        if runs {
+            slots.push(id.to_string());
+        }
+    }
+
+    /// Writes the heartbeat now. While jobs run in slots they are the
+    /// running ones (whichever `running` is given), and `listening` reads
+    /// `running`.
     pub fn write(&self, running: Option<&str>, state: &str) {
+        let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let (running_jobs, state) = if slots.is_empty() {
+            (running.map(str::to_string).into_iter().collect(), state)
+        } else if state == "listening" {
+            (slots, "running")
+        } else {
+            (slots, state)
+        };
         let beat = Beat {
             target: self.target.clone(),
             pid: std::process::id(),
             state: state.to_string(),
-            running: running.map(str::to_string),
+            running: running_jobs.first().cloned(),
+            running_jobs,
             started_at: self.started_at.clone(),
             heartbeat_at: clock::format(clock::now()),
             poll_interval_ms: self.poll.as_millis() as u64,
@@ -338,6 +370,7 @@ mod tests {
             pid: 42,
             state: "listening".into(),
             running: None,
+            running_jobs: Vec::new(),
             started_at: at.into(),
             heartbeat_at: at.into(),
             poll_interval_ms: 2000,
@@ -357,7 +390,7 @@ mod tests {
         let b = beat("i1", "r1", "2026-11-29T19:30:00.000Z", None);
         assert_eq!(
             b.canonical(),
-            "heartbeat|PC|i1|r1|42|listening||2026-11-29T19:30:00.000Z|2026-11-29T19:30:00.000Z|2000|0.1.0|aaaa0000|pc|x"
+            "heartbeat|PC|i1|r1|42|listening|||2026-11-29T19:30:00.000Z|2026-11-29T19:30:00.000Z|2000|0.1.0|aaaa0000|pc|x"
         );
     }
 

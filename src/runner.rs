@@ -3,7 +3,9 @@
 //! path used by cancels, timeouts and listener shutdown alike: a graceful
 //! signal to the whole tree, then, after the grace, a forced kill.
 //!
-//! It waits in the listener's own thread: [`platform::JobIo`] waits on the
+//! It waits in the listener's own thread (with `listen --slots N`, N > 1,
+//! in a thread per job, the [`Running`] moved there with its request):
+//! [`platform::JobIo`] waits on the
 //! output pipes, the exit (not reaped, so the group id stays reserved while
 //! we may still signal it) and the [`Mailbox`]'s bell at once, and the
 //! cancel [`Watch`] is looked at between waits. A short job thus costs no
@@ -65,6 +67,27 @@ pub enum Control {
     /// file-system event): an idle listener rescans at once instead of at
     /// its next poll, and a running job's watch looks for its marker.
     Wake,
+    /// A job run in a thread of its own (listener slots) ended: to the
+    /// listener, never to a runner.
+    Ended(Box<Ended>),
+}
+
+/// What a job's thread hands back to the listener when its job ended.
+pub struct Ended {
+    /// The job.
+    pub job_id: JobId,
+    /// How it went.
+    pub report: Report,
+    /// Its cancel watch, with what it saw.
+    pub watch: Watch,
+}
+
+impl std::fmt::Debug for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ended")
+            .field("job_id", &self.job_id)
+            .finish()
+    }
 }
 
 /// What to run.
@@ -90,6 +113,10 @@ pub struct Request {
     pub stdout_log: String,
     /// The stderr log's name in it.
     pub stderr_log: String,
+    /// With other jobs running beside it (listener slots), the environment
+    /// entry its processes carry ([`crate::jobenv::JOB_ID`]), by which its
+    /// stop tells them from theirs; None when it runs alone.
+    pub mark: Option<String>,
 }
 
 impl Request {
@@ -102,9 +129,10 @@ impl Request {
     }
 }
 
-/// A job process that was started, and its output being captured.
-pub struct Running<'a> {
-    req: &'a Request,
+/// A job process that was started, and its output being captured. It owns
+/// its request, so it can be waited for in a thread of its own.
+pub struct Running {
+    req: Request,
     started: Instant,
     child: std::process::Child,
     tree: platform::Tree,
@@ -123,10 +151,7 @@ enum Wake {
 }
 
 /// Starts `req`'s process, or reports at once why it could not start.
-pub fn start<'a>(
-    req: &'a Request,
-    bell: &platform::Bell,
-) -> std::result::Result<Running<'a>, Box<Report>> {
+pub fn start(req: Request, bell: &platform::Bell) -> std::result::Result<Running, Box<Report>> {
     let started = Instant::now();
     let blank = |exit: Exit| Box::new(Report::not_started(exit));
     let mut cmd = Command::new(&req.argv[0]);
@@ -155,7 +180,7 @@ pub fn start<'a>(
             ))));
         }
     };
-    let tree = match platform::Tree::adopt(&child) {
+    let tree = match platform::Tree::adopt(&child, req.mark.clone()) {
         Ok(t) => t,
         Err(e) => {
             let _ = child.kill();
@@ -169,19 +194,19 @@ pub fn start<'a>(
     shutdown::job_started(tree.id(), req.job_id.as_str(), req.shutdown_grace());
     let io = JobIo::new(&mut child, &tree, bell);
     Ok(Running {
+        out: Tail::new(req.logs.clone(), req.stdout_log.clone()),
+        err: Tail::new(req.logs.clone(), req.stderr_log.clone()),
         req,
         started,
         child,
         tree,
         io,
         exited: false,
-        out: Tail::new(req.logs.clone(), req.stdout_log.clone()),
-        err: Tail::new(req.logs.clone(), req.stderr_log.clone()),
         buf: vec![0; 8192],
     })
 }
 
-impl Running<'_> {
+impl Running {
     /// The process (and group) id.
     pub fn id(&self) -> i32 {
         self.tree.id()
@@ -237,8 +262,7 @@ impl Running<'_> {
     /// marker, its timeout or a shutdown met on `rx`, and reports how it
     /// went.
     pub fn wait(mut self, rx: &Receiver<Control>, watch: &mut Watch) -> Report {
-        let req = self.req;
-        let deadline = req.timeout.map(|t| self.started + t);
+        let deadline = self.req.timeout.map(|t| self.started + t);
         let mut stop: Option<Stop> = None;
         let mut raced = None;
         // Phase 1: wait for an exit or a reason to stop.
@@ -254,7 +278,7 @@ impl Running<'_> {
             let until = deadline.map_or(watch.due(), |d| d.min(watch.due()));
             match self.next(rx, until) {
                 Wake::Exited => break None,
-                Wake::Message(Control::Cancel(job, marker)) if job == req.job_id => {
+                Wake::Message(Control::Cancel(job, marker)) if job == self.req.job_id => {
                     break Some(StopReason::Cancel(marker));
                 }
                 Wake::Message(Control::Shutdown) => break Some(StopReason::Shutdown),
@@ -263,8 +287,8 @@ impl Running<'_> {
             }
         };
         let grace = match reason {
-            Some(StopReason::Shutdown) => req.shutdown_grace(),
-            _ => req.grace,
+            Some(StopReason::Shutdown) => self.req.shutdown_grace(),
+            _ => self.req.grace,
         };
         if let Some(reason) = reason {
             if self.tree.leader_exited() {
@@ -298,7 +322,7 @@ impl Running<'_> {
             }
         }
         let status = self.child.wait();
-        shutdown::job_ended();
+        shutdown::job_ended(self.tree.id());
         let duration = self.started.elapsed();
         // Output pipes close once every holder is gone; don't hang on one that
         // escaped where no process table can find it.

@@ -1,18 +1,18 @@
 //! Stopping the listener: the one module a Ctrl-C or SIGTERM goes through.
 //!
-//! The first signal asks for a graceful stop ([`Shutdown::request`]): the
+//! The first signal asks for a graceful stop ([`Shutdown::request`]): each
 //! running job is stopped like a cancelled one and the listener exits
 //! [`exit::INTERRUPTED`]. A second signal does not wait: it takes the recording
-//! lock for good, kills the running job's process tree and exits
-//! [`exit::INTERRUPTED`] at once. Holding the lock first means the job killed
-//! there is never recorded as having ended, so the next start records it
+//! lock for good, kills every running job's process tree and exits
+//! [`exit::INTERRUPTED`] at once. Holding the lock first means no job killed
+//! there is recorded as having ended, so the next start records each
 //! `interrupted`, as for any listener that died mid-job.
 //!
-//! It sits below the runner and the listener: the runner notes its job's
-//! process group here, the listener records results under [`recording`],
+//! It sits below the runner and the listener: the runner notes each job's
+//! process group here (one job, or one per slot with `listen --slots`), the listener records results under [`recording`],
 //! and `listen` only calls [`install`].
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
@@ -24,7 +24,7 @@ use crate::platform;
 type Wake = Box<dyn Fn() + Send + Sync>;
 
 /// What a second signal does before the exit, given the job it killed.
-type LastWords = Box<dyn Fn(Option<&str>) + Send + Sync>;
+type LastWords = Box<dyn Fn(&[String]) + Send + Sync>;
 
 /// A stop request, shared by the signal handler and the listener.
 #[derive(Default)]
@@ -56,14 +56,14 @@ impl Shutdown {
         *self.wake.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(wake));
     }
 
-    /// Sets what a second signal does after it killed the job (named, if
-    /// one ran) and before the process exits (the listener's heartbeat says
+    /// Sets what a second signal does after it killed the running jobs
+    /// (named) and before the process exits (the listener's heartbeat says
     /// `stopped`).
-    pub fn on_kill(&self, words: impl Fn(Option<&str>) + Send + Sync + 'static) {
+    pub fn on_kill(&self, words: impl Fn(&[String]) + Send + Sync + 'static) {
         *self.last_words.lock().unwrap_or_else(|p| p.into_inner()) = Some(Box::new(words));
     }
 
-    fn last_words(&self, killed: Option<&str>) {
+    fn last_words(&self, killed: &[String]) {
         if let Some(words) = self
             .last_words
             .lock()
@@ -79,11 +79,20 @@ impl Shutdown {
 /// for good before it kills the job (see the module doc).
 static RECORDING: Mutex<()> = Mutex::new(());
 
-/// The process group of the job running now (0 when none).
-static JOB_GROUP: AtomicI32 = AtomicI32::new(0);
+/// A job running now: its process group, its id and its grace.
+struct Job {
+    group: i32,
+    id: String,
+    grace: Duration,
+}
 
-/// The job running now and its grace, for what the first signal says.
-static JOB: Mutex<Option<(String, Duration)>> = Mutex::new(None);
+/// The jobs running now, in the order they started: for a second signal to
+/// kill, and for what the first one says.
+static JOBS: Mutex<Vec<Job>> = Mutex::new(Vec::new());
+
+fn jobs() -> MutexGuard<'static, Vec<Job>> {
+    JOBS.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// Takes the recording lock: hold it while a job's end is written down.
 pub fn recording() -> MutexGuard<'static, ()> {
@@ -93,32 +102,45 @@ pub fn recording() -> MutexGuard<'static, ()> {
 /// Notes the job that just started, `id` with its `grace`, and its process
 /// group (job object id on Windows), for a second signal to kill.
 pub fn job_started(group: i32, id: &str, grace: Duration) {
-    JOB_GROUP.store(group, Ordering::SeqCst);
-    *JOB.lock().unwrap_or_else(|p| p.into_inner()) = Some((id.to_string(), grace));
+    jobs().push(Job {
+        group,
+        id: id.to_string(),
+        grace,
+    });
 }
 
-/// Notes that no job runs any more.
-pub fn job_ended() {
-    JOB_GROUP.store(0, Ordering::SeqCst);
-    *JOB.lock().unwrap_or_else(|p| p.into_inner()) = None;
+/// Notes that the job of process group `group` no longer runs.
+pub fn job_ended(group: i32) {
+    jobs().retain(|j| j.group != group);
 }
 
-/// The job running now, if any.
-pub fn running_job() -> Option<String> {
-    JOB.lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .as_ref()
-        .map(|(id, _)| id.clone())
+/// The jobs running now, in the order they started.
+pub fn running_jobs() -> Vec<String> {
+    jobs().iter().map(|j| j.id.clone()).collect()
+}
+
+/// True while job `id` runs: known from its spawn on.
+pub fn is_running(id: &str) -> bool {
+    jobs().iter().any(|j| j.id == id)
 }
 
 /// What the first signal tells the person who sent it.
 fn first_words() -> String {
-    match JOB.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
-        Some((id, grace)) => format!(
-            "fleet-dispatch: stopping: job {id} is asked to stop and is killed if it has not after its grace of {}; press Ctrl-C again to kill it now",
-            crate::clock::format_duration(*grace)
+    match jobs().as_slice() {
+        [] => "fleet-dispatch: stopping (no job is running)".to_string(),
+        [j] => format!(
+            "fleet-dispatch: stopping: job {} is asked to stop and is killed if it has not after its grace of {}; press Ctrl-C again to kill it now",
+            j.id,
+            crate::clock::format_duration(j.grace)
         ),
-        None => "fleet-dispatch: stopping (no job is running)".to_string(),
+        all => format!(
+            "fleet-dispatch: stopping: jobs {} are asked to stop and each is killed if it has not after its grace (at most {}); press Ctrl-C again to kill them now",
+            all.iter()
+                .map(|j| j.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            crate::clock::format_duration(all.iter().map(|j| j.grace).max().unwrap_or_default())
+        ),
     }
 }
 
@@ -148,15 +170,24 @@ pub fn install() -> Result<Arc<Shutdown>> {
                 // Kept until the exit: the listener cannot record the end of
                 // the job killed here.
                 let _recording = recording();
-                // Named before the kill: once its process is gone the
-                // runner notes that no job runs.
-                let killed = running_job();
-                platform::kill_tree_now(JOB_GROUP.load(Ordering::SeqCst));
+                // Named before the kill: once its process is gone a runner
+                // notes that its job no longer runs.
+                let running = jobs();
+                let killed: Vec<String> = running.iter().map(|j| j.id.clone()).collect();
+                for j in running.iter() {
+                    platform::kill_tree_now(j.group);
+                }
+                drop(running);
                 if let Some(s) = SHUTDOWN.get() {
-                    s.last_words(killed.as_deref());
+                    s.last_words(&killed);
                 }
                 eprintln!(
-                    "fleet-dispatch: killed; the job is recorded as interrupted at the next start"
+                    "fleet-dispatch: killed; {} recorded as interrupted at the next start",
+                    if killed.len() > 1 {
+                        "the jobs are"
+                    } else {
+                        "the job is"
+                    }
                 );
                 std::process::exit(i32::from(exit::INTERRUPTED));
             }

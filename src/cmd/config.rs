@@ -71,17 +71,19 @@ pub fn run(ctx: &Context, _args: ConfigArgs) -> Result<u8> {
     };
     let machine = ctx.machine_setting();
     let machine_note = ctx.machine().err().map(|e| e.message);
-    let [poll, stop_grace, retention, max_job_age] = [
+    let [poll, stop_grace, retention, max_job_age, slots] = [
         crate::config::POLL_INTERVAL_VAR,
         crate::config::STOP_GRACE_VAR,
         crate::config::RETENTION_VAR,
         crate::config::MAX_JOB_AGE_VAR,
+        crate::config::SLOTS_VAR,
     ]
     .map(variable);
     let poll = ctx.poll_interval_setting(given(&poll));
     let stop_grace = ctx.stop_grace_setting(given(&stop_grace));
     let retention = ctx.retention_setting(given(&retention));
     let max_job_age = ctx.max_job_age_setting(given(&max_job_age));
+    let slots = ctx.slots_setting(given(&slots));
     let config_file = ctx.config_file();
     let d = ctx.durability_setting();
     let durability = Setting {
@@ -133,6 +135,7 @@ pub fn run(ctx: &Context, _args: ConfigArgs) -> Result<u8> {
                 .is_none()
                 .then(|| "a stopped listener gives the running job its own grace".into()),
         ),
+        line("slots", "slots", &slots, None),
         line("fleet", "fleet", &ctx.fleet_setting(), None),
         line("retention", "retention", &retention, None),
         line("maxJobAge", "max job age", &max_job_age, None),

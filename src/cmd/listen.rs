@@ -72,6 +72,7 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
         governor: args.governor_file.clone(),
         verbose: !ctx.json(),
         durability: ctx.durability(),
+        slots: ctx.slots(args.slots.map(|n| n.to_string()).as_deref())?,
     };
     if settings.poll.is_zero() {
         return Err(Error::validation("--poll-interval must be more than 0"));

@@ -18,6 +18,7 @@ fn beat(heartbeat_at: &str, fingerprint: &str) -> Beat {
         pid: 42,
         state: "listening".into(),
         running: None,
+        running_jobs: Vec::new(),
         started_at: "2026-11-29T19:00:00.000Z".into(),
         heartbeat_at: heartbeat_at.into(),
         poll_interval_ms: 2000,

@@ -44,7 +44,7 @@ impl Handle {
     /// True while the listener runs `id`: it knows at the spawn, before
     /// `running/` shows it (the publisher writes that a moment later).
     pub fn is_running(&self, id: &JobId) -> bool {
-        crate::shutdown::running_job().as_deref() == Some(id.as_str())
+        crate::shutdown::is_running(id.as_str())
     }
 }
 

@@ -9,7 +9,8 @@ use serde_json::json;
 
 use super::{Candidate, Listener};
 use crate::clock;
-use crate::doc::{self, Outcome, Termination, detail, job};
+use crate::doc::report::Report;
+use crate::doc::{self, Job, Outcome, Termination, detail, job};
 use crate::error::Result;
 use crate::fsops::Durability;
 use crate::jobenv;
@@ -58,8 +59,15 @@ impl Listener {
     /// Settles the pending result, waits for the publisher, flushes the
     /// folders results were placed and archived in, and notes that in the
     /// ledger (which compacts itself then if it should).
+    ///
+    /// While jobs run in slots it only settles: compaction would drop their
+    /// start lines, which crash recovery needs, and waiting for the
+    /// publisher would hold up the jobs that end meanwhile.
     pub(super) fn checkpoint(&mut self) -> Result<()> {
         self.settle()?;
+        if !self.slots.is_empty() {
+            return Ok(());
+        }
         // At the relaxed level the publisher has flushed the ledger with
         // its last batch; flushing here too covers a listener with nothing
         // published (start lines of jobs that failed to spawn, say).
@@ -96,7 +104,7 @@ impl Listener {
     }
 
     /// Runs `c`, whose marker was last looked for when the hint's change
-    /// count was `looked`.
+    /// count was `looked`, in this thread (one slot: the serial drain).
     pub(super) fn run_job(&mut self, f: &Folders, c: Candidate, looked: u64) -> Result<()> {
         // Messages left from an earlier job are stale; a shutdown asked for
         // meanwhile is in the flag, checked once the queue is clear; a
@@ -106,11 +114,42 @@ impl Listener {
         if self.shutdown.requested() {
             return Ok(());
         }
+        let Begun {
+            req,
+            mut watch,
+            shown,
+            started_at,
+        } = self.begin(f, &c, looked, self.settings.durability == Durability::Full)?;
+        // The previous job's result is published while this one runs; a
+        // failure there is reported once this job is recorded.
+        let (report, settled) = match runner::start(req, self.mail.bell()) {
+            Ok(running) => {
+                let settled = self.spawned(&c.job.id, running.id(), &shown);
+                let report = running.wait(&self.rx, &mut watch);
+                // Wakes dropped while the job was being stopped.
+                self.hint.woken();
+                (report, settled)
+            }
+            Err(report) => (*report, self.settle()),
+        };
+        self.end(&c.job, &started_at, &report, watch)?;
+        settled
+    }
+
+    /// A job's start: its start line in the ledger (flushed with `flush`:
+    /// the caller flushes it before the spawn otherwise, at the full level),
+    /// then what to spawn and the watch for its marker.
+    pub(super) fn begin(
+        &mut self,
+        f: &Folders,
+        c: &Candidate,
+        looked: u64,
+        flush: bool,
+    ) -> Result<Begun> {
         let id = c.job.id.clone();
         let started = clock::now();
         let started_at = clock::format(started);
-        let full = self.settings.durability == Durability::Full;
-        self.ledger.start(id.as_str(), started, full)?;
+        self.ledger.start(id.as_str(), started, flush)?;
         let spec = &c.job.spec;
         let shown = json!({
             "jobId": id.as_str(),
@@ -128,6 +167,9 @@ impl Listener {
             self.dirs.target().as_str(),
             &self.key_path.display().to_string(),
         );
+        // Alone, a job owns every process below the listener; beside
+        // others, its own are told apart by its id in their environment.
+        let mark = (self.settings.slots > 1).then(|| format!("{}={id}", jobenv::JOB_ID));
         let req = runner::Request {
             job_id: id.clone(),
             argv: spec.argv.clone(),
@@ -139,9 +181,10 @@ impl Listener {
             logs: f.logs().clone(),
             stdout_log: layout::log_name(&id, "stdout"),
             stderr_log: layout::log_name(&id, "stderr"),
+            mark,
         };
-        let mut watch = Watch::new(
-            id.clone(),
+        let watch = Watch::new(
+            id,
             f,
             self.dirs.target().to_string(),
             Arc::clone(&self.key),
@@ -150,22 +193,42 @@ impl Listener {
             self.beat.clone(),
             (self.hint.clone(), looked),
         );
-        // The previous job's result is published while this one runs; a
-        // failure there is reported once this job is recorded.
-        let (report, settled) = match runner::start(&req, self.mail.bell()) {
-            Ok(running) => {
-                // If this write fails the start-up scan by job id still finds the orphans.
-                let _ = self.ledger.note_pid(id.as_str(), running.id());
-                let settled = self.settle();
-                self.publisher
-                    .show_running(id.clone(), doc::to_file_bytes(&shown));
-                let report = running.wait(&self.rx, &mut watch);
-                // Wakes dropped while the job was being stopped.
-                self.hint.woken();
-                (report, settled)
-            }
-            Err(report) => (*report, self.settle()),
-        };
+        Ok(Begun {
+            req,
+            watch,
+            shown,
+            started_at,
+        })
+    }
+
+    /// After the spawn of `id` as process (group) `pid`: its pid in the
+    /// ledger, the results waiting made durable and handed on, and the job
+    /// shown in `running/`. A failure handing results on is returned, to
+    /// be reported once this job is recorded.
+    pub(super) fn spawned(
+        &mut self,
+        id: &JobId,
+        pid: i32,
+        shown: &serde_json::Value,
+    ) -> Result<()> {
+        // If this write fails the start-up scan by job id still finds the orphans.
+        let _ = self.ledger.note_pid(id.as_str(), pid);
+        let settled = self.settle();
+        self.publisher
+            .show_running(id.clone(), doc::to_file_bytes(shown));
+        settled
+    }
+
+    /// A job's end: what its watch saw said, its outcome counted and
+    /// recorded ([`Self::finish`]).
+    pub(super) fn end(
+        &mut self,
+        job: &Job,
+        started_at: &str,
+        report: &Report,
+        mut watch: Watch,
+    ) -> Result<()> {
+        let id = &job.id;
         if watch.beat_written() {
             self.heartbeat(None, "listening");
         }
@@ -180,7 +243,7 @@ impl Listener {
             self.say(note);
         }
         let finished_at = clock::format(clock::now());
-        let outcome = detail::outcome_of(&self.key, &c.job, &started_at, &report, &finished_at);
+        let outcome = detail::outcome_of(&self.key, job, started_at, report, &finished_at);
         let how = outcome.termination();
         match how {
             Termination::Exited if outcome.ok => self.counters.done += 1,
@@ -196,8 +259,16 @@ impl Listener {
         // The marker the runner met is the one to consume; without one, a
         // marker may still have come after the watch's last look, and is
         // consumed all the same (the completion race, docs/protocol.md §7).
-        let marker = report.marker().is_some() || self.has_valid_marker(&id);
-        self.finish(&id, &outcome, marker)?;
-        settled
+        let marker = report.marker().is_some() || self.has_valid_marker(id);
+        self.finish(id, &outcome, marker)
     }
+}
+
+/// A job begun: what to spawn, its marker watch, what `running/` shows and
+/// when it started.
+pub(super) struct Begun {
+    pub req: runner::Request,
+    pub watch: Watch,
+    pub shown: serde_json::Value,
+    pub started_at: String,
 }

@@ -1,4 +1,5 @@
-//! The listener (docs/protocol.md §7): drains one target's inbox one job at a time.
+//! The listener (docs/protocol.md §7): drains one target's inbox one job at
+//! a time, or up to N at once with `--slots N` (§7.14, `slots`).
 //!
 //! Per job, in this order: acceptance (§6) → replay guard (results,
 //! archive/done, ledger) → age → cancel check (a valid marker ends a queued
@@ -20,7 +21,8 @@
 //!
 //! This file is the drain loop. Beside it: `inbox` (the listing and what
 //! is remembered between listings), `job_run` (one job's run, from its start
-//! line to its recorded result), `markers` (a queued job's cancel check),
+//! line to its recorded result), `slots` (jobs run at once, each waited for
+//! in a thread of its own), `markers` (a queued job's cancel check),
 //! `after` (the dependency check's reading), `refuse` (refused files moved
 //! aside), `rival` (another listener serving the target), `recovery`
 //! (start-up after a crash) and `handle` (the HTTP intake's way in). The rules it applies live
@@ -57,6 +59,7 @@ use crate::shutdown::Shutdown;
 use crate::state::{self, Ledger, Lock};
 
 use inbox::{Candidate, Inbox};
+use slots::Slots;
 
 mod after;
 mod handle;
@@ -66,6 +69,7 @@ mod markers;
 mod recovery;
 mod refuse;
 mod rival;
+mod slots;
 
 pub use handle::Handle;
 
@@ -96,6 +100,9 @@ pub struct Settings {
     /// publisher flushes the ledger once per batch, before it places the
     /// batch's results.
     pub durability: Durability,
+    /// How many jobs run at once: 1 runs each in the listener's own thread
+    /// (the serial drain); more run each in a thread of its own.
+    pub slots: usize,
 }
 
 /// The summary counters (docs/protocol.md §7.12).
@@ -156,6 +163,9 @@ pub struct Listener {
     /// `--once`, one more pass after the placing lets it start).
     held_on_own: bool,
     inbox: Inbox,
+    /// The jobs running in slots (none with one slot: its job runs in
+    /// this thread).
+    slots: Slots,
     mail: Mailbox,
     rx: Receiver<Control>,
     /// What file-system events hinted at, and the watch that feeds it
@@ -267,11 +277,13 @@ impl Listener {
         let wake = mail.clone();
         shutdown.on_request(move || wake.send(Control::Shutdown));
         // A second Ctrl-C exits at once: the folder is told the listener
-        // stopped, and the killed job no longer shows as running.
+        // stopped, and no killed job shows as running any more.
         let (last_beat, last_dirs) = (beat.clone(), dirs.clone());
         shutdown.on_kill(move |killed| {
-            if let (Some(id), Ok(Some(running))) = (killed, last_dirs.open(Place::Running)) {
-                let _ = running.remove(&format!("{id}.json"));
+            if let Ok(Some(running)) = last_dirs.open(Place::Running) {
+                for id in killed {
+                    let _ = running.remove(&format!("{id}.json"));
+                }
             }
             last_beat.write(None, "stopped");
         });
@@ -300,6 +312,7 @@ impl Listener {
             held: HashSet::new(),
             held_on_own: false,
             inbox,
+            slots: Slots::default(),
             mail,
             rx,
             hint: Hint::new(),
@@ -406,11 +419,21 @@ impl Listener {
                 drained = true;
                 break;
             }
-            let acted = match self.pass() {
+            // Jobs that ended in slots, and messages for them.
+            if !self.slots.is_empty() && self.dispatch_waiting()? {
+                break;
+            }
+            let passed = if self.slot_free() {
+                self.pass()
+            } else {
+                Ok(false)
+            };
+            let acted = match passed {
                 Ok(a) => a,
                 Err(e) => {
                     // Whatever can still be published is; the rest is in
                     // the ledger for the next start.
+                    let _ = self.wind_down(true);
                     let _ = self.checkpoint();
                     return Err(e);
                 }
@@ -423,9 +446,12 @@ impl Listener {
                 continue;
             }
             self.checkpoint()?;
-            // Folders are held for a pass only: an idle listener holds none.
-            self.folders = None;
-            if self.settings.once {
+            // Folders are held for a pass only: an idle listener holds none
+            // (one with jobs in slots keeps them for their ends).
+            if self.slots.is_empty() {
+                self.folders = None;
+            }
+            if self.settings.once && self.slots.is_empty() {
                 // A job held on a result of ours that was being placed can
                 // start now that it is placed: one more pass.
                 if std::mem::take(&mut self.held_on_own) && !again {
@@ -437,14 +463,17 @@ impl Listener {
             if self.last_heartbeat.elapsed() >= heartbeat::EVERY {
                 self.heartbeat(None, "listening");
             }
-            // Sleep one poll interval, waking at once on shutdown or a
-            // change an event hinted at.
-            match self.rx.recv_timeout(self.settings.poll) {
-                Ok(Control::Shutdown) => break,
-                Ok(Control::Wake) => self.hint.woken(),
-                _ => {}
+            // Sleep one poll interval, waking at once on shutdown, a change
+            // an event hinted at, or the end of a job running in a slot.
+            if let Ok(msg) = self.rx.recv_timeout(self.settings.poll)
+                && self.dispatch(msg)?
+            {
+                break;
             }
         }
+        // Between jobs: those running in slots are stopped (a shutdown) or
+        // finish (a drain) before the listener stops.
+        self.wind_down(false)?;
         self.checkpoint()?;
         let interrupted = self.shutdown.requested();
         self.heartbeat(None, "stopped");
@@ -514,9 +543,12 @@ impl Listener {
         for (name, r) in found.refused {
             self.refuse(f, &name, &r);
         }
-        // Finished jobs not yet archived are no longer queued.
+        // Finished jobs not yet archived, and jobs running in slots, are
+        // not queued (the ledger's start line would refuse them as replays).
         jobs.retain(|c| {
-            !self.pending.iter().any(|p| p.id == c.job.id) && !self.publisher.in_flight(&c.job.id)
+            !self.pending.iter().any(|p| p.id == c.job.id)
+                && !self.publisher.in_flight(&c.job.id)
+                && !self.slots.runs(&c.job.id)
         });
         jobs.sort_by_key(|c| c.job.drain_key());
         self.inbox.reset(jobs, f.inbox());
@@ -528,11 +560,16 @@ impl Listener {
     /// so a cancelled job never sits deferred under RED) → dependencies (a
     /// held job is passed over, so the jobs behind it still run) →
     /// governor → run.
+    ///
+    /// With slots, every job that can start now, up to the free slots, is
+    /// started at once, their start lines sharing one flush; a job that
+    /// would end unstarted after them is left to the next pass.
     fn act(&mut self, f: &Folders) -> Result<bool> {
         // Read before any marker is looked for: the job's watch looks at
         // once if an event came after.
         let looked = self.hint.changes();
         let tier = Tier::read(self.settings.governor.as_deref());
+        let mut batch = Vec::new();
         let mut i = 0;
         while i < self.inbox.jobs.len() {
             let c = &self.inbox.jobs[i];
@@ -552,6 +589,9 @@ impl Listener {
             }
             let id = c.job.id.clone();
             if let Some(marker) = self.valid_marker(f, &id) {
+                if !batch.is_empty() {
+                    break;
+                }
                 let c = self.inbox.jobs.remove(i).expect("index in range");
                 self.held.remove(&id);
                 self.cancel_before_start(&c, &marker)?;
@@ -571,6 +611,7 @@ impl Listener {
                     i += 1;
                     continue;
                 }
+                dependency::Verdict::Fail(_) if !batch.is_empty() => break,
                 dependency::Verdict::Fail(dep) => {
                     let c = self.inbox.jobs.remove(i).expect("index in range");
                     self.held.remove(&id);
@@ -590,11 +631,22 @@ impl Listener {
             let c = self.inbox.jobs.remove(i).expect("index in range");
             self.deferred.remove(&c.job.id);
             self.held.remove(&c.job.id);
-            self.run_job(f, c, looked)?;
-            self.inbox.note_own_change(f.inbox());
-            return Ok(true);
+            if self.settings.slots == 1 {
+                self.run_job(f, c, looked)?;
+                self.inbox.note_own_change(f.inbox());
+                return Ok(true);
+            }
+            batch.push(c);
+            if !self.slot_free_beside(batch.len()) {
+                break;
+            }
         }
-        Ok(false)
+        if batch.is_empty() {
+            return Ok(false);
+        }
+        self.start_slots(f, batch, looked)?;
+        self.inbox.note_own_change(f.inbox());
+        Ok(true)
     }
 
     /// Where `id` was already processed, if anywhere, in the folders this

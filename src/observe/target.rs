@@ -34,7 +34,7 @@ pub struct TargetStatus {
     pub target: String,
     /// Its listener, as its heartbeat file tells.
     pub listener: ListenerState,
-    /// The job running now (at most one, unless a crash left a stale file).
+    /// The jobs running now (one per busy slot; a crash may leave a stale file).
     pub running: Vec<RunningJob>,
     /// Valid queued jobs in drain order.
     pub queued: Vec<QueuedJob>,

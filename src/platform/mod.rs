@@ -87,8 +87,10 @@ pub struct Entry {
 }
 
 // The process tree of one running job. Every platform provides
-// `Tree::adopt(&Child) -> io::Result<Tree>` (take charge of a job spawned
-// after `prepare_job`), `id()` (the id the journal records), `leader_exited()`,
+// `Tree::adopt(&Child, mark) -> io::Result<Tree>` (take charge of a job
+// spawned after `prepare_job`; `mark`, the job's id entry in its
+// environment, is given when other jobs run beside it, so that its stops
+// never touch their processes), `id()` (the id the journal records), `leader_exited()`,
 // `signal(Signal)` (the whole tree), `others()` (its live processes but the
 // leader) and `release(self)` (after the leader was reaped). Unix: a process
 // group, plus on Linux the descendants that left it, found through the
@@ -216,6 +218,16 @@ pub fn prepare_job(cmd: &mut Command) {
 /// group. Windows: `TerminateJobObject` on the live job with that leader.
 pub fn kill_tree_now(id: i32) {
     imp::kill_tree_now(id)
+}
+
+/// Reaps the exited orphans adopted as subreaper (Linux), never the leader
+/// of a job running beside others ([`Tree::adopt`] with a mark), which its
+/// owner still waits for: one job's end must not reap another's leader
+/// and free its group id. Call it after a job beside others ended. A no-op
+/// where orphans are not ours (Windows).
+pub fn reap_orphans_beside() {
+    #[cfg(unix)]
+    unix::reap_orphans_beside();
 }
 
 /// The name of a signal number, for result details (`SIGTERM`, or

@@ -179,16 +179,47 @@ pub(super) fn prepare_job(cmd: &mut Command) {
 /// group with `setsid` (found through the subreaper and `/proc` on Linux; on
 /// macOS through `libproc` while their line of parents back to the
 /// listener lives, as there is no subreaper to keep an orphan below us).
+///
+/// A job alone in the listener owns every process below it. A job with
+/// others running beside it (listener slots) owns only its own leader's
+/// descendants and the orphans the listener adopted that carry its `mark`
+/// (its job id entry in the environment) or its group; its release reaps
+/// nothing, as the other jobs' leaders must stay unreaped for their owners
+/// ([`reap_orphans_beside`](super::reap_orphans_beside) does it instead).
 #[derive(Debug)]
 pub struct Tree {
     leader: i32,
+    mark: Option<String>,
+}
+
+/// The leaders of the jobs running beside each other (slots), each with
+/// the thread that spawned it (whose `children` list holds it): a walk
+/// for one job passes the others' leaders by, and orphans are reaped
+/// without reaping one of them. Jobs alone are never listed.
+static BESIDE: std::sync::Mutex<Vec<(i32, i32)>> = std::sync::Mutex::new(Vec::new());
+
+fn beside() -> std::sync::MutexGuard<'static, Vec<(i32, i32)>> {
+    BESIDE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The calling thread's id (its pid where threads have none of their own).
+fn thread_id() -> i32 {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid has no arguments.
+    return unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+    #[cfg(not(target_os = "linux"))]
+    return std::process::id() as i32;
 }
 
 impl Tree {
-    /// Takes charge of a just-spawned job process (see [`prepare_job`](super::prepare_job)).
-    pub fn adopt(child: &std::process::Child) -> io::Result<Tree> {
+    /// Takes charge of a just-spawned job process (see [`prepare_job`](super::prepare_job)),
+    /// in the thread that spawned it.
+    pub fn adopt(child: &std::process::Child, mark: Option<String>) -> io::Result<Tree> {
         let leader = i32::try_from(child.id()).map_err(|_| io::Error::other("pid out of range"))?;
-        Ok(Tree { leader })
+        if mark.is_some() {
+            beside().push((leader, thread_id()));
+        }
+        Ok(Tree { leader, mark })
     }
 
     /// The id recorded in the journal: the leader's pid (= its group id).
@@ -213,15 +244,47 @@ impl Tree {
         // An exited leader has no children left (they were re-parented to
         // us, the subreaper): its part of the walk can be skipped.
         let exited = has_exited(self.leader);
-        job_processes(std::process::id() as i32, self.leader, exited)
-            .into_iter()
-            .filter(|&p| p != self.leader)
-            .collect()
+        let found = match &self.mark {
+            None => job_processes(std::process::id() as i32, self.leader, exited),
+            Some(mark) => shared_job_processes(self.leader, mark, exited),
+        };
+        found.into_iter().filter(|&p| p != self.leader).collect()
     }
 
-    /// Called after the leader was reaped: collects adopted orphans.
+    /// Called after the leader was reaped: collects adopted orphans (a job
+    /// alone; beside others it only leaves the list, see the type's doc).
     pub fn release(self) {
-        reap_orphans();
+        if self.mark.is_none() {
+            reap_orphans();
+        }
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        // Off the list once its owner is done with it (at its release, or
+        // when its runner failed: then anyone may reap the leader).
+        if self.mark.is_some() {
+            beside().retain(|&(l, _)| l != self.leader);
+        }
+    }
+}
+
+/// Reaps exited children that are not the leader of a job running beside
+/// others (its owner reaps it): the orphans jobs left, adopted as
+/// subreaper. With no such job running, every exited child.
+pub(super) fn reap_orphans_beside() {
+    let leaders: Vec<i32> = beside().iter().map(|&(l, _)| l).collect();
+    if leaders.is_empty() {
+        return reap_orphans();
+    }
+    #[cfg(target_os = "linux")]
+    for child in own_children().unwrap_or_default() {
+        if !leaders.contains(&child) {
+            let mut status = 0;
+            // SAFETY: waitpid on one child with WNOHANG never blocks.
+            unsafe { libc::waitpid(child, &mut status, libc::WNOHANG) };
+        }
     }
 }
 
@@ -396,12 +459,7 @@ fn process_table() -> Vec<Proc> {
 /// with the machine's process count. None where the kernel lacks that file.
 #[cfg(target_os = "linux")]
 fn descendants(root: i32, skip: Option<i32>) -> Option<Vec<i32>> {
-    static SUPPORTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let supported = *SUPPORTED.get_or_init(|| {
-        let me = std::process::id();
-        std::path::Path::new(&format!("/proc/{me}/task/{me}/children")).exists()
-    });
-    if !supported {
+    if !children_supported() {
         return None;
     }
     let me = std::process::id() as i32;
@@ -445,6 +503,95 @@ fn descendants(root: i32, skip: Option<i32>) -> Option<Vec<i32>> {
         }
     }
     Some(found)
+}
+
+/// Every child of this process, whichever thread started or adopted it
+/// (zombies included); None where the kernel lacks the `children` file.
+#[cfg(target_os = "linux")]
+fn own_children() -> Option<Vec<i32>> {
+    if !children_supported() {
+        return None;
+    }
+    // The main thread's (a subreaper adopts orphans into its first live
+    // thread, the main one) and those of the threads that spawned the
+    // running jobs; no other thread of ours starts processes.
+    let me = std::process::id() as i32;
+    let mut tasks = vec![me];
+    for &(_, spawner) in beside().iter() {
+        if !tasks.contains(&spawner) {
+            tasks.push(spawner);
+        }
+    }
+    let mut found = Vec::new();
+    for task in tasks {
+        // A thread that ends meanwhile simply has no children.
+        let Some(list) = read_proc(&format!("/proc/{me}/task/{task}/children")) else {
+            continue;
+        };
+        found.extend(
+            list.split_whitespace()
+                .filter_map(|c| c.parse::<i32>().ok()),
+        );
+    }
+    Some(found)
+}
+
+/// True where the kernel has `/proc/<pid>/task/<tid>/children`.
+#[cfg(target_os = "linux")]
+fn children_supported() -> bool {
+    static SUPPORTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SUPPORTED.get_or_init(|| {
+        let me = std::process::id();
+        std::path::Path::new(&format!("/proc/{me}/task/{me}/children")).exists()
+    })
+}
+
+/// True when live process `pid`, a child of ours, is one of the job's with
+/// `mark` and group `pgid`: not another job's leader, and in the group or
+/// carrying the mark in its environment.
+#[cfg(target_os = "linux")]
+fn marked(pid: i32, pgid: i32, mark: &str) -> bool {
+    if beside().iter().any(|&(l, _)| l == pid) {
+        return false;
+    }
+    proc_row(pid).is_some_and(|p| {
+        p.pgrp == pgid
+            || std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == mark.as_bytes()))
+    })
+}
+
+/// The live processes of one job among several running at once (see
+/// [`Tree`]): below its leader (unless it exited: its children were then
+/// handed to us), and the orphans we adopted that carry `mark` or are in its
+/// group, with their descendants. Without `/proc/.../children` (and on
+/// other Unixes) the process table is walked from the leader.
+fn shared_job_processes(pgid: i32, mark: &str, leader_exited: bool) -> Vec<i32> {
+    let _ = (mark, leader_exited);
+    #[cfg(target_os = "linux")]
+    if let Some(children) = own_children() {
+        let mut roots: Vec<i32> = children
+            .into_iter()
+            .filter(|&c| c != pgid && marked(c, pgid, mark))
+            .collect();
+        if !leader_exited {
+            roots.push(pgid);
+        }
+        let mut found = Vec::new();
+        for root in roots {
+            if !found.contains(&root) {
+                found.push(root);
+            }
+            for p in descendants(root, None).unwrap_or_default() {
+                if !found.contains(&p) {
+                    found.push(p);
+                }
+            }
+        }
+        found.retain(|&p| p > 1 && proc_row(p).is_some());
+        return found;
+    }
+    tree_in_table(&process_table(), pgid, pgid)
 }
 
 /// Live processes below `root` in the process tree, plus live members of

@@ -547,7 +547,10 @@ pub struct Tree {
 impl Tree {
     /// Takes charge of a just-spawned, still suspended job process (see
     /// [`prepare_job`](super::prepare_job)): creates its Job Object, assigns it, resumes it.
-    pub fn adopt(child: &std::process::Child) -> io::Result<Tree> {
+    /// Each job has a Job Object of its own, so jobs running beside each
+    /// other need no `mark` to be told apart.
+    pub fn adopt(child: &std::process::Child, mark: Option<String>) -> io::Result<Tree> {
+        let _ = mark;
         let leader = i32::try_from(child.id()).map_err(|_| io::Error::other("pid out of range"))?;
         let job = new_job()?;
         // SAFETY: both handles are valid; std's child handle has all access.
@@ -1099,7 +1102,7 @@ mod tests {
         .stdout(std::process::Stdio::null());
         prepare_job(&mut cmd);
         let child = cmd.spawn().unwrap();
-        let tree = Tree::adopt(&child).unwrap();
+        let tree = Tree::adopt(&child, None).unwrap();
         (child, tree)
     }
 

@@ -6,6 +6,9 @@
 //! twice, every job that was running at a kill is `interrupted` (and no other
 //! job is), and no process of any job is left alive.
 //!
+//! The same loop runs a listener with four slots (`listen --slots 4`):
+//! every job running at a kill, whichever slot held it, is `interrupted`.
+//!
 //! The moments come from a tiny xorshift with a fixed seed, so a failure
 //! replays. `FD_CRASH_SEED` and `FD_CRASH_ITERATIONS` run other or longer
 //! loops (`FD_CRASH_ITERATIONS=500 cargo test --test tests crash_loop --
@@ -23,6 +26,10 @@ use crate::util::*;
 /// Wine, where each process start costs a good part of a second and fifty
 /// rounds take six minutes; the rules checked after each kill are the same.
 const ITERATIONS: u64 = if cfg!(windows) { 12 } else { 50 };
+
+/// Kills per run with four slots: each round enqueues more jobs, and a
+/// kill lands among several running ones.
+const SLOT_ITERATIONS: u64 = if cfg!(windows) { 6 } else { 20 };
 const SEED: u64 = 0x5eed_f1ee_7d15_9a7c;
 
 /// xorshift64: deterministic, and no crate needed.
@@ -83,6 +90,8 @@ fn job_argv(pid_dir: &Path, side: &Path, nap: &str) -> Vec<String> {
 
 struct Loop<'w> {
     w: &'w World,
+    /// `listen --slots`.
+    slots: u64,
     rng: Rng,
     pid_dir: PathBuf,
     side: PathBuf,
@@ -250,14 +259,32 @@ fn live_job_processes(ids: &BTreeSet<&str>) -> Vec<(i32, String)> {
 
 #[test]
 fn sigkill_at_random_moments_loses_no_job_runs_none_twice_and_leaves_no_process() {
+    crash_loop(1, ITERATIONS);
+}
+
+#[test]
+fn with_four_slots_sigkill_interrupts_every_running_job_runs_none_twice_and_leaves_no_process() {
+    crash_loop(4, SLOT_ITERATIONS);
+}
+
+/// The loop, with a listener of `slots` slots killed `iterations` times
+/// (unless `FD_CRASH_ITERATIONS` says otherwise).
+fn crash_loop(slots: u64, iterations: u64) {
     let started = Instant::now();
-    let iterations = env_u64("FD_CRASH_ITERATIONS").unwrap_or(ITERATIONS);
+    let iterations = env_u64("FD_CRASH_ITERATIONS").unwrap_or(iterations);
     let seed = env_u64("FD_CRASH_SEED").unwrap_or(SEED).max(1);
     let w = World::with_target();
     let pid_dir = w.dir.path().join("pids");
     std::fs::create_dir_all(&pid_dir).unwrap();
+    let slot_count = slots.to_string();
+    let slot_args: Vec<&str> = if slots > 1 {
+        vec!["--slots", &slot_count]
+    } else {
+        Vec::new()
+    };
     let mut l = Loop {
         w: &w,
+        slots,
         rng: Rng(seed),
         pid_dir,
         side: w.dir.path().join("side-effects.log"),
@@ -265,7 +292,7 @@ fn sigkill_at_random_moments_loses_no_job_runs_none_twice_and_leaves_no_process(
     };
 
     // A backlog, so the first listeners start busy.
-    for _ in 0..4 {
+    for _ in 0..4 * slots {
         l.enqueue();
     }
     // Jobs that were running (started in the ledger, no result recorded) when a kill
@@ -274,14 +301,16 @@ fn sigkill_at_random_moments_loses_no_job_runs_none_twice_and_leaves_no_process(
     let mut kills_mid_job = 0;
     let mut kills_before_spawn = 0;
     let mut kills_after_result = 0;
+    // The most jobs found running at one kill.
+    let mut most_open = 0;
     for _ in 0..iterations {
-        for _ in 0..2 + l.rng.below(3) {
+        for _ in 0..(2 + l.rng.below(3)) * l.slots {
             l.enqueue();
         }
         if l.rng.one_in(4) {
             l.cancel_one();
         }
-        let g = w.spawn_listener(&[]);
+        let g = w.spawn_listener(&slot_args);
         l.nap(350);
         if l.rng.one_in(2) {
             l.cancel_one();
@@ -291,14 +320,15 @@ fn sigkill_at_random_moments_loses_no_job_runs_none_twice_and_leaves_no_process(
         // What was running just before the kill, then what the dead
         // listener left open in its ledger (the truth the restart acts on).
         let mut seen: BTreeSet<String> = running_ids(&w).into_iter().collect();
-        seen.extend(open_job(&w).map(|(id, _)| id));
+        seen.extend(open_jobs(&w).into_iter().map(|(id, _)| id));
         kill_hard(g.pid());
         let _ = g.wait(Duration::from_secs(10));
-        let after = open_job(&w);
-        if after.as_ref().is_some_and(|(_, pid)| *pid == 0) {
+        let after = open_jobs(&w);
+        if after.iter().any(|(_, pid)| *pid == 0) {
             kills_before_spawn += 1;
         }
-        seen.extend(after.map(|(id, _)| id));
+        most_open = most_open.max(after.len());
+        seen.extend(after.into_iter().map(|(id, _)| id));
         let (mut mid_job, mut after_result) = (false, false);
         for id in seen {
             // A result recorded before the kill is kept; only publishing it
@@ -314,9 +344,15 @@ fn sigkill_at_random_moments_loses_no_job_runs_none_twice_and_leaves_no_process(
         kills_after_result += u32::from(after_result && !mid_job);
     }
     let loop_time = started.elapsed();
+    assert!(
+        slots == 1 || most_open >= 2,
+        "no kill found two jobs running at once: the loop did not test slots"
+    );
 
     // A final clean drain of whatever is left.
-    let counters = w.listen_once(&["--settle", "1s"]);
+    let mut last = vec!["--settle", "1s"];
+    last.extend_from_slice(&slot_args);
+    let counters = w.listen_once(&last);
 
     let ids: BTreeSet<&str> = l.jobs.iter().map(|j| j.id.as_str()).collect();
     assert_eq!(ids.len(), l.jobs.len(), "enqueue gave a duplicate id");
@@ -427,8 +463,9 @@ fn sigkill_at_random_moments_loses_no_job_runs_none_twice_and_leaves_no_process(
     );
 
     eprintln!(
-        "crash loop (seed {seed:#x}): {iterations} hard kills, {kills_mid_job} mid-job \
-         ({kills_before_spawn} between start line and spawn), {kills_after_result} after a \
+        "crash loop (seed {seed:#x}, {slots} slot(s)): {iterations} hard kills, {kills_mid_job} \
+         mid-job ({kills_before_spawn} between start line and spawn, at most {most_open} \
+         running at once), {kills_after_result} after a \
          job's result but before its bookkeeping; {} jobs, {} cancels requested, {} ran, \
          0 ran twice; results by error: {by_error:?}; final drain {counters}; loop {:.1}s, \
          total {:.1}s",

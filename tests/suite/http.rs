@@ -388,6 +388,45 @@ fn a_cancel_over_http_stops_a_running_job_long_before_the_poll() {
 }
 
 #[test]
+fn with_slots_a_cancel_over_http_stops_only_the_job_it_names() {
+    let w = World::with_target();
+    let i = intake(&w, "5s", &["--slots", "3"]);
+    let names = ["slots-a", "slots-b", "slots-c"];
+    let mut pids = Vec::new();
+    for id in names {
+        let pidfile = scratch(&w, &format!("{id}.pid"));
+        let spec = json!({"argv": sleeper(&pidfile), "graceSec": 0.5});
+        assert_eq!(
+            post(&i, "/v1/jobs", &job_text(id, "PC", &now_text(), &spec)).0,
+            202
+        );
+        pids.push(read_pid(&pidfile, Duration::from_secs(10)));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+
+    let sent = Instant::now();
+    let (status, body) = post(&i, &cancel_path("slots-b"), &marker_text("slots-b", "PC"));
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["job"], "running", "{body}");
+    wait_until(Duration::from_secs(10), || !alive(pids[1]));
+    assert!(
+        sent.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        sent.elapsed()
+    );
+    let r = w.wait_result("slots-b", RESULT_LIMIT);
+    assert_eq!(r["error"], "cancelled", "{r}");
+    assert!(
+        alive(pids[0]) && alive(pids[2]),
+        "a job beside it was stopped"
+    );
+    assert!(!w.result_path("slots-a").exists() && !w.result_path("slots-c").exists());
+    // The listener is killed with the intake: its jobs are not left behind.
+    kill_hard(pids[0]);
+    kill_hard(pids[2]);
+}
+
+#[test]
 fn a_squatted_cancel_slot_does_not_block_a_cancel_over_http() {
     let w = World::with_target();
     let i = intake(&w, "5s", &[]);

@@ -24,6 +24,7 @@ mod pickup;
 mod properties;
 mod readme;
 mod retention;
+mod slots;
 mod status;
 mod stops;
 // Unix only: every test swaps a folder for a symbolic link and back, and

@@ -51,6 +51,15 @@ pub fn signed_beat(mut beat: Value) -> Value {
         f("pid"),
         f("state"),
         f("running"),
+        beat["runningJobs"]
+            .as_array()
+            .map(|ids| {
+                ids.iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default(),
         f("startedAt"),
         f("heartbeatAt"),
         f("pollIntervalMs"),
@@ -716,8 +725,15 @@ pub fn ledger_path(w: &World) -> PathBuf {
 }
 
 /// The job the ledger says is running for target `PC` (a start line and no
-/// result line yet), with its pid (0 until the listener noted it).
+/// result line yet), with its pid (0 until the listener noted it); the
+/// last started, when slots run several.
 pub fn open_job(w: &World) -> Option<(String, i64)> {
+    open_jobs(w).pop()
+}
+
+/// Every job the ledger says is running for target `PC`, in start order,
+/// each with its pid (0 until the listener noted it).
+pub fn open_jobs(w: &World) -> Vec<(String, i64)> {
     let text = std::fs::read_to_string(ledger_path(w)).unwrap_or_default();
     let mut open: Vec<(String, i64)> = Vec::new();
     for v in text
@@ -739,7 +755,7 @@ pub fn open_job(w: &World) -> Option<(String, i64)> {
             open.retain(|o| o.0 != id);
         }
     }
-    open.pop()
+    open
 }
 
 /// True when target `PC`'s ledger holds a result for `id` (recorded, maybe
