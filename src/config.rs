@@ -10,8 +10,6 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
-
 use crate::cli::{Given, Global};
 use crate::error::{Error, Result};
 use crate::jobenv;
@@ -19,143 +17,10 @@ use crate::key::Key;
 use crate::layout::{self, StateDirs, TargetDirs};
 use crate::names::Machine;
 
-/// The settings a config file may hold; every one optional.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct FileConfig {
-    /// The dispatch root.
-    pub root: Option<PathBuf>,
-    /// The fleet key file.
-    pub key_file: Option<PathBuf>,
-    /// This machine's name.
-    pub machine: Option<String>,
-    /// The local state directory.
-    pub state_dir: Option<PathBuf>,
-    /// Fleet members that are valid targets before their listener starts.
-    pub fleet: Option<Vec<String>>,
-    /// The listener's poll interval, e.g. "2s".
-    pub poll_interval: Option<String>,
-    /// `false`: the listener polls only, without file-system events.
-    pub watch: Option<bool>,
-    /// The most grace a stopped listener gives its running job, e.g. "20s".
-    pub stop_grace: Option<String>,
-    /// How many jobs the listener runs at once (1 to [`MAX_SLOTS`]).
-    pub slots: Option<u64>,
-    /// `full` or `relaxed`.
-    pub durability: Option<crate::fsops::Durability>,
-    /// How long `sweep` keeps a processed job's files, e.g. "90d".
-    pub retention: Option<String>,
-    /// The age past which `listen` refuses a job as stale, e.g. "14d"; also
-    /// the floor of `sweep`'s retention, so one key serves both.
-    pub max_job_age: Option<String>,
-}
+mod file;
 
-/// Where the config file is looked for: `FLEET_DISPATCH_CONFIG`, else
-/// `config.toml` under `$XDG_CONFIG_HOME/fleet-dispatch` (`~/.config/…`),
-/// `~/Library/Application Support/fleet-dispatch` on macOS, or
-/// `%APPDATA%\fleet-dispatch` on Windows. Returns the path and whether it
-/// was named explicitly (then it must exist).
-pub fn config_path() -> Option<(PathBuf, bool)> {
-    if let Some(p) = std::env::var_os("FLEET_DISPATCH_CONFIG").filter(|p| !p.is_empty()) {
-        return Some((PathBuf::from(p), true));
-    }
-    let var = |v: &str| {
-        std::env::var_os(v)
-            .filter(|x| !x.is_empty())
-            .map(PathBuf::from)
-    };
-    let dir = if cfg!(windows) {
-        var("APPDATA")
-    } else if cfg!(target_os = "macos") {
-        var("HOME").map(|h| h.join("Library").join("Application Support"))
-    } else {
-        var("XDG_CONFIG_HOME").or_else(|| var("HOME").map(|h| h.join(".config")))
-    }?;
-    Some((dir.join("fleet-dispatch").join("config.toml"), false))
-}
-
-/// Parses config file text; `path` names the file in errors.
-pub fn parse_config(text: &str, path: &Path) -> Result<FileConfig> {
-    let mut cfg: FileConfig = toml::from_str(text).map_err(|e| {
-        Error::config(format!(
-            "config file {} is not valid: {}",
-            path.display(),
-            e.message()
-        ))
-        .hint(format!(
-            "keys: {} (see CONFIGURATION FILE in fleet-dispatch(1))",
-            crate::cli::CONFIG_FILE
-                .key_names()
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
-    })?;
-    let home = std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" });
-    for p in [&mut cfg.root, &mut cfg.key_file, &mut cfg.state_dir]
-        .into_iter()
-        .flatten()
-    {
-        if let (Ok(rest), Some(home)) = (p.strip_prefix("~"), home.as_ref()) {
-            *p = PathBuf::from(home).join(rest);
-        }
-    }
-    for (key, value) in [
-        ("poll_interval", &cfg.poll_interval),
-        ("stop_grace", &cfg.stop_grace),
-        ("retention", &cfg.retention),
-        ("max_job_age", &cfg.max_job_age),
-    ] {
-        if let Some(d) = value {
-            crate::clock::parse_duration(d).map_err(|e| {
-                Error::config(format!(
-                    "config file {}: {key}: {}",
-                    path.display(),
-                    e.message
-                ))
-            })?;
-        }
-    }
-    Ok(cfg)
-}
-
-/// The config file a context read, or looked for.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConfigFile {
-    /// Its path.
-    pub path: PathBuf,
-    /// [`Source::Variable`] when `FLEET_DISPATCH_CONFIG` named it, else
-    /// [`Source::Default`].
-    pub source: Source,
-    /// Whether it was there and read.
-    pub read: bool,
-}
-
-fn load_config() -> Result<(FileConfig, Option<ConfigFile>)> {
-    let Some((path, explicit)) = config_path() else {
-        return Ok((FileConfig::default(), None));
-    };
-    let source = if explicit {
-        Source::Variable
-    } else {
-        Source::Default
-    };
-    match std::fs::read_to_string(&path) {
-        Ok(text) => {
-            let cfg = parse_config(&text, &path)?;
-            let read = true;
-            Ok((cfg, Some(ConfigFile { path, source, read })))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {
-            let read = false;
-            let file = ConfigFile { path, source, read };
-            Ok((FileConfig::default(), Some(file)))
-        }
-        Err(e) => Err(Error::config(format!(
-            "cannot read config file {}: {e}",
-            path.display()
-        ))),
-    }
-}
+use file::load_config;
+pub use file::{ConfigFile, FileConfig, config_path, parse_config};
 
 /// Where a setting's value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -643,70 +508,4 @@ impl Context {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn config_file_fields_and_refusals() {
-        let p = Path::new("/c.toml");
-        let c = parse_config(
-            "root = \"/r\"\nmachine = \"PC\"\nfleet = [\"PC\", \"LAPTOP\"]\npoll_interval = \"500ms\"\n",
-            p,
-        )
-        .unwrap();
-        assert_eq!(c.root, Some(PathBuf::from("/r")));
-        assert_eq!(
-            c.fleet.as_deref(),
-            Some(&["PC".to_string(), "LAPTOP".to_string()][..])
-        );
-        let e = parse_config("rooot = \"/r\"", p).unwrap_err();
-        assert!(e.message.contains("/c.toml"), "{}", e.message);
-        assert!(parse_config("poll_interval = \"soon\"", p).is_err());
-        assert!(parse_config("root = 5", p).is_err());
-    }
-
-    #[test]
-    fn flags_win_over_the_file() {
-        let g = Global {
-            root: Some(PathBuf::from("/flag")),
-            key_file: None,
-            machine: None,
-            state_dir: None,
-            json: false,
-            durability: None,
-            given: Vec::new(),
-        };
-        let f = FileConfig {
-            root: Some(PathBuf::from("/file")),
-            machine: Some("FILEPC".into()),
-            poll_interval: Some("5s".into()),
-            durability: Some(crate::fsops::Durability::Relaxed),
-            ..FileConfig::default()
-        };
-        let ctx = Context::with_file(g.clone(), f.clone());
-        assert_eq!(ctx.durability(), crate::fsops::Durability::Relaxed);
-        let full = Global {
-            durability: Some(crate::fsops::Durability::Full),
-            ..g.clone()
-        };
-        assert_eq!(
-            Context::with_file(full, f.clone()).durability(),
-            crate::fsops::Durability::Full
-        );
-        assert_eq!(
-            Context::with_file(g.clone(), FileConfig::default()).durability(),
-            crate::fsops::Durability::Full
-        );
-        assert!(parse_config("durability = \"sometimes\"", Path::new("/c.toml")).is_err());
-        let ctx = Context::with_file(g, f);
-        assert_eq!(ctx.root.value, Some(PathBuf::from("/flag")));
-        assert_eq!(ctx.root.source, Source::Flag);
-        assert_eq!(ctx.machine.value.as_deref(), Some("FILEPC"));
-        assert_eq!(ctx.machine.source, Source::File);
-        assert_eq!(ctx.poll_interval(None).unwrap(), Duration::from_secs(5));
-        assert_eq!(
-            ctx.poll_interval(Some("1s")).unwrap(),
-            Duration::from_secs(1)
-        );
-    }
-}
+mod tests;
