@@ -447,3 +447,44 @@ fn a_pruned_job_the_ledger_remembers_is_refused_as_already_processed() {
     );
     assert_eq!(lines(&side), ["ran"], "ran once only");
 }
+
+#[test]
+fn a_folder_moved_aside_into_rejected_is_never_pruned_nor_its_reason() {
+    let w = World::with_target();
+    // A layout folder a writer replaced by a file: the listener moves the
+    // file aside; and a folder planted where a job file goes: moved aside
+    // whole, a folder in archive/rejected/.
+    let id = uid("dir");
+    let planted = w.inbox(&id);
+    std::fs::create_dir(&planted).unwrap();
+    std::fs::write(planted.join("inside.txt"), b"kept").unwrap();
+    let c = w.listen_once(&["--settle", "0s"]);
+    assert_eq!(c["rejected"], 1, "{c}");
+    let aside = w.rejected(&format!("{id}.json"));
+    let reason = w.rejected(&format!("{id}.json.reason.json"));
+    assert!(aside.is_dir() && reason.is_file(), "{c}");
+    // Old enough for any retention, and so is everything in it.
+    for p in [aside.join("inside.txt"), reason.clone()] {
+        age(&p, 90);
+    }
+    let mut open = std::fs::File::options();
+    open.read(true);
+    // A folder opens as a file on Windows only with backup semantics, and
+    // its time is set through FILE_WRITE_ATTRIBUTES.
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::OpenOptionsExt;
+        open.custom_flags(0x0200_0000).access_mode(0x0100);
+    }
+    open.open(&aside)
+        .unwrap()
+        .set_modified(SystemTime::now() - Duration::from_secs(90 * DAY))
+        .unwrap();
+    let v = sweep_json(&w, &[]);
+    assert!(aside.join("inside.txt").exists(), "{v}");
+    assert!(
+        reason.exists(),
+        "the reason of a folder moved aside went: {v}"
+    );
+    assert_eq!(v["removed"], json!([]), "{v}");
+}
