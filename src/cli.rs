@@ -150,9 +150,9 @@ pub enum Cmd {
         after_help = "Examples:\n  fleet-dispatch enqueue --target PC -- claude -p \"fix the flaky test\"\n  fleet-dispatch enqueue --target PC --timeout 1h --label nightly --wait -- make test\n  fleet-dispatch enqueue --target PC --interrupt 20261129-193000-9f2c4e1ab37d5c08 -- claude -p \"do this instead\"\n  fleet-dispatch enqueue --target PC --via http://pc.lan:7070 -- make test   # straight to PC's listen --http\n  fleet-dispatch enqueue --target PC,LAPTOP -- make test   # the same job id on each\n  fleet-dispatch enqueue --batch jobs.jsonl --target PC   # one job per line: {\"argv\": [\"make\", \"test\"], \"label\": \"t\"}"
     )]
     Enqueue(EnqueueArgs),
-    /// Run this machine's jobs: drain its inbox one job at a time
+    /// Run this machine's jobs: drain its inbox, up to --slots at once
     #[command(
-        after_help = "Examples:\n  fleet-dispatch listen                 # forever, rescanning every 2 s\n  fleet-dispatch listen --once --json   # drain once, print the counters\n  fleet-dispatch listen --http 7070     # also take jobs and cancels over HTTP on 127.0.0.1:7070"
+        after_help = "Examples:\n  fleet-dispatch listen                 # forever, rescanning every 2 s\n  fleet-dispatch listen --once --json   # drain once, print the counters\n  fleet-dispatch listen --http 7070     # also take jobs and cancels over HTTP on 127.0.0.1:7070\n  fleet-dispatch listen --slots 4       # up to four jobs at once"
     )]
     Listen(ListenArgs),
     /// Show a job's verified result
@@ -170,7 +170,7 @@ pub enum Cmd {
         after_help = "Examples:\n  fleet-dispatch cancel --target PC --job-id 20261129-193000-9f2c4e1ab37d5c08 --wait\n  fleet-dispatch cancel --target PC --job-id 20261129-193000-9f2c4e1ab37d5c08 --via http://pc.lan:7070"
     )]
     Cancel(CancelArgs),
-    /// Remove stale cancel markers and our stale temp files (for cron)
+    /// Remove stale markers and temp files, prune old job history (cron)
     #[command(
         after_help = "Example (crontab, daily at 04:00):\n  0 4 * * * fleet-dispatch sweep --all"
     )]
