@@ -282,15 +282,9 @@ pub struct EnqueueArgs {
     /// Stop and steer: queue this job at high priority, then cancel JOBID (an id, a unique prefix of one, or `last`)
     #[arg(long, value_name = "JOBID")]
     pub interrupt: Option<String>,
-    /// Wait for the result and exit with the job's exit code
-    #[arg(long)]
-    pub wait: bool,
-    /// Give up waiting after this long (exit 124)
-    #[arg(long, value_name = "D", requires = "wait")]
-    pub wait_timeout: Option<String>,
-    /// While waiting, stream the job's output as it is written
-    #[arg(long, requires = "wait")]
-    pub follow: bool,
+    /// `--wait`, `--wait-timeout` and `--follow`.
+    #[command(flatten)]
+    pub waiting: WaitArgs,
     /// Send the job to the target's `listen --http` at this URL (http://HOST:PORT); the shared folder is used only when it cannot be reached
     #[arg(long, value_name = "URL")]
     pub via: Option<String>,
@@ -363,15 +357,9 @@ pub struct ListenArgs {
     pub drain: bool,
 }
 
-/// `result`.
+/// Waiting for a job's result, as `enqueue` and `result` take it.
 #[derive(Debug, Args)]
-pub struct ResultArgs {
-    /// The machine that ran the job; a list A,B,C or `all` shows each copy's result, one line each
-    #[arg(long, short = 't', value_name = "T")]
-    pub target: String,
-    /// The job: its id, a prefix only one job on the target has, or `last` (the last job enqueued from this machine)
-    #[arg(long, value_name = "ID")]
-    pub job_id: String,
+pub struct WaitArgs {
     /// Wait for the result and exit with the job's exit code
     #[arg(long)]
     pub wait: bool,
@@ -381,6 +369,20 @@ pub struct ResultArgs {
     /// While waiting, stream the job's output as it is written
     #[arg(long, requires = "wait")]
     pub follow: bool,
+}
+
+/// `result`.
+#[derive(Debug, Args)]
+pub struct ResultArgs {
+    /// The machine that ran the job; a list A,B,C or `all` shows each copy's result, one line each
+    #[arg(long, short = 't', value_name = "T")]
+    pub target: String,
+    /// The job: its id, a prefix only one job on the target has, or `last` (the last job enqueued from this machine)
+    #[arg(long, value_name = "ID")]
+    pub job_id: String,
+    /// `--wait`, `--wait-timeout` and `--follow`.
+    #[command(flatten)]
+    pub waiting: WaitArgs,
 }
 
 /// `logs`.

@@ -325,7 +325,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
         parent.as_ref(),
         args.interrupt.is_some(),
     )?;
-    let wait_limit = super::duration_flag(&args.wait_timeout, "--wait-timeout")?;
+    let wait_limit = super::duration_flag(&args.waiting.wait_timeout, "--wait-timeout")?;
     if is_target_list(&req.targets) {
         return fan_out(ctx, &args, req, parent.as_ref(), wait_limit);
     }
@@ -407,7 +407,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     if let Some(note) = note.filter(|_| !ctx.json()) {
         eprintln!("fleet-dispatch: {note}");
     }
-    if !args.wait {
+    if !args.waiting.wait {
         super::emit(ctx, &out, &human);
         return Ok(exit::SUCCESS);
     }
@@ -415,6 +415,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
         crate::out::line(&human.to_string());
     }
     let mut follower = args
+        .waiting
         .follow
         .then(|| Follower::new(&dirs, &id, Streams::Both));
     let waited = wait::for_result(&dirs, &id, &key, wait_limit, ctx.json(), follower.as_mut())?;
@@ -448,7 +449,7 @@ fn fan_out(
     for (given, flag) in [
         (args.interrupt.is_some(), "--interrupt"),
         (args.via.is_some(), "--via"),
-        (args.follow, "--follow"),
+        (args.waiting.follow, "--follow"),
     ] {
         if given {
             return Err(Error::validation(format!(
@@ -501,7 +502,7 @@ fn fan_out(
     if let Some(p) = parent {
         out["parentJobId"] = json!(p.as_str());
     }
-    if !args.wait {
+    if !args.waiting.wait {
         super::emit(ctx, &out, id.as_str());
         return Ok(exit::SUCCESS);
     }

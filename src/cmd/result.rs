@@ -18,7 +18,7 @@ use super::NoResult;
 
 /// Runs `result`.
 pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
-    let limit = super::duration_flag(&args.wait_timeout, "--wait-timeout")?;
+    let limit = super::duration_flag(&args.waiting.wait_timeout, "--wait-timeout")?;
     let root = ctx.root()?;
     // Key and identity first: a refusal must not leave a fleet member's
     // folder behind.
@@ -29,8 +29,9 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
     let dirs = ctx.target(&root, &args.target)?;
     let id = super::job_ref(ctx, &root, &dirs, &args.job_id)?;
     let out = json!({"jobId": id.as_str(), "target": dirs.target().as_str()});
-    let outcome = if args.wait {
+    let outcome = if args.waiting.wait {
         let mut follower = args
+            .waiting
             .follow
             .then(|| Follower::new(&dirs, &id, Streams::Both));
         let waited = wait::for_result(&dirs, &id, &key, limit, ctx.json(), follower.as_mut())?;
@@ -83,7 +84,7 @@ fn each(
     args: &ResultArgs,
     limit: Option<std::time::Duration>,
 ) -> Result<u8> {
-    if args.follow {
+    if args.waiting.follow {
         return Err(Error::validation(format!(
             "--follow streams one job's output; --target {} names several",
             args.target
@@ -98,6 +99,6 @@ fn each(
             (dirs, id)
         })
         .collect();
-    let answers = super::results_each(&targets, key, args.wait.then_some(limit));
+    let answers = super::results_each(&targets, key, args.waiting.wait.then_some(limit));
     Ok(super::emit_each(ctx, &answers))
 }

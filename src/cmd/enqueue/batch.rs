@@ -28,7 +28,7 @@ pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> 
         (!args.argv.is_empty(), "a program after `--`"),
         (args.job_id.is_some(), "--job-id"),
         (args.interrupt.is_some(), "--interrupt"),
-        (args.wait, "--wait"),
+        (args.waiting.wait, "--wait"),
         (args.via.is_some(), "--via"),
     ] {
         if given {
