@@ -1099,7 +1099,10 @@ mod tests {
             "start /B ping -n 30 127.0.0.1 >nul & ping -n 30 127.0.0.1 >nul",
         ])
         .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null());
+        .stdout(std::process::Stdio::null())
+        // Nothing of the test's own: a process that outlived its tree would
+        // hold the test runner's output open.
+        .stderr(std::process::Stdio::null());
         prepare_job(&mut cmd);
         let child = cmd.spawn().unwrap();
         let tree = Tree::adopt(&child, None).unwrap();
@@ -1182,6 +1185,7 @@ mod tests {
         let mut child = Command::new("ping")
             .args(["-n", "30", "127.0.0.1"])
             .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
         let pid = child.id() as i32;
