@@ -276,14 +276,15 @@ impl Drop for Tree {
 pub(super) fn reap_orphans_beside() {
     let leaders: Vec<i32> = beside().iter().map(|&(l, _)| l).collect();
     if leaders.is_empty() {
-        return reap_orphans();
-    }
-    #[cfg(target_os = "linux")]
-    for child in own_children().unwrap_or_default() {
-        if !leaders.contains(&child) {
-            let mut status = 0;
-            // SAFETY: waitpid on one child with WNOHANG never blocks.
-            unsafe { libc::waitpid(child, &mut status, libc::WNOHANG) };
+        reap_orphans();
+    } else {
+        #[cfg(target_os = "linux")]
+        for child in own_children().unwrap_or_default() {
+            if !leaders.contains(&child) {
+                let mut status = 0;
+                // SAFETY: waitpid on one child with WNOHANG never blocks.
+                unsafe { libc::waitpid(child, &mut status, libc::WNOHANG) };
+            }
         }
     }
 }
