@@ -381,12 +381,15 @@ impl Listener {
         Ok(f)
     }
 
-    fn say(&self, line: impl AsRef<str>) {
+    /// Prints `line` when verbose. It is formatted only then: the lines
+    /// said for every job are passed as `format_args!`, so a quiet drain
+    /// builds none of them.
+    fn say(&self, line: impl std::fmt::Display) {
         if self.settings.verbose {
             // A log line that cannot be written (a closed pipe) must never
             // stop the listener or the job it runs.
             let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{} {}", clock::format(clock::now()), line.as_ref());
+            let _ = writeln!(out, "{} {}", clock::format(clock::now()), line);
             let _ = out.flush();
         }
     }
