@@ -202,8 +202,28 @@ pub fn start(req: Request, bell: &platform::Bell) -> std::result::Result<Running
         tree,
         io,
         exited: false,
-        buf: vec![0; 8192],
+        buf: take_buffer(),
     })
+}
+
+/// Bytes read from an output pipe at once.
+const READ_BUFFER: usize = 8192;
+
+thread_local! {
+    /// The read buffer of the last job this thread ran, kept for its next:
+    /// a fresh zeroed 8 KiB per job cost about 5 % of a serial drain's own
+    /// instructions (18,000 a job: the allocator tidies its free lists for
+    /// a request that large, then zeroes it).
+    static SPARE_BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+fn take_buffer() -> Vec<u8> {
+    let buf = SPARE_BUFFER.take();
+    if buf.len() == READ_BUFFER {
+        buf
+    } else {
+        vec![0; READ_BUFFER]
+    }
 }
 
 impl Running {
@@ -330,7 +350,14 @@ impl Running {
         while self.io.streams_open() && Instant::now() < drained {
             self.next(rx, drained);
         }
-        let Running { tree, out, err, .. } = self;
+        let Running {
+            tree,
+            out,
+            err,
+            buf,
+            ..
+        } = self;
+        SPARE_BUFFER.set(buf);
         tree.release();
         let exit = match status {
             Ok(s) => match (s.code(), platform::exit_signal(&s)) {

@@ -372,9 +372,10 @@ impl Job {
     }
 
     /// The order in which the inbox drains: high first, then `createdAt`,
-    /// then id.
-    pub fn drain_key(&self) -> (Priority, time::OffsetDateTime, JobId) {
-        (self.spec.priority, self.created, self.id.clone())
+    /// then id. Borrowed, so a sort of the whole inbox (each listing of it)
+    /// copies no id.
+    pub fn drain_key(&self) -> (Priority, time::OffsetDateTime, &JobId) {
+        (self.spec.priority, self.created, &self.id)
     }
 }
 
@@ -497,7 +498,7 @@ mod tests {
             mk("c", -10, Priority::Normal),
             mk("z", 50, Priority::High),
         ];
-        jobs.sort_by_key(Job::drain_key);
+        jobs.sort_by(|a, b| a.drain_key().cmp(&b.drain_key()));
         let ids: Vec<_> = jobs.iter().map(|j| j.id.as_str()).collect();
         assert_eq!(ids, ["z", "c", "a", "b"]);
     }

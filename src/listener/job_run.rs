@@ -159,7 +159,10 @@ impl Listener {
             "startedAt": started_at,
             "listenerPid": std::process::id(),
         });
-        self.say(format!("running {id}: {}", job::argv_summary(&spec.argv)));
+        self.say(format_args!(
+            "running {id}: {}",
+            job::argv_summary(&spec.argv)
+        ));
 
         let env = jobenv::for_job(
             &c.job,
@@ -250,7 +253,7 @@ impl Listener {
             Termination::Cancelled => self.counters.cancelled += 1,
             _ => self.counters.failed += 1,
         }
-        self.say(format!(
+        self.say(format_args!(
             "finished {id}: {} (exit {}, {})",
             how.describe(outcome.ok),
             outcome.exit_code,

@@ -381,12 +381,15 @@ impl Listener {
         Ok(f)
     }
 
-    fn say(&self, line: impl AsRef<str>) {
+    /// Prints `line` when verbose. It is formatted only then: the lines
+    /// said for every job are passed as `format_args!`, so a quiet drain
+    /// builds none of them.
+    fn say(&self, line: impl std::fmt::Display) {
         if self.settings.verbose {
             // A log line that cannot be written (a closed pipe) must never
             // stop the listener or the job it runs.
             let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{} {}", clock::format(clock::now()), line.as_ref());
+            let _ = writeln!(out, "{} {}", clock::format(clock::now()), line);
             let _ = out.flush();
         }
     }
@@ -548,7 +551,7 @@ impl Listener {
                 && !self.publisher.in_flight(&c.job.id)
                 && !self.slots.runs(&c.job.id)
         });
-        jobs.sort_by_key(|c| c.job.drain_key());
+        jobs.sort_by(|a, b| a.job.drain_key().cmp(&b.job.drain_key()));
         self.inbox.reset(jobs, f.inbox());
         Ok(())
     }

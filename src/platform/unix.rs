@@ -356,6 +356,32 @@ pub(super) fn signal_pids(pids: &[i32], sig: Signal) {
     }
 }
 
+/// Waits until our child `pid`, whose pidfd just reported its exit, can
+/// be waited for (it is not reaped). The pidfd can report the exit a moment
+/// before the kernel shows the zombie to `waitid`; a tree walk in that
+/// moment would find the leader still alive and walk its `/proc` entries
+/// (a third of a serial drain's jobs did). Once the zombie shows, every
+/// child it had is re-parented to us, as for any exited leader.
+#[cfg(target_os = "linux")]
+fn await_zombie(pid: i32) {
+    loop {
+        // SAFETY: waitid on one child; WNOWAIT leaves it unreaped. It blocks
+        // only until the exit the pidfd reported is complete.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return;
+        }
+    }
+}
+
 /// True when our child `pid` has exited (it is not reaped).
 fn has_exited(pid: i32) -> bool {
     // SAFETY: as above, with WNOHANG.
@@ -930,6 +956,8 @@ impl JobIo {
                 }
             }
             if ready(2) {
+                #[cfg(target_os = "linux")]
+                await_zombie(self.leader);
                 self.exited = true;
                 return IoEvent::Exited;
             }
