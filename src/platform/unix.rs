@@ -364,19 +364,9 @@ pub(super) fn signal_pids(pids: &[i32], sig: Signal) {
 /// child it had is re-parented to us, as for any exited leader.
 #[cfg(target_os = "linux")]
 fn await_zombie(pid: i32) {
-    loop {
-        // SAFETY: waitid on one child; WNOWAIT leaves it unreaped. It blocks
-        // only until the exit the pidfd reported is complete.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        if rc == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+    // It blocks only until the exit the pidfd reported is complete.
+    while let Err(e) = peek_exit(pid, 0) {
+        if e.kind() != io::ErrorKind::Interrupted {
             return;
         }
     }
@@ -384,18 +374,28 @@ fn await_zombie(pid: i32) {
 
 /// True when our child `pid` has exited (it is not reaped).
 fn has_exited(pid: i32) -> bool {
-    // SAFETY: as above, with WNOHANG.
+    peek_exit(pid, libc::WNOHANG).is_ok_and(|exited| exited)
+}
+
+/// `waitid` on our child `pid` for its exit, leaving it unreaped
+/// (`WNOWAIT`), with `flags` added: true when it has exited.
+fn peek_exit(pid: i32, flags: libc::c_int) -> io::Result<bool> {
+    // SAFETY: waitid on one child, into a zeroed siginfo_t it fills.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     let rc = unsafe {
         libc::waitid(
             libc::P_PID,
             pid as libc::id_t,
             &mut info,
-            libc::WEXITED | libc::WNOWAIT | libc::WNOHANG,
+            libc::WEXITED | libc::WNOWAIT | flags,
         )
     };
-    // SAFETY: si_pid is set by waitid when a child changed state.
-    rc == 0 && unsafe { info.si_pid() } != 0
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: si_pid is set by waitid when a child changed state (and
+    // stays 0 under WNOHANG when none has).
+    Ok(unsafe { info.si_pid() } != 0)
 }
 
 /// Makes this process the reaper of orphaned descendants (Linux), so a job's
