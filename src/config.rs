@@ -84,6 +84,18 @@ impl<T> Setting<T> {
             },
         }
     }
+
+    /// How a refusal of this setting's value names it and which error it
+    /// is: `CONFIG` naming the file's `key` when the config file gave it,
+    /// else `VALIDATION_ERROR` naming the `flag` (or the bare `key` for a
+    /// default).
+    fn refusal(&self, key: &str, flag: &str, message: impl std::fmt::Display) -> Error {
+        match self.source {
+            Source::File => Error::config(format!("{key} (config file): {message}")),
+            Source::Default => Error::validation(format!("{key}: {message}")),
+            _ => Error::validation(format!("{flag}: {message}")),
+        }
+    }
 }
 
 /// The variable that lists fleet members.
@@ -240,15 +252,12 @@ impl Context {
     /// or its variable, else the file, else none (the job's own grace).
     pub fn stop_grace(&self, flag: Option<&str>) -> Result<Option<Duration>> {
         let setting = self.stop_grace_setting(flag.map(|f| (f, Given::Flag)));
-        let Some(text) = setting.value else {
+        let Some(text) = &setting.value else {
             return Ok(None);
         };
-        crate::clock::parse_duration(&text)
+        crate::clock::parse_duration(text)
             .map(Some)
-            .map_err(|e| match setting.source {
-                Source::File => Error::config(format!("stop_grace (config file): {}", e.message)),
-                _ => Error::validation(format!("--stop-grace: {}", e.message)),
-            })
+            .map_err(|e| setting.refusal("stop_grace", "--stop-grace", e.message))
     }
 
     /// Fleet members and where the list came from: `FLEET_DISPATCH_FLEET`
@@ -282,22 +291,15 @@ impl Context {
     /// floor.
     pub fn retention(&self, flag: Option<&str>, job_max_age: Duration) -> Result<Duration> {
         let setting = self.retention_setting(flag.map(|f| (f, Given::Flag)));
-        let text = setting.value.unwrap_or_default();
-        let (what, make): (&str, fn(String) -> Error) = match setting.source {
-            Source::File => ("retention (config file)", Error::config),
-            Source::Default => ("retention", Error::validation),
-            _ => ("--retention", Error::validation),
-        };
+        let text = setting.value.clone().unwrap_or_default();
+        let refuse = |message: String| setting.refusal("retention", "--retention", message);
         let given = match setting.source {
             Source::Default => None,
-            _ => Some(
-                crate::clock::parse_duration(&text)
-                    .map_err(|e| make(format!("{what}: {}", e.message)))?,
-            ),
+            _ => Some(crate::clock::parse_duration(&text).map_err(|e| refuse(e.message))?),
         };
         crate::retention::retention(given, job_max_age).map_err(|floor| {
-            make(format!(
-                "{what} {text} is shorter than its floor {}: the job max age ({}) plus {}, \
+            refuse(format!(
+                "{text} is shorter than its floor {}: the job max age ({}) plus {}, \
                  so that a pruned job file that comes back is still refused as stale",
                 crate::clock::format_duration(floor),
                 crate::clock::format_duration(job_max_age),
@@ -322,11 +324,9 @@ impl Context {
     /// never prunes a job file the age rule would no longer refuse.
     pub fn max_job_age(&self, flag: Option<&str>) -> Result<Duration> {
         let setting = self.max_job_age_setting(flag.map(|f| (f, Given::Flag)));
-        let text = setting.value.unwrap_or_default();
-        crate::clock::parse_duration(&text).map_err(|e| match setting.source {
-            Source::File => Error::config(format!("max_job_age (config file): {}", e.message)),
-            _ => Error::validation(format!("--max-job-age: {}", e.message)),
-        })
+        let text = setting.value.clone().unwrap_or_default();
+        crate::clock::parse_duration(&text)
+            .map_err(|e| setting.refusal("max_job_age", "--max-job-age", e.message))
     }
 
     /// The poll interval: the flag or its variable, else the file, else 2 s.
@@ -353,22 +353,14 @@ impl Context {
     /// and `VALIDATION_ERROR` otherwise.
     pub fn slots(&self, flag: Option<&str>) -> Result<usize> {
         let setting = self.slots_setting(flag.map(|f| (f, Given::Flag)));
-        let text = setting.value.unwrap_or_default();
+        let text = setting.value.clone().unwrap_or_default();
         match text.trim().parse::<u64>() {
             Ok(n @ 1..=MAX_SLOTS) => Ok(n as usize),
-            _ => {
-                let message = format!(
-                    "{}: {text:?} is not a slot count: give a whole number from 1 to {MAX_SLOTS}",
-                    match setting.source {
-                        Source::File => "slots (config file)",
-                        _ => "--slots",
-                    }
-                );
-                Err(match setting.source {
-                    Source::File => Error::config(message),
-                    _ => Error::validation(message),
-                })
-            }
+            _ => Err(setting.refusal(
+                "slots",
+                "--slots",
+                format!("{text:?} is not a slot count: give a whole number from 1 to {MAX_SLOTS}"),
+            )),
         }
     }
 
