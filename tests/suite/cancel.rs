@@ -109,6 +109,17 @@ fn foreign_marker_text(id: &str) -> String {
 
 /// Waits for the marker to reach `archive/consumed/`: a loop listener
 /// writes the result first, then archives the job, then moves the marker.
+/// Enqueues a job that writes its pid to a file, then sleeps 30 s; returns
+/// its id and the pid file.
+fn sleeper(w: &World) -> (String, std::path::PathBuf) {
+    let pidfile = scratch(w, "pid");
+    let id = w.enqueue(
+        &["--env", &env_flag("PIDFILE", &pidfile)],
+        &kit(&["pid", "$PIDFILE", "sleep", "30"]),
+    );
+    (id, pidfile)
+}
+
 fn wait_consumed(w: &World, id: &str) {
     wait_until(Duration::from_secs(5), || w.consumed(id).exists());
 }
@@ -148,11 +159,7 @@ fn assert_done_ok(w: &World, id: &str) {
 )]
 fn cancel_of_a_running_job_stops_it_and_archives_job_and_marker() {
     let w = World::with_target();
-    let pidfile = scratch(&w, "pid");
-    let id = w.enqueue(
-        &["--env", &env_flag("PIDFILE", &pidfile)],
-        &kit(&["pid", "$PIDFILE", "sleep", "30"]),
-    );
+    let (id, pidfile) = sleeper(&w);
     let _g = w.spawn_listener(&[]);
     let pid = read_pid(&pidfile, Duration::from_secs(10));
     assert!(alive(pid));
@@ -403,11 +410,7 @@ fn a_timeout_stops_the_whole_tree_the_same_way() {
 #[test]
 fn a_marker_minted_by_an_independent_signer_acts() {
     let w = World::with_target();
-    let pidfile = scratch(&w, "pid");
-    let id = w.enqueue(
-        &["--env", &env_flag("PIDFILE", &pidfile)],
-        &kit(&["pid", "$PIDFILE", "sleep", "30"]),
-    );
+    let (id, pidfile) = sleeper(&w);
     let _g = w.spawn_listener(&[]);
     let pid = read_pid(&pidfile, Duration::from_secs(10));
     let path = w.write_marker("PC", &id, "PC");
@@ -463,11 +466,7 @@ fn a_job_that_exits_0_before_the_watcher_polls_keeps_its_success_and_the_marker_
 #[test]
 fn cancel_wait_exits_0_when_the_job_was_stopped() {
     let w = World::with_target();
-    let pidfile = scratch(&w, "pid");
-    let id = w.enqueue(
-        &["--env", &env_flag("PIDFILE", &pidfile)],
-        &kit(&["pid", "$PIDFILE", "sleep", "30"]),
-    );
+    let (id, pidfile) = sleeper(&w);
     let _g = w.spawn_listener(&[]);
     read_pid(&pidfile, Duration::from_secs(10));
     let (code, out, err) = output(w.cmd_as("LAPTOP").args([
@@ -594,12 +593,8 @@ fn a_queued_job_with_a_valid_marker_is_cancelled_before_start() {
 #[test]
 fn a_marker_written_while_another_job_runs_cancels_the_queued_job_before_start() {
     let w = World::with_target();
-    let pidfile = scratch(&w, "pid");
     let side = scratch(&w, "side");
-    let busy = w.enqueue(
-        &["--env", &env_flag("PIDFILE", &pidfile)],
-        &kit(&["pid", "$PIDFILE", "sleep", "30"]),
-    );
+    let (busy, pidfile) = sleeper(&w);
     let _g = w.spawn_listener(&[]);
     read_pid(&pidfile, Duration::from_secs(10));
     let queued = w.enqueue(
@@ -1091,12 +1086,8 @@ fn unsigned_and_bad_signature_markers_never_stop_a_running_job() {
 #[test]
 fn enqueue_interrupt_cancels_the_old_job_and_runs_before_older_normal_jobs() {
     let w = World::with_target();
-    let pidfile = scratch(&w, "pid");
     let order = scratch(&w, "order");
-    let old = w.enqueue(
-        &["--env", &env_flag("PIDFILE", &pidfile)],
-        &kit(&["pid", "$PIDFILE", "sleep", "30"]),
-    );
+    let (old, pidfile) = sleeper(&w);
     let _g = w.spawn_listener(&[]);
     let pid = read_pid(&pidfile, Duration::from_secs(10));
     wait_until(Duration::from_secs(5), || w.running(&old).exists());
@@ -1216,11 +1207,7 @@ fn enqueue_interrupt_that_cannot_be_requested_says_so_and_the_new_job_still_queu
 #[cfg(unix)] // a Unix signal to the listener (Wine 8 cannot send it console events)
 fn sigterm_to_the_listener_interrupts_the_running_job_and_exits_130() {
     let w = World::with_target();
-    let pidfile = scratch(&w, "pid");
-    let id = w.enqueue(
-        &["--env", &env_flag("PIDFILE", &pidfile)],
-        &kit(&["pid", "$PIDFILE", "sleep", "30"]),
-    );
+    let (id, pidfile) = sleeper(&w);
     let g = w.spawn_listener(&[]);
     let pid = read_pid(&pidfile, Duration::from_secs(10));
     g.signal(libc::SIGTERM);
@@ -1262,12 +1249,8 @@ fn a_second_signal_exits_at_once_and_kills_the_job_group() {
 #[test]
 fn a_kill_and_a_before_start_cancel_both_count_as_cancelled() {
     let w = World::with_target();
-    let pidfile = scratch(&w, "pid");
     let side = scratch(&w, "side");
-    let running = w.enqueue(
-        &["--env", &env_flag("PIDFILE", &pidfile)],
-        &kit(&["pid", "$PIDFILE", "sleep", "30"]),
-    );
+    let (running, pidfile) = sleeper(&w);
     let queued = w.enqueue(
         &["--env", &env_flag("SIDE", &side)],
         &kit(&["touch", "$SIDE"]),
@@ -1387,11 +1370,7 @@ fn garbage_in_the_markers_place_is_moved_aside_and_the_cancel_lands() {
 )]
 fn cancel_of_a_running_job_lands_within_the_usual_bound_though_a_forgery_squats_its_slot() {
     let w = World::with_target();
-    let pidfile = scratch(&w, "pid");
-    let id = w.enqueue(
-        &["--env", &env_flag("PIDFILE", &pidfile)],
-        &kit(&["pid", "$PIDFILE", "sleep", "30"]),
-    );
+    let (id, pidfile) = sleeper(&w);
     let _g = w.spawn_listener(&[]);
     let pid = read_pid(&pidfile, Duration::from_secs(10));
     wait_until(Duration::from_secs(5), || w.running(&id).exists());
@@ -1452,11 +1431,7 @@ fn an_unreadable_file_in_the_markers_place_is_moved_aside_by_cancel() {
 #[cfg(unix)] // mode 000 is a Unix permission; Windows denies reads by ACL instead
 fn an_unreadable_file_in_a_running_jobs_marker_place_is_moved_aside_once_settled() {
     let w = World::with_target();
-    let pidfile = scratch(&w, "pid");
-    let id = w.enqueue(
-        &["--env", &env_flag("PIDFILE", &pidfile)],
-        &kit(&["pid", "$PIDFILE", "sleep", "30"]),
-    );
+    let (id, pidfile) = sleeper(&w);
     let mut c = w.bg_cmd();
     c.args(["listen", "--poll-interval", "100ms", "--settle", "1s"]);
     let mut c = match without_read_override(c) {
