@@ -395,6 +395,25 @@ mod tests {
     }
 
     #[test]
+    fn every_field_a_reader_trusts_is_signed() {
+        let k = key(1);
+        let b = beat("i1", "r1", "2026-11-29T19:30:00.000Z", Some(&k));
+        assert!(b.verified(&k));
+        let edits: [fn(&mut Beat); 4] = [
+            |b| b.running_jobs = vec!["job-2".into()],
+            |b| b.running = Some("job-2".into()),
+            |b| b.state = "stopped".into(),
+            |b| b.heartbeat_at = "2026-11-29T19:31:00.000Z".into(),
+        ];
+        for edit in edits {
+            let mut forged = b.clone();
+            edit(&mut forged);
+            assert!(!forged.verified(&k), "{forged:?}");
+        }
+        assert!(!b.verified(&key(2)));
+    }
+
+    #[test]
     fn only_a_verified_beat_we_did_not_write_is_a_rival() {
         let k = key(1);
         let now = clock::format(clock::now());
