@@ -430,8 +430,9 @@ fn crash_loop(slots: u64, iterations: u64) {
                 assert_eq!(r["startedAt"], "", "{r}");
             }
             // A marker may stop a job a moment after its spawn, before its
-            // first step wrote anything: stopped mid-run either way.
-            "cancelled" => {}
+            // first step wrote anything: stopped mid-run either way, so it
+            // was started.
+            "cancelled" => assert_ne!(r["startedAt"], "", "cancelled, never started: {r}"),
             _ => assert!(ran, "{error:?} but its side effect never happened: {r}"),
         }
     }
