@@ -138,6 +138,24 @@ fn a_listener_with_another_key_warns_with_both_fingerprints() {
 }
 
 #[test]
+fn an_unsigned_heartbeat_warns_that_it_is_not_trusted_and_a_signed_one_passes() {
+    let w = healthy();
+    let (_, v) = doctor_json(&w, &[]);
+    assert_eq!(check(&v, "heartbeat signature", Some("PC"))["status"], "ok");
+    // The same fields without a signature, as a folder writer writes them.
+    let beat = Beat {
+        key_fingerprint: Some(ours(&w)),
+        ..Beat::aged("listening", 0)
+    };
+    std::fs::write(w.pc().join("listener.json"), beat.fields().to_string()).unwrap();
+    let c = warns(&w, &[], "heartbeat signature", Some("PC"));
+    assert!(
+        c["message"].as_str().unwrap().contains("not trusted"),
+        "{c}"
+    );
+}
+
+#[test]
 fn a_stale_heartbeat_warns_naming_its_host() {
     let w = World::with_target();
     let ten_minutes_ago = SystemTime::now() - Duration::from_secs(600);
