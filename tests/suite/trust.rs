@@ -248,6 +248,23 @@ fn a_job_at_the_size_limit_still_yields_a_result_readers_accept() {
     assert!(label.starts_with(shown.trim_end_matches('…')));
 }
 
+/// A listener polling every 100 ms, both its streams in a log file (read
+/// while it runs); returns it and the log's path.
+fn listener_logging_to_a_file(w: &World) -> (ListenerGuard, std::path::PathBuf) {
+    let log = scratch(w, "listener.log");
+    let file = std::fs::File::create(&log).unwrap();
+    let l = ListenerGuard {
+        child: Some(
+            w.bg_cmd()
+                .args(["listen", "--poll-interval", "100ms"])
+                .stdout(file.try_clone().unwrap())
+                .stderr(file)
+                .start(),
+        ),
+    };
+    (l, log)
+}
+
 /// A heartbeat as another listener instance would write it, signed with
 /// the fleet key.
 fn foreign_beat(w: &World, state: &'static str, age_secs: i64) {
@@ -330,17 +347,7 @@ fn two_listeners_with_their_own_state_started_together_run_each_job_once() {
 #[test]
 fn a_running_listener_that_sees_another_instance_stops_starting_jobs_until_it_stops() {
     let w = World::with_target();
-    let log = scratch(&w, "listener.log");
-    let file = std::fs::File::create(&log).unwrap();
-    let _l = ListenerGuard {
-        child: Some(
-            w.bg_cmd()
-                .args(["listen", "--poll-interval", "100ms"])
-                .stdout(file.try_clone().unwrap())
-                .stderr(file)
-                .start(),
-        ),
-    };
+    let (_l, log) = listener_logging_to_a_file(&w);
     wait_until(Duration::from_secs(10), || {
         w.pc().join("listener.json").exists()
     });
@@ -401,17 +408,7 @@ fn a_forged_fresh_heartbeat_neither_blocks_a_start_nor_stops_a_running_listener(
         "{v}"
     );
     // A running listener that finds one keeps starting jobs.
-    let log = scratch(&w, "listener.log");
-    let file = std::fs::File::create(&log).unwrap();
-    let _l = ListenerGuard {
-        child: Some(
-            w.bg_cmd()
-                .args(["listen", "--poll-interval", "100ms"])
-                .stdout(file.try_clone().unwrap())
-                .stderr(file)
-                .start(),
-        ),
-    };
+    let (_l, log) = listener_logging_to_a_file(&w);
     wait_until(Duration::from_secs(10), || {
         std::fs::read_to_string(w.pc().join("listener.json")).is_ok_and(|t| t.contains("\"sig\""))
     });
