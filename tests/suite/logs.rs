@@ -50,25 +50,14 @@ fn logs_follow_streams_while_the_job_runs_and_exits_with_its_code() {
         ]),
     );
     let _l = w.spawn_listener(&[]);
-    let mut follow = w
+    let follow = w
         .bg_cmd()
         .args(["logs", "--target", "PC", "--job-id", &id, "--follow"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .start();
-    // The first line arrives while the job still waits for the gate.
-    let mut stdout = follow.stdout.take().unwrap();
-    let mut seen = Vec::new();
-    read_until(&mut stdout, "first-line", &mut seen);
-    assert!(
-        follow.try_wait().unwrap().is_none(),
-        "it exited while the job ran"
-    );
-    std::fs::write(&gate, b"").unwrap();
-    stdout.read_to_end(&mut seen).unwrap();
-    let status = follow.wait().unwrap();
-    assert_eq!(status.code(), Some(4));
-    let text = String::from_utf8_lossy(&seen);
+    let (code, text, _) = through_the_gate(follow, "first-line", &gate);
+    assert_eq!(code, Some(4));
     assert_eq!(
         text.lines().collect::<Vec<_>>(),
         ["first-line", "second-line"],
@@ -179,6 +168,35 @@ fn read_until(from: &mut impl Read, text: &str, seen: &mut Vec<u8>) {
     }
 }
 
+/// `child`, a command streaming a job's output, seen to stream `first`
+/// while the job waits for `gate` (so it streams, not prints at the end);
+/// then the gate is opened and all is read: its exit code, stdout and
+/// stderr.
+fn through_the_gate(
+    mut child: std::process::Child,
+    first: &str,
+    gate: &std::path::Path,
+) -> (Option<i32>, String, String) {
+    let mut stdout = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    read_until(&mut stdout, first, &mut seen);
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "it exited, or printed only at the end, while the job ran"
+    );
+    std::fs::write(gate, b"").unwrap();
+    stdout.read_to_end(&mut seen).unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let code = child.wait().unwrap().code();
+    (code, String::from_utf8_lossy(&seen).into_owned(), err)
+}
+
 #[test]
 fn logs_follow_on_a_queued_job_waits_for_it_to_run_and_streams_it() {
     let w = World::with_target();
@@ -200,17 +218,9 @@ fn logs_follow_on_a_queued_job_waits_for_it_to_run_and_streams_it() {
         "logs --follow gave up on a queued job"
     );
     let _l = w.spawn_listener(&[]);
-    let mut stdout = follow.stdout.take().unwrap();
-    let mut seen = Vec::new();
-    read_until(&mut stdout, "once-started", &mut seen);
-    assert!(
-        follow.try_wait().unwrap().is_none(),
-        "it exited while the job ran"
-    );
-    std::fs::write(&gate, b"").unwrap();
-    stdout.read_to_end(&mut seen).unwrap();
-    assert_eq!(follow.wait().unwrap().code(), Some(5));
-    assert_eq!(String::from_utf8_lossy(&seen).trim(), "once-started");
+    let (code, text, _) = through_the_gate(follow, "once-started", &gate);
+    assert_eq!(code, Some(5));
+    assert_eq!(text.trim(), "once-started");
 }
 
 #[test]
@@ -236,31 +246,15 @@ fn enqueue_wait_follow_streams_the_output_while_it_waits() {
         "out",
         "second-line",
     ]));
-    let mut enqueue = w
+    let enqueue = w
         .bg_cmd()
         .args(&args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .start();
-    let mut stdout = enqueue.stdout.take().unwrap();
-    let mut seen = Vec::new();
-    read_until(&mut stdout, "first-line", &mut seen);
-    assert!(
-        enqueue.try_wait().unwrap().is_none(),
-        "the output came only at the end"
-    );
-    std::fs::write(&gate, b"").unwrap();
-    stdout.read_to_end(&mut seen).unwrap();
-    let mut err = String::new();
-    enqueue
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    assert_eq!(enqueue.wait().unwrap().code(), Some(0), "{err}");
+    let (code, text, err) = through_the_gate(enqueue, "first-line", &gate);
+    assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("to-stderr"), "stderr is followed too: {err}");
-    let text = String::from_utf8_lossy(&seen);
     let lines: Vec<&str> = text.lines().collect();
     // The id first, then the job's output as it came, then the result.
     let id = lines[0];
