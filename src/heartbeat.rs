@@ -276,7 +276,18 @@ impl Heartbeat {
     /// ([`is_rival`]): a beat that does not verify is a folder writer's
     /// (or an older version's) and never counts.
     pub fn rival(&self) -> Option<Beat> {
-        read(&self.dirs).filter(|b| is_rival(b, &self.key, &self.own))
+        read(&self.dirs).filter(|b| self.is_rival(b))
+    }
+
+    /// Whether `b`, a beat read from the target folder, is another
+    /// listener's ([`is_rival`]).
+    pub fn is_rival(&self, b: &Beat) -> bool {
+        is_rival(b, &self.key, &self.own)
+    }
+
+    /// Whether `b` verifies under the fleet key this listener signs with.
+    pub fn verifies(&self, b: &Beat) -> bool {
+        b.verified(&self.key)
     }
 
     /// Notes that job `id` runs in a slot, or (`false`) no longer does.

@@ -23,15 +23,19 @@ impl Listener {
             return self.rival.is_some();
         }
         self.rival_checked = Some(Instant::now());
+        // Read once: whose beat is there now decides both cases below.
         let now_there = heartbeat::read(&self.dirs);
-        let seen = match (self.beat.rival(), self.rival.take()) {
+        let fresh = now_there.clone().filter(|b| self.beat.is_rival(b));
+        let seen = match (fresh, self.rival.take()) {
             (Some(fresh), _) => Some(fresh),
             // Our own beat may have covered theirs since: keep the last
-            // one seen while it would still count as alive.
+            // one seen while it would still count as alive, unless that
+            // listener has since said, signed, that it stopped (a forged
+            // "stopped" must not let two listeners start jobs).
             (None, Some(old)) => {
-                let stopped = now_there
-                    .as_ref()
-                    .is_some_and(|b| b.instance == old.instance && !b.alive());
+                let stopped = now_there.as_ref().is_some_and(|b| {
+                    b.instance == old.instance && !b.alive() && self.beat.verifies(b)
+                });
                 (!stopped && old.alive()).then_some(old)
             }
             (None, None) => None,

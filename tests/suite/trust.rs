@@ -373,6 +373,14 @@ fn a_running_listener_that_sees_another_instance_stops_starting_jobs_until_it_st
         lines(&side).is_empty(),
         "a job ran beside another listener: {said}"
     );
+    // A "stopped" only a folder writer signed does not end the wait.
+    forged_beat(&w, "stopped", false);
+    let forged_at = refusals();
+    wait_until(Duration::from_secs(5), || refusals() >= forged_at + 3);
+    assert!(
+        lines(&side).is_empty(),
+        "a forged stopped beat let a job run beside another listener"
+    );
     foreign_beat(&w, "stopped", 0);
     let r = w.wait_result(&id, LIMIT);
     assert_eq!(r["ok"], true, "{r}");
