@@ -31,12 +31,12 @@ pub fn run(ctx: &Context, args: VerifyMarkerArgs) -> Result<u8> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => std::path::Path::new("."),
     };
-    let dir = open_folder(ctx, parent);
-    if let Err(e) = &dir
-        && e.code == crate::error::Code::Forbidden
-    {
-        return Err(dir.unwrap_err());
-    }
+    // A folder reached through a link is refused as such; one that cannot
+    // be opened otherwise holds no marker.
+    let dir = match open_folder(ctx, parent) {
+        Err(e) if e.code == crate::error::Code::Forbidden => return Err(e),
+        other => other,
+    };
     if !dir.as_ref().is_ok_and(|d| d.exists(name)) {
         return Err(Error::not_found(format!(
             "no marker file at {}",
