@@ -10,7 +10,7 @@
 //! Sync engines and virus scanners hold handles for a while, so moves and
 //! deletes retry transient failures within a bound, then report them.
 
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -174,15 +174,6 @@ fn sync_parent(path: &Path) {
     if let Some(dir) = path.parent() {
         crate::platform::sync_dir(dir);
     }
-}
-
-/// Opens the local file `path` for appending, creating it (the ledger).
-pub fn open_append(path: &Path) -> Result<File> {
-    OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path)
-        .map_err(|e| Error::io("open", path, &e))
 }
 
 #[cfg(test)]

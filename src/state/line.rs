@@ -154,8 +154,13 @@ pub(super) struct Replay {
 pub(super) fn replay(text: &[u8], now: OffsetDateTime, retention: Duration) -> Replay {
     let mut r = Replay::default();
     // A torn last line (a crash mid-append) is damaged and skipped: it was
-    // never flushed, so nothing was spawned or published on its word.
-    for raw in text.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+    // never flushed, so nothing was spawned or published on its word. Zero
+    // bytes are the file's unused space (never part of a line: JSON escapes
+    // them), read as line ends wherever a crash left them.
+    for raw in text
+        .split(|&b| b == b'\n' || b == 0)
+        .filter(|l| !l.is_empty())
+    {
         let Some(line) = decode(raw) else {
             r.stale = true;
             continue;

@@ -220,3 +220,82 @@ fn a_second_lock_is_busy() {
         err.message
     );
 }
+
+#[test]
+fn a_line_torn_by_a_crash_is_cut_so_the_next_start_reads_back() {
+    let (_dir, state) = state();
+    let t0 = datetime!(2026-11-01 00:00 UTC);
+    let (mut l, _) = Ledger::load(&state, t0, TEN_DAYS).unwrap();
+    l.start("a", t0, true).unwrap();
+    let path = l.path().to_path_buf();
+    drop(l);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    f.write_all(b"{\"v\":2,\"kind\":\"res").unwrap();
+    drop(f);
+    let (mut l, _) = Ledger::load(&state, t0, TEN_DAYS).unwrap();
+    l.start("b", t0, true).unwrap();
+    // A second crash: nothing is cut this time.
+    std::mem::forget(l);
+    let (l, left) = Ledger::load(&state, t0, TEN_DAYS).unwrap();
+    assert!(l.contains("a") && l.contains("b"));
+    let started: Vec<_> = left.started.iter().map(|s| s.job_id.as_str()).collect();
+    assert_eq!(started, ["a", "b"]);
+}
+
+#[test]
+fn lines_are_written_into_zeroed_space_which_a_clean_stop_cuts_off() {
+    let (_dir, state) = state();
+    let t0 = datetime!(2026-11-01 00:00 UTC);
+    let (mut l, _) = Ledger::load(&state, t0, TEN_DAYS).unwrap();
+    l.start("a", t0, true).unwrap();
+    let path = l.path().to_path_buf();
+    let text = std::fs::read(&path).unwrap();
+    let end = lines_end(&text);
+    assert!(
+        text.len() as u64 >= end as u64 + GROW_BY,
+        "room ahead of the line"
+    );
+    assert!(text[end..].iter().all(|&b| b == 0));
+    // Lines fill the room in order, and more room is added as they pass it.
+    let big = vec![b'x'; GROW_BY as usize];
+    l.record("a", t0, &big).unwrap();
+    l.start("b", t0, true).unwrap();
+    let text = std::fs::read(&path).unwrap();
+    let end = lines_end(&text);
+    assert!(end as u64 > GROW_BY && text.len() > end);
+    assert!(text[end..].iter().all(|&b| b == 0));
+    // A listener killed here leaves the zeros; the next one reads past them.
+    std::mem::forget(l);
+    let (l, left) = Ledger::load(&state, t0, TEN_DAYS).unwrap();
+    assert!(l.contains("a") && l.contains("b"));
+    assert_eq!(left.started.len(), 1);
+    drop(l);
+    let text = std::fs::read(&path).unwrap();
+    assert_eq!(text.last(), Some(&b'\n'), "cut to its last line");
+    assert!(!text.contains(&0));
+}
+
+#[test]
+fn lines_after_zeroed_space_are_read() {
+    // What an older binary appends to a ledger a killed listener left with
+    // zeroed space, and a line torn inside that space.
+    let (_dir, state) = state();
+    let t0 = datetime!(2026-11-01 00:00 UTC);
+    let (mut l, _) = Ledger::load(&state, t0, TEN_DAYS).unwrap();
+    l.start("a", t0, true).unwrap();
+    let path = l.path().to_path_buf();
+    std::mem::forget(l);
+    let later = r#"{"v":2,"kind":"start","jobId":"b","processedAt":"2026-11-01T00:00:00.000Z"}"#;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    f.write_all(format!("{later}\n").as_bytes()).unwrap();
+    drop(f);
+    let (l, left) = Ledger::load(&state, t0, TEN_DAYS).unwrap();
+    assert!(l.contains("a") && l.contains("b"));
+    assert_eq!(left.started.len(), 2);
+}
