@@ -19,7 +19,11 @@ use crate::replay;
 /// Refuses an id the target already used, as far as this machine can see
 /// (the target's ledger is local to it: its listener refuses the rest).
 pub fn check_unused(dirs: &TargetDirs, id: &JobId, key: &Key) -> Result<()> {
-    match replay::used_where(dirs, id, key, || false) {
+    unused(dirs, replay::used_where(dirs, id, key, || false), id)
+}
+
+fn unused(dirs: &TargetDirs, used: Option<&str>, id: &JobId) -> Result<()> {
+    match used {
         None => Ok(()),
         Some(place) => Err(Error::validation(format!(
             "job id {id} was already used on {} (found in {place})",
@@ -29,20 +33,50 @@ pub fn check_unused(dirs: &TargetDirs, id: &JobId, key: &Key) -> Result<()> {
     }
 }
 
-/// Refuses a target whose inbox cannot take a job (a link or a file in
-/// its place), without creating anything; returns the inbox when it
-/// exists, for [`check_free`]. A fan-out or a batch checks every target
-/// so before it publishes to any.
-pub fn check_inbox(dirs: &TargetDirs) -> Result<Option<Dir>> {
-    dirs.open(Place::Inbox)
+/// The folders of one target that [`check_free`] looks in, opened once for
+/// all the ids a fan-out or a batch sends there. `None`: missing (or not a
+/// folder, for `results/` and `archive/done/`, which then hold nothing).
+pub struct Checked {
+    inbox: Option<Dir>,
+    results: Option<Dir>,
+    done: Option<Dir>,
 }
 
-/// [`check_unused`], and refuses an id already queued in `inbox` (from
-/// [`check_inbox`]): a job signed now can never be the one queued there,
-/// so [`publish`] would refuse it after the other copies had gone out.
-pub fn check_free(dirs: &TargetDirs, inbox: Option<&Dir>, id: &JobId, key: &Key) -> Result<()> {
-    check_unused(dirs, id, key)?;
-    match inbox {
+impl Checked {
+    /// The target's inbox, when it exists.
+    pub fn inbox(&self) -> Option<&Dir> {
+        self.inbox.as_ref()
+    }
+}
+
+/// Refuses a target whose inbox cannot take a job (a link or a file in
+/// its place), without creating anything, and opens what [`check_free`]
+/// looks in. A fan-out or a batch checks every target so before it
+/// publishes to any.
+pub fn check_target(dirs: &TargetDirs) -> Result<Checked> {
+    let inbox = dirs.open(Place::Inbox)?;
+    let open = |p: Place| dirs.open(p).ok().flatten();
+    Ok(Checked {
+        inbox,
+        results: open(Place::Results),
+        done: open(Place::Done),
+    })
+}
+
+/// [`check_unused`], and refuses an id already queued in the inbox (all in
+/// `held`, from [`check_target`]): a job signed now can never be the one
+/// queued there, so [`publish`] would refuse it after the other copies had
+/// gone out.
+pub fn check_free(dirs: &TargetDirs, held: &Checked, id: &JobId, key: &Key) -> Result<()> {
+    let target = dirs.target().as_str();
+    let used = replay::used_in(
+        held.results.as_ref(),
+        held.done.as_ref(),
+        (id, target, key),
+        || false,
+    );
+    unused(dirs, used, id)?;
+    match &held.inbox {
         Some(d) if d.exists(&id.file_name()) => Err(Error::validation(format!(
             "job id {id} is already queued for {} ({})",
             dirs.target(),

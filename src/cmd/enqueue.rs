@@ -464,8 +464,8 @@ fn fan_out(
     let targets = ctx.targets(&root, &req.targets)?;
     let mut specs = Vec::with_capacity(targets.len());
     for dirs in &targets {
-        let inbox = submit::check_inbox(dirs)?;
-        submit::check_free(dirs, inbox.as_ref(), &req.id, &key)?;
+        let held = submit::check_target(dirs)?;
+        submit::check_free(dirs, &held, &req.id, &key)?;
         specs.push(req.spec_for(dirs.target())?);
     }
     let id = &req.id;

@@ -406,3 +406,36 @@ fn a_line_that_fans_out_binds_a_bare_after_to_each_copys_target() {
         );
     }
 }
+
+#[test]
+fn a_line_whose_id_was_used_already_publishes_nothing() {
+    // One id that ran (its verified result is in results/), one whose job
+    // file was archived while its result went missing: both are refused by
+    // the folders the batch opened once, naming the line and the place.
+    let w = World::with_target();
+    let ran = line(&[], serde_json::json!({"jobId": "used-ran"}));
+    let archived = line(&[], serde_json::json!({"jobId": "used-archived"}));
+    let file = batch_file(&w, &[ran.clone(), archived.clone()]);
+    let (code, out, err) = w.run(&["enqueue", "--batch", &file, "--target", "PC"]);
+    assert_eq!(code, 0, "{out}{err}");
+    w.listen_once(&[]);
+    std::fs::remove_file(w.pc().join("results").join("used-archived.json")).unwrap();
+    let fresh = line(&[], serde_json::json!({}));
+    for (n, used, place) in [(2, &ran, "results/"), (3, &archived, "archive/done/")] {
+        let lines = if n == 2 {
+            vec![fresh.clone(), used.clone()]
+        } else {
+            vec![fresh.clone(), fresh.clone(), used.clone()]
+        };
+        let file = batch_file(&w, &lines);
+        let (code, out, err) = w.run(&["enqueue", "--batch", &file, "--target", "PC"]);
+        assert_eq!(code, 64, "{out}{err}");
+        assert!(out.is_empty(), "{out}");
+        assert!(err.contains(&format!("line {n}")), "{err}");
+        assert!(err.contains("already used") && err.contains(place), "{err}");
+        assert!(
+            files(&w.pc().join("inbox")).is_empty(),
+            "nothing published: {err}"
+        );
+    }
+}

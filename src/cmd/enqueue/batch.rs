@@ -13,7 +13,6 @@ use crate::config::Context;
 use crate::doc::Job;
 use crate::error::{Error, Result};
 use crate::exit;
-use crate::fsops::Dir;
 use crate::layout::TargetDirs;
 use crate::{clock, submit};
 
@@ -80,10 +79,10 @@ pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> 
             let g = match groups.iter().position(|g| g.dirs.target() == dirs.target()) {
                 Some(g) => g,
                 None => {
-                    let inbox = submit::check_inbox(dirs).map_err(at(*n))?;
+                    let held = submit::check_target(dirs).map_err(at(*n))?;
                     groups.push(Group {
                         dirs: dirs.clone(),
-                        inbox,
+                        held,
                         jobs: Vec::new(),
                     });
                     groups.len() - 1
@@ -98,7 +97,7 @@ pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> 
                 ))
                 .hint("job ids are single-use; leave out \"jobId\" to get a fresh one"));
             }
-            submit::check_free(dirs, groups[g].inbox.as_ref(), &req.id, &key).map_err(at(*n))?;
+            submit::check_free(dirs, &groups[g].held, &req.id, &key).map_err(at(*n))?;
             let spec = req.spec_for(dirs.target()).map_err(at(*n))?;
             let job = Job::sign(
                 &key,
@@ -147,7 +146,8 @@ pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> 
 /// (`None`: not made yet), and its jobs in the order of the lines.
 struct Group {
     dirs: TargetDirs,
-    inbox: Option<Dir>,
+    /// Its folders the checks look in, opened once for the batch.
+    held: submit::Checked,
     jobs: Vec<Job>,
 }
 
