@@ -156,6 +156,19 @@ impl Dir {
         self.handle.entry(OsStr::new(name))
     }
 
+    /// True when `name` in `parent` still leads to this very folder (not a
+    /// link to it, nor another folder put in its place). Always false where
+    /// that cannot be told cheaply (Windows).
+    pub fn is_child_of(&self, parent: &Dir, name: &str) -> bool {
+        self.handle.is_at(Some(&parent.handle), OsStr::new(name))
+    }
+
+    /// True when this folder's own path, its last part not followed if a
+    /// link, still leads to it (see [`Dir::is_child_of`]).
+    pub fn is_at_its_path(&self) -> bool {
+        self.handle.is_at(None, self.path.as_os_str())
+    }
+
     /// The regular file `name`, opened to hold a lock on it and made empty
     /// when missing; never through a link. `Ok(None)` when something else
     /// has the name (a link, a folder, a FIFO), to be moved aside.

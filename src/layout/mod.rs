@@ -397,6 +397,19 @@ impl TargetDirs {
         })
     }
 
+    /// True when every folder in `f` is still the one its name leads to:
+    /// then [`TargetDirs::open_all`] would open the same folders again, and
+    /// the listener keeps them for its next pass instead (22 syscalls a job
+    /// fewer, 11 `fstatat` instead). Always false on Windows.
+    pub fn still_holds(&self, f: &Folders) -> bool {
+        f.base.is_at_its_path()
+            && f.archive.is_child_of(&f.base, ARCHIVE)
+            && Place::ALL.iter().zip(&f.places).all(|(p, d)| {
+                let parent = if p.in_archive() { &f.archive } else { &f.base };
+                d.is_child_of(parent, p.name())
+            })
+    }
+
     /// [`TargetDirs::open_all`] for callers that do not repair: a link or a
     /// file where a folder belongs is `FORBIDDEN`.
     ///

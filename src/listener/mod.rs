@@ -493,14 +493,23 @@ impl Listener {
     /// files. Before saying "nothing to do" the pass always looks at a
     /// fresh listing.
     ///
-    /// The folders are opened afresh for each pass. When they cannot be
-    /// (a writer keeps swapping them), the pass is skipped and tried again
-    /// after a poll interval: nothing in the folder stops the listener.
+    /// The folders are looked at afresh for each pass: those of the last
+    /// pass are kept when every name still leads to the folder held
+    /// ([`TargetDirs::still_holds`]), else all are opened again, and
+    /// repaired. When they cannot be (a writer keeps swapping them), the
+    /// pass is skipped and tried again after a poll interval: nothing in
+    /// the folder stops the listener.
     fn pass(&mut self) -> Result<bool> {
         if self.rival_serves() {
             return Ok(false);
         }
-        self.folders = None;
+        if !self
+            .folders
+            .as_ref()
+            .is_some_and(|f| self.dirs.still_holds(f))
+        {
+            self.folders = None;
+        }
         let f = match self.folders() {
             Ok(f) => f,
             Err(e) => {

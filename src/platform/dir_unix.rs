@@ -25,6 +25,8 @@ use super::{Entry, EntryKind};
 #[derive(Debug)]
 pub struct DirHandle {
     fd: OwnedFd,
+    /// Its device and inode, read at the first [`DirHandle::is_at`].
+    id: std::sync::OnceLock<Option<(u64, u64)>>,
 }
 
 fn io_err(e: rustix::io::Errno) -> io::Error {
@@ -96,12 +98,40 @@ fn entry_of(st: &rfs::Stat) -> Entry {
 }
 
 impl DirHandle {
+    fn of(fd: OwnedFd) -> DirHandle {
+        DirHandle {
+            fd,
+            id: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// True when `name` in `parent` (with no parent: the path `name`, links
+    /// followed on the way but not at its end) is still this folder. An
+    /// inode cannot be reused while this handle keeps it, so the same
+    /// device and inode mean the very folder that was opened.
+    pub fn is_at(&self, parent: Option<&DirHandle>, name: &OsStr) -> bool {
+        // The fields' types differ between systems (`st_dev` is an i32 on
+        // macOS); only equality matters.
+        #[allow(clippy::unnecessary_cast)]
+        let id = |st: &rfs::Stat| Some((st.st_dev as u64, st.st_ino as u64));
+        let held = *self
+            .id
+            .get_or_init(|| rfs::fstat(&self.fd).ok().and_then(|st| id(&st)));
+        let now = match parent {
+            Some(p) => single(name)
+                .ok()
+                .and_then(|n| rfs::statat(&p.fd, n, AtFlags::SYMLINK_NOFOLLOW).ok()),
+            None => rfs::lstat(Path::new(name)).ok(),
+        };
+        held.is_some() && now.and_then(|st| id(&st)) == held
+    }
+
     /// Opens the folder at `path`, following links on the way: only for a
     /// folder the user named (the dispatch root), never for one under it.
     pub fn open_trusted(path: &Path) -> io::Result<DirHandle> {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         let fd = rfs::open(path, flags, Mode::empty()).map_err(io_err)?;
-        Ok(DirHandle { fd })
+        Ok(DirHandle::of(fd))
     }
 
     /// Opens the child folder `name` (`shown` is its path, for Windows),
@@ -110,7 +140,7 @@ impl DirHandle {
     pub fn open_child(&self, name: &OsStr, _shown: &Path) -> io::Result<DirHandle> {
         let name = single(name)?;
         match open_dir_at(&self.fd, name) {
-            Ok(fd) => Ok(DirHandle { fd }),
+            Ok(fd) => Ok(DirHandle::of(fd)),
             // Name the refusal by what is there: O_NOFOLLOW answers ELOOP or
             // ENOTDIR for a link, depending on the system.
             Err(e) => match self.entry(name).map(|m| m.kind) {

@@ -325,3 +325,75 @@ fn consumed_swapped_for_a_link_reaches_nothing_outside() {
 fn rejected_swapped_for_a_link_reaches_nothing_outside() {
     swapped_while_draining("archive/rejected");
 }
+
+/// Runs `swap` on `<root>/PC/logs` while the first of two jobs of one
+/// `listen --once` drain runs; returns the drain's counters and the ids.
+/// (The job's output logs are created through the folders of its pass;
+/// results are placed by the publisher, which opens its own.)
+fn swapped_between_two_jobs(
+    w: &World,
+    swap: impl FnOnce(&Path),
+) -> (serde_json::Value, [String; 2]) {
+    let started = w.dir.path().join("first-started");
+    let gate = w.dir.path().join("gate");
+    let first = w.enqueue(&[], &kit(&["touch", p(&started), "wait-for", p(&gate)]));
+    let second = w.enqueue(&[], &kit(&["out", "second"]));
+    let listener = w
+        .bg_cmd()
+        .args(["--json", "listen", "--once", "--settle", "0s"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until(Duration::from_secs(10), || started.exists());
+    swap(&w.pc().join("logs"));
+    std::fs::write(&gate, "").unwrap();
+    let out = listener.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let last = text.lines().last().unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_str(last).unwrap_or_default();
+    (v["counters"].clone(), [first, second])
+}
+
+#[test]
+fn a_folder_replaced_between_two_jobs_of_one_drain_is_opened_again() {
+    // A real folder put in the place of logs/: the second job's pass sees
+    // the name lead elsewhere and writes its output log in the new one.
+    let w = World::with_target();
+    let (counters, [_, second]) = swapped_between_two_jobs(&w, |logs| {
+        std::fs::rename(logs, logs.with_file_name("logs-before")).unwrap();
+        std::fs::create_dir(logs).unwrap();
+    });
+    assert_eq!(counters["done"], 2, "{counters}");
+    let new = w.pc().join("logs");
+    let log = new.join(format!("{second}.stdout.log"));
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap_or_default().trim(),
+        "second",
+        "{:?}",
+        files(&new)
+    );
+}
+
+#[test]
+fn a_folder_swapped_for_a_link_between_two_jobs_of_one_drain_is_moved_aside() {
+    let w = World::with_target();
+    let decoy = decoy(&w, &[]);
+    let before = snapshot(&decoy);
+    let (counters, [_, second]) = swapped_between_two_jobs(&w, |logs| {
+        std::fs::rename(logs, logs.with_file_name("logs-before")).unwrap();
+        std::os::unix::fs::symlink(&decoy, logs).unwrap();
+    });
+    assert_eq!(counters["done"], 2, "{counters}");
+    assert_eq!(
+        counters["repaired"], 1,
+        "the link was moved aside: {counters}"
+    );
+    let logs = w.pc().join("logs");
+    assert!(std::fs::symlink_metadata(&logs).unwrap().is_dir());
+    assert!(
+        logs.join(format!("{second}.stdout.log")).exists(),
+        "{:?}",
+        files(&logs)
+    );
+    assert_eq!(snapshot(&decoy), before, "nothing reached the decoy");
+}
