@@ -4,6 +4,7 @@
 //! ```sh
 //! cargo run --release --example spawn_loop -- 1000 true
 //! cargo run --release --example spawn_loop -- --durable /tmp/floor 1000 true
+//! cargo run --release --example spawn_loop -- --durable-in-place /tmp/floor 1000 true
 //! cargo run --release --example spawn_loop -- --parallel 4 1000 sleep 0.01
 //! ```
 //!
@@ -16,15 +17,20 @@
 //! never runs a job twice, even across a power loss, needs: one line
 //! appended to a log and flushed (`fdatasync`) before each spawn, carrying
 //! that run's start and the previous run's result. That is the floor a
-//! durable lane cannot go under on this disk.
+//! durable lane cannot go under on this disk. With `--durable-in-place DIR`
+//! the line is written over zeroes the log already has (64 KiB of them
+//! written ahead at a time), as the listener's ledger does: a flush then
+//! writes no new file length, which makes it cheaper on most file systems.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 
 fn usage() -> ExitCode {
-    eprintln!("usage: spawn_loop [--durable DIR | --parallel P] N PROGRAM [ARG]...");
+    eprintln!(
+        "usage: spawn_loop [--durable DIR | --durable-in-place DIR | --parallel P] N PROGRAM [ARG]..."
+    );
     ExitCode::from(2)
 }
 
@@ -32,16 +38,29 @@ fn usage() -> ExitCode {
 struct Durable {
     log: File,
     last: Option<(u64, i32)>,
+    /// Written in place: where the next line goes, and where the zeroes
+    /// written ahead end.
+    in_place: Option<(u64, u64)>,
 }
 
+/// Zeroes written ahead of the lines at a time, in place.
+const AHEAD: u64 = 64 << 10;
+
 impl Durable {
-    fn open(dir: &Path) -> std::io::Result<Durable> {
+    fn open(dir: &Path, in_place: bool) -> std::io::Result<Durable> {
         std::fs::create_dir_all(dir)?;
-        let log = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(dir.join("log"))?;
-        Ok(Durable { log, last: None })
+        let path = dir.join("log");
+        let log = if in_place {
+            let _ = std::fs::remove_file(&path);
+            OpenOptions::new().write(true).create_new(true).open(path)?
+        } else {
+            OpenOptions::new().append(true).create(true).open(path)?
+        };
+        Ok(Durable {
+            log,
+            last: None,
+            in_place: in_place.then_some((0, 0)),
+        })
     }
 
     /// "Run i is starting" (with the previous run's result), on disk before
@@ -52,6 +71,17 @@ impl Durable {
             line.push_str(&format!("{{\"run\":{run},\"exitCode\":{code}}}\n"));
         }
         line.push_str(&format!("{{\"start\":{i}}}\n"));
+        if let Some((end, room)) = &mut self.in_place {
+            let next = *end + line.len() as u64;
+            if next > *room {
+                self.log.seek(SeekFrom::Start(*room))?;
+                self.log
+                    .write_all(&vec![0; (next + AHEAD - *room) as usize])?;
+                self.log.seek(SeekFrom::Start(*end))?;
+                *room = next + AHEAD;
+            }
+            *end = next;
+        }
         self.log.write_all(line.as_bytes())?;
         self.log.sync_data()
     }
@@ -106,12 +136,13 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         };
     }
-    if args.peek().map(String::as_str) == Some("--durable") {
+    let in_place = args.peek().map(String::as_str) == Some("--durable-in-place");
+    if in_place || args.peek().map(String::as_str) == Some("--durable") {
         args.next();
         let Some(dir) = args.next() else {
             return usage();
         };
-        match Durable::open(Path::new(&dir)) {
+        match Durable::open(Path::new(&dir), in_place) {
             Ok(d) => durable = Some(d),
             Err(e) => {
                 eprintln!("spawn_loop: cannot prepare {dir}: {e}");
