@@ -251,31 +251,48 @@ impl Running {
         }
     }
 
-    /// Waits until the main process exits or `until` passes; messages
-    /// meanwhile are dropped (a stop is already under way).
-    fn wait_for_exit(&mut self, rx: &Receiver<Control>, until: Instant) -> bool {
+    /// Waits until the main process exits or `until` passes. A stop is
+    /// under way: a shutdown met meanwhile only brings `until` forward (see
+    /// [`Running::shutdown_met`]); other messages are dropped.
+    fn wait_for_exit(&mut self, rx: &Receiver<Control>, until: &mut Instant) -> bool {
         while !self.exited {
-            if let Wake::Timeout = self.next(rx, until) {
-                return self.tree.leader_exited();
+            match self.next(rx, *until) {
+                Wake::Timeout => return self.tree.leader_exited(),
+                Wake::Message(Control::Shutdown) => self.shutdown_met(until),
+                _ => {}
             }
         }
         true
     }
 
     /// Waits until no process of the tree but the exited leader is left, or
-    /// `until` passes.
-    fn wait_tree_gone(&mut self, rx: &Receiver<Control>, until: Instant) -> bool {
+    /// `until` passes (brought forward as in [`Running::wait_for_exit`]).
+    fn wait_tree_gone(&mut self, rx: &Receiver<Control>, until: &mut Instant) -> bool {
         loop {
             if self.tree.others().is_empty() {
                 return true;
             }
             let now = Instant::now();
-            if now >= until {
+            if now >= *until {
                 return false;
             }
-            let slice = (now + Duration::from_millis(20)).min(until);
-            while !matches!(self.next(rx, slice), Wake::Timeout) {}
+            let slice = (now + Duration::from_millis(20)).min(*until);
+            loop {
+                match self.next(rx, slice) {
+                    Wake::Timeout => break,
+                    Wake::Message(Control::Shutdown) => self.shutdown_met(until),
+                    _ => {}
+                }
+            }
         }
+    }
+
+    /// The listener is being stopped while this job's stop (a cancel, a
+    /// timeout) already runs its grace: what is left of that grace is
+    /// capped by the grace a stop gives, counted from now, so a service
+    /// manager's stop timeout holds whenever the stop comes.
+    fn shutdown_met(&self, until: &mut Instant) {
+        *until = (*until).min(Instant::now() + self.req.shutdown_grace());
     }
 
     /// Waits for the process to end, stopping it on an accepted cancel
@@ -316,15 +333,15 @@ impl Running {
                 raced = Some(reason);
             } else {
                 self.tree.signal(Signal::Term);
-                let grace_end = Instant::now() + grace;
-                let exited = self.wait_for_exit(rx, grace_end);
-                let tree_gone = exited && self.wait_tree_gone(rx, grace_end);
+                let mut grace_end = Instant::now() + grace;
+                let exited = self.wait_for_exit(rx, &mut grace_end);
+                let tree_gone = exited && self.wait_tree_gone(rx, &mut grace_end);
                 let grace_expired = !tree_gone;
                 if grace_expired {
                     self.tree.signal(Signal::Kill);
                 }
                 if !exited {
-                    self.wait_for_exit(rx, Instant::now() + Duration::from_secs(3600));
+                    self.wait_for_exit(rx, &mut (Instant::now() + Duration::from_secs(3600)));
                 }
                 stop = Some(Stop {
                     reason,
@@ -336,9 +353,9 @@ impl Running {
         let leftovers_stopped = self.tree.others().len();
         if leftovers_stopped > 0 {
             self.tree.signal(Signal::Term);
-            if !self.wait_tree_gone(rx, Instant::now() + grace) {
+            if !self.wait_tree_gone(rx, &mut (Instant::now() + grace)) {
                 self.tree.signal(Signal::Kill);
-                self.wait_tree_gone(rx, Instant::now() + Duration::from_secs(2));
+                self.wait_tree_gone(rx, &mut (Instant::now() + Duration::from_secs(2)));
             }
         }
         let status = self.child.wait();

@@ -176,3 +176,34 @@ fn a_stop_gives_the_running_job_at_most_the_stop_grace() {
     let r = w.wait_result(&id, LIMIT);
     assert_eq!(r["ok"], false, "{r}");
 }
+
+// Unix only: SIGTERM sent to one process by pid, and a shell's trap.
+#[cfg(unix)]
+#[test]
+fn a_stop_during_a_cancels_grace_caps_what_is_left_of_it() {
+    let w = World::with_target();
+    let termed = scratch(&w, "termed");
+    // The job notes each stop request and goes on, for its minute's grace.
+    let script = format!(
+        "trap 'echo term >> {}' TERM; while :; do sleep 0.1; done",
+        termed.display()
+    );
+    let id = w.enqueue(&["--grace", "60s"], &["sh", "-c", &script]);
+    let l = w.spawn_listener(&["--stop-grace", "1s"]);
+    wait_until(LIMIT, || w.running(&id).exists());
+    let (code, out, err) = w.run(&["cancel", "--target", "PC", "--job-id", &id]);
+    assert_eq!(code, 0, "{out}{err}");
+    // The cancel's stop is under way: the job was asked to end.
+    wait_until(LIMIT, || termed.exists());
+    let asked = std::time::Instant::now();
+    l.signal(libc::SIGTERM);
+    let (code, _, err) = l.wait(LIMIT);
+    assert_eq!(code, 130, "{err}");
+    assert!(
+        asked.elapsed() < Duration::from_secs(15),
+        "the stop took {:?}: the cancel's 60s grace ran on",
+        asked.elapsed()
+    );
+    let r = w.wait_result(&id, LIMIT);
+    assert_eq!(r["error"], "cancelled", "the cancel's word stays: {r}");
+}
