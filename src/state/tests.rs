@@ -281,7 +281,7 @@ fn lines_are_written_into_zeroed_space_which_a_clean_stop_cuts_off() {
 #[test]
 fn lines_after_zeroed_space_are_read() {
     // What an older binary appends to a ledger a killed listener left with
-    // zeroed space, and a line torn inside that space.
+    // zeroed space: read, past the zeros.
     let (_dir, state) = state();
     let t0 = datetime!(2026-11-01 00:00 UTC);
     let (mut l, _) = Ledger::load(&state, t0, TEN_DAYS).unwrap();

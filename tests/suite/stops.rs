@@ -144,6 +144,22 @@ fn ctrl_c_typed_on_a_terminal_names_the_job_and_its_grace() {
     assert_eq!(heartbeat_state(&w), "stopped");
 }
 
+/// Sends SIGTERM to the listener `l`, which must end (130) well inside a
+/// 60 s grace (`slow` says what a slow end would mean); returns its stderr.
+#[cfg(unix)]
+fn stopped_soon(l: ListenerGuard, slow: &str) -> String {
+    let asked = std::time::Instant::now();
+    l.signal(libc::SIGTERM);
+    let (code, _, err) = l.wait(LIMIT);
+    assert_eq!(code, 130, "{err}");
+    assert!(
+        asked.elapsed() < Duration::from_secs(15),
+        "the stop took {:?}: {slow}",
+        asked.elapsed()
+    );
+    err
+}
+
 // Unix only: SIGTERM sent to one process by pid.
 #[cfg(unix)]
 #[test]
@@ -158,15 +174,7 @@ fn a_stop_gives_the_running_job_at_most_the_stop_grace() {
     let l = w.spawn_listener(&["--stop-grace", "1s"]);
     wait_until(LIMIT, || w.running(&id).exists());
     let job = read_pid(&pidfile, LIMIT);
-    let asked = std::time::Instant::now();
-    l.signal(libc::SIGTERM);
-    let (code, _, err) = l.wait(LIMIT);
-    assert_eq!(code, 130, "{err}");
-    assert!(
-        asked.elapsed() < Duration::from_secs(15),
-        "the stop took {:?}: the job got its own 60s grace",
-        asked.elapsed()
-    );
+    let err = stopped_soon(l, "the job got its own 60s grace");
     assert!(
         err.contains("grace of 1s"),
         "the first words name the capped grace: {err}"
@@ -195,15 +203,7 @@ fn a_stop_during_a_cancels_grace_caps_what_is_left_of_it() {
     assert_eq!(code, 0, "{out}{err}");
     // The cancel's stop is under way: the job was asked to end.
     wait_until(LIMIT, || termed.exists());
-    let asked = std::time::Instant::now();
-    l.signal(libc::SIGTERM);
-    let (code, _, err) = l.wait(LIMIT);
-    assert_eq!(code, 130, "{err}");
-    assert!(
-        asked.elapsed() < Duration::from_secs(15),
-        "the stop took {:?}: the cancel's 60s grace ran on",
-        asked.elapsed()
-    );
+    stopped_soon(l, "the cancel's 60s grace ran on");
     let r = w.wait_result(&id, LIMIT);
     assert_eq!(r["error"], "cancelled", "the cancel's word stays: {r}");
 }
