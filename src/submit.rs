@@ -42,13 +42,6 @@ pub struct Checked {
     done: Option<Dir>,
 }
 
-impl Checked {
-    /// The target's inbox, when it exists.
-    pub fn inbox(&self) -> Option<&Dir> {
-        self.inbox.as_ref()
-    }
-}
-
 /// Refuses a target whose inbox cannot take a job (a link or a file in
 /// its place), without creating anything, and opens what [`check_free`]
 /// looks in. A fan-out or a batch checks every target so before it

@@ -186,13 +186,7 @@ fn through_the_gate(
     );
     std::fs::write(gate, b"").unwrap();
     stdout.read_to_end(&mut seen).unwrap();
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = stderr_text(&mut child);
     let code = child.wait().unwrap().code();
     (code, String::from_utf8_lossy(&seen).into_owned(), err)
 }

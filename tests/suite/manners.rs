@@ -1,7 +1,6 @@
 //! Output manners: a closed pipe ends a command quietly, colour appears
 //! only on a terminal and never with NO_COLOR, and every command speaks JSON.
 
-use std::io::Read;
 use std::process::Stdio;
 
 use crate::util::*;
@@ -21,13 +20,7 @@ fn a_closed_stdout_pipe_exits_quietly() {
     drop(child.stdout.take());
     w.listen_once(&[]);
     let status = child.wait().unwrap();
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = stderr_text(&mut child);
     assert_eq!(status.code(), Some(0), "{err}");
     assert!(err.is_empty(), "nothing on stderr, got: {err}");
 }
@@ -42,13 +35,7 @@ fn into_a_closed_pipe(w: &World, args: &[&str]) -> (Option<i32>, String) {
         .stderr(Stdio::piped())
         .start();
     drop(child.stdout.take());
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = stderr_text(&mut child);
     (child.wait().unwrap().code(), err)
 }
 

@@ -470,6 +470,16 @@ fn retried<T>(what: &dyn std::fmt::Debug, mut go: impl FnMut() -> std::io::Resul
     }
 }
 
+/// Everything `child` writes on its piped stderr, to its end.
+pub fn stderr_text(child: &mut std::process::Child) -> String {
+    use std::io::Read;
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        e.read_to_string(&mut err).unwrap();
+    }
+    err
+}
+
 /// Spawns `c`, retrying only Wine's transient failure.
 pub fn spawn(c: &mut std::process::Command) -> Child {
     let what = format!("{c:?}");
