@@ -1752,3 +1752,50 @@ fn an_unknown_durability_level_is_a_validation_error_naming_the_choices() {
     assert_eq!(code, 64, "{out}{err}");
     assert!(err.contains("full") && err.contains("relaxed"), "{err}");
 }
+
+#[test]
+fn a_running_listeners_ledger_reads_whole_and_a_clean_stop_leaves_no_zeros() {
+    // A crash mid-write leaves a line cut short; the next listener starts
+    // with it gone (rewritten or cut), and while its job runs every line
+    // of the ledger, zeroed space ahead of them read as line ends, is
+    // whole and names the running job's start. A clean stop leaves the
+    // file ending with its last line, none of the space written ahead.
+    let w = World::with_target();
+    w.enqueue(&[], &kit(&[]));
+    w.listen_once(&[]);
+    let ledger = ledger_path(&w);
+    let clean = std::fs::read(&ledger).unwrap();
+    assert_eq!(clean.last(), Some(&b'\n'));
+    assert!(!clean.contains(&0), "zeros left after a clean stop");
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&ledger)
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"{\"v\":2,\"kind\":\"res").unwrap();
+    drop(f);
+    let started = scratch(&w, "started");
+    let gate = scratch(&w, "gate");
+    let id = w.enqueue(&[], &kit(&["touch", p(&started), "wait-for", p(&gate)]));
+    let mut listener = w.bg_cmd().args(["listen", "--once"]).start();
+    wait_until(Duration::from_secs(20), || started.exists());
+    let running = std::fs::read(&ledger).unwrap();
+    std::fs::write(&gate, "").unwrap();
+    assert!(listener.wait().unwrap().success());
+    let shown = String::from_utf8_lossy(&running).replace('\0', "");
+    let lines: Vec<Value> = running
+        .split(|&b| b == b'\n' || b == 0)
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            serde_json::from_slice(l)
+                .unwrap_or_else(|e| panic!("{e}: {:?} in {shown}", String::from_utf8_lossy(l)))
+        })
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|v| v["kind"] == "start" && v["jobId"] == id.as_str()),
+        "the running job's start: {shown}"
+    );
+    let after = std::fs::read(&ledger).unwrap();
+    assert!(!after.contains(&0) && after.last() == Some(&b'\n'));
+}
