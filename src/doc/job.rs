@@ -372,10 +372,14 @@ impl Job {
     }
 
     /// The order in which the inbox drains: high first, then `createdAt`,
-    /// then id. Borrowed, so a sort of the whole inbox (each listing of it)
-    /// copies no id.
-    pub fn drain_key(&self) -> (Priority, time::OffsetDateTime, &JobId) {
-        (self.spec.priority, self.created, &self.id)
+    /// then id. Compared borrowed, so a sort of the whole inbox (each
+    /// listing of it) copies no id.
+    pub fn drain_order(&self, other: &Job) -> std::cmp::Ordering {
+        (self.spec.priority, self.created, &self.id).cmp(&(
+            other.spec.priority,
+            other.created,
+            &other.id,
+        ))
     }
 }
 
@@ -498,7 +502,7 @@ mod tests {
             mk("c", -10, Priority::Normal),
             mk("z", 50, Priority::High),
         ];
-        jobs.sort_by(|a, b| a.drain_key().cmp(&b.drain_key()));
+        jobs.sort_by(Job::drain_order);
         let ids: Vec<_> = jobs.iter().map(|j| j.id.as_str()).collect();
         assert_eq!(ids, ["z", "c", "a", "b"]);
     }

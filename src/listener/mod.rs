@@ -560,7 +560,7 @@ impl Listener {
                 && !self.publisher.in_flight(&c.job.id)
                 && !self.slots.runs(&c.job.id)
         });
-        jobs.sort_by(|a, b| a.job.drain_key().cmp(&b.job.drain_key()));
+        jobs.sort_by(|a, b| a.job.drain_order(&b.job));
         self.inbox.reset(jobs, f.inbox());
         Ok(())
     }

@@ -330,7 +330,7 @@ fn queued(dirs: &TargetDirs, key: &Key) -> (Vec<Job>, usize) {
             Err(_) => invalid += 1,
         }
     }
-    jobs.sort_by(|a, b| a.drain_key().cmp(&b.drain_key()));
+    jobs.sort_by(Job::drain_order);
     (jobs, invalid)
 }
 
