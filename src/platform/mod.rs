@@ -206,6 +206,15 @@ pub fn lower_thread_priority() {
     imp::lower_thread_priority()
 }
 
+/// Tunes the memory allocator for a long-running listener, best effort.
+/// With glibc: no "fast bins". Their chunks are merged back by a sweep
+/// before any request of a kilobyte or more, which a job's end and start
+/// make several of; without them, small blocks are reused from the
+/// per-thread cache and the ordinary bins alone. Elsewhere a no-op.
+pub fn tune_allocator() {
+    imp::tune_allocator()
+}
+
 /// Prepares a job's command before the spawn, for [`Tree::adopt`]: a
 /// process group of its own on Unix; on Windows a console process group,
 /// started suspended so it joins its Job Object before it runs.

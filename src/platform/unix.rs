@@ -132,6 +132,15 @@ pub(super) fn lower_thread_priority() {
     }
 }
 
+/// See [`super::tune_allocator`].
+pub(super) fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes a malloc tunable; M_MXFAST 0 is valid.
+    unsafe {
+        libc::mallopt(libc::M_MXFAST, 0);
+    }
+}
+
 /// Creates a new file for writing, failing if anything (a link included)
 /// already has the name.
 pub(super) fn create_new_no_follow(path: &Path) -> io::Result<File> {
@@ -445,6 +454,47 @@ fn read_proc(path: &str) -> Option<String> {
     String::from_utf8(buf).ok()
 }
 
+/// The children of our own thread `task` (its `/proc/<pid>/task/<tid>/children`).
+/// The main thread's file, and the calling thread's, are held open and read
+/// again from their start: opening a `/proc` file costs several times the
+/// read, and a job's end looks once. Another thread's is opened each time
+/// (its id may be a new thread's by the next look).
+#[cfg(target_os = "linux")]
+fn task_children(task: i32) -> Option<String> {
+    use std::os::unix::fs::FileExt;
+    static MAIN: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+    thread_local! {
+        static OWN: std::cell::OnceCell<Option<std::fs::File>> = const { std::cell::OnceCell::new() };
+    }
+    let me = std::process::id() as i32;
+    let path = || format!("/proc/{me}/task/{task}/children");
+    // Through a buffer on the stack: a heap one of a page makes the
+    // allocator tidy its free lists first, which costs more than the read.
+    let read = |f: &std::fs::File| -> Option<String> {
+        let mut buf = [0u8; 512];
+        let mut list = Vec::new();
+        loop {
+            match f.read_at(&mut buf, list.len() as u64) {
+                Ok(0) => break,
+                Ok(k) => list.extend_from_slice(&buf[..k]),
+                Err(_) => return None,
+            }
+        }
+        String::from_utf8(list).ok()
+    };
+    if task == me {
+        let held = MAIN.get_or_init(|| std::fs::File::open(path()).ok());
+        return held.as_ref().map_or_else(|| read_proc(&path()), read);
+    }
+    if task == thread_id() {
+        return OWN.with(|own| {
+            let held = own.get_or_init(|| std::fs::File::open(path()).ok());
+            held.as_ref().map_or_else(|| read_proc(&path()), read)
+        });
+    }
+    read_proc(&path())
+}
+
 /// One `/proc/<pid>/stat` row, or None for a zombie or a vanished process.
 #[cfg(target_os = "linux")]
 fn proc_row(pid: i32) -> Option<Proc> {
@@ -498,26 +548,22 @@ fn descendants(root: i32, skip: Option<i32>) -> Option<Vec<i32>> {
             // job) and the main thread's (a subreaper adopts orphans into
             // its first live thread, the main one); no other thread of ours
             // starts processes.
-            // SAFETY: gettid has no arguments.
-            let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
-            let mut t = vec![format!("/proc/{me}/task/{me}/children")];
+            let tid = thread_id();
+            let mut t = vec![me];
             if tid != me {
-                t.push(format!("/proc/{me}/task/{tid}/children"));
+                t.push(tid);
             }
-            t
+            t.into_iter().filter_map(task_children).collect()
         } else {
             // A process or thread that ends meanwhile simply has no children.
             let Ok(dir) = std::fs::read_dir(format!("/proc/{parent}/task")) else {
                 continue;
             };
             dir.flatten()
-                .filter_map(|t| t.path().join("children").to_str().map(String::from))
+                .filter_map(|t| t.path().join("children").to_str().and_then(read_proc))
                 .collect()
         };
-        for path in tasks {
-            let Some(list) = read_proc(&path) else {
-                continue;
-            };
+        for list in tasks {
             for child in list
                 .split_whitespace()
                 .filter_map(|c| c.parse::<i32>().ok())
@@ -552,7 +598,7 @@ fn own_children() -> Option<Vec<i32>> {
     let mut found = Vec::new();
     for task in tasks {
         // A thread that ends meanwhile simply has no children.
-        let Some(list) = read_proc(&format!("/proc/{me}/task/{task}/children")) else {
+        let Some(list) = task_children(task) else {
             continue;
         };
         found.extend(
@@ -1025,6 +1071,34 @@ mod tests {
             }
         }
         b
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_held_children_file_read_again_shows_the_children_of_now() {
+        let listed = |pid: u32| {
+            task_children(thread_id())
+                .expect("children file")
+                .split_whitespace()
+                .any(|c| c == pid.to_string())
+        };
+        let mut first = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        // The first look opens the file and holds it; the later ones read it again.
+        assert!(listed(first.id()));
+        let mut second = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        assert!(listed(first.id()) && listed(second.id()));
+        first.kill().unwrap();
+        first.wait().unwrap();
+        assert!(!listed(first.id()) && listed(second.id()));
+        second.kill().unwrap();
+        second.wait().unwrap();
+        assert!(!listed(second.id()));
     }
 
     #[test]

@@ -687,6 +687,9 @@ static LISTENER_JOB: OnceLock<Option<Handle>> = OnceLock::new();
 /// dies, however it dies, the system closes the last handle and ends every
 /// job it started. Best effort, as on Unix: on failure the listener runs
 /// without that guarantee. Each job's own Job Object nests inside this one.
+/// See [`super::tune_allocator`]: nothing to tune.
+pub(super) fn tune_allocator() {}
+
 pub(super) fn become_subreaper() {
     LISTENER_JOB.get_or_init(|| {
         let job = new_job().ok()?;
