@@ -44,6 +44,15 @@ pub struct Finished {
     pub marker: bool,
 }
 
+/// What the publisher knows of its own changes to the inbox.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Archiving {
+    /// It is moving job files out of the inbox now.
+    Now,
+    /// The inbox's mtime right after its last archiving (None before any).
+    Done(Option<SystemTime>),
+}
+
 enum Work {
     /// A job started: its `running/<id>.json` file's bytes.
     Running(JobId, Vec<u8>),
@@ -64,6 +73,9 @@ struct Shared {
     /// The inbox's mtime right after the publisher's last archiving, so
     /// that change is not taken for new work.
     inbox_mtime: Option<SystemTime>,
+    /// A batch is being placed and archived: the inbox's mtime changes
+    /// under the listener's eyes, and is known once the batch is done.
+    archiving: bool,
     /// What the publisher says about results that were there already, and
     /// about folders it moved aside.
     notes: Vec<String>,
@@ -155,9 +167,15 @@ impl Publisher {
         self.shared().in_flight.contains(id)
     }
 
-    /// The inbox's mtime right after the last archiving, if any.
-    pub fn inbox_mtime(&self) -> Option<SystemTime> {
-        self.shared().inbox_mtime
+    /// The inbox's mtime right after the last archiving (None before
+    /// any), or [`Archiving::Now`] while a batch is being archived.
+    pub fn inbox_mtime(&self) -> Archiving {
+        let s = self.shared();
+        if s.archiving {
+            Archiving::Now
+        } else {
+            Archiving::Done(s.inbox_mtime)
+        }
     }
 
     /// Notes the publisher made since the last call (for the listener's log).
@@ -238,6 +256,7 @@ fn serve(
             if let Err(e) = flush_ledger(ledger) {
                 lock().failed = Some(e);
             } else {
+                lock().archiving = !batch.is_empty();
                 let mut outcome = Err(None);
                 // The folders are opened for each batch (a swap since the
                 // last one is noticed), and again when the batch fails: a
@@ -274,13 +293,17 @@ fn serve(
                         let mut s = lock();
                         s.notes.extend(notes);
                         s.inbox_mtime = mtime;
+                        s.archiving = false;
                         for f in &batch {
                             s.in_flight.remove(&f.id);
                         }
                     }
                     Err(e) => {
                         let why = e.map_or_else(String::new, |e| format!(": {e}"));
-                        lock().notes.push(format!(
+                        let mut s = lock();
+                        // Unknown changes to the inbox: the listener lists it.
+                        s.archiving = false;
+                        s.notes.push(format!(
                             "could not place {} result(s) yet{why}; trying again",
                             batch.len()
                         ));

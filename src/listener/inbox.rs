@@ -11,6 +11,7 @@
 //! the listener's.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::accept::{self, Rejection, Verdict};
@@ -19,11 +20,12 @@ use crate::error::Result;
 use crate::fsops::Dir;
 use crate::key::Key;
 use crate::names::JobId;
+use crate::publisher::Archiving;
 
 /// A job that passed acceptance (steps 1 to 8); its file is
 /// `inbox/<id>.json` (the name matches the body's id, §6.1 step 5).
 pub(super) struct Candidate {
-    pub job: Job,
+    pub job: Arc<Job>,
 }
 
 /// A file's size and mtime: the listener's sign that it did not change.
@@ -46,7 +48,7 @@ pub(super) struct Inbox {
     inbox_mtime: Option<SystemTime>,
     listed: Option<Instant>,
     /// Accepted job files by name, with the stamp they had.
-    parsed: HashMap<String, (Stamp, Job)>,
+    parsed: HashMap<String, (Stamp, Arc<Job>)>,
     /// Unparseable files by name (markers as `cancel/<name>`): the stamp
     /// they had when first seen so, and when.
     unsettled: HashMap<String, Settling>,
@@ -70,13 +72,19 @@ impl Inbox {
     }
 
     /// True when the listing must be redone: never listed, the folder
-    /// changed (other than by our own archiving, whose mtime is `ours`), or
-    /// a poll interval passed (coarse mtimes on network filesystems can hide
-    /// a change).
-    pub fn stale(&self, inbox: &Dir, poll: Duration, ours: Option<SystemTime>) -> bool {
+    /// changed (other than by our own archiving, `ours`: a change seen
+    /// while the publisher archives is judged once it is done), or a poll
+    /// interval passed (coarse mtimes on network filesystems can hide a
+    /// change, and so can an arrival during our archiving).
+    pub fn stale(&self, inbox: &Dir, poll: Duration, ours: Archiving) -> bool {
         let now = inbox.modified();
-        self.listed.is_none_or(|t| t.elapsed() >= poll)
-            || (now != self.inbox_mtime && (now.is_none() || now != ours))
+        // While the publisher archives, the folder changes under our eyes;
+        // once it is done, its mtime tells its change from another's.
+        let changed = match ours {
+            Archiving::Now => false,
+            Archiving::Done(ours) => now.is_none() || now != ours,
+        };
+        self.listed.is_none_or(|t| t.elapsed() >= poll) || (now != self.inbox_mtime && changed)
     }
 
     /// Takes `jobs` (in drain order) as the queue listed just now.
@@ -158,7 +166,7 @@ impl Inbox {
         inbox: &Dir,
         target: &str,
         key: &Key,
-    ) -> Result<Job, Rejection> {
+    ) -> Result<Arc<Job>, Rejection> {
         let meta = inbox.entry(name);
         let stamp = meta
             .as_ref()
@@ -168,12 +176,13 @@ impl Inbox {
         if let (Some(stamp), Some((seen, job))) = (stamp, self.parsed.get(name))
             && *seen == stamp
         {
-            return Ok(job.clone());
+            return Ok(Arc::clone(job));
         }
         let read = inbox.read_limited_with(name, meta, doc::job::MAX_BYTES);
-        let job = accept::job(name, read, target, key)?;
+        let job = Arc::new(accept::job(name, read, target, key)?);
         if let Some(stamp) = stamp {
-            self.parsed.insert(name.to_string(), (stamp, job.clone()));
+            self.parsed
+                .insert(name.to_string(), (stamp, Arc::clone(&job)));
         }
         Ok(job)
     }
@@ -190,5 +199,37 @@ impl Inbox {
             .entry(name.to_string())
             .or_insert_with(|| Settling::new(stamp, now))
             .observe(stamp, now, SystemTime::now(), self.settle)
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_change_seen_while_the_publisher_archives_waits_for_its_end() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = Dir::open_trusted(t.path()).unwrap();
+        let mut inbox = Inbox::new(Duration::from_secs(1));
+        inbox.reset(Vec::new(), &dir);
+        let hour = Duration::from_secs(3600);
+        assert!(!inbox.stale(&dir, hour, Archiving::Done(None)));
+        // The folder changes (its mtime, set apart from the clock's tick).
+        let changed = SystemTime::now() + Duration::from_secs(60);
+        std::fs::File::open(t.path())
+            .unwrap()
+            .set_modified(changed)
+            .unwrap();
+        assert!(!inbox.stale(&dir, hour, Archiving::Now), "judged mid-batch");
+        assert!(
+            !inbox.stale(&dir, hour, Archiving::Done(Some(changed))),
+            "the publisher's own change"
+        );
+        assert!(
+            inbox.stale(&dir, hour, Archiving::Done(None)),
+            "a change that is not the publisher's"
+        );
+        let earlier = changed - Duration::from_secs(30);
+        assert!(inbox.stale(&dir, hour, Archiving::Done(Some(earlier))));
     }
 }

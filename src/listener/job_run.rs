@@ -117,14 +117,13 @@ impl Listener {
         let Begun {
             req,
             mut watch,
-            shown,
             started_at,
         } = self.begin(f, &c, looked, self.settings.durability == Durability::Full)?;
         // The previous job's result is published while this one runs; a
         // failure there is reported once this job is recorded.
         let (report, settled) = match runner::start(req, self.mail.bell()) {
             Ok(running) => {
-                let settled = self.spawned(&c.job.id, running.id(), &shown);
+                let settled = self.spawned(&c.job, running.id(), &started_at);
                 let report = running.wait(&self.rx, &mut watch);
                 // Wakes dropped while the job was being stopped.
                 self.hint.woken();
@@ -151,14 +150,6 @@ impl Listener {
         let started_at = clock::format(started);
         self.ledger.start(id.as_str(), started, flush)?;
         let spec = &c.job.spec;
-        let shown = json!({
-            "jobId": id.as_str(),
-            "label": spec.label,
-            "argv": spec.argv,
-            "origin": c.job.origin,
-            "startedAt": started_at,
-            "listenerPid": std::process::id(),
-        });
         self.say(format_args!(
             "running {id}: {}",
             job::argv_summary(&spec.argv)
@@ -199,26 +190,30 @@ impl Listener {
         Ok(Begun {
             req,
             watch,
-            shown,
             started_at,
         })
     }
 
-    /// After the spawn of `id` as process (group) `pid`: its pid in the
-    /// ledger, the results waiting made durable and handed on, and the job
-    /// shown in `running/`. A failure handing results on is returned, to
-    /// be reported once this job is recorded.
-    pub(super) fn spawned(
-        &mut self,
-        id: &JobId,
-        pid: i32,
-        shown: &serde_json::Value,
-    ) -> Result<()> {
+    /// After the spawn of `job`, started at `started_at`, as process
+    /// (group) `pid`: its pid in the ledger, the results waiting made
+    /// durable and handed on, and the job shown in `running/` (made here,
+    /// while the job runs, not on the way to its spawn). A failure handing
+    /// results on is returned, to be reported once this job is recorded.
+    pub(super) fn spawned(&mut self, job: &Job, pid: i32, started_at: &str) -> Result<()> {
+        let id = &job.id;
         // If this write fails the start-up scan by job id still finds the orphans.
         let _ = self.ledger.note_pid(id.as_str(), pid);
         let settled = self.settle();
+        let shown = json!({
+            "jobId": id.as_str(),
+            "label": job.spec.label,
+            "argv": job.spec.argv,
+            "origin": job.origin,
+            "startedAt": started_at,
+            "listenerPid": std::process::id(),
+        });
         self.publisher
-            .show_running(id.clone(), doc::to_file_bytes(shown));
+            .show_running(id.clone(), doc::to_file_bytes(&shown));
         settled
     }
 
@@ -267,11 +262,9 @@ impl Listener {
     }
 }
 
-/// A job begun: what to spawn, its marker watch, what `running/` shows and
-/// when it started.
+/// A job begun: what to spawn, its marker watch and when it started.
 pub(super) struct Begun {
     pub req: runner::Request,
     pub watch: Watch,
-    pub shown: serde_json::Value,
     pub started_at: String,
 }

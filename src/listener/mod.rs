@@ -258,6 +258,7 @@ impl Listener {
             return Err(held_unbacked(&dirs));
         };
         platform::become_subreaper();
+        platform::tune_allocator();
         let now = clock::now();
         // Keep ids at least as long as the max age, and never under 30 days:
         // a job file resurrected by sync must meet the ledger or its age.

@@ -14,6 +14,7 @@
 //! ([`platform::reap_orphans_beside`]), and each job's stop finds only its
 //! own processes (its mark, [`platform::Tree`]).
 
+use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 
@@ -31,7 +32,7 @@ use super::job_run::Begun;
 
 /// One running job and the thread that waits for it.
 struct Slot {
-    job: Job,
+    job: Arc<Job>,
     started_at: String,
     mail: Mailbox,
     thread: JoinHandle<()>,
@@ -109,7 +110,6 @@ impl Listener {
         let Begun {
             req,
             mut watch,
-            shown,
             started_at,
         } = b;
         // Made here, in the one thread that spawns: no job can inherit the
@@ -131,7 +131,7 @@ impl Listener {
             }
         };
         let leader = running.id();
-        let settled = self.spawned(&c.job.id, leader, &shown);
+        let settled = self.spawned(&c.job, leader, &started_at);
         let done = self.mail.clone();
         let job_id = c.job.id.clone();
         let thread = std::thread::Builder::new()
