@@ -20,6 +20,7 @@ use crate::error::Result;
 use crate::fsops::Dir;
 use crate::key::Key;
 use crate::names::JobId;
+use crate::platform::{Entry, EntryKind};
 use crate::publisher::Archiving;
 
 /// A job that passed acceptance (steps 1 to 8); its file is
@@ -124,13 +125,33 @@ impl Inbox {
         let mut found = Listing::default();
         let mut out = Vec::new();
         let mut present = HashSet::new();
+        // Files accepted before and unchanged since come from memory; the
+        // others are read and judged afterwards, by several threads when
+        // there are many (a burst of new jobs, or a listener's first pass).
+        let mut unread = Vec::new();
         for name in inbox.list()? {
             if JobId::from_file_name(&name).is_none() {
                 continue;
             }
             present.insert(name.clone());
-            match self.judge(&name, inbox, target, key) {
+            let meta = inbox.entry(&name);
+            let stamp = stamp_of(&meta);
+            match (stamp, self.parsed.get(&name)) {
+                (Some(stamp), Some((seen, job))) if *seen == stamp => {
+                    self.unsettled.remove(&name);
+                    out.push(Candidate {
+                        job: Arc::clone(job),
+                    });
+                }
+                _ => unread.push((name, meta)),
+            }
+        }
+        for (name, stamp, judged) in judge_all(unread, inbox, target, key) {
+            match judged {
                 Ok(job) => {
+                    if let Some(stamp) = stamp {
+                        self.parsed.insert(name.clone(), (stamp, Arc::clone(&job)));
+                    }
                     self.unsettled.remove(&name);
                     out.push(Candidate { job });
                 }
@@ -158,35 +179,6 @@ impl Inbox {
         Ok((out, found))
     }
 
-    /// Steps 1 to 8 of acceptance for one inbox entry. A file already
-    /// accepted and unchanged since (same size and mtime) is not read again.
-    fn judge(
-        &mut self,
-        name: &str,
-        inbox: &Dir,
-        target: &str,
-        key: &Key,
-    ) -> Result<Arc<Job>, Rejection> {
-        let meta = inbox.entry(name);
-        let stamp = meta
-            .as_ref()
-            .ok()
-            .filter(|m| m.kind == crate::platform::EntryKind::File)
-            .map(|m| (m.len, m.modified));
-        if let (Some(stamp), Some((seen, job))) = (stamp, self.parsed.get(name))
-            && *seen == stamp
-        {
-            return Ok(Arc::clone(job));
-        }
-        let read = inbox.read_limited_with(name, meta, doc::job::MAX_BYTES);
-        let job = Arc::new(accept::job(name, read, target, key)?);
-        if let Some(stamp) = stamp {
-            self.parsed
-                .insert(name.to_string(), (stamp, Arc::clone(&job)));
-        }
-        Ok(job)
-    }
-
     /// True when a file that does not parse (remembered as `name`, the
     /// entry `file` of `dir`) counts as settled ([`crate::settle`]).
     pub fn settled(&mut self, name: &str, dir: &Dir, file: &str) -> bool {
@@ -202,10 +194,78 @@ impl Inbox {
     }
 }
 
-#[cfg(all(test, unix))]
+/// The (size, mtime) of a regular file's entry; None for anything else.
+fn stamp_of(meta: &std::io::Result<Entry>) -> Option<Stamp> {
+    meta.as_ref()
+        .ok()
+        .filter(|m| m.kind == EntryKind::File)
+        .map(|m| (m.len, m.modified))
+}
+
+/// Below this many files to read, one thread reads them all: a thread
+/// costs about as much to start as a few dozen files take to read.
+const READ_APART_FROM: usize = 64;
+
+/// What [`judge_all`] says of one file: its name, its stamp, its verdict.
+type Judged = (String, Option<Stamp>, Result<Arc<Job>, Rejection>);
+
+/// Steps 1 to 8 of acceptance for each of `unread` (entries of `inbox`,
+/// with what `lstat` said of them), in their order. Many are shared out
+/// among up to four threads: each file is opened, read, parsed and its
+/// signature checked, the same work whichever thread does it.
+fn judge_all(
+    unread: Vec<(String, std::io::Result<Entry>)>,
+    inbox: &Dir,
+    target: &str,
+    key: &Key,
+) -> Vec<Judged> {
+    let judge = |entries: Vec<(String, std::io::Result<Entry>)>| -> Vec<Judged> {
+        entries
+            .into_iter()
+            .map(|(name, meta)| {
+                let stamp = stamp_of(&meta);
+                let read = inbox.read_limited_with(&name, meta, doc::job::MAX_BYTES);
+                let judged = accept::job(&name, read, target, key).map(Arc::new);
+                (name, stamp, judged)
+            })
+            .collect()
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(4)
+        .min(unread.len() / READ_APART_FROM)
+        .max(1);
+    if threads == 1 {
+        return judge(unread);
+    }
+    let per = unread.len().div_ceil(threads);
+    let mut parts = Vec::with_capacity(threads);
+    let mut rest = unread;
+    while rest.len() > per {
+        let tail = rest.split_off(per);
+        parts.push(rest);
+        rest = tail;
+    }
+    parts.push(rest);
+    std::thread::scope(|s| {
+        let mut parts = parts.into_iter();
+        let first = parts.next().unwrap_or_default();
+        let others: Vec<_> = parts.map(|p| s.spawn(|| judge(p))).collect();
+        let mut all = judge(first);
+        for h in others {
+            // A panic there is one here, as if one thread had judged all.
+            all.extend(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        }
+        all
+    })
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
+    use crate::doc::Spec;
 
+    #[cfg(unix)]
     #[test]
     fn a_change_seen_while_the_publisher_archives_waits_for_its_end() {
         let t = tempfile::tempdir().unwrap();
@@ -231,5 +291,67 @@ mod tests {
         );
         let earlier = changed - Duration::from_secs(30);
         assert!(inbox.stale(&dir, hour, Archiving::Done(Some(earlier))));
+    }
+
+    /// A first listing of many new files shares their reading out among
+    /// threads: every file must get the verdict it would get alone.
+    #[test]
+    fn a_listing_of_many_new_files_judges_each_as_alone() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = Dir::open_trusted(t.path()).unwrap();
+        let key = Key::from_bytes(&[7u8; 32]).unwrap();
+        let created = crate::clock::now();
+        let mut runnable = Vec::new();
+        let mut forged = Vec::new();
+        let mut elsewhere = Vec::new();
+        for i in 0..300 {
+            let id = format!("job-{i:03}");
+            let target = if i % 25 == 7 { "OTHER" } else { "PC" };
+            let job = Job::sign(
+                &key,
+                JobId::parse(&id).unwrap(),
+                target,
+                "PC",
+                created,
+                Spec {
+                    argv: vec!["true".into(), i.to_string()],
+                    ..Spec::default()
+                },
+            );
+            let mut bytes = job.to_file_bytes();
+            if i % 10 == 3 {
+                // Another job's signature: it does not verify for this one.
+                let text = String::from_utf8(bytes).unwrap();
+                bytes = text
+                    .replace(&job.sig, &"0".repeat(job.sig.len()))
+                    .into_bytes();
+                forged.push(format!("{id}.json"));
+            } else if target == "OTHER" {
+                elsewhere.push(format!("{id}.json"));
+            } else {
+                runnable.push(id.clone());
+            }
+            std::fs::write(t.path().join(format!("{id}.json")), bytes).unwrap();
+        }
+        std::fs::write(t.path().join("notes.txt"), "not a job").unwrap();
+        let mut inbox = Inbox::new(Duration::from_secs(3600));
+        let (jobs, found) = inbox.scan(&dir, "PC", &key).unwrap();
+        let mut ids: Vec<String> = jobs.iter().map(|c| c.job.id.to_string()).collect();
+        ids.sort();
+        assert_eq!(ids, runnable);
+        let verdict = |names: &[String], v: Verdict| {
+            names.iter().all(|n| {
+                found
+                    .refused
+                    .iter()
+                    .any(|(name, r)| name == n && r.verdict == v)
+            })
+        };
+        assert!(verdict(&forged, Verdict::BadSignature));
+        assert!(verdict(&elsewhere, Verdict::WrongTarget));
+        assert_eq!(found.refused.len(), forged.len() + elsewhere.len());
+        // Listed again unchanged, the accepted files come from memory alike.
+        let (again, _) = inbox.scan(&dir, "PC", &key).unwrap();
+        assert_eq!(again.len(), runnable.len());
     }
 }
