@@ -230,12 +230,15 @@ fn judge_all(
             })
             .collect()
     };
+    if unread.len() < 2 * READ_APART_FROM {
+        return judge(unread);
+    }
+    // Asked only now: the answer reads the process's CPU quota files.
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(4)
-        .min(unread.len() / READ_APART_FROM)
-        .max(1);
-    if threads == 1 {
+        .min(unread.len() / READ_APART_FROM);
+    if threads < 2 {
         return judge(unread);
     }
     let per = unread.len().div_ceil(threads);
