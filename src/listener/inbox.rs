@@ -11,7 +11,7 @@
 //! the listener's.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::accept::{self, Rejection, Verdict};
@@ -250,14 +250,31 @@ fn judge_all(
         rest = tail;
     }
     parts.push(rest);
+    // Each part waits in a slot for the thread that takes it; a part whose
+    // thread cannot be started (a thread limit) is judged here instead.
+    let slots: Vec<_> = parts.into_iter().map(|p| Mutex::new(Some(p))).collect();
+    let take = |slot: &Mutex<Option<Vec<_>>>| {
+        slot.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .unwrap_or_default()
+    };
     std::thread::scope(|s| {
-        let mut parts = parts.into_iter();
-        let first = parts.next().unwrap_or_default();
-        let others: Vec<_> = parts.map(|p| s.spawn(|| judge(p))).collect();
-        let mut all = judge(first);
+        let others: Vec<_> = slots[1..]
+            .iter()
+            .filter_map(|slot| {
+                std::thread::Builder::new()
+                    .spawn_scoped(s, || judge(take(slot)))
+                    .ok()
+            })
+            .collect();
+        let mut all = judge(take(&slots[0]));
         for h in others {
             // A panic there is one here, as if one thread had judged all.
             all.extend(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        }
+        for slot in &slots[1..] {
+            all.extend(judge(take(slot)));
         }
         all
     })
