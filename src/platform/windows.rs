@@ -683,13 +683,13 @@ pub(super) fn signal_pids(pids: &[i32], sig: Signal) {
 /// The listener's own Job Object, kept open for the life of the process.
 static LISTENER_JOB: OnceLock<Option<Handle>> = OnceLock::new();
 
+/// See [`super::tune_allocator`]: nothing to tune.
+pub(super) fn tune_allocator() {}
+
 /// Puts this process (the listener) in a kill-on-close Job Object: when it
 /// dies, however it dies, the system closes the last handle and ends every
 /// job it started. Best effort, as on Unix: on failure the listener runs
 /// without that guarantee. Each job's own Job Object nests inside this one.
-/// See [`super::tune_allocator`]: nothing to tune.
-pub(super) fn tune_allocator() {}
-
 pub(super) fn become_subreaper() {
     LISTENER_JOB.get_or_init(|| {
         let job = new_job().ok()?;
