@@ -438,20 +438,29 @@ pub(super) struct Proc {
     pub(super) pgrp: i32,
 }
 
-/// Reads a small `/proc` file. Through `Take`, `read_to_end` skips the size
-/// probe (`statx`, `lseek`) a `File` makes first, which `/proc` cannot
-/// answer, and the page-sized buffer takes the file in one read; we read one
-/// or two of these per job.
+/// Reads a small `/proc` file.
 #[cfg(target_os = "linux")]
 fn read_proc(path: &str) -> Option<String> {
-    use std::io::Read;
-    let mut buf = Vec::with_capacity(4096);
-    std::fs::File::open(path)
-        .ok()?
-        .take(u64::MAX)
-        .read_to_end(&mut buf)
-        .ok()?;
-    String::from_utf8(buf).ok()
+    read_from_start(&std::fs::File::open(path).ok()?)
+}
+
+/// Reads an open `/proc` file whole from its start (again, for one held
+/// open): `pread` needs no size probe, which `/proc` cannot answer, and the
+/// buffer is on the stack, as a heap one of a page makes the allocator
+/// tidy its free lists first, which costs more than the read.
+#[cfg(target_os = "linux")]
+fn read_from_start(f: &std::fs::File) -> Option<String> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = [0u8; 512];
+    let mut whole = Vec::new();
+    loop {
+        match f.read_at(&mut buf, whole.len() as u64) {
+            Ok(0) => break,
+            Ok(k) => whole.extend_from_slice(&buf[..k]),
+            Err(_) => return None,
+        }
+    }
+    String::from_utf8(whole).ok()
 }
 
 /// The children of our own thread `task` (its `/proc/<pid>/task/<tid>/children`).
@@ -461,35 +470,23 @@ fn read_proc(path: &str) -> Option<String> {
 /// (its id may be a new thread's by the next look).
 #[cfg(target_os = "linux")]
 fn task_children(task: i32) -> Option<String> {
-    use std::os::unix::fs::FileExt;
     static MAIN: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
     thread_local! {
         static OWN: std::cell::OnceCell<Option<std::fs::File>> = const { std::cell::OnceCell::new() };
     }
     let me = std::process::id() as i32;
     let path = || format!("/proc/{me}/task/{task}/children");
-    // Through a buffer on the stack: a heap one of a page makes the
-    // allocator tidy its free lists first, which costs more than the read.
-    let read = |f: &std::fs::File| -> Option<String> {
-        let mut buf = [0u8; 512];
-        let mut list = Vec::new();
-        loop {
-            match f.read_at(&mut buf, list.len() as u64) {
-                Ok(0) => break,
-                Ok(k) => list.extend_from_slice(&buf[..k]),
-                Err(_) => return None,
-            }
-        }
-        String::from_utf8(list).ok()
-    };
     if task == me {
         let held = MAIN.get_or_init(|| std::fs::File::open(path()).ok());
-        return held.as_ref().map_or_else(|| read_proc(&path()), read);
+        return held
+            .as_ref()
+            .map_or_else(|| read_proc(&path()), read_from_start);
     }
     if task == thread_id() {
         return OWN.with(|own| {
             let held = own.get_or_init(|| std::fs::File::open(path()).ok());
-            held.as_ref().map_or_else(|| read_proc(&path()), read)
+            held.as_ref()
+                .map_or_else(|| read_proc(&path()), read_from_start)
         });
     }
     read_proc(&path())
