@@ -150,7 +150,18 @@ enum Wake {
     Timeout,
 }
 
-/// Starts `req`'s process, or reports at once why it could not start.
+/// The pauses before each new try of a spawn that failed for a shortage
+/// that passes ([`platform::spawn_may_pass`]): about two seconds in all,
+/// then the job is `spawn-failed`. Nothing ran, so a retry never runs a job
+/// twice, and its start is already in the ledger.
+pub const SPAWN_RETRIES: [Duration; 3] = [
+    Duration::from_millis(100),
+    Duration::from_millis(400),
+    Duration::from_millis(1600),
+];
+
+/// Starts `req`'s process, or reports why it could not start: at once, or
+/// after the [`SPAWN_RETRIES`] of a shortage that did not pass.
 pub fn start(req: Request, bell: &platform::Bell) -> std::result::Result<Running, Box<Report>> {
     let started = Instant::now();
     let blank = |exit: Exit| Box::new(Report::not_started(exit));
@@ -166,19 +177,41 @@ pub fn start(req: Request, bell: &platform::Bell) -> std::result::Result<Running
         cmd.env(k, v);
     }
     platform::prepare_job(&mut cmd);
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            let place = req
-                .cwd
-                .as_ref()
-                .map(|c| format!(" in {}", c.display()))
-                .unwrap_or_default();
-            return Err(blank(Exit::SpawnFailed(format!(
-                "cannot start {:?}{place}: {e}",
-                req.argv[0]
-            ))));
+    let mut tries = 0;
+    let mut child = loop {
+        let e = match cmd.spawn() {
+            Ok(c) => break c,
+            Err(e) => e,
+        };
+        tries += 1;
+        let pause = SPAWN_RETRIES
+            .get(tries - 1)
+            .filter(|_| platform::spawn_may_pass(&e));
+        if let Some(pause) = pause {
+            // Said whatever the verbosity, as a shell's `fork: retry` is.
+            eprintln!(
+                "job {}: cannot start {:?} yet ({e}); trying again in {} ms",
+                req.job_id,
+                req.argv[0],
+                pause.as_millis()
+            );
+            std::thread::sleep(*pause);
+            continue;
         }
+        let place = req
+            .cwd
+            .as_ref()
+            .map(|c| format!(" in {}", c.display()))
+            .unwrap_or_default();
+        let tried = if tries > 1 {
+            format!(" ({tries} tries)")
+        } else {
+            String::new()
+        };
+        return Err(blank(Exit::SpawnFailed(format!(
+            "cannot start {:?}{place}: {e}{tried}",
+            req.argv[0]
+        ))));
     };
     let tree = match platform::Tree::adopt(&child, req.mark.clone()) {
         Ok(t) => t,

@@ -215,6 +215,16 @@ pub fn tune_allocator() {
     imp::tune_allocator()
 }
 
+/// True when a job's spawn failed for a shortage that passes: the
+/// system's or the user's process limit (`EAGAIN` on Unix, as a shell's
+/// `fork: retry` sees it); on Windows, exhausted system resources, and the
+/// internal error Wine's process creation gives now and then under load.
+/// Such a spawn is tried again ([`crate::runner::SPAWN_RETRIES`]); nothing
+/// ran, so the job still runs at most once.
+pub fn spawn_may_pass(e: &io::Error) -> bool {
+    imp::spawn_may_pass(e)
+}
+
 /// Prepares a job's command before the spawn, for [`Tree::adopt`]: a
 /// process group of its own on Unix; on Windows a console process group,
 /// started suspended so it joins its Job Object before it runs.

@@ -177,6 +177,11 @@ pub(super) fn hostname() -> Option<String> {
     String::from_utf8(buf[..end].to_vec()).ok()
 }
 
+/// See [`super::spawn_may_pass`].
+pub(super) fn spawn_may_pass(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EAGAIN)
+}
+
 /// Puts the job's process in a new process group of its own.
 pub(super) fn prepare_job(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;

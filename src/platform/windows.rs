@@ -31,10 +31,10 @@ use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
 use windows_sys::Win32::Foundation::{
-    CloseHandle, DUPLICATE_SAME_ACCESS, DuplicateHandle, ERROR_ACCESS_DENIED, ERROR_LOCK_VIOLATION,
-    ERROR_MORE_DATA, ERROR_SHARING_VIOLATION, ERROR_STOPPED_ON_SYMLINK, FILETIME, GENERIC_ALL,
-    GENERIC_READ, GENERIC_WRITE, HANDLE, INVALID_HANDLE_VALUE, LocalFree, WAIT_OBJECT_0,
-    WAIT_TIMEOUT,
+    CloseHandle, DUPLICATE_SAME_ACCESS, DuplicateHandle, ERROR_ACCESS_DENIED, ERROR_INTERNAL_ERROR,
+    ERROR_LOCK_VIOLATION, ERROR_MORE_DATA, ERROR_NO_SYSTEM_RESOURCES, ERROR_SHARING_VIOLATION,
+    ERROR_STOPPED_ON_SYMLINK, FILETIME, GENERIC_ALL, GENERIC_READ, GENERIC_WRITE, HANDLE,
+    INVALID_HANDLE_VALUE, LocalFree, WAIT_OBJECT_0, WAIT_TIMEOUT,
 };
 use windows_sys::Win32::Security::Authorization::{
     ConvertSidToStringSidW, ConvertStringSecurityDescriptorToSecurityDescriptorW,
@@ -520,6 +520,14 @@ pub(super) fn hostname() -> Option<String> {
 // ---------------------------------------------------------------------------
 // Processes
 // ---------------------------------------------------------------------------
+
+/// See [`super::spawn_may_pass`].
+pub(super) fn spawn_may_pass(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error().map(|c| c as u32),
+        Some(ERROR_NO_SYSTEM_RESOURCES) | Some(ERROR_INTERNAL_ERROR)
+    )
+}
 
 /// Starts the job's process suspended, in a console process group of its
 /// own: [`Tree::adopt`] puts it in its Job Object before it runs a single

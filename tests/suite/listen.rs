@@ -377,8 +377,111 @@ fn a_program_that_does_not_exist_is_spawn_failed_with_an_empty_start() {
     assert_eq!(r["exitCode"], -1);
     assert_eq!(r["startedAt"], "");
     assert!(is_spec_time(r["finishedAt"].as_str().unwrap()), "{r}");
+    let why = w.detail(&id)["spawnError"].as_str().unwrap().to_string();
+    assert!(!why.contains("tries"), "a missing program is not tried again: {why}");
     assert!(w.done(&id).exists(), "a spawn failure is still processed");
     assert!(!w.inbox(&id).exists());
+}
+
+/// A pids cgroup holding one process, limited to the tasks it has: its
+/// next thread or child fails with `EAGAIN`, as at a process limit. The
+/// limit is lifted and the group removed when dropped.
+#[cfg(target_os = "linux")]
+struct PidsLimit {
+    dir: std::path::PathBuf,
+}
+
+#[cfg(target_os = "linux")]
+impl PidsLimit {
+    /// `Err` says why no such group can be had here (no pids controller,
+    /// not root), for the test to print and skip.
+    fn hold(pid: i32) -> Result<PidsLimit, String> {
+        let name = format!("fleet-dispatch-test-{}", uid("pids"));
+        let base = ["/sys/fs/cgroup/pids", "/sys/fs/cgroup"]
+            .into_iter()
+            .map(Path::new)
+            .find(|b| {
+                std::fs::create_dir(b.join(&name)).is_ok()
+                    && b.join(&name).join("pids.max").exists()
+            })
+            .ok_or("no pids cgroup can be made here (cgroup v1 `pids` or v2 with pids enabled)")?;
+        let g = PidsLimit {
+            dir: base.join(name),
+        };
+        let set = |file: &str, value: String| {
+            std::fs::write(g.dir.join(file), value).map_err(|e| format!("{file}: {e}"))
+        };
+        set("cgroup.procs", pid.to_string())?;
+        let now = std::fs::read_to_string(g.dir.join("pids.current")).map_err(|e| e.to_string())?;
+        set("pids.max", now.trim().to_string())?;
+        Ok(g)
+    }
+
+    /// How many forks and thread starts the limit refused so far.
+    fn refused(&self) -> u64 {
+        std::fs::read_to_string(self.dir.join("pids.events"))
+            .ok()
+            .and_then(|t| t.split_whitespace().nth(1)?.parse().ok())
+            .unwrap_or(0)
+    }
+
+    fn lift(&self) {
+        std::fs::write(self.dir.join("pids.max"), "max").unwrap();
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for PidsLimit {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.dir.join("pids.max"), "max");
+        // Empty once the listener has exited; moved back to the root before.
+        let root = self.dir.parent().unwrap().join("cgroup.procs");
+        if let Ok(pids) = std::fs::read_to_string(self.dir.join("cgroup.procs")) {
+            for pid in pids.lines() {
+                let _ = std::fs::write(&root, pid);
+            }
+        }
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+#[test]
+#[cfg(target_os = "linux")] // a process limit made with a pids cgroup
+fn a_spawn_refused_by_a_process_limit_is_tried_again_and_runs_once_the_limit_passes() {
+    let w = World::with_target();
+    let g = spawn(&w, &["listen", "--poll-interval", "100ms"]);
+    let limit = match PidsLimit::hold(g.pid()) {
+        Ok(l) => l,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    // A limit that stays: the tries run out, and the job is spawn-failed.
+    let side = scratch(&w, "side");
+    let stuck = w.enqueue(&[], &kit(&["append", path_str(&side), "stuck"]));
+    let r = w.wait_result(&stuck, Duration::from_secs(20));
+    assert_eq!(r["error"], "spawn-failed", "{r}");
+    let why = w.detail(&stuck)["spawnError"].as_str().unwrap().to_string();
+    assert!(why.contains("(4 tries)"), "{why}");
+    assert!(lines(&side).is_empty(), "it ran");
+    // A limit that passes during the tries: the job runs, once.
+    let refused = limit.refused();
+    let id = w.enqueue(&[], &kit(&["append", path_str(&side), "ran"]));
+    wait_until(Duration::from_secs(10), || limit.refused() > refused);
+    limit.lift();
+    let r = w.wait_result(&id, Duration::from_secs(20));
+    assert_eq!(r["ok"], true, "{r}\n{}", w.detail(&id));
+    assert_eq!(lines(&side), vec!["ran".to_string()]);
+    let (_, _, err) = g.stop(&w, libc::SIGTERM, Duration::from_secs(10));
+    assert_eq!(
+        err.matches(&format!("job {stuck}: cannot start")).count(),
+        3,
+        "{err}"
+    );
+    assert!(err.contains(&format!("job {id}: cannot start")), "{err}");
+    assert!(err.contains("trying again in 100 ms"), "{err}");
+    drop(limit);
 }
 
 #[test]
@@ -1007,10 +1110,10 @@ fn a_job_that_ignores_sigterm_is_killed_after_the_grace_as_timeout() {
     assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     let r = w.result(&id);
     assert_signed(&r);
-    assert_eq!(r["error"], "timeout");
+    let d = w.detail(&id);
+    assert_eq!(r["error"], "timeout", "{r}\n{d}");
     assert_eq!(r["ok"], false);
     assert_eq!(r["exitCode"], -1);
-    let d = w.detail(&id);
     assert_eq!(d["graceExpired"], true, "{d}");
     assert_eq!(d["signal"], "SIGKILL", "{d}");
     assert!(d["durationMs"].as_u64().unwrap() >= 1900, "{d}");
