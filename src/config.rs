@@ -18,6 +18,7 @@ use crate::layout::{self, StateDirs, TargetDirs};
 use crate::names::Machine;
 
 mod file;
+mod rules;
 
 use file::load_config;
 pub use file::{ConfigFile, FileConfig, config_path, parse_config};
@@ -82,18 +83,6 @@ impl<T> Setting<T> {
                 value: default(),
                 source: Source::Default,
             },
-        }
-    }
-
-    /// How a refusal of this setting's value names it and which error it
-    /// is: `CONFIG` naming the file's `key` when the config file gave it,
-    /// else `VALIDATION_ERROR` naming the `flag` (or the bare `key` for a
-    /// default).
-    fn refusal(&self, key: &str, flag: &str, message: impl std::fmt::Display) -> Error {
-        match self.source {
-            Source::File => Error::config(format!("{key} (config file): {message}")),
-            Source::Default => Error::validation(format!("{key}: {message}")),
-            _ => Error::validation(format!("{flag}: {message}")),
         }
     }
 }
@@ -222,6 +211,39 @@ impl Context {
         self.config_file.as_ref()
     }
 
+    /// How a refusal of a value from `source` names it and which error it
+    /// is, the one place that says so: `CONFIG` naming the config file and
+    /// its `key` when the file gave the value, else `VALIDATION_ERROR`
+    /// naming the `flag` (or the bare `key` for a default). The value's
+    /// rule itself is in [`rules`], the same whatever the source.
+    fn refusal(
+        &self,
+        source: Source,
+        key: &str,
+        flag: &str,
+        message: impl std::fmt::Display,
+    ) -> Error {
+        match source {
+            Source::File => {
+                let path = self.config_file.as_ref().map(|f| f.path.as_path());
+                file::refusal(path, key, message)
+            }
+            Source::Default => Error::validation(format!("{key}: {message}")),
+            Source::Flag | Source::Variable => Error::validation(format!("{flag}: {message}")),
+        }
+    }
+
+    /// Where a path the config file gave came from, for a refusal that is
+    /// about more than the value alone (a root that does not exist, a state
+    /// directory inside it): ` (key in config file PATH)`, or nothing when
+    /// the value came from elsewhere.
+    fn given_in_file(&self, source: Source, key: &str) -> String {
+        match (source, &self.config_file) {
+            (Source::File, Some(f)) => format!(" ({key} in config file {})", f.path.display()),
+            _ => String::new(),
+        }
+    }
+
     /// A setting written as text (a duration): `given` (the flag or its
     /// variable), else the file's `file`, else `default`.
     fn text_setting(
@@ -255,9 +277,9 @@ impl Context {
         let Some(text) = &setting.value else {
             return Ok(None);
         };
-        crate::clock::parse_duration(text)
+        rules::stop_grace(text)
             .map(Some)
-            .map_err(|e| setting.refusal("stop_grace", "--stop-grace", e.message))
+            .map_err(|m| self.refusal(setting.source, "stop_grace", "--stop-grace", m))
     }
 
     /// Fleet members and where the list came from: `FLEET_DISPATCH_FLEET`
@@ -292,10 +314,11 @@ impl Context {
     pub fn retention(&self, flag: Option<&str>, job_max_age: Duration) -> Result<Duration> {
         let setting = self.retention_setting(flag.map(|f| (f, Given::Flag)));
         let text = setting.value.clone().unwrap_or_default();
-        let refuse = |message: String| setting.refusal("retention", "--retention", message);
+        let refuse =
+            |message: String| self.refusal(setting.source, "retention", "--retention", message);
         let given = match setting.source {
             Source::Default => None,
-            _ => Some(crate::clock::parse_duration(&text).map_err(|e| refuse(e.message))?),
+            _ => Some(rules::retention(&text).map_err(refuse)?),
         };
         crate::retention::retention(given, job_max_age).map_err(|floor| {
             refuse(format!(
@@ -321,20 +344,22 @@ impl Context {
     /// The job max age `listen` refuses by and `sweep` keeps files for at
     /// least: the flag or its variable, else the file, else 7 days. One
     /// setting for both, so a sweep beside a listener with a longer max age
-    /// never prunes a job file the age rule would no longer refuse.
+    /// never prunes a job file the age rule would no longer refuse. 0 is
+    /// refused: it would make every job stale.
     pub fn max_job_age(&self, flag: Option<&str>) -> Result<Duration> {
         let setting = self.max_job_age_setting(flag.map(|f| (f, Given::Flag)));
         let text = setting.value.clone().unwrap_or_default();
-        crate::clock::parse_duration(&text)
-            .map_err(|e| setting.refusal("max_job_age", "--max-job-age", e.message))
+        rules::max_job_age(&text)
+            .map_err(|m| self.refusal(setting.source, "max_job_age", "--max-job-age", m))
     }
 
     /// The poll interval: the flag or its variable, else the file, else 2 s.
+    /// 0 is refused: the listener would rescan without a pause.
     pub fn poll_interval(&self, flag: Option<&str>) -> Result<Duration> {
-        let text = self.poll_interval_setting(flag.map(|f| (f, Given::Flag)));
-        let text = text.value.unwrap_or_default();
-        crate::clock::parse_duration(&text)
-            .map_err(|e| Error::validation(format!("--poll-interval: {}", e.message)))
+        let setting = self.poll_interval_setting(flag.map(|f| (f, Given::Flag)));
+        let text = setting.value.clone().unwrap_or_default();
+        rules::poll_interval(&text)
+            .map_err(|m| self.refusal(setting.source, "poll_interval", "--poll-interval", m))
     }
 
     /// The slot count's text and where it came from: `given` (the flag or
@@ -354,14 +379,7 @@ impl Context {
     pub fn slots(&self, flag: Option<&str>) -> Result<usize> {
         let setting = self.slots_setting(flag.map(|f| (f, Given::Flag)));
         let text = setting.value.clone().unwrap_or_default();
-        match text.trim().parse::<u64>() {
-            Ok(n @ 1..=MAX_SLOTS) => Ok(n as usize),
-            _ => Err(setting.refusal(
-                "slots",
-                "--slots",
-                format!("{text:?} is not a slot count: give a whole number from 1 to {MAX_SLOTS}"),
-            )),
-        }
+        rules::slots(&text).map_err(|m| self.refusal(setting.source, "slots", "--slots", m))
     }
 
     /// Whether the listener watches for file-system events, and where that
@@ -393,17 +411,22 @@ impl Context {
             Error::config("no dispatch root: pass --root DIR or set FLEET_DISPATCH_ROOT")
                 .hint("the root is a folder every machine shares, e.g. ~/OneDrive/fleet-dispatch")
         })?;
+        let given = self.given_in_file(self.root.source, "root");
+        let fix = match self.root.source {
+            Source::File => "fix root in the config file",
+            _ => "fix --root / FLEET_DISPATCH_ROOT",
+        };
         match std::fs::metadata(&root) {
             Ok(m) if m.is_dir() => Ok(root),
             Ok(_) => Err(Error::config(format!(
-                "dispatch root {} is not a directory",
+                "dispatch root {}{given} is not a directory",
                 root.display()
             ))),
             Err(_) => Err(Error::config(format!(
-                "dispatch root {} does not exist",
+                "dispatch root {}{given} does not exist",
                 root.display()
             ))
-            .hint("create it inside the shared folder, or fix --root / FLEET_DISPATCH_ROOT")),
+            .hint(format!("create it inside the shared folder, or {fix}"))),
         }
     }
 
@@ -421,25 +444,31 @@ impl Context {
             && layout::is_inside(&path, root)
         {
             return Err(Error::config(format!(
-                "key file {} lies inside the dispatch root {}; it would sync to every machine",
+                "key file {}{} lies inside the dispatch root {}{}; it would sync to every machine",
                 path.display(),
-                root.display()
+                self.given_in_file(self.key_file.source, "key_file"),
+                root.display(),
+                self.given_in_file(self.root.source, "root"),
             ))
             .hint("move it out, e.g. to ~/.claude/fleet-dispatch.key"));
         }
         Key::load(&path)
     }
 
-    /// This machine's name: `--machine`, or the host name up to its first dot.
+    /// This machine's name: `--machine` (or its variable, or the file's
+    /// `machine`), else the host name up to its first dot.
     pub fn machine(&self) -> Result<Machine> {
         let name = self.machine.value.as_deref().unwrap_or("");
-        if self.machine.source != Source::Default {
-            return Machine::parse(name, "machine name");
+        match self.machine.source {
+            Source::Default => Machine::parse(name, "host name").map_err(|e| {
+                Error::config(format!("{}; this machine needs a name", e.message))
+                    .hint("pass --machine NAME or set FLEET_DISPATCH_MACHINE")
+            }),
+            // The name says what is wrong; a flag needs no other label.
+            Source::Flag | Source::Variable => rules::machine(name).map_err(Error::validation),
+            Source::File => rules::machine(name)
+                .map_err(|m| self.refusal(Source::File, "machine", "--machine", m)),
         }
-        Machine::parse(name, "host name").map_err(|e| {
-            Error::config(format!("{}; this machine needs a name", e.message))
-                .hint("pass --machine NAME or set FLEET_DISPATCH_MACHINE")
-        })
     }
 
     /// The state directory, refused when it lies inside `root`.
@@ -451,9 +480,11 @@ impl Context {
         })?;
         if layout::is_inside(&dir, root) {
             return Err(Error::config(format!(
-                "state directory {} lies inside the dispatch root {}; local state must not sync",
+                "state directory {}{} lies inside the dispatch root {}{}; local state must not sync",
                 dir.display(),
-                root.display()
+                self.given_in_file(self.state_dir.source, "state_dir"),
+                root.display(),
+                self.given_in_file(self.root.source, "root"),
             )));
         }
         Ok(dir)
@@ -476,11 +507,13 @@ impl Context {
 
     /// The fleet list, each name checked.
     fn checked_fleet(&self) -> Result<Vec<String>> {
-        let fleet = self.fleet();
-        for f in &fleet {
-            Machine::parse(f, "fleet member (FLEET_DISPATCH_FLEET or the config file)")?;
+        let fleet = self.fleet_setting();
+        let members = fleet.value.unwrap_or_default();
+        for f in &members {
+            rules::fleet_member(f)
+                .map_err(|m| self.refusal(fleet.source, "fleet", FLEET_VAR, m))?;
         }
-        Ok(fleet)
+        Ok(members)
     }
 
     /// The targets a target list names ([`layout::resolve_targets`]).

@@ -10,7 +10,7 @@
 //! only hints, and where none arrive the poll finds the result as before.
 
 use std::io::{IsTerminal, Write};
-use std::sync::mpsc;
+use std::sync::{Mutex, Once, mpsc};
 use std::time::{Duration, Instant};
 
 use crate::clock;
@@ -71,6 +71,7 @@ pub fn for_result(
     let start = Instant::now();
     // The progress line would tangle with the job's streamed stderr.
     let show = !quiet && follow.is_none() && std::io::stderr().is_terminal();
+    end_on_interrupt(dirs, id, show);
     let clear = || {
         if show {
             eprint!("\r\x1b[2K");
@@ -149,6 +150,34 @@ pub fn for_result(
             std::thread::sleep(EARLIEST.saturating_sub(look.elapsed()));
         }
     }
+}
+
+/// What an interrupt of the wait under way says, and whether a progress
+/// line is to be cleared first.
+static WAITING: Mutex<Option<(String, bool)>> = Mutex::new(None);
+
+/// Makes Ctrl-C or SIGTERM end the wait for `id` with the interrupted
+/// status and a line saying that only the wait stopped, not the job. The
+/// handler is installed once per process (a command that installed its
+/// own, the demo, keeps it); each wait sets what it says.
+fn end_on_interrupt(dirs: &TargetDirs, id: &JobId, show: bool) {
+    let line = format!(
+        "fleet-dispatch: stopped waiting for {id} on {target}; the job goes on (`fleet-dispatch result --target {target} --job-id {id} --wait` waits again)",
+        target = dirs.target()
+    );
+    *WAITING.lock().unwrap_or_else(|p| p.into_inner()) = Some((line, show));
+    static INSTALLED: Once = Once::new();
+    INSTALLED.call_once(|| {
+        let _ = ctrlc::set_handler(|| {
+            if let Some((line, show)) = WAITING.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                if show {
+                    eprint!("\r\x1b[2K");
+                }
+                eprintln!("{line}");
+            }
+            std::process::exit(i32::from(crate::exit::INTERRUPTED));
+        });
+    });
 }
 
 /// What is wrong with the target's listener, if anything: it never ran,

@@ -7,6 +7,8 @@
 mod batch;
 
 use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
 
 use clap::ValueEnum;
 use serde_json::{Value, json};
@@ -197,10 +199,27 @@ struct Request {
 impl Request {
     /// The spec of the copy for `target`: a dependency without a target
     /// means the job of that id on `target` itself (docs/protocol.md
-    /// §7.13), so each copy of a fan-out waits for its own. A job named
-    /// twice there, or the copy itself, is `VALIDATION_ERROR`.
-    fn spec_for(&self, target: &Machine) -> Result<Spec> {
-        let after = dependency::bind(&self.after, target, &self.id, &self.origin.name("after"))?;
+    /// §7.13), so each copy of a fan-out waits for its own. Each is named
+    /// as a job is anywhere ([`crate::jobref`]: `last`, a unique prefix,
+    /// or an id taken as it is); its target must be known (`NOT_FOUND`).
+    /// A job named twice there, or the copy itself, is `VALIDATION_ERROR`.
+    fn spec_for(&self, ctx: &Context, root: &Path, target: &Machine) -> Result<Spec> {
+        let field = self.origin.name("after");
+        let named = self
+            .after
+            .iter()
+            .map(|(t, id)| {
+                let on = t.as_ref().unwrap_or(target);
+                let named_as = |mut e: Error| {
+                    e.message = format!("{field} {on}:{id}: {}", e.message);
+                    e
+                };
+                let dirs = ctx.target(root, on.as_str()).map_err(named_as)?;
+                let id = super::job_ref(ctx, root, &dirs, id.as_str()).map_err(named_as)?;
+                Ok((Some(dirs.target().clone()), id))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let after = dependency::bind(&named, target, &self.id, &field)?;
         Ok(Spec {
             after,
             ..self.spec.clone()
@@ -252,7 +271,7 @@ fn request(f: &Fields, origin: Origin, parent: Option<&JobId>, high: bool) -> Re
             .hint("give the full path on the target, e.g. /home/me/repo or C:\\Users\\me\\repo"));
         }
     }
-    let timeout = super::duration_flag(&f.timeout, &name("timeout"))?;
+    let timeout = spec_duration(&f.timeout, &name("timeout"))?;
     if timeout.is_some_and(|t| t.is_zero()) {
         return Err(Error::validation(format!(
             "{} 0 would stop the job as soon as it starts",
@@ -271,6 +290,12 @@ fn request(f: &Fields, origin: Origin, parent: Option<&JobId>, high: bool) -> Re
     }
     let high = f.priority == Some(PriorityArg::High) || high;
     let id = match &f.job_id {
+        Some(s) if s == crate::jobref::LAST => {
+            return Err(Error::validation(format!(
+                "{} {s:?}: the word names the last job enqueued, so no job may have it as its id",
+                name("jobId")
+            )));
+        }
         Some(s) => JobId::parse(s)?,
         None => JobId::generate(clock::now()),
     };
@@ -279,7 +304,7 @@ fn request(f: &Fields, origin: Origin, parent: Option<&JobId>, high: bool) -> Re
         cwd: f.cwd.clone(),
         env,
         timeout,
-        grace: super::duration_flag(&f.grace, &name("grace"))?,
+        grace: spec_duration(&f.grace, &name("grace"))?,
         priority: if high {
             Priority::High
         } else {
@@ -298,6 +323,18 @@ fn request(f: &Fields, origin: Origin, parent: Option<&JobId>, high: bool) -> Re
         after,
         origin,
     })
+}
+
+/// A `timeout` or `grace` value, within what every listener accepts.
+fn spec_duration(value: &Option<String>, name: &str) -> Result<Option<Duration>> {
+    let d = super::duration_flag(value, name)?;
+    if d.is_some_and(|d| d > crate::doc::job::MAX_DURATION) {
+        return Err(Error::validation(format!(
+            "{name} {}: more than 10 years, the longest a target accepts",
+            value.as_deref().unwrap_or_default()
+        )));
+    }
+    Ok(d)
 }
 
 /// True for a path that is absolute on the Unix or the Windows side: the
@@ -342,7 +379,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
         .map(|text| super::job_ref(ctx, &root, &dirs, text))
         .transpose()?;
 
-    let spec = req.spec_for(dirs.target())?;
+    let spec = req.spec_for(ctx, &root, dirs.target())?;
     let id = req.id;
     submit::check_unused(&dirs, &id, &key)?;
     let job = Job::sign(
@@ -466,7 +503,7 @@ fn fan_out(
     for dirs in &targets {
         let held = submit::check_target(dirs)?;
         submit::check_free(dirs, &held, &req.id, &key)?;
-        specs.push(req.spec_for(dirs.target())?);
+        specs.push(req.spec_for(ctx, &root, dirs.target())?);
     }
     let id = &req.id;
     let created = clock::now();

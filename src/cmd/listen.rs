@@ -74,9 +74,6 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
         durability: ctx.durability(),
         slots: ctx.slots(args.slots.map(|n| n.to_string()).as_deref())?,
     };
-    if settings.poll.is_zero() {
-        return Err(Error::validation("--poll-interval must be more than 0"));
-    }
     let http = args
         .http
         .as_deref()

@@ -20,10 +20,11 @@ pub fn run(ctx: &Context, args: VerifyMarkerArgs) -> Result<u8> {
         .file_name()
         .and_then(|n| n.to_str())
         .ok_or_else(|| Error::validation(format!("{} does not name a file", file.display())))?;
-    let target = match &args.target {
-        Some(t) => Machine::parse(t, "target")?,
-        None => target_from_path(file)?,
-    };
+    let given = args
+        .target
+        .as_deref()
+        .map(|t| Machine::parse(t, "target"))
+        .transpose()?;
     // A folder under the root is reached from the root without following
     // a link, as every reader there does; one elsewhere is opened as
     // given. The marker in it is read without following a link.
@@ -44,6 +45,11 @@ pub fn run(ctx: &Context, args: VerifyMarkerArgs) -> Result<u8> {
         )));
     }
     let dir = dir?;
+    // Told from the path only once a file is known to be there to judge.
+    let target = match given {
+        Some(t) => t,
+        None => target_from_path(file)?,
+    };
     let key = ctx.key(ctx.root().ok().as_deref())?;
     let read = dir.read_limited(name, crate::doc::marker::MAX_BYTES);
     let (verdict, message) = match accept::marker(name, read, target.as_str(), &key) {

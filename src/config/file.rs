@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::Source;
+use super::{Source, rules};
 use crate::error::{Error, Result};
 
 /// The settings a config file may hold; every one optional.
@@ -64,13 +64,24 @@ pub fn config_path() -> Option<(PathBuf, bool)> {
     Some((dir.join("fleet-dispatch").join("config.toml"), false))
 }
 
-/// Parses config file text; `path` names the file in errors.
+/// Parses config file text; `path` names the file in errors. A file that is
+/// not TOML, holds an unknown key or a value of the wrong type is refused
+/// naming its line and column; a value that breaks its setting's rule
+/// ([`super::rules`]) is refused naming its key, so every bad value in the
+/// file is a `CONFIG` error whichever command reads it.
 pub fn parse_config(text: &str, path: &Path) -> Result<FileConfig> {
     let mut cfg: FileConfig = toml::from_str(text).map_err(|e| {
+        let at = e
+            .span()
+            .map(|span| {
+                let (line, column) = line_and_column(text, span.start);
+                format!(" at line {line}, column {column}")
+            })
+            .unwrap_or_default();
         Error::config(format!(
-            "config file {} is not valid: {}",
+            "config file {} is not valid{at}: {}",
             path.display(),
-            e.message()
+            e.message().trim_end()
         ))
         .hint(format!(
             "keys: {} (see CONFIGURATION FILE in fleet-dispatch(1))",
@@ -89,23 +100,54 @@ pub fn parse_config(text: &str, path: &Path) -> Result<FileConfig> {
             *p = PathBuf::from(home).join(rest);
         }
     }
-    for (key, value) in [
-        ("poll_interval", &cfg.poll_interval),
-        ("stop_grace", &cfg.stop_grace),
-        ("retention", &cfg.retention),
-        ("max_job_age", &cfg.max_job_age),
-    ] {
-        if let Some(d) = value {
-            crate::clock::parse_duration(d).map_err(|e| {
-                Error::config(format!(
-                    "config file {}: {key}: {}",
-                    path.display(),
-                    e.message
-                ))
-            })?;
-        }
-    }
+    check(&cfg).map_err(|(key, message)| refusal(Some(path), key, message))?;
     Ok(cfg)
+}
+
+/// The first key whose value breaks its setting's rule, with what is wrong.
+fn check(cfg: &FileConfig) -> std::result::Result<(), (&'static str, String)> {
+    fn each<T, R>(
+        key: &'static str,
+        value: Option<&T>,
+        rule: impl Fn(&T) -> std::result::Result<R, String>,
+    ) -> std::result::Result<(), (&'static str, String)> {
+        value.map_or(Ok(()), |v| rule(v).map(drop).map_err(|m| (key, m)))
+    }
+    each("machine", cfg.machine.as_ref(), |m| rules::machine(m))?;
+    for member in cfg.fleet.iter().flatten() {
+        each("fleet", Some(member), |m| rules::fleet_member(m))?;
+    }
+    each("poll_interval", cfg.poll_interval.as_ref(), |t| {
+        rules::poll_interval(t)
+    })?;
+    each("stop_grace", cfg.stop_grace.as_ref(), |t| {
+        rules::stop_grace(t)
+    })?;
+    each("slots", cfg.slots.as_ref(), |n| {
+        rules::slots(&n.to_string())
+    })?;
+    each("retention", cfg.retention.as_ref(), |t| rules::retention(t))?;
+    each("max_job_age", cfg.max_job_age.as_ref(), |t| {
+        rules::max_job_age(t)
+    })
+}
+
+/// The refusal of a value the config file at `path` gives `key`: `CONFIG`,
+/// naming both (the path is `None` only for a context built without a
+/// file, in unit tests).
+pub(super) fn refusal(path: Option<&Path>, key: &str, message: impl std::fmt::Display) -> Error {
+    let file = path.map_or(String::new(), |p| format!(" {}", p.display()));
+    Error::config(format!("config file{file}: {key}: {message}"))
+}
+
+/// The 1-based line and column (in characters) of byte `offset` in `text`.
+fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (
+        before.matches('\n').count() + 1,
+        before[line_start..].chars().count() + 1,
+    )
 }
 
 /// The config file a context read, or looked for.

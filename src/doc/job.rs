@@ -18,8 +18,13 @@ pub const MAX_AFTER: usize = 64;
 pub const MAX_BYTES: u64 = 1024 * 1024;
 
 /// The longest `timeoutSec`/`graceSec` accepted: ten years, far beyond any job,
-/// and small enough that deadline arithmetic can never overflow.
+/// and small enough that deadline arithmetic can never overflow. The
+/// sender checks it too ([`MAX_DURATION`]), so no job it sends is refused
+/// for it.
 const MAX_SECONDS: f64 = 10.0 * 365.0 * 86400.0;
+
+/// [`MAX_SECONDS`] as a duration.
+pub const MAX_DURATION: Duration = Duration::from_secs(MAX_SECONDS as u64);
 
 /// Drain priority.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default, Serialize)]

@@ -100,7 +100,8 @@ pub fn is_target_list(text: &str) -> bool {
 /// Resolves a target list (`A,B,C`, or [`ALL_TARGETS`] for every target
 /// folder under `root`) by [`resolve_target`], in the order given. A name
 /// given twice (in any case) or an empty entry is `VALIDATION_ERROR`: a
-/// fan-out publishes one copy per target, never two to one.
+/// fan-out publishes one copy per target, never two to one; for the same
+/// reason `all` over folders that differ only in case is `CONFIG`.
 pub fn resolve_targets(root: &Path, list: &str, fleet: &[String]) -> Result<Vec<TargetDirs>> {
     if list.eq_ignore_ascii_case(ALL_TARGETS) {
         let all = existing_targets(root)?;
@@ -110,6 +111,20 @@ pub fn resolve_targets(root: &Path, list: &str, fleet: &[String]) -> Result<Vec<
                 root.display()
             ))
             .hint("a target's folder appears when its listener first starts"));
+        }
+        // Sorted without regard to case, so variants of a name are neighbours.
+        if let Some(pair) = all.windows(2).find(|p| p[0].eq_ignore_ascii_case(&p[1])) {
+            let variants: Vec<&str> = all
+                .iter()
+                .filter(|n| n.eq_ignore_ascii_case(&pair[0]))
+                .map(String::as_str)
+                .collect();
+            return Err(Error::config(format!(
+                "--target {ALL_TARGETS}: folders under {} differ only in case: {}; each would get a copy",
+                root.display(),
+                variants.join(", ")
+            ))
+            .hint("remove the one no listener uses (`status --target NAME` shows its heartbeat), or list the targets"));
         }
         return all
             .iter()

@@ -301,6 +301,7 @@ fn after_flags_are_the_default_dependency_of_a_line_without_after() {
             ),
         ],
     );
+    w.make_target("BUILD");
     let (code, out, err) = w.run(&[
         "enqueue",
         "--batch",
@@ -386,6 +387,7 @@ fn a_bad_after_in_line_3_publishes_nothing_and_names_line_3() {
 fn a_line_that_fans_out_binds_a_bare_after_to_each_copys_target() {
     let w = World::with_target();
     w.make_target("LAPTOP");
+    w.make_target("BUILD");
     let file = batch_file(
         &w,
         &[line(

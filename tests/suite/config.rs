@@ -321,3 +321,168 @@ fn config_shows_every_setting_the_file_can_hold() {
         .unwrap_or_else(|| panic!("{out}"));
     assert!(line.contains("false") && line.contains("(file)"), "{line}");
 }
+
+/// A `CONFIG` refusal (78) of a value in the config file at `file`: it names
+/// the file and `what` (the key, or the line), and no flag the user never gave.
+fn refused_naming_the_file(code: i32, err: &str, file: &std::path::Path, what: &str) {
+    assert_eq!(code, 78, "{err}");
+    assert!(err.contains("CONFIG"), "{err}");
+    assert!(err.contains(&file.display().to_string()), "{err}");
+    assert!(err.contains(what), "{what}: {err}");
+    assert!(
+        !err.contains("VALIDATION_ERROR") && !err.contains("--"),
+        "{err}"
+    );
+}
+
+/// Regression: `poll_interval = "0s"` was refused as
+/// `VALIDATION_ERROR: --poll-interval must be more than 0`, naming a flag
+/// the user never gave.
+#[test]
+fn a_zero_poll_interval_in_the_file_is_config_naming_the_file_and_key() {
+    let w = World::new();
+    let p = write_config(&w, &base_config(&w, "poll_interval = \"0s\"\n"));
+    let (code, _, err) = output(bare(&w).args(["listen", "--once"]));
+    refused_naming_the_file(code, &err, &p, "poll_interval: ");
+    // The same rule on the flag names the flag.
+    write_config(&w, &base_config(&w, ""));
+    let (code, _, err) = output(bare(&w).args(["listen", "--once", "--poll-interval", "0"]));
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("--poll-interval"), "{err}");
+}
+
+/// Regression: `machine = "CON"` was a `VALIDATION_ERROR` naming no file.
+#[test]
+fn a_bad_machine_name_in_the_file_is_config_naming_the_file_and_key() {
+    let w = World::new();
+    let p = write_config(
+        &w,
+        &base_config(&w, "").replace("machine = \"PC\"", "machine = \"CON\""),
+    );
+    for args in [&["listen", "--once"][..], &["status"], &["config"]] {
+        let (code, _, err) = output(bare(&w).args(args));
+        refused_naming_the_file(code, &err, &p, "machine: ");
+        assert!(err.contains("reserved Windows device name"), "{err}");
+    }
+    // On the command line it stays a VALIDATION_ERROR.
+    write_config(&w, &base_config(&w, ""));
+    let (code, _, err) = output(bare(&w).args(["--machine", "CON", "listen", "--once"]));
+    assert_eq!(code, 64, "{err}");
+}
+
+/// Regression: `slots = 0` and a retention under its floor were refused as
+/// `CONFIG: slots (config file): …`, without the file's path.
+#[test]
+fn slots_and_retention_refused_in_the_file_name_its_path() {
+    let w = World::new();
+    let p = write_config(&w, &base_config(&w, "slots = 0\n"));
+    let (code, _, err) = output(bare(&w).args(["listen", "--once"]));
+    refused_naming_the_file(code, &err, &p, "slots: ");
+    let p = write_config(&w, &base_config(&w, "retention = \"1d\"\n"));
+    let (code, _, err) = output(bare(&w).arg("sweep"));
+    refused_naming_the_file(code, &err, &p, "retention: ");
+    assert!(err.contains("8d"), "the floor: {err}");
+}
+
+/// Regression: a TOML syntax error said `invalid basic string, expected
+/// '"'` with no line, though the parser was chosen for naming it.
+#[test]
+fn a_toml_syntax_error_names_the_file_line_and_column() {
+    let w = World::new();
+    let p = write_config(&w, &base_config(&w, "durability = \"relaxed\nslots = 2\n"));
+    let (code, _, err) = output(bare(&w).arg("status"));
+    // base_config writes four lines; the broken string is on the fifth.
+    refused_naming_the_file(code, &err, &p, "line 5, column 22");
+    assert!(err.contains("invalid basic string"), "{err}");
+}
+
+/// A job max age of 0 would refuse every job as stale: refused on the
+/// flag (of `listen` and of `sweep`) and in the file alike.
+#[test]
+fn a_zero_max_job_age_is_refused_as_flag_and_in_the_file() {
+    let w = World::new();
+    write_config(&w, &base_config(&w, ""));
+    for args in [
+        &["listen", "--once", "--max-job-age", "0"][..],
+        &["sweep", "--max-job-age", "0s"],
+    ] {
+        let (code, _, err) = output(bare(&w).args(args));
+        assert_eq!(code, 64, "{args:?}: {err}");
+        assert!(
+            err.contains("--max-job-age") && err.contains("stale"),
+            "{err}"
+        );
+    }
+    let p = write_config(&w, &base_config(&w, "max_job_age = \"0s\"\n"));
+    for args in [&["listen", "--once"][..], &["sweep"]] {
+        let (code, _, err) = output(bare(&w).args(args));
+        refused_naming_the_file(code, &err, &p, "max_job_age: ");
+    }
+    assert!(!w.pc().exists(), "a refused listener created its folder");
+}
+
+/// The README's promise, key by key: every key the file accepts, given a bad
+/// value, is a `CONFIG` error naming the file and the key (or, for a value
+/// of the wrong type, its line), whichever command reads it; never a
+/// `VALIDATION_ERROR` naming a flag.
+#[test]
+fn every_key_s_bad_value_is_config_naming_the_file() {
+    let w = World::new();
+    let inside = w.root.join("state").display().to_string();
+    let nowhere = w.dir.path().join("no-root").display().to_string();
+    // (key, the line that replaces or adds it, what the refusal names)
+    let cases = [
+        ("root", format!("root = {nowhere:?}"), "root in config file"),
+        ("key_file", "key_file = 5".into(), "line 4, column 12"),
+        (
+            "state_dir",
+            format!("state_dir = {inside:?}"),
+            "state_dir in config file",
+        ),
+        ("machine", "machine = \"a b\"".into(), "machine: "),
+        ("fleet", "fleet = [\"LAPTOP\", \"CON\"]".into(), "fleet: "),
+        (
+            "poll_interval",
+            "poll_interval = \"0ms\"".into(),
+            "poll_interval: ",
+        ),
+        ("watch", "watch = \"no\"".into(), "line 5, column 9"),
+        ("stop_grace", "stop_grace = \"soon\"".into(), "stop_grace: "),
+        ("slots", "slots = 65".into(), "slots: "),
+        (
+            "durability",
+            "durability = \"fast\"".into(),
+            "line 5, column 14",
+        ),
+        ("retention", "retention = \"3d\"".into(), "retention: "),
+        ("max_job_age", "max_job_age = \"0\"".into(), "max_job_age: "),
+    ];
+    let mut keys = config_file_keys();
+    let mut covered: Vec<String> = cases.iter().map(|(k, _, _)| k.to_string()).collect();
+    keys.sort();
+    covered.sort();
+    assert_eq!(
+        keys, covered,
+        "a key the file accepts has no bad value here"
+    );
+    for (key, line, names) in &cases {
+        // The base lines but the key's own, then the bad line.
+        let mut body: String = base_config(&w, "")
+            .lines()
+            .filter(|l| !l.starts_with(&format!("{key} =")))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        body.push_str(&format!("{line}\n"));
+        let p = write_config(&w, &body);
+        // `sweep` reads every setting but the poll interval, slots and
+        // stop grace, which only `listen` reads.
+        let (code, _, err) = output(bare(&w).args(["listen", "--once"]));
+        let (code, err) = if code == 0 {
+            let (c, _, e) = output(bare(&w).arg("sweep"));
+            (c, e)
+        } else {
+            (code, err)
+        };
+        refused_naming_the_file(code, &err, &p, names);
+    }
+}

@@ -301,6 +301,53 @@ fn enqueue_refuses_bad_after_values_naming_them() {
     assert!(files(&w.pc().join("inbox")).is_empty());
 }
 
+/// The `after` list signed into job `id`'s spec, as `TARGET:ID` texts.
+fn signed_after(w: &World, id: &str) -> Vec<String> {
+    let job: Value = serde_json::from_str(&std::fs::read_to_string(w.inbox(id)).unwrap()).unwrap();
+    let spec: Value = serde_json::from_str(job["spec"].as_str().unwrap()).unwrap();
+    spec["after"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            format!(
+                "{}:{}",
+                a["target"].as_str().unwrap(),
+                a["jobId"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn after_names_a_job_as_every_command_does_and_an_unknown_target_is_not_found() {
+    let w = World::with_target();
+    let first = w.enqueue(&[], &kit(&["append", p(&log(&w)), "A"]));
+    let by_last = w.enqueue(&["--after", "last"], &kit(&["append", p(&log(&w)), "B"]));
+    assert_eq!(signed_after(&w, &by_last), [format!("PC:{first}")]);
+    // `last` is now `by_last`; a unique prefix names `first`.
+    let by_prefix = w.enqueue(&["--after", &first[..first.len() - 3]], &["true"]);
+    assert_eq!(signed_after(&w, &by_prefix), [format!("PC:{first}")]);
+    // An id nothing knows yet is taken as it is: sync may bring it later.
+    let later = w.enqueue(&["--after", "PC:not-here-yet"], &["true"]);
+    assert_eq!(signed_after(&w, &later), ["PC:not-here-yet"]);
+    // A target no folder or fleet list knows is a typo, not a wait.
+    let before = files(&w.root);
+    let (code, out, err) = w.run(&[
+        "enqueue", "--target", "PC", "--after", "NOPE:x", "--", "true",
+    ]);
+    assert_eq!(code, 66, "{out}{err}");
+    assert!(
+        err.contains("NOT_FOUND") && err.contains("--after NOPE:x"),
+        "{err}"
+    );
+    assert_eq!(files(&w.root), before, "a refused enqueue wrote something");
+    let c = w.listen_once(&[]);
+    assert_eq!(c["done"], 3, "{c}");
+    assert_eq!(lines(&log(&w)), ["A", "B"]);
+    held(&w, &later);
+}
+
 #[test]
 fn a_listener_refuses_a_spec_with_a_bad_dependency() {
     let w = World::with_target();

@@ -179,6 +179,21 @@ fn target_all_publishes_to_every_target_folder() {
     }
 }
 
+// Unix only: Windows (and Wine) takes `pc` for `PC`, so no variant is made.
+#[cfg(unix)]
+#[test]
+fn target_all_over_folders_that_differ_only_in_case_publishes_nowhere() {
+    let w = World::with_target();
+    w.make_target("LAPTOP");
+    // A second spelling of PC, as a folder writer (or a careless hand) makes it.
+    w.make_target("pc");
+    let before = files(&w.root);
+    let (code, out, err) = w.run(&["enqueue", "--target", "all", "--", "x"]);
+    assert_eq!(code, 78, "{out}{err}");
+    assert!(err.contains("CONFIG") && err.contains("PC, pc"), "{err}");
+    assert_eq!(files(&w.root), before, "a copy went somewhere");
+}
+
 #[test]
 fn cancel_over_a_list_writes_a_marker_for_each_copy() {
     let w = World::with_target();

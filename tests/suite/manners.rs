@@ -224,3 +224,46 @@ fn waiting_shows_one_progress_line_on_a_terminal_and_nothing_otherwise() {
     assert!(!json.contains("\u{1b}[2K"), "{json:?}");
     assert!(json.contains("\"timedOut\":true"), "{json:?}");
 }
+
+#[cfg(unix)] // signals to one process
+#[test]
+fn an_interrupted_wait_exits_130_saying_the_job_goes_on() {
+    use std::io::BufRead;
+    let w = World::with_target();
+    let id = w.enqueue(&[], &kit(&[]));
+    let waits: Vec<_> = [libc::SIGINT, libc::SIGTERM]
+        .into_iter()
+        .map(|sig| {
+            let mut child = w
+                .bg_cmd()
+                .args(["result", "--target", "PC", "--job-id", &id, "--wait"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .start();
+            let (tx, rx) = std::sync::mpsc::channel();
+            let err = std::io::BufReader::new(child.stderr.take().unwrap());
+            std::thread::spawn(move || {
+                for line in err.lines().map_while(Result::ok) {
+                    let _ = tx.send(line);
+                }
+            });
+            (sig, child, rx)
+        })
+        .collect();
+    for (sig, mut child, rx) in waits {
+        // The note a wait makes after 5 s without progress: it is waiting.
+        let first = rx.recv_timeout(std::time::Duration::from_secs(30)).unwrap();
+        assert!(first.contains("no listener has ever run"), "{first}");
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let status = child.wait().unwrap();
+        let rest: Vec<String> = rx.iter().collect();
+        assert_eq!(status.code(), Some(130), "signal {sig}: {rest:?}");
+        assert!(
+            rest.iter()
+                .any(|l| l.contains(&format!("stopped waiting for {id} on PC; the job goes on"))),
+            "signal {sig}: {rest:?}"
+        );
+    }
+    assert!(w.inbox(&id).exists(), "the job itself was touched");
+}

@@ -368,6 +368,11 @@ fn every_bad_value_is_a_validation_error_and_writes_nothing() {
         vec!["--timeout", "30m1h"],
         vec!["--cwd", "repo/sub"],
         vec!["--cwd", "~/repo"],
+        // Past what every listener accepts: refused here, not by the target.
+        vec!["--timeout", "4000d"],
+        vec!["--grace", "4000d"],
+        // The word that names the last job enqueued.
+        vec!["--job-id", "last"],
     ] {
         let mut args = vec!["enqueue", "--target", "PC"];
         args.extend_from_slice(&bad);

@@ -185,6 +185,11 @@ fn verify_marker_missing_file_is_not_found() {
     let missing = w.dir.path().join("nope.json");
     let (code, _, err) = w.run(&["verify-marker", missing.to_str().unwrap(), "--target", "PC"]);
     assert_eq!(code, 66, "{err}");
+    // Outside any cancel folder, without --target: still the missing file,
+    // not the target that cannot be told.
+    let (code, _, err) = w.run(&["verify-marker", missing.to_str().unwrap()]);
+    assert_eq!(code, 66, "{err}");
+    assert!(err.contains("no marker file at"), "{err}");
 }
 
 #[test]

@@ -98,7 +98,7 @@ pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> 
                 .hint("job ids are single-use; leave out \"jobId\" to get a fresh one"));
             }
             submit::check_free(dirs, &groups[g].held, &req.id, &key).map_err(at(*n))?;
-            let spec = req.spec_for(dirs.target()).map_err(at(*n))?;
+            let spec = req.spec_for(ctx, &root, dirs.target()).map_err(at(*n))?;
             let job = Job::sign(
                 &key,
                 req.id.clone(),
