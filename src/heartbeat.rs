@@ -16,6 +16,7 @@ use crate::clock;
 use crate::fsops;
 use crate::key::Key;
 use crate::layout::{LISTENER_JSON, StateDirs, TargetDirs};
+use crate::names::Machine;
 use crate::read::FileRead;
 
 /// How often the heartbeat is refreshed.
@@ -96,11 +97,14 @@ impl Beat {
         )
     }
 
-    /// True when its signature holds under `key`: a listener holding the
-    /// fleet key wrote it. An unsigned beat (an older version, or a folder
-    /// writer's) is not.
-    pub fn verified(&self, key: &Key) -> bool {
-        !self.sig.is_empty() && key.verify(&self.canonical(), &self.sig)
+    /// True when it is `target`'s beat and its signature holds under
+    /// `key`: a listener holding the fleet key wrote it for that target.
+    /// An unsigned beat (an older version, or a folder writer's) is not,
+    /// nor another target's genuine beat copied into this folder.
+    pub fn verified(&self, key: &Key, target: &Machine) -> bool {
+        target.same(&self.target)
+            && !self.sig.is_empty()
+            && key.verify(&self.canonical(), &self.sig)
     }
 
     /// Its age now, when its time parses.
@@ -197,8 +201,8 @@ pub struct Own {
 /// than the last one this state directory wrote (whose leftover beat is
 /// not dated after that run's record). That last case is a copy of our
 /// state directory: a cloned disk.
-pub fn is_rival(b: &Beat, key: &Key, own: &Own) -> bool {
-    if b.instance.is_empty() || !b.alive() || !b.verified(key) {
+pub fn is_rival(b: &Beat, key: &Key, target: &Machine, own: &Own) -> bool {
+    if b.instance.is_empty() || !b.alive() || !b.verified(key, target) {
         return false;
     }
     if b.instance != own.instance {
@@ -282,12 +286,12 @@ impl Heartbeat {
     /// Whether `b`, a beat read from the target folder, is another
     /// listener's ([`is_rival`]).
     pub fn is_rival(&self, b: &Beat) -> bool {
-        is_rival(b, &self.key, &self.own)
+        is_rival(b, &self.key, self.dirs.target(), &self.own)
     }
 
     /// Whether `b` verifies under the fleet key this listener signs with.
     pub fn verifies(&self, b: &Beat) -> bool {
-        b.verified(&self.key)
+        b.verified(&self.key, self.dirs.target())
     }
 
     /// Notes that job `id` runs in a slot, or (`false`) no longer does.
@@ -405,11 +409,18 @@ mod tests {
         );
     }
 
+    fn pc() -> Machine {
+        Machine::parse("PC", "target").unwrap()
+    }
+
     #[test]
     fn every_field_a_reader_trusts_is_signed() {
         let k = key(1);
         let b = beat("i1", "r1", "2026-11-29T19:30:00.000Z", Some(&k));
-        assert!(b.verified(&k));
+        assert!(b.verified(&k, &pc()));
+        // The same genuine beat read as another target's: not that one's.
+        assert!(!b.verified(&k, &Machine::parse("LAPTOP", "target").unwrap()));
+        assert!(b.verified(&k, &Machine::parse("pc", "target").unwrap()));
         let edits: [fn(&mut Beat); 4] = [
             |b| b.running_jobs = vec!["job-2".into()],
             |b| b.running = Some("job-2".into()),
@@ -419,9 +430,9 @@ mod tests {
         for edit in edits {
             let mut forged = b.clone();
             edit(&mut forged);
-            assert!(!forged.verified(&k), "{forged:?}");
+            assert!(!forged.verified(&k, &pc()), "{forged:?}");
         }
-        assert!(!b.verified(&key(2)));
+        assert!(!b.verified(&key(2), &pc()));
     }
 
     #[test]
@@ -437,17 +448,32 @@ mod tests {
             }),
         };
         // Unsigned, or signed with another key: never.
-        assert!(!is_rival(&beat("i2", "r9", &now, None), &k, &own));
-        assert!(!is_rival(&beat("i2", "r9", &now, Some(&key(2))), &k, &own));
+        assert!(!is_rival(&beat("i2", "r9", &now, None), &k, &pc(), &own));
+        assert!(!is_rival(
+            &beat("i2", "r9", &now, Some(&key(2))),
+            &k,
+            &pc(),
+            &own
+        ));
         let mut tampered = beat("i2", "r9", &now, Some(&k));
         tampered.pid = 43;
-        assert!(!is_rival(&tampered, &k, &own));
+        assert!(!is_rival(&tampered, &k, &pc(), &own));
         // Another instance: yes; ours from this run: no.
-        assert!(is_rival(&beat("i2", "r9", &now, Some(&k)), &k, &own));
-        assert!(!is_rival(&beat("i1", "r1", &now, Some(&k)), &k, &own));
+        assert!(is_rival(&beat("i2", "r9", &now, Some(&k)), &k, &pc(), &own));
+        assert!(!is_rival(
+            &beat("i1", "r1", &now, Some(&k)),
+            &k,
+            &pc(),
+            &own
+        ));
         // Our previous run's leftover, no later than its record: no; the
         // same run carrying on after the record (a clone): yes.
-        assert!(!is_rival(&beat("i1", "r0", &now, Some(&k)), &k, &own));
+        assert!(!is_rival(
+            &beat("i1", "r0", &now, Some(&k)),
+            &k,
+            &pc(),
+            &own
+        ));
         let earlier = Own {
             previous: Some(Written {
                 run: "r0".into(),
@@ -455,11 +481,21 @@ mod tests {
             }),
             ..own.clone()
         };
-        assert!(is_rival(&beat("i1", "r0", &now, Some(&k)), &k, &earlier));
+        assert!(is_rival(
+            &beat("i1", "r0", &now, Some(&k)),
+            &k,
+            &pc(),
+            &earlier
+        ));
         // Our instance from an unknown run (a copied state directory).
-        assert!(is_rival(&beat("i1", "r7", &now, Some(&k)), &k, &own));
+        assert!(is_rival(&beat("i1", "r7", &now, Some(&k)), &k, &pc(), &own));
         // Stale or stopped: no.
         let old = clock::format(clock::now() - Duration::from_secs(120));
-        assert!(!is_rival(&beat("i2", "r9", &old, Some(&k)), &k, &own));
+        assert!(!is_rival(
+            &beat("i2", "r9", &old, Some(&k)),
+            &k,
+            &pc(),
+            &own
+        ));
     }
 }

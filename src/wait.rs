@@ -191,7 +191,7 @@ pub fn listener_note(dirs: &TargetDirs, key: &Key) -> Option<String> {
             dirs.listener_json().display()
         ));
     };
-    if !beat.verified(key) {
+    if !beat.verified(key, target) {
         return Some(format!(
             "{target}'s heartbeat ({}) is not signed with this machine's key, so whether its listener runs is unknown (an older version, another key, or a folder writer wrote it)",
             dirs.listener_json().display()

@@ -307,7 +307,7 @@ fn target(
     };
     let prunable = prune::plan(dirs, ages).map_or(0, |p| p.len());
     let beat_verified = match (&beat, key) {
-        (BeatFile::Beat(b, _), Some(k)) => Some(b.verified(k)),
+        (BeatFile::Beat(b, _), Some(k)) => Some(b.verified(k, dirs.target())),
         _ => None,
     };
     TargetFacts {

@@ -252,7 +252,7 @@ fn listener(dirs: &TargetDirs, key: &Key) -> ListenerState {
     match serde_json::from_slice::<Beat>(&b) {
         Ok(beat) => {
             let age = age_since(&beat.heartbeat_at);
-            let verified = beat.verified(key);
+            let verified = beat.verified(key, dirs.target());
             ListenerState::Beat {
                 alive: verified && heartbeat::alive(&beat.state, age),
                 verified,

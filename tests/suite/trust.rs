@@ -429,6 +429,56 @@ fn a_forged_fresh_heartbeat_neither_blocks_a_start_nor_stops_a_running_listener(
     assert!(!said.contains("not starting jobs"), "{said}");
 }
 
+#[test]
+fn another_targets_genuine_heartbeat_copied_in_neither_blocks_a_start_nor_stops_a_running_listener()
+{
+    let w = World::with_target();
+    w.make_target("LAPTOP");
+    let _laptop =
+        ListenerGuard::spawn(
+            w.bg_cmd_as("LAPTOP")
+                .args(["listen", "--poll-interval", "100ms"]),
+        );
+    let theirs = w.root.join("LAPTOP").join("listener.json");
+    let signed = |p: &Path| std::fs::read_to_string(p).is_ok_and(|t| t.contains("\"sig\""));
+    wait_until(Duration::from_secs(10), || signed(&theirs));
+    // A folder writer copies LAPTOP's fresh, genuinely signed beat into PC.
+    let ours = w.pc().join("listener.json");
+    let copy = || {
+        let _ = std::fs::copy(&theirs, &ours);
+    };
+    copy();
+    let side = scratch(&w, "side");
+    let id = uid("copied-beat");
+    w.write_job("PC", &id, "PC", &now_text(), &appends(&side, "once"));
+    assert_eq!(w.listen_once(&[])["done"], 1, "a start was blocked");
+    copy();
+    let (code, out, err) = w.run(&["--json", "status", "--target", "PC"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let l = &v["targets"][0]["listener"];
+    assert_eq!(
+        (&l["verified"], &l["alive"]),
+        (&json!(false), &json!(false)),
+        "{v}"
+    );
+    // A running listener that finds it keeps starting jobs.
+    let (_l, log) = listener_logging_to_a_file(&w);
+    wait_until(Duration::from_secs(10), || {
+        std::fs::read_to_string(&ours)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .is_some_and(|b| b["target"] == "PC" && b["sig"].is_string())
+    });
+    copy();
+    let id = uid("after-copied-beat");
+    w.write_job("PC", &id, "PC", &now_text(), &appends(&side, "after"));
+    assert_eq!(w.wait_result(&id, LIMIT)["ok"], true);
+    assert_eq!(lines(&side), ["once", "after"]);
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(!said.contains("not starting jobs"), "{said}");
+}
+
 /// This world's state folder for PC, as `dir` names the state directory.
 fn state_of(dir: &Path) -> std::path::PathBuf {
     dir.join("pc")
