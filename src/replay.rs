@@ -3,7 +3,7 @@
 //! and by `enqueue` alike.
 //!
 //! An id counts as used when a result that verifies is in `results/`, its
-//! job in `archive/done/`, or the listener's ledger holds it. A result file
+//! job, verified, in `archive/done/`, or the listener's ledger holds it. A result file
 //! that does not verify does not count (anyone with access to the folder
 //! can write one; the publisher moves it aside when the job's genuine
 //! result is placed). A file in `archive/rejected/` does not count either:
@@ -52,7 +52,7 @@ pub fn used_in(
     let verified = results.is_some_and(|r| verified_result(r, id, target, key).is_some());
     if verified {
         Some("results/")
-    } else if done.is_some_and(|d| d.exists(&name)) {
+    } else if done.is_some_and(|d| d.exists(&name) && genuine_job(d, id, target, key)) {
         Some("archive/done/")
     } else if in_ledger() {
         Some("the local ledger")
@@ -69,6 +69,16 @@ pub fn verified_result(results: &Dir, id: &JobId, target: &str, key: &Key) -> Op
         FileRead::Missing => None,
         read => accept::outcome(id.as_str(), read, target, key).ok(),
     }
+}
+
+/// True when `archive/done/<id>.json` in `done` (held open) is the job `id`
+/// of `target` signed with `key`. Anything else there (empty, garbage, a
+/// folder, another job's file) is a folder writer's and does not count:
+/// counting it would let one suppress a genuine job, or block an id before
+/// it is ever sent.
+fn genuine_job(done: &Dir, id: &JobId, target: &str, key: &Key) -> bool {
+    let read = done.read_limited(&id.file_name(), crate::doc::job::MAX_BYTES);
+    accept::job(&id.file_name(), read, target, key).is_ok()
 }
 
 /// True when `results/<id>.json` holds a result that verifies.

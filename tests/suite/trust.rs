@@ -48,6 +48,44 @@ fn an_unsigned_result_does_not_keep_a_queued_job_from_running() {
 }
 
 #[test]
+fn junk_in_the_archive_neither_suppresses_a_queued_job_nor_blocks_its_id() {
+    let w = World::with_target();
+    let side = scratch(&w, "side");
+    let done = w.pc().join("archive").join("done");
+    let other = uid("other");
+    w.write_job("PC", &other, "PC", &now_text(), &appends(&side, "other"));
+    let other_bytes = std::fs::read(w.inbox(&other)).unwrap();
+    // What a folder writer can put at archive/done/<id>.json: an empty file,
+    // a folder, another genuine job's file under this name.
+    let plant: [(&str, &dyn Fn(&Path)); 3] = [
+        ("empty", &|p| std::fs::write(p, b"").unwrap()),
+        ("folder", &|p| std::fs::create_dir(p).unwrap()),
+        ("renamed", &|p| std::fs::write(p, &other_bytes).unwrap()),
+    ];
+    for (what, plant) in plant {
+        let id = uid(what);
+        w.write_job("PC", &id, "PC", &now_text(), &appends(&side, what));
+        plant(&done.join(format!("{id}.json")));
+        // Before it is ever sent, an id is not taken from `enqueue` either.
+        let fresh = uid(&format!("{what}-fresh"));
+        plant(&done.join(format!("{fresh}.json")));
+        let (code, out, err) = w.run(&[
+            "enqueue", "--target", "PC", "--job-id", &fresh, "--", "true",
+        ]);
+        assert_eq!(code, 0, "{what}: {out}{err}");
+    }
+    let c = w.listen_once(&[]);
+    assert_eq!(
+        (c["done"].as_u64(), c["skipped"].as_u64()),
+        (Some(7), Some(0)),
+        "{c}"
+    );
+    let mut ran = lines(&side);
+    ran.sort();
+    assert_eq!(ran, ["empty", "folder", "other", "renamed"]);
+}
+
+#[test]
 fn a_forged_result_written_while_the_job_runs_gives_way_to_the_genuine_one() {
     let w = World::with_target();
     let id = uid("forged-late");
