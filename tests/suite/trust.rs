@@ -57,18 +57,18 @@ fn junk_in_the_archive_neither_suppresses_a_queued_job_nor_blocks_its_id() {
     let other_bytes = std::fs::read(w.inbox(&other)).unwrap();
     // What a folder writer can put at archive/done/<id>.json: an empty file,
     // a folder, another genuine job's file under this name.
-    let plant: [(&str, &dyn Fn(&Path)); 3] = [
-        ("empty", &|p| std::fs::write(p, b"").unwrap()),
-        ("folder", &|p| std::fs::create_dir(p).unwrap()),
-        ("renamed", &|p| std::fs::write(p, &other_bytes).unwrap()),
-    ];
-    for (what, plant) in plant {
+    let plant = |what: &str, p: &Path| match what {
+        "empty" => std::fs::write(p, b"").unwrap(),
+        "folder" => std::fs::create_dir(p).unwrap(),
+        _ => std::fs::write(p, &other_bytes).unwrap(),
+    };
+    for what in ["empty", "folder", "renamed"] {
         let id = uid(what);
         w.write_job("PC", &id, "PC", &now_text(), &appends(&side, what));
-        plant(&done.join(format!("{id}.json")));
+        plant(what, &done.join(format!("{id}.json")));
         // Before it is ever sent, an id is not taken from `enqueue` either.
         let fresh = uid(&format!("{what}-fresh"));
-        plant(&done.join(format!("{fresh}.json")));
+        plant(what, &done.join(format!("{fresh}.json")));
         let (code, out, err) = w.run(&[
             "enqueue", "--target", "PC", "--job-id", &fresh, "--", "true",
         ]);
