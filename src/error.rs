@@ -148,7 +148,12 @@ impl Error {
         if json {
             let _ = writeln!(std::io::stdout(), "{}", self.to_json());
         } else {
-            let _ = writeln!(std::io::stderr(), "fleet-dispatch: error: {self}");
+            let text = self.to_string();
+            let _ = writeln!(
+                std::io::stderr(),
+                "fleet-dispatch: error: {}",
+                crate::screen::screened(&text)
+            );
         }
     }
 }

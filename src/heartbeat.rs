@@ -26,45 +26,54 @@ pub const EVERY: Duration = Duration::from_secs(30);
 /// is offline, or sync lags).
 pub const STALE_AFTER: Duration = Duration::from_secs(90);
 
-/// The heartbeat document.
+/// The heartbeat document. Its texts are read
+/// [`tame`](crate::screen::tame)d: a genuine beat has no control character
+/// in them (so it still verifies), and a forged one cannot drive the
+/// terminal of whoever reads it.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Beat {
     /// The target served.
+    #[serde(deserialize_with = "crate::screen::tamed")]
     pub target: String,
     /// The listener's process id on its machine.
     pub pid: u32,
     /// `listening`, `running` or `stopped`.
+    #[serde(deserialize_with = "crate::screen::tamed")]
     pub state: String,
     /// The job running now, if any (the first started, with several).
+    #[serde(default, deserialize_with = "crate::screen::tamed_opt")]
     pub running: Option<String>,
     /// Every job running now, in the order they started (`listen
     /// --slots`; absent from versions before it was written).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::screen::tamed_list")]
     pub running_jobs: Vec<String>,
     /// When the listener started.
+    #[serde(deserialize_with = "crate::screen::tamed")]
     pub started_at: String,
     /// When this heartbeat was written.
+    #[serde(deserialize_with = "crate::screen::tamed")]
     pub heartbeat_at: String,
     /// The listener's poll interval.
     pub poll_interval_ms: u64,
     /// The listener's version.
+    #[serde(deserialize_with = "crate::screen::tamed")]
     pub version: String,
     /// The host it runs on (empty from versions before it was written).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::screen::tamed")]
     pub host: String,
     /// Its instance id ([`crate::state::instance_id`]; empty from versions
     /// before it was written).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::screen::tamed")]
     pub instance: String,
     /// Its key's fingerprint ([`crate::key::Key::fingerprint`]; empty from
     /// versions before it was written).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::screen::tamed")]
     pub key_fingerprint: String,
     /// A random id made at each start ([`run_id`]): a copy of the state
     /// directory (a cloned disk) shares the instance id, never this (empty
     /// from versions before it was written).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::screen::tamed")]
     pub run: String,
     /// Hex HMAC over [`Beat::canonical`] (empty from versions before beats
     /// were signed: such a beat is unverified).

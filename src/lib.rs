@@ -12,7 +12,7 @@
 //! The modules in layers, each importing only from its own layer or those
 //! above it in this list (a test reads this list and holds the code to it):
 //!
-//! 1. foundations: [`error`], [`exit`], [`random`], [`read`], [`clock`], [`names`], [`platform`], [`out`], [`retention`]
+//! 1. foundations: [`error`], [`exit`], [`random`], [`read`], [`clock`], [`names`], [`platform`], [`out`], [`screen`], [`retention`]
 //! 2. files: [`fsops`], [`layout`], [`events`]
 //! 3. documents and rules: [`key`], [`doc`], [`accept`], [`governor`], [`replay`], [`jobenv`], [`settle`], [`dependency`]
 //! 4. places and state: [`state`], [`heartbeat`], [`rejected`], [`observe`], [`jobref`], [`output`], [`prune`], [`doctor`]
@@ -65,6 +65,7 @@ pub mod rejected;
 pub mod replay;
 pub mod retention;
 pub mod runner;
+pub mod screen;
 pub mod settle;
 pub mod shutdown;
 pub mod state;

@@ -46,6 +46,7 @@ pub fn outcome_tone(word: &str) -> Tone {
 /// status 0: the reader asked for no more.
 pub fn line(text: &str) {
     let mut out = std::io::stdout().lock();
+    let text = crate::screen::screened(text);
     if let Err(e) = writeln!(out, "{text}").and_then(|_| out.flush())
         && e.kind() == std::io::ErrorKind::BrokenPipe
     {

@@ -46,24 +46,34 @@ pub enum Kind {
 }
 
 /// A `<name>.reason.json` document. Fields are in alphabetical order, the
-/// order earlier versions wrote them in.
+/// order earlier versions wrote them in. It is unsigned, so its texts are
+/// read [`tame`](crate::screen::tame)d: no control character in them reaches
+/// a terminal.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Reason {
     /// The fingerprint ([`Key::fingerprint`]) of the key the refusing side
     /// judged with, so a sender whose key differs can tell.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::screen::tamed_opt"
+    )]
     pub key_fingerprint: Option<String>,
     /// What was refused (a reason without it is a job's).
     #[serde(default)]
     pub kind: Kind,
     /// Why, naming the offending field or value.
+    #[serde(deserialize_with = "crate::screen::tamed")]
     pub message: String,
     /// When.
+    #[serde(deserialize_with = "crate::screen::tamed")]
     pub rejected_at: String,
     /// The listener's target.
+    #[serde(deserialize_with = "crate::screen::tamed")]
     pub target: String,
     /// The verdict (docs/protocol.md §6.2).
+    #[serde(deserialize_with = "crate::screen::tamed")]
     pub verdict: String,
 }
 

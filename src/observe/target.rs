@@ -280,11 +280,11 @@ fn listener(dirs: &TargetDirs, key: &Key) -> ListenerState {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Shown {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::screen::tamed_opt")]
     label: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::screen::tamed_list")]
     argv: Vec<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::screen::tamed")]
     started_at: String,
 }
 

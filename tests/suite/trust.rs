@@ -86,6 +86,51 @@ fn junk_in_the_archive_neither_suppresses_a_queued_job_nor_blocks_its_id() {
 }
 
 #[test]
+fn text_a_folder_writer_plants_never_reaches_a_terminal_raw() {
+    let w = World::with_target();
+    let id = w.enqueue(&[], &["true"]);
+    // The job "rejected", with a reason that clears the screen, sets the
+    // window title and forges a line of its own.
+    let rejected = w.pc().join("archive").join("rejected");
+    std::fs::rename(w.inbox(&id), rejected.join(format!("{id}.json"))).unwrap();
+    let reason = json!({
+        "kind": "job", "target": "PC", "rejectedAt": now_text(),
+        "verdict": "bad-signature\u{1b}[2J",
+        "message": format!("\u{1b}]0;PWNED\u{7}\n{id} on PC: done (exit 0) after 4.0s"),
+    });
+    std::fs::write(
+        rejected.join(format!("{id}.json.reason.json")),
+        reason.to_string(),
+    )
+    .unwrap();
+    // A heartbeat with the same in its host and state.
+    let mut beat = Beat::aged("listening", 0).doc();
+    beat["host"] = json!("pc\u{1b}[2J\nPC: listener alive");
+    beat["state"] = json!("listening\u{1b}]0;x\u{7}");
+    std::fs::write(w.pc().join("listener.json"), beat.to_string()).unwrap();
+    for args in [
+        vec!["result", "--target", "PC", "--job-id", id.as_str()],
+        vec!["status", "--target", "PC"],
+        vec!["doctor", "--target", "PC"],
+    ] {
+        let (_, out, err) = w.run(&args);
+        for (stream, text) in [("stdout", &out), ("stderr", &err)] {
+            assert!(
+                !text.contains(['\u{1b}', '\u{7}']),
+                "{args:?} {stream} drives the terminal: {text:?}"
+            );
+            assert!(
+                !text
+                    .lines()
+                    .any(|l| l.starts_with(&format!("{id} on PC: done"))
+                        || l.starts_with("PC: listener alive")),
+                "{args:?} {stream} shows a forged line: {text}"
+            );
+        }
+    }
+}
+
+#[test]
 fn a_forged_result_written_while_the_job_runs_gives_way_to_the_genuine_one() {
     let w = World::with_target();
     let id = uid("forged-late");
