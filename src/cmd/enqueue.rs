@@ -130,8 +130,8 @@ impl Fields {
                 "jobId" => f.job_id = Some(take(&key, v)?),
                 "cwd" => f.cwd = Some(take(&key, v)?),
                 "env" => f.env = Some(take(&key, v)?),
-                "timeout" => f.timeout = Some(take(&key, v)?),
-                "grace" => f.grace = Some(take(&key, v)?),
+                "timeout" => f.timeout = Some(duration_text(&key, v)?),
+                "grace" => f.grace = Some(duration_text(&key, v)?),
                 "label" => f.label = Some(take(&key, v)?),
                 "after" => f.after = Some(take(&key, v)?),
                 "afterAny" => f.after_any = Some(take(&key, v)?),
@@ -323,6 +323,19 @@ fn request(f: &Fields, origin: Origin, parent: Option<&JobId>, high: bool) -> Re
         after,
         origin,
     })
+}
+
+/// A batch line's `timeout` or `grace`: a duration as the flag takes it
+/// (`"90s"`, `"1h30m"`), or a bare number of seconds, as a bare flag
+/// value (`--timeout 90`) means.
+fn duration_text(key: &str, v: Value) -> Result<String> {
+    match v {
+        Value::String(s) => Ok(s),
+        Value::Number(n) => Ok(n.to_string()),
+        _ => Err(Error::validation(format!(
+            "field {key:?}: a duration such as \"90s\" or a number of seconds"
+        ))),
+    }
 }
 
 /// A `timeout` or `grace` value, within what every listener accepts.

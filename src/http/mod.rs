@@ -64,8 +64,16 @@ pub fn bind_addr(s: &str) -> Result<SocketAddr> {
 pub fn serve(addr: SocketAddr, handle: Handle, verbose: bool) -> Result<Server> {
     let routes = Arc::new(routes::Routes::new(handle, verbose));
     Server::start(addr, server::Limits::default(), routes).map_err(|e| {
-        Error::new(Code::Internal, format!("cannot listen on {addr}: {e}"))
-            .hint("pick another port with --http, or stop what holds this one")
+        let hint = match e.kind() {
+            std::io::ErrorKind::AddrNotAvailable => {
+                "this machine has no such address: give one of its own (or 0.0.0.0 for all) with --http"
+            }
+            std::io::ErrorKind::PermissionDenied => {
+                "ports below 1024 need privileges: pick a higher one with --http"
+            }
+            _ => "pick another port with --http, or stop what holds this one",
+        };
+        Error::new(Code::Internal, format!("cannot listen on {addr}: {e}")).hint(hint)
     })
 }
 

@@ -435,9 +435,46 @@ fn a_line_whose_id_was_used_already_publishes_nothing() {
         assert!(out.is_empty(), "{out}");
         assert!(err.contains(&format!("line {n}")), "{err}");
         assert!(err.contains("already used") && err.contains(place), "{err}");
+        // The hint names what a line has: its field, not the flag.
+        assert!(err.contains("leave out \"jobId\""), "{err}");
         assert!(
             files(&w.pc().join("inbox")).is_empty(),
             "nothing published: {err}"
         );
     }
+}
+
+#[test]
+fn a_line_takes_seconds_as_a_number_and_a_bad_file_is_named_where_it_is_bad() {
+    let w = World::with_target();
+    let file = batch_file(
+        &w,
+        &[line(
+            &[],
+            serde_json::json!({"jobId": "secs", "timeout": 90, "grace": 3}),
+        )],
+    );
+    let (code, out, err) = w.run(&["enqueue", "--batch", &file, "--target", "PC"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let spec = queued_spec(&w, "PC", "secs");
+    assert_eq!(
+        (spec["timeoutSec"].as_f64(), spec["graceSec"].as_f64()),
+        (Some(90.0), Some(3.0)),
+        "{spec}"
+    );
+    let before = files(&w.root);
+    // A byte that is not UTF-8 on line 2; a folder given as the file.
+    let bad = w.dir.path().join("bad.jsonl");
+    let mut bytes = format!("{}\n", line(&[], serde_json::json!({}))).into_bytes();
+    bytes.extend(b"{\"argv\": [\"\xff\"]}\n");
+    std::fs::write(&bad, bytes).unwrap();
+    for (given, says) in [
+        (bad.to_str().unwrap(), "line 2: not UTF-8"),
+        (w.dir.path().to_str().unwrap(), "a folder, not a file"),
+    ] {
+        let (code, out, err) = w.run(&["enqueue", "--batch", given, "--target", "PC"]);
+        assert_eq!(code, 64, "{out}{err}");
+        assert!(err.contains(says), "{err}");
+    }
+    assert_eq!(files(&w.root), before, "a refused batch wrote something");
 }

@@ -1105,3 +1105,20 @@ fn a_client_that_sends_a_whole_oversized_body_first_still_reads_its_413() {
     );
     assert!(entries(&w.pc().join("inbox")).is_empty());
 }
+
+#[test]
+fn an_address_taken_or_not_this_machines_is_refused_with_a_hint_that_fits() {
+    let w = World::with_target();
+    let held = TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = held.local_addr().unwrap().to_string();
+    // 192.0.2.1 is set aside for documentation: no machine has it.
+    for (addr, hint) in [
+        (taken.as_str(), "stop what holds this one"),
+        ("192.0.2.1:7070", "this machine has no such address"),
+    ] {
+        let (code, out, err) = w.run(&["listen", "--http", addr]);
+        assert_eq!(code, 70, "{addr}: {out}{err}");
+        assert!(err.contains(&format!("cannot listen on {addr}")), "{err}");
+        assert!(err.contains(hint), "{addr}: {err}");
+    }
+}

@@ -45,6 +45,10 @@ pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> 
         let shown = shown.clone();
         move |e: Error| Error {
             message: format!("{shown} line {n}: {}", e.message),
+            // A line names its id in a field, not with the flag.
+            hint: e
+                .hint
+                .map(|h| h.replace("omit --job-id", "leave out \"jobId\"")),
             ..e
         }
     };
@@ -184,10 +188,23 @@ fn read_batch(file: &std::path::Path) -> Result<(String, String)> {
         return Ok(("stdin".to_string(), text));
     }
     let shown = file.display().to_string();
+    if file.is_dir() {
+        return Err(Error::validation(format!(
+            "--batch {shown}: a folder, not a file of job lines"
+        )));
+    }
     match std::fs::read(file) {
         Ok(bytes) => String::from_utf8(bytes)
             .map(|t| (shown.clone(), t))
-            .map_err(|_| Error::validation(format!("--batch {shown}: not UTF-8 text"))),
+            .map_err(|e| {
+                // The line the first bad byte is on, counted as the lines are.
+                let at = e.as_bytes()[..e.utf8_error().valid_up_to()]
+                    .iter()
+                    .filter(|&&b| b == b'\n')
+                    .count()
+                    + 1;
+                Error::validation(format!("--batch {shown} line {at}: not UTF-8 text"))
+            }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             Err(Error::not_found(format!("--batch {shown}: no such file")))
         }
