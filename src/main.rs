@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     fleet_dispatch::complete::respond();
+    forget_empty_variables();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let cli = match fleet_dispatch::cli::parse(&args) {
         Ok(cli) => cli,
@@ -21,5 +22,19 @@ fn main() -> ExitCode {
             err.report(json);
             ExitCode::from(fleet_dispatch::exit::of(err.code))
         }
+    }
+}
+
+/// An empty `FLEET_DISPATCH_*` variable (`export FLEET_DISPATCH_ROOT=$UNSET`)
+/// means unset, as an empty `NO_COLOR` does, rather than an empty value the
+/// flag it stands for would refuse under a flag's name nobody typed.
+fn forget_empty_variables() {
+    let empty: Vec<std::ffi::OsString> = std::env::vars_os()
+        .filter(|(k, v)| k.to_string_lossy().starts_with("FLEET_DISPATCH_") && v.is_empty())
+        .map(|(k, _)| k)
+        .collect();
+    for k in empty {
+        // SAFETY: at the start of `main`, before any thread is started.
+        unsafe { std::env::remove_var(k) };
     }
 }

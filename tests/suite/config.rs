@@ -486,3 +486,23 @@ fn every_key_s_bad_value_is_config_naming_the_file() {
         refused_naming_the_file(code, &err, &p, names);
     }
 }
+
+#[test]
+fn an_empty_variable_counts_as_unset() {
+    let w = World::with_target();
+    // `export FLEET_DISPATCH_RETENTION=$UNSET`: the default applies.
+    let (code, out, err) = output(
+        w.cmd()
+            .env("FLEET_DISPATCH_RETENTION", "")
+            .args(["sweep", "--all"]),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = output(w.cmd().env("FLEET_DISPATCH_SLOTS", "").args(["config"]));
+    assert_eq!(code, 0, "{out}{err}");
+    let slots = out.lines().find(|l| l.trim_start().starts_with("slots"));
+    assert!(slots.is_some_and(|l| l.ends_with("(default)")), "{out}");
+    // An empty root is no root, said as such, not as a flag nobody typed.
+    let (code, out, err) = output(w.cmd().env("FLEET_DISPATCH_ROOT", "").args(["status"]));
+    assert_eq!(code, 78, "{out}{err}");
+    assert!(err.contains("CONFIG: no dispatch root"), "{err}");
+}
