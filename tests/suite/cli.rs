@@ -613,14 +613,22 @@ fn enqueue_never_overwrites_a_queued_job() {
 #[test]
 fn enqueue_refuses_an_id_already_used() {
     let w = World::with_target();
-    // A result counts only when it verifies; an archived job by its presence.
+    // A result counts only when it verifies; an archived job likewise
+    // (`trust::junk_in_the_archive_*` holds the other half).
     let mut result = json!({
         "jobId": "old-result", "target": "PC", "ok": true, "exitCode": 0, "error": "",
         "startedAt": now_text(), "finishedAt": now_text(), "detail": "{}",
     });
     result["sig"] = json!(independent_sig(&result_canonical(&result)));
     std::fs::write(w.result_path("old-result"), result.to_string()).unwrap();
-    std::fs::write(w.done("old-done"), "{}").unwrap();
+    let job = w.write_job(
+        "PC",
+        "old-done",
+        "PC",
+        &now_text(),
+        &json!({"argv": ["true"]}),
+    );
+    std::fs::rename(job, w.done("old-done")).unwrap();
     let before = files(w.dir.path());
     for id in ["old-result", "old-done"] {
         let got = w.run(&["enqueue", "--target", "PC", "--job-id", id, "--", "true"]);
