@@ -752,16 +752,23 @@ pub fn refuse(err: clap::Error, args: &[std::ffi::OsString]) -> u8 {
         e.report(true);
         return crate::exit::VALIDATION;
     }
+    if matches!(
+        kind,
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation | ErrorKind::InvalidUtf8
+    ) {
+        // A bad value is the SPEC's VALIDATION_ERROR, said in its form.
+        let mut e = crate::error::Error::validation(clap_message(&err));
+        if let Some(h) = hint {
+            e = e.hint(h);
+        }
+        e.report(false);
+        return crate::exit::VALIDATION;
+    }
     let _ = err.print();
     if let Some(h) = hint {
         eprintln!("hint: {h}");
     }
-    match kind {
-        ErrorKind::InvalidValue | ErrorKind::ValueValidation | ErrorKind::InvalidUtf8 => {
-            crate::exit::VALIDATION
-        }
-        _ => crate::exit::USAGE,
-    }
+    crate::exit::USAGE
 }
 
 /// What a command line missing its `--` is told.

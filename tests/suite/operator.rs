@@ -379,6 +379,11 @@ fn every_bad_value_is_a_validation_error_and_writes_nothing() {
         args.extend_from_slice(&["--", "true"]);
         let (code, out, err) = w.run(&args);
         assert_eq!(code, 64, "{bad:?}: {out}{err}");
+        // In the SPEC's form, a value clap refuses (`--priority low`) too.
+        assert!(
+            err.starts_with("fleet-dispatch: error: VALIDATION_ERROR: "),
+            "{bad:?}: {err}"
+        );
         assert_eq!(files(&w.root), before, "{bad:?} wrote something");
     }
     let (code, _, err) = w.run(&["--durability", "sometimes", "status"]);
