@@ -1,10 +1,13 @@
 //! The signature on GET requests: `X-Fleet-Signature: t=<unix seconds>,
-//! sig=<hex HMAC-SHA256 of "get|<path>|<t>">` with the fleet key, accepted
-//! within ±[`MAX_SKEW_SECS`] of this machine's clock and checked in
-//! constant time. POST bodies need nothing more: they are signed documents.
+//! sig=<hex HMAC-SHA256 of "get|<target>|<path>|<t>">` with the fleet key
+//! (the target in lower case), accepted within ±[`MAX_SKEW_SECS`] of this
+//! machine's clock and checked in constant time. POST bodies need nothing
+//! more: they are signed documents.
 //!
-//! The path is signed so an answer cannot be swapped for another endpoint's;
-//! the time limits how long a captured header can be replayed.
+//! The target is signed so a header captured on its way to one machine is
+//! refused by every other; the path so an answer cannot be swapped for
+//! another endpoint's; the time limits how long a captured header can be
+//! replayed to the machine it was for.
 
 use crate::key::Key;
 
@@ -14,19 +17,26 @@ pub const HEADER: &str = "X-Fleet-Signature";
 /// How far `t` may be from this machine's clock, either way.
 pub const MAX_SKEW_SECS: i64 = 300;
 
-/// `get|{path}|{t}`.
-pub fn canonical(path: &str, t: &str) -> String {
-    format!("get|{path}|{t}")
+/// `get|{target, lower case}|{path}|{t}`.
+pub fn canonical(target: &str, path: &str, t: &str) -> String {
+    format!("get|{}|{path}|{t}", target.to_ascii_lowercase())
 }
 
-/// The header value signing a GET of `path` at unix time `t`.
-pub fn sign(key: &Key, path: &str, t: i64) -> String {
+/// The header value signing a GET of `path` on `target` at unix time `t`.
+pub fn sign(key: &Key, target: &str, path: &str, t: i64) -> String {
     let t = t.to_string();
-    format!("t={t},sig={}", key.sign(&canonical(path, &t)))
+    format!("t={t},sig={}", key.sign(&canonical(target, path, &t)))
 }
 
-/// Checks a GET of `path` received at unix time `now`; `Err` says why not.
-pub fn check(header: Option<&str>, path: &str, now: i64, key: &Key) -> Result<(), String> {
+/// Checks a GET of `path` received by `target`'s listener at unix time
+/// `now`; `Err` says why not.
+pub fn check(
+    header: Option<&str>,
+    target: &str,
+    path: &str,
+    now: i64,
+    key: &Key,
+) -> Result<(), String> {
     let header = header.ok_or_else(|| format!("a GET needs an {HEADER} header"))?;
     let (mut t, mut sig) = (None, None);
     for part in header.split(',').map(str::trim) {
@@ -49,9 +59,9 @@ pub fn check(header: Option<&str>, path: &str, now: i64, key: &Key) -> Result<()
             now - secs
         ));
     }
-    if sig.len() != 64 || !key.verify(&canonical(path, t), sig) {
+    if sig.len() != 64 || !key.verify(&canonical(target, path, t), sig) {
         return Err(format!(
-            "{HEADER}: the signature does not verify with this fleet key"
+            "{HEADER}: the signature does not verify with this fleet key for {target}"
         ));
     }
     Ok(())
@@ -69,14 +79,30 @@ mod tests {
     #[test]
     fn accepts_a_fresh_signature_for_its_path_only() {
         let k = key();
-        let h = sign(&k, "/v1/status", 1_800_000_000);
-        assert_eq!(check(Some(&h), "/v1/status", 1_800_000_000, &k), Ok(()));
-        assert_eq!(check(Some(&h), "/v1/status", 1_800_000_300, &k), Ok(()));
-        assert_eq!(check(Some(&h), "/v1/status", 1_799_999_700, &k), Ok(()));
-        assert!(check(Some(&h), "/v1/jobs/abc", 1_800_000_000, &k).is_err());
+        let h = sign(&k, "PC", "/v1/status", 1_800_000_000);
+        assert_eq!(
+            check(Some(&h), "PC", "/v1/status", 1_800_000_000, &k),
+            Ok(())
+        );
+        assert_eq!(
+            check(Some(&h), "PC", "/v1/status", 1_800_000_300, &k),
+            Ok(())
+        );
+        assert_eq!(
+            check(Some(&h), "PC", "/v1/status", 1_799_999_700, &k),
+            Ok(())
+        );
+        assert!(check(Some(&h), "PC", "/v1/jobs/abc", 1_800_000_000, &k).is_err());
+        // Another target's listener refuses it; the target's case does not count.
+        assert!(check(Some(&h), "LAPTOP", "/v1/status", 1_800_000_000, &k).is_err());
+        assert_eq!(
+            check(Some(&h), "pc", "/v1/status", 1_800_000_000, &k),
+            Ok(())
+        );
         assert!(
             check(
                 Some(&h.to_uppercase().replace("T=", "t=").replace("SIG=", "sig=")),
+                "PC",
                 "/v1/status",
                 1_800_000_000,
                 &k
@@ -88,12 +114,12 @@ mod tests {
     #[test]
     fn refuses_old_future_forged_and_garbled_headers() {
         let k = key();
-        let h = sign(&k, "/v1/status", 1_800_000_000);
-        assert!(check(Some(&h), "/v1/status", 1_800_000_301, &k).is_err());
-        assert!(check(Some(&h), "/v1/status", 1_799_999_699, &k).is_err());
+        let h = sign(&k, "PC", "/v1/status", 1_800_000_000);
+        assert!(check(Some(&h), "PC", "/v1/status", 1_800_000_301, &k).is_err());
+        assert!(check(Some(&h), "PC", "/v1/status", 1_799_999_699, &k).is_err());
         let other = Key::from_bytes(&[7u8; 32]).unwrap();
-        let forged = sign(&other, "/v1/status", 1_800_000_000);
-        assert!(check(Some(&forged), "/v1/status", 1_800_000_000, &k).is_err());
+        let forged = sign(&other, "PC", "/v1/status", 1_800_000_000);
+        assert!(check(Some(&forged), "PC", "/v1/status", 1_800_000_000, &k).is_err());
         for bad in [
             "",
             "t=1800000000",
@@ -104,10 +130,10 @@ mod tests {
             "x=1,t=1800000000,sig=00",
         ] {
             assert!(
-                check(Some(bad), "/v1/status", 1_800_000_000, &k).is_err(),
+                check(Some(bad), "PC", "/v1/status", 1_800_000_000, &k).is_err(),
                 "{bad}"
             );
         }
-        assert!(check(None, "/v1/status", 1_800_000_000, &k).is_err());
+        assert!(check(None, "PC", "/v1/status", 1_800_000_000, &k).is_err());
     }
 }

@@ -261,8 +261,15 @@ impl Routes {
         let route = route(&req.method, &req.path);
         if matches!(route, Route::JobState(_) | Route::Status) {
             let now = clock::now().unix_timestamp();
-            auth::check(req.header(auth::HEADER), &req.path, now, &self.handle.key)
-                .map_err(|m| refused(403, Error::forbidden(format!("{m}; nothing is shown"))))?;
+            let target = self.handle.dirs.target().as_str();
+            auth::check(
+                req.header(auth::HEADER),
+                target,
+                &req.path,
+                now,
+                &self.handle.key,
+            )
+            .map_err(|m| refused(403, Error::forbidden(format!("{m}; nothing is shown"))))?;
         }
         match route {
             Route::SubmitJob => self.submit(&req.body),

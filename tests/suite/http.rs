@@ -144,9 +144,10 @@ fn post_request(path: &str, body: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-/// A GET signed independently: `t=<t>,sig=HMAC("get|<path>|<t>")`.
+/// A GET to PC's listener signed independently:
+/// `t=<t>,sig=HMAC("get|pc|<path>|<t>")`.
 fn get_request(path: &str, t: i64) -> Vec<u8> {
-    let sig = independent_sig(&format!("get|{path}|{t}"));
+    let sig = independent_sig(&format!("get|pc|{path}|{t}"));
     get_with_header(path, &format!("t={t},sig={sig}"))
 }
 
@@ -740,11 +741,21 @@ fn unsigned_forged_and_replayed_gets_are_forbidden() {
     let other_key = {
         let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &[7u8; 32]);
         let sig =
-            hex::encode(ring::hmac::sign(&key, format!("get|{path}|{now}").as_bytes()).as_ref());
+            hex::encode(ring::hmac::sign(&key, format!("get|pc|{path}|{now}").as_bytes()).as_ref());
         format!("t={now},sig={sig}")
     };
     let for_other_path = {
-        let sig = independent_sig(&format!("get|/v1/jobs/x|{now}"));
+        let sig = independent_sig(&format!("get|pc|/v1/jobs/x|{now}"));
+        format!("t={now},sig={sig}")
+    };
+    // Captured on its way to another machine of the fleet.
+    let for_other_target = {
+        let sig = independent_sig(&format!("get|laptop|{path}|{now}"));
+        format!("t={now},sig={sig}")
+    };
+    // The form before the target was signed.
+    let without_target = {
+        let sig = independent_sig(&format!("get|{path}|{now}"));
         format!("t={now},sig={sig}")
     };
     let requests = [
@@ -754,6 +765,8 @@ fn unsigned_forged_and_replayed_gets_are_forbidden() {
         ),
         ("another key", get_with_header(path, &other_key)),
         ("another path", get_with_header(path, &for_other_path)),
+        ("another target", get_with_header(path, &for_other_target)),
+        ("no target signed", get_with_header(path, &without_target)),
         ("replayed (t 10 minutes old)", get_request(path, now - 600)),
         ("t 10 minutes ahead", get_request(path, now + 600)),
         ("garbled", get_with_header(path, "t=now,sig=yes")),
