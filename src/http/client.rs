@@ -216,9 +216,11 @@ pub fn refusal(url: &Url, status: u16, body: &Value) -> Error {
             503 => Code::Busy,
             _ => Code::Internal,
         });
-    let message = body["error"]["message"]
-        .as_str()
-        .map_or_else(|| format!("an unexpected answer {body}"), str::to_string);
+    // Whoever answers the URL wrote it: one line, no control characters.
+    let message = body["error"]["message"].as_str().map_or_else(
+        || format!("an unexpected answer {body}"),
+        |m| crate::screen::tame(m).into_owned(),
+    );
     Error::new(code, format!("{url} answered {status}: {message}"))
 }
 
@@ -372,6 +374,10 @@ mod tests {
         assert_eq!(e.code, Code::Forbidden);
         assert_eq!(e.message, "http://pc:7070 answered 403: bad-signature: no");
         assert_eq!(refusal(&u, 503, &Value::Null).code, Code::Busy);
+        // What the server says cannot start a line of its own.
+        let lying = serde_json::json!({"error": {"code": "FORBIDDEN", "message": "no\nfleet-dispatch: ok"}});
+        let e = refusal(&u, 403, &lying);
+        assert!(!e.message.contains('\n'), "{}", e.message);
         assert_eq!(
             parse_answer(b"HTTP/1.1 202 Accepted\r\nA: b\r\n\r\n{\"status\":\"queued\"}\n"),
             Some((202, serde_json::json!({"status": "queued"})))

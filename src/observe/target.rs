@@ -288,10 +288,20 @@ struct Shown {
     started_at: String,
 }
 
-fn running(dirs: &TargetDirs) -> Vec<RunningJob> {
+/// The jobs `running/` shows, less those with a verified result: the file
+/// is unsigned and informational, and one a sync engine brings back after
+/// its job ended must not show a finished job as running forever.
+fn running(dirs: &TargetDirs, key: &Key) -> Vec<RunningJob> {
     let dir = super::open(dirs, Place::Running);
+    let results = super::open(dirs, Place::Results);
+    let target = dirs.target().as_str();
     entries(dir.as_ref())
         .into_iter()
+        .filter(|(id, _)| {
+            !results
+                .as_ref()
+                .is_some_and(|r| crate::replay::verified_result(r, id, target, key).is_some())
+        })
         .filter_map(|(id, _)| {
             let FileRead::Bytes(b) = read(dir.as_ref(), &id.file_name(), 1 << 20) else {
                 return None;
@@ -447,7 +457,7 @@ pub fn target(dirs: &TargetDirs, key: &Key, history: &History) -> TargetStatus {
     TargetStatus {
         target: dirs.target().to_string(),
         listener: listener(dirs, key),
-        running: running(dirs),
+        running: running(dirs, key),
         queued_count: jobs.len(),
         queued: jobs.iter().map(|j| queued_job(dirs, key, j)).collect(),
         invalid_in_inbox: invalid,

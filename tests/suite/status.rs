@@ -237,3 +237,21 @@ fn human_status_results_n_shows_the_n_newest_results() {
         "{line}"
     );
 }
+
+#[test]
+fn a_running_file_brought_back_after_its_job_ended_is_not_shown_as_running() {
+    let w = World::with_target();
+    let id = w.enqueue(&[], &["true"]);
+    assert_eq!(w.listen_once(&[])["done"], 1);
+    // A sync engine restores the running/ file the listener removed.
+    let shown = serde_json::json!({"jobId": id, "argv": ["true"], "startedAt": now_text()});
+    std::fs::write(w.running(&id), shown.to_string()).unwrap();
+    let t = &status_json(&w, &["--target", "PC"])["targets"][0];
+    assert_eq!(t["running"], serde_json::json!([]), "{t}");
+    // One whose job has no result yet still shows.
+    let other = "still-going";
+    let shown = serde_json::json!({"jobId": other, "argv": ["true"], "startedAt": now_text()});
+    std::fs::write(w.running(other), shown.to_string()).unwrap();
+    let t = &status_json(&w, &["--target", "PC"])["targets"][0];
+    assert_eq!(t["running"][0]["jobId"], other, "{t}");
+}
