@@ -298,9 +298,9 @@ fn running(dirs: &TargetDirs, key: &Key) -> Vec<RunningJob> {
     entries(dir.as_ref())
         .into_iter()
         .filter(|(id, _)| {
-            !results
+            results
                 .as_ref()
-                .is_some_and(|r| crate::replay::verified_result(r, id, target, key).is_some())
+                .is_none_or(|r| crate::replay::verified_result(r, id, target, key).is_none())
         })
         .filter_map(|(id, _)| {
             let FileRead::Bytes(b) = read(dir.as_ref(), &id.file_name(), 1 << 20) else {
