@@ -326,10 +326,10 @@ fn after_names_a_job_as_every_command_does_and_an_unknown_target_is_not_found() 
     let by_last = w.enqueue(&["--after", "last"], &kit(&["append", p(&log(&w)), "B"]));
     assert_eq!(signed_after(&w, &by_last), [format!("PC:{first}")]);
     // `last` is now `by_last`; a unique prefix names `first`.
-    let by_prefix = w.enqueue(&["--after", &first[..first.len() - 3]], &["true"]);
+    let by_prefix = w.enqueue(&["--after", &first[..first.len() - 3]], &kit(&[]));
     assert_eq!(signed_after(&w, &by_prefix), [format!("PC:{first}")]);
     // An id nothing knows yet is taken as it is: sync may bring it later.
-    let later = w.enqueue(&["--after", "PC:not-here-yet"], &["true"]);
+    let later = w.enqueue(&["--after", "PC:not-here-yet"], &kit(&[]));
     assert_eq!(signed_after(&w, &later), ["PC:not-here-yet"]);
     // A target no folder or fleet list knows is a typo, not a wait.
     let before = files(&w.root);

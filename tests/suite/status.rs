@@ -241,7 +241,7 @@ fn human_status_results_n_shows_the_n_newest_results() {
 #[test]
 fn a_running_file_brought_back_after_its_job_ended_is_not_shown_as_running() {
     let w = World::with_target();
-    let id = w.enqueue(&[], &["true"]);
+    let id = w.enqueue(&[], &kit(&[]));
     assert_eq!(w.listen_once(&[])["done"], 1);
     // A sync engine restores the running/ file the listener removed.
     let shown = serde_json::json!({"jobId": id, "argv": ["true"], "startedAt": now_text()});

@@ -69,9 +69,10 @@ fn junk_in_the_archive_neither_suppresses_a_queued_job_nor_blocks_its_id() {
         // Before it is ever sent, an id is not taken from `enqueue` either.
         let fresh = uid(&format!("{what}-fresh"));
         plant(what, &done.join(format!("{fresh}.json")));
-        let (code, out, err) = w.run(&[
-            "enqueue", "--target", "PC", "--job-id", &fresh, "--", "true",
-        ]);
+        let mut args = vec!["enqueue", "--target", "PC", "--job-id", &fresh, "--"];
+        let noop = kit(&[]);
+        args.extend(noop.iter().map(String::as_str));
+        let (code, out, err) = w.run(&args);
         assert_eq!(code, 0, "{what}: {out}{err}");
     }
     let c = w.listen_once(&[]);
@@ -88,7 +89,7 @@ fn junk_in_the_archive_neither_suppresses_a_queued_job_nor_blocks_its_id() {
 #[test]
 fn text_a_folder_writer_plants_never_reaches_a_terminal_raw() {
     let w = World::with_target();
-    let id = w.enqueue(&[], &["true"]);
+    let id = w.enqueue(&[], &kit(&[]));
     // The job "rejected", with a reason that clears the screen, sets the
     // window title and forges a line of its own.
     let rejected = w.pc().join("archive").join("rejected");
