@@ -408,6 +408,37 @@ impl Listener {
                 ""
             }
         ));
+        // Between jobs: those running in slots are stopped (a shutdown) or
+        // finish (a drain) before the listener stops.
+        let ended = self.drain().and_then(|drained| {
+            self.wind_down()?;
+            self.checkpoint()?;
+            Ok(drained)
+        });
+        let drained = match ended {
+            Ok(d) => d,
+            Err(e) => {
+                // However the listener failed (a full state disk, say), no
+                // job is left behind running unwatched: each in a slot gets
+                // the stop a shutdown gives, and the heartbeat says stopped.
+                self.stop_every_slot();
+                let _ = self.checkpoint();
+                self.heartbeat(None, "stopped");
+                return Err(e);
+            }
+        };
+        let interrupted = self.shutdown.requested();
+        self.heartbeat(None, "stopped");
+        Ok(Summary {
+            counters: self.counters.clone(),
+            interrupted,
+            drained,
+        })
+    }
+
+    /// The drain loop of [`Listener::run`]: true when a drain request
+    /// ended it.
+    fn drain(&mut self) -> Result<bool> {
         let mut drained = false;
         let mut again = false;
         loop {
@@ -425,20 +456,10 @@ impl Listener {
             if !self.slots.is_empty() && self.dispatch_waiting()? {
                 break;
             }
-            let passed = if self.slot_free() {
-                self.pass()
+            let acted = if self.slot_free() {
+                self.pass()?
             } else {
-                Ok(false)
-            };
-            let acted = match passed {
-                Ok(a) => a,
-                Err(e) => {
-                    // Whatever can still be published is; the rest is in
-                    // the ledger for the next start.
-                    let _ = self.wind_down(true);
-                    let _ = self.checkpoint();
-                    return Err(e);
-                }
+                false
             };
             if self.shutdown.requested() {
                 break;
@@ -473,17 +494,7 @@ impl Listener {
                 break;
             }
         }
-        // Between jobs: those running in slots are stopped (a shutdown) or
-        // finish (a drain) before the listener stops.
-        self.wind_down(false)?;
-        self.checkpoint()?;
-        let interrupted = self.shutdown.requested();
-        self.heartbeat(None, "stopped");
-        Ok(Summary {
-            counters: self.counters.clone(),
-            interrupted,
-            drained,
-        })
+        Ok(drained)
     }
 
     /// Handles at most one job that runs or ends; true when one did.

@@ -222,14 +222,33 @@ impl Listener {
         self.end(&slot.job, &slot.started_at, &ended.report, ended.watch)
     }
 
+    /// After a failure of the listener: every job in a slot gets the stop
+    /// a shutdown gives, and is waited for, whatever fails meanwhile. Each
+    /// end is recorded when it can be; one that cannot is in the ledger as
+    /// started, so the next start records it `interrupted`. Its processes
+    /// are stopped either way.
+    pub(super) fn stop_every_slot(&mut self) {
+        self.slots.send_all(|| Control::Shutdown);
+        while !self.slots.is_empty() {
+            match self.rx.recv_timeout(self.settings.poll) {
+                // An end leaves its slot before it is recorded.
+                Ok(msg) => {
+                    let _ = self.dispatch(msg);
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+    }
+
     /// Waits until every job running in a slot has ended, recording each:
-    /// they are asked to stop first with `stop` or when a shutdown was
-    /// asked for (also while waiting), and left to finish otherwise (a
-    /// drain). Results are handed on as they come.
-    pub(super) fn wind_down(&mut self, stop: bool) -> Result<()> {
+    /// they are asked to stop first when a shutdown was asked for (also
+    /// while waiting), and left to finish otherwise (a drain). Results are
+    /// handed on as they come.
+    pub(super) fn wind_down(&mut self) -> Result<()> {
         let mut stopping = false;
         while !self.slots.is_empty() {
-            if (stop || self.shutdown.requested()) && !stopping {
+            if self.shutdown.requested() && !stopping {
                 stopping = true;
                 self.slots.send_all(|| Control::Shutdown);
             }
