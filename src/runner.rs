@@ -417,8 +417,8 @@ impl Running {
             },
             Err(e) => Exit::SpawnFailed(format!("lost track of the process: {e}")),
         };
-        let (stdout_tail, out_n) = out.finish();
-        let (stderr_tail, err_n) = err.finish();
+        let (stdout_tail, out_n, out_short) = out.finish();
+        let (stderr_tail, err_n, err_short) = err.finish();
         Report {
             exit,
             stop,
@@ -428,6 +428,7 @@ impl Running {
             stdout_tail,
             stderr_tail,
             output_bytes: (out_n, err_n),
+            logs_short: (out_short, err_short),
         }
     }
 }
@@ -443,6 +444,10 @@ struct Tail {
     truncated: bool,
     end: VecDeque<u8>,
     bytes: u64,
+    /// Bytes the log file holds, and whether it lost some (it could not be
+    /// made, or a write failed): the result then says so.
+    logged: u64,
+    short: bool,
 }
 
 impl Tail {
@@ -455,6 +460,8 @@ impl Tail {
             truncated: false,
             end: VecDeque::new(),
             bytes: 0,
+            logged: 0,
+            short: false,
         }
     }
 
@@ -464,17 +471,38 @@ impl Tail {
             // still goes into the result.
             self.tried = true;
             self.log = self.dir.create_log(&self.name).ok();
+            self.short = self.log.is_none();
         }
         let room = LOG_CAP.saturating_sub(self.bytes) as usize;
         if let Some(log) = self.log.as_mut() {
-            let _ = log.write_all(&chunk[..chunk.len().min(room)]);
-            if chunk.len() > room && !self.truncated {
-                self.truncated = true;
-                let _ = writeln!(
-                    log,
-                    "\n[fleet-dispatch: output truncated at {LOG_CAP} bytes]"
-                );
+            let mut part = &chunk[..chunk.len().min(room)];
+            // Counted write by write: a full disk can take part of one.
+            while !part.is_empty() {
+                match log.write(part) {
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Ok(0) | Err(_) => {
+                        // Nothing more is written either, so the log stays
+                        // a true prefix of the output.
+                        self.log = None;
+                        self.short = true;
+                        break;
+                    }
+                    Ok(n) => {
+                        self.logged += n as u64;
+                        part = &part[n..];
+                    }
+                }
             }
+        }
+        if let Some(log) = self.log.as_mut()
+            && chunk.len() > room
+            && !self.truncated
+        {
+            self.truncated = true;
+            let _ = writeln!(
+                log,
+                "\n[fleet-dispatch: output truncated at {LOG_CAP} bytes]"
+            );
         }
         self.bytes += chunk.len() as u64;
         self.end.extend(chunk);
@@ -482,8 +510,15 @@ impl Tail {
         self.end.drain(..excess);
     }
 
-    fn finish(self) -> (String, u64) {
+    /// The tail, the bytes written in all, and the bytes the log holds
+    /// when it holds less than it should.
+    fn finish(self) -> (String, u64, Option<u64>) {
         let bytes: Vec<u8> = self.end.into_iter().collect();
-        (String::from_utf8_lossy(&bytes).into_owned(), self.bytes)
+        let short = self.short.then_some(self.logged);
+        (
+            String::from_utf8_lossy(&bytes).into_owned(),
+            self.bytes,
+            short,
+        )
     }
 }

@@ -42,6 +42,9 @@ pub fn run(ctx: &Context, args: LogsArgs) -> Result<u8> {
             .hint("sync may lag; --follow waits for it"));
         }
         wait::pump(&mut follower);
+        if let Observed::Done(o) = &seen {
+            short_log_note(o, streams);
+        }
         // A rejected job has no output to show: say why, as `result` does,
         // rather than print nothing and exit 0.
         if let Observed::Rejected(r) = seen {
@@ -65,4 +68,32 @@ pub fn run(ctx: &Context, args: LogsArgs) -> Result<u8> {
             Err(status) => status,
         },
     )
+}
+
+/// Says on stderr when a log printed holds less than its job wrote (its
+/// result records it: the log could not be made, or a write failed).
+fn short_log_note(o: &crate::doc::Outcome, streams: Streams) {
+    let d = o.detail();
+    for (name, shown, logged, total) in [
+        (
+            "stdout",
+            streams != Streams::Stderr,
+            d.stdout_log_bytes,
+            d.stdout_bytes,
+        ),
+        (
+            "stderr",
+            streams != Streams::Stdout,
+            d.stderr_log_bytes,
+            d.stderr_bytes,
+        ),
+    ] {
+        if let (true, Some(k)) = (shown, logged) {
+            eprintln!(
+                "fleet-dispatch: {name} of {} holds only its first {k} of {} bytes: writing the log failed (a full disk?); its last bytes are in the result",
+                o.job_id,
+                total.unwrap_or(k)
+            );
+        }
+    }
 }

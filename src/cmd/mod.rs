@@ -115,17 +115,22 @@ pub fn result_human(o: &Outcome) -> String {
     if let Some(e) = &d.spawn_error {
         s.push_str(&format!("\n  {e}"));
     }
-    for (name, tail, total) in [
-        ("stdout", &d.stdout_tail, d.stdout_bytes),
-        ("stderr", &d.stderr_tail, d.stderr_bytes),
+    for (name, tail, total, logged) in [
+        ("stdout", &d.stdout_tail, d.stdout_bytes, d.stdout_log_bytes),
+        ("stderr", &d.stderr_tail, d.stderr_bytes, d.stderr_log_bytes),
     ] {
         let Some(t) = tail.as_deref().filter(|t| !t.is_empty()) else {
             continue;
         };
         // The result carries only the end of each stream; say so, and
-        // where the rest is, when there was more.
-        let header = match total {
-            Some(n) if n > t.len() as u64 => format!(
+        // where the rest is, when there was more, and when the log lost
+        // some of it.
+        let header = match (total, logged) {
+            (Some(n), Some(k)) => format!(
+                "{name}: the last {} of {n} bytes; its log holds only the first {k}: writing it failed (a full disk?)",
+                t.len()
+            ),
+            (Some(n), None) if n > t.len() as u64 => format!(
                 "{name}: the last {} of {n} bytes; all of it: fleet-dispatch logs --target {} --job-id {}",
                 t.len(),
                 o.target,

@@ -69,6 +69,13 @@ pub struct Detail {
     /// Bytes written to stdout in all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stdout_bytes: Option<u64>,
+    /// Present when the stdout log holds less than it should (it could not
+    /// be made, or a write to it failed): the bytes it holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stdout_log_bytes: Option<u64>,
+    /// The same for the stderr log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stderr_log_bytes: Option<u64>,
     /// The end of stdout.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stdout_tail: Option<String>,
@@ -163,6 +170,8 @@ pub fn outcome_of(
         stderr_tail: Some(r.stderr_tail.clone()),
         stdout_bytes: Some(r.output_bytes.0),
         stderr_bytes: Some(r.output_bytes.1),
+        stdout_log_bytes: r.logs_short.0,
+        stderr_log_bytes: r.logs_short.1,
         label: job.spec.label.as_deref().map(|l| clip(l, LABEL_BYTES)),
         leftovers_stopped: (r.leftovers_stopped > 0).then_some(r.leftovers_stopped as u64),
         ..Detail::default()

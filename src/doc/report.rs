@@ -62,6 +62,9 @@ pub struct Report {
     pub stderr_tail: String,
     /// Bytes written to stdout and stderr in all.
     pub output_bytes: (u64, u64),
+    /// For each stream whose log file holds less than it should (it could
+    /// not be made, or a write failed: a full disk), the bytes it holds.
+    pub logs_short: (Option<u64>, Option<u64>),
 }
 
 impl Report {
@@ -76,6 +79,7 @@ impl Report {
             stdout_tail: String::new(),
             stderr_tail: String::new(),
             output_bytes: (0, 0),
+            logs_short: (None, None),
         }
     }
 

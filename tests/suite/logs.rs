@@ -261,3 +261,49 @@ fn enqueue_wait_follow_streams_the_output_while_it_waits() {
     let summary = text.find(&format!("{id} on PC")).expect("the result");
     assert!(first < second && second < summary, "{text}");
 }
+
+#[test]
+#[cfg(target_os = "linux")] // a full disk made with a tmpfs
+fn a_log_cut_short_by_a_full_disk_is_said_by_result_and_logs() {
+    let w = World::with_target();
+    let disk = match Tmpfs::over(&w.root, "8m") {
+        Ok(d) => d,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    w.make_target("PC");
+    let go = scratch(&w, "go");
+    let g = w.spawn_listener(&[]);
+    let id = w.enqueue(
+        &[],
+        &kit(&["wait-for", p(&go), "fill", "3000000", "yy", "err", "e2"]),
+    );
+    // Room for a start of the log only; then the job writes.
+    disk.fill_but(256 << 10);
+    std::fs::write(&go, "").unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    disk.free();
+    let r = w.wait_result(&id, Duration::from_secs(20));
+    let d: Value = serde_json::from_str(r["detail"].as_str().unwrap()).unwrap();
+    let logged = d["stdoutLogBytes"]
+        .as_u64()
+        .expect("the short log is recorded");
+    assert!(logged < 3_000_000, "{d}");
+    let on_disk = std::fs::metadata(w.pc().join("logs").join(format!("{id}.stdout.log")))
+        .map_or(0, |m| m.len());
+    assert_eq!(on_disk, logged, "the log is the prefix the result names");
+    let (_, out, _) = w.run(&["result", "--target", "PC", "--job-id", &id]);
+    assert!(
+        out.contains(&format!("its log holds only the first {logged}")),
+        "{out}"
+    );
+    let (code, out, err) = w.run(&[
+        "logs", "--target", "PC", "--job-id", &id, "--stream", "stdout",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.len() as u64, logged);
+    assert!(err.contains("holds only its first"), "{err}");
+    drop(g);
+}

@@ -453,53 +453,6 @@ fn a_slot_count_outside_one_to_sixty_four_is_a_validation_error() {
     assert_eq!(v["slots"]["source"], "variable", "{v}");
 }
 
-/// A tmpfs mounted over a folder for as long as it lives (Linux, as root).
-#[cfg(target_os = "linux")]
-struct Tmpfs {
-    dir: std::path::PathBuf,
-}
-
-#[cfg(target_os = "linux")]
-impl Tmpfs {
-    /// `Err` says why none can be had here, for the test to print and skip.
-    fn over(dir: &Path, size: &str) -> Result<Tmpfs, String> {
-        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-        let ok = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir)
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        ok.then(|| Tmpfs {
-            dir: dir.to_path_buf(),
-        })
-        .ok_or_else(|| "no tmpfs can be mounted here (not root, or no mount)".to_string())
-    }
-
-    /// Fills it to the last byte.
-    fn fill(&self) {
-        use std::io::Write;
-        let mut f = std::fs::File::create(self.dir.join("filler")).unwrap();
-        let chunk = vec![0u8; 4096];
-        while f.write_all(&chunk).is_ok() {}
-        let _ = f.write_all(&[0]);
-    }
-
-    fn free(&self) {
-        std::fs::remove_file(self.dir.join("filler")).unwrap();
-    }
-}
-
-#[cfg(target_os = "linux")]
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.dir)
-            .status();
-    }
-}
-
 #[test]
 #[cfg(target_os = "linux")] // a full disk made with a tmpfs
 fn a_listener_that_fails_stops_its_running_jobs_and_none_is_left_unwatched() {

@@ -456,12 +456,36 @@ impl Drop for ListenerGuard {
 /// reports its own spawn failures as `spawn_failed`, as it should.
 const WINE_SPAWN_FLAKE: i32 = 1359;
 
+/// The other face of the same: the process is made but dies in its DLL
+/// initialisation (STATUS_DLL_INIT_FAILED), before any of its code runs.
+const WINE_DLL_INIT_FLAKE: i32 = 0xC000_0142_u32 as i32;
+
+/// The message of the error [`never_ran`] turns that exit into.
+const NEVER_RAN: &str = "the process died in its DLL initialisation";
+
+/// An output whose process never ran (above) as an error to retry.
+fn never_ran(out: std::process::Output) -> std::io::Result<std::process::Output> {
+    if cfg!(windows)
+        && out.status.code() == Some(WINE_DLL_INIT_FLAKE)
+        && out.stdout.is_empty()
+        && out.stderr.is_empty()
+    {
+        return Err(std::io::Error::other(NEVER_RAN));
+    }
+    Ok(out)
+}
+
 fn retried<T>(what: &dyn std::fmt::Debug, mut go: impl FnMut() -> std::io::Result<T>) -> T {
     let mut tries = 0;
     loop {
         match go() {
             Ok(v) => return v,
-            Err(e) if cfg!(windows) && e.raw_os_error() == Some(WINE_SPAWN_FLAKE) && tries < 4 => {
+            Err(e)
+                if cfg!(windows)
+                    && (e.raw_os_error() == Some(WINE_SPAWN_FLAKE)
+                        || e.to_string() == NEVER_RAN)
+                    && tries < 4 =>
+            {
                 tries += 1;
                 std::thread::sleep(Duration::from_millis(200));
             }
@@ -501,7 +525,7 @@ impl Start for std::process::Command {
 /// -1 when a signal ended it.
 pub fn output(c: &mut assert_cmd::Command) -> (i32, String, String) {
     let what = format!("{c:?}");
-    parts(&retried(&what, || c.output()))
+    parts(&retried(&what, || c.output().and_then(never_ran)))
 }
 
 /// Runs a command that must end by itself within `limit`; returns (status,
@@ -510,7 +534,7 @@ pub fn output_within(c: &mut assert_cmd::Command, limit: Duration) -> (i32, Stri
     let started = Instant::now();
     let what = format!("{c:?}");
     let c = c.timeout(limit);
-    let got = parts(&retried(&what, || c.output()));
+    let got = parts(&retried(&what, || c.output().and_then(never_ran)));
     assert!(
         started.elapsed() < limit,
         "command did not finish within {limit:?}: {c:?}\n{}{}",
@@ -952,4 +976,69 @@ pub fn without_read_override(c: std::process::Command) -> Result<std::process::C
     }
     w.stdin(Stdio::null());
     Ok(w)
+}
+
+/// A tmpfs mounted over a folder for as long as it lives (Linux, as root).
+#[cfg(target_os = "linux")]
+pub struct Tmpfs {
+    dir: std::path::PathBuf,
+}
+
+#[cfg(target_os = "linux")]
+impl Tmpfs {
+    /// `Err` says why none can be had here, for the test to print and skip.
+    pub fn over(dir: &Path, size: &str) -> Result<Tmpfs, String> {
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Tmpfs {
+            dir: dir.to_path_buf(),
+        })
+        .ok_or_else(|| "no tmpfs can be mounted here (not root, or no mount)".to_string())
+    }
+
+    /// Fills it to the last byte.
+    pub fn fill(&self) {
+        self.fill_but(0);
+    }
+
+    /// Fills it until about `left` bytes are free.
+    pub fn fill_but(&self, left: u64) {
+        use std::io::Write;
+        // SAFETY: statvfs on a path we own, into a zeroed struct.
+        let free = unsafe {
+            let mut st: libc::statvfs = std::mem::zeroed();
+            let path = std::ffi::CString::new(self.dir.as_os_str().as_encoded_bytes()).unwrap();
+            assert_eq!(libc::statvfs(path.as_ptr(), &mut st), 0);
+            st.f_bavail as u64 * st.f_frsize as u64
+        };
+        let mut f = std::fs::File::create(self.dir.join("filler")).unwrap();
+        let chunk = vec![0u8; 4096];
+        let mut want = free.saturating_sub(left);
+        while want > 0 && f.write_all(&chunk[..want.min(4096) as usize]).is_ok() {
+            want = want.saturating_sub(4096);
+        }
+        if left == 0 {
+            while f.write_all(&chunk).is_ok() {}
+            let _ = f.write_all(&[0]);
+        }
+    }
+
+    pub fn free(&self) {
+        std::fs::remove_file(self.dir.join("filler")).unwrap();
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.dir)
+            .status();
+    }
 }
