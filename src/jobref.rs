@@ -31,20 +31,28 @@ pub fn remember(state_dir: &Path, dirs: &TargetDirs, id: &JobId) {
     );
 }
 
+/// The folders whose file names are the job ids a target knows.
+const PLACES: [Place; 5] = [
+    Place::Inbox,
+    Place::Running,
+    Place::Results,
+    Place::Done,
+    Place::Rejected,
+];
+
+/// Those of the target's folders that exist.
+fn places(dirs: &TargetDirs) -> impl Iterator<Item = crate::fsops::Dir> + '_ {
+    PLACES
+        .into_iter()
+        .filter_map(|p| dirs.open(p).ok().flatten())
+}
+
 /// Every job id the target's folders know, sorted, without repeats.
 fn known_ids(dirs: &TargetDirs) -> Vec<JobId> {
-    let mut ids: Vec<JobId> = [
-        Place::Inbox,
-        Place::Running,
-        Place::Results,
-        Place::Done,
-        Place::Rejected,
-    ]
-    .into_iter()
-    .filter_map(|p| dirs.open(p).ok().flatten())
-    .flat_map(|d| d.list().unwrap_or_default())
-    .filter_map(|name| JobId::from_file_name(&name))
-    .collect();
+    let mut ids: Vec<JobId> = places(dirs)
+        .flat_map(|d| d.list().unwrap_or_default())
+        .filter_map(|name| JobId::from_file_name(&name))
+        .collect();
     ids.sort();
     ids.dedup();
     ids
@@ -57,12 +65,14 @@ pub fn resolve(dirs: &TargetDirs, state_dir: Option<&Path>, text: &str) -> Resul
     if text == LAST {
         return last(dirs, state_dir);
     }
-    let known = known_ids(dirs);
+    // A full id a folder holds is looked up by name: a listing of every
+    // folder (a year of history) is only for a prefix.
     if let Ok(id) = JobId::parse(text)
-        && known.contains(&id)
+        && places(dirs).any(|d| d.exists(&id.file_name()))
     {
         return Ok(id);
     }
+    let known = known_ids(dirs);
     let matching: Vec<&JobId> = known
         .iter()
         .filter(|id| !text.is_empty() && id.as_str().starts_with(text))

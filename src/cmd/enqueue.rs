@@ -203,20 +203,18 @@ impl Request {
     /// as a job is anywhere ([`crate::jobref`]: `last`, a unique prefix,
     /// or an id taken as it is); its target must be known (`NOT_FOUND`).
     /// A job named twice there, or the copy itself, is `VALIDATION_ERROR`.
-    fn spec_for(&self, ctx: &Context, root: &Path, target: &Machine) -> Result<Spec> {
+    fn spec_for(&self, at: &mut Resolver, target: &Machine) -> Result<Spec> {
         let field = self.origin.name("after");
         let named = self
             .after
             .iter()
             .map(|(t, id)| {
                 let on = t.as_ref().unwrap_or(target);
-                let named_as = |mut e: Error| {
+                let named = at.resolve(on, id).map_err(|mut e| {
                     e.message = format!("{field} {on}:{id}: {}", e.message);
                     e
-                };
-                let dirs = ctx.target(root, on.as_str()).map_err(named_as)?;
-                let id = super::job_ref(ctx, root, &dirs, id.as_str()).map_err(named_as)?;
-                Ok((Some(dirs.target().clone()), id))
+                })?;
+                Ok((Some(named.0), named.1))
             })
             .collect::<Result<Vec<_>>>()?;
         let after = dependency::bind(&named, target, &self.id, &field)?;
@@ -224,6 +222,39 @@ impl Request {
             after,
             ..self.spec.clone()
         })
+    }
+}
+
+/// Names the jobs `after` lists as every command names a job: each
+/// `TARGET:TEXT` once per command, so a batch of many lines after one job
+/// looks for it once.
+struct Resolver<'a> {
+    ctx: &'a Context,
+    root: &'a Path,
+    seen: BTreeMap<(String, String), (Machine, JobId)>,
+}
+
+impl<'a> Resolver<'a> {
+    fn new(ctx: &'a Context, root: &'a Path) -> Resolver<'a> {
+        Resolver {
+            ctx,
+            root,
+            seen: BTreeMap::new(),
+        }
+    }
+
+    /// The target folder `on` names (`NOT_FOUND` when none does) and the
+    /// job `text` names there ([`super::job_ref`]).
+    fn resolve(&mut self, on: &Machine, text: &JobId) -> Result<(Machine, JobId)> {
+        let key = (on.as_str().to_ascii_lowercase(), text.to_string());
+        if let Some(found) = self.seen.get(&key) {
+            return Ok(found.clone());
+        }
+        let dirs = self.ctx.target(self.root, on.as_str())?;
+        let id = super::job_ref(self.ctx, self.root, &dirs, text.as_str())?;
+        let found = (dirs.target().clone(), id);
+        self.seen.insert(key, found.clone());
+        Ok(found)
     }
 }
 
@@ -392,7 +423,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
         .map(|text| super::job_ref(ctx, &root, &dirs, text))
         .transpose()?;
 
-    let spec = req.spec_for(ctx, &root, dirs.target())?;
+    let spec = req.spec_for(&mut Resolver::new(ctx, &root), dirs.target())?;
     let id = req.id;
     submit::check_unused(&dirs, &id, &key)?;
     let job = Job::sign(
@@ -513,10 +544,11 @@ fn fan_out(
     let origin = ctx.machine()?;
     let targets = ctx.targets(&root, &req.targets)?;
     let mut specs = Vec::with_capacity(targets.len());
+    let mut names = Resolver::new(ctx, &root);
     for dirs in &targets {
         let held = submit::check_target(dirs)?;
         submit::check_free(dirs, &held, &req.id, &key)?;
-        specs.push(req.spec_for(ctx, &root, dirs.target())?);
+        specs.push(req.spec_for(&mut names, dirs.target())?);
     }
     let id = &req.id;
     let created = clock::now();

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::{Fields, Origin, priority_word, request};
+use super::{Fields, Origin, Resolver, priority_word, request};
 use crate::cli::EnqueueArgs;
 use crate::cmd::emit;
 use crate::config::Context;
@@ -74,6 +74,7 @@ pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> 
     let mut groups: Vec<Group> = Vec::new();
     let mut first_line: BTreeMap<(String, String), usize> = BTreeMap::new();
     let created = clock::now();
+    let mut names = Resolver::new(ctx, &root);
     for (n, req) in &lines {
         if !resolved.contains_key(&req.targets) {
             let t = ctx.targets(&root, &req.targets).map_err(at(*n))?;
@@ -102,7 +103,7 @@ pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> 
                 .hint("job ids are single-use; leave out \"jobId\" to get a fresh one"));
             }
             submit::check_free(dirs, &groups[g].held, &req.id, &key).map_err(at(*n))?;
-            let spec = req.spec_for(ctx, &root, dirs.target()).map_err(at(*n))?;
+            let spec = req.spec_for(&mut names, dirs.target()).map_err(at(*n))?;
             let job = Job::sign(
                 &key,
                 req.id.clone(),
