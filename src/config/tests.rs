@@ -22,16 +22,24 @@ fn config_file_fields_and_refusals() {
     assert!(parse_config("root = 5", p).is_err());
 }
 
-#[test]
-fn flags_win_over_the_file() {
-    let g = Global {
-        root: Some(PathBuf::from("/flag")),
+/// A command line that gives no global option.
+fn no_flags() -> Global {
+    Global {
+        root: None,
         key_file: None,
         machine: None,
         state_dir: None,
         json: false,
         durability: None,
         given: Vec::new(),
+    }
+}
+
+#[test]
+fn flags_win_over_the_file() {
+    let g = Global {
+        root: Some(PathBuf::from("/flag")),
+        ..no_flags()
     };
     let f = FileConfig {
         root: Some(PathBuf::from("/file")),
@@ -107,15 +115,7 @@ fn each_value_in_the_file_meets_the_rule_its_flag_meets() {
 
 #[test]
 fn a_refusal_names_the_source_that_gave_the_value() {
-    let g = Global {
-        root: None,
-        key_file: None,
-        machine: None,
-        state_dir: None,
-        json: false,
-        durability: None,
-        given: Vec::new(),
-    };
+    let g = no_flags();
     let mut ctx = Context::with_file(
         g,
         FileConfig {
