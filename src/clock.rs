@@ -16,9 +16,34 @@ pub fn now() -> OffsetDateTime {
     OffsetDateTime::now_utc()
 }
 
-/// Formats `t` as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+/// Formats `t` as `YYYY-MM-DDTHH:MM:SS.mmmZ`. Digits are put in place
+/// by hand: a job's run formats about six timestamps, and `format!` spent
+/// some 4 µs a job on them.
 pub fn format(t: OffsetDateTime) -> String {
     let t = t.to_offset(UtcOffset::UTC);
+    // `time` keeps years within ±9999: only a negative one needs the sign.
+    let Ok(year) = u16::try_from(t.year()) else {
+        return format_any_year(t);
+    };
+    let mut text = *b"0000-00-00T00:00:00.000Z";
+    let mut put = |at: usize, width: usize, mut n: u16| {
+        for i in (at..at + width).rev() {
+            text[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+    };
+    put(0, 4, year);
+    put(5, 2, u8::from(t.month()).into());
+    put(8, 2, t.day().into());
+    put(11, 2, t.hour().into());
+    put(14, 2, t.minute().into());
+    put(17, 2, t.second().into());
+    put(20, 3, t.millisecond());
+    text.iter().map(|&b| char::from(b)).collect()
+}
+
+/// [`format`] for a year before 0 (a sign).
+fn format_any_year(t: OffsetDateTime) -> String {
     format!(
         "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
         t.year(),
@@ -149,6 +174,24 @@ mod tests {
     fn emits_millisecond_utc() {
         let t = datetime!(2026-11-29 20:31:00.5 +01:00);
         assert_eq!(format(t), "2026-11-29T19:31:00.500Z");
+        let t = datetime!(0007-01-02 03:04:05.006 UTC);
+        assert_eq!(format(t), "0007-01-02T03:04:05.006Z");
+        assert_eq!(
+            format(datetime!(9999-12-31 23:59:59.999 UTC)),
+            "9999-12-31T23:59:59.999Z"
+        );
+    }
+
+    #[test]
+    fn any_moment_is_formatted_as_the_general_form_would() {
+        // Both forms, over moments spread across every year `time` has.
+        let mut t = datetime!(-0002-03-04 05:06:07.089 UTC);
+        let step = time::Duration::milliseconds(523_987_654_321);
+        for _ in 0..600 {
+            assert_eq!(format(t), format_any_year(t), "{t}");
+            t += step;
+        }
+        assert!(t.year() > 9900);
     }
 
     #[test]

@@ -16,7 +16,6 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::{Duration, Instant};
 
@@ -134,7 +133,7 @@ impl Request {
 pub struct Running {
     req: Request,
     started: Instant,
-    child: std::process::Child,
+    child: platform::JobProcess,
     tree: platform::Tree,
     io: JobIo,
     exited: bool,
@@ -165,21 +164,14 @@ pub const SPAWN_RETRIES: [Duration; 3] = [
 pub fn start(req: Request, bell: &platform::Bell) -> std::result::Result<Running, Box<Report>> {
     let started = Instant::now();
     let blank = |exit: Exit| Box::new(Report::not_started(exit));
-    let mut cmd = Command::new(&req.argv[0]);
-    cmd.args(&req.argv[1..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if let Some(cwd) = &req.cwd {
-        cmd.current_dir(cwd);
-    }
-    for (k, v) in &req.env {
-        cmd.env(k, v);
-    }
-    platform::prepare_job(&mut cmd);
+    let spawn = platform::JobSpawn {
+        argv: &req.argv,
+        cwd: req.cwd.as_deref(),
+        env: &req.env,
+    };
     let mut tries = 0;
     let mut child = loop {
-        let e = match cmd.spawn() {
+        let e = match platform::spawn_job(&spawn) {
             Ok(c) => break c,
             Err(e) => e,
         };

@@ -8,7 +8,8 @@
 //! every function under the same name and signature (a function missing on
 //! one side fails that platform's build here, not at a distant caller).
 //! `unix.rs` serves Linux and macOS alike and calls `macos.rs` for what
-//! Linux does with pidfds and `/proc`.
+//! Linux does with pidfds and `/proc`, and `spawn_linux.rs` for the
+//! job spawn Linux makes without `std::process`.
 //! The types are listed explicitly below with the methods each platform
 //! provides; Windows waits on a job with helper threads (`threaded.rs`)
 //! where Unix polls.
@@ -29,6 +30,8 @@ mod unix;
 use unix as imp;
 #[cfg(target_os = "macos")]
 mod macos;
+#[cfg(target_os = "linux")]
+mod spawn_linux;
 
 #[cfg(windows)]
 mod windows;
@@ -87,8 +90,8 @@ pub struct Entry {
 }
 
 // The process tree of one running job. Every platform provides
-// `Tree::adopt(&Child, mark) -> io::Result<Tree>` (take charge of a job
-// spawned after `prepare_job`; `mark`, the job's id entry in its
+// `Tree::adopt(&JobProcess, mark) -> io::Result<Tree>` (take charge of a job
+// started by `spawn_job`; `mark`, the job's id entry in its
 // environment, is given when other jobs run beside it, so that its stops
 // never touch their processes), `id()` (the id the journal records), `leader_exited()`,
 // `signal(Signal)` (the whole tree), `others()` (its live processes but the
@@ -100,7 +103,7 @@ pub struct Entry {
 pub use imp::Tree;
 
 // `Bell::new()` and `ring()` wake a runner waiting in `JobIo::next`;
-// `JobIo::new(&mut Child, &Tree, &Bell)`, `streams_open()` and
+// `JobIo::new(&mut JobProcess, &Tree, &Bell)`, `streams_open()` and
 // `next(until, buf) -> IoEvent` wait for a job's output, its exit, the bell
 // or a deadline. Unix: one `poll(2)` in the runner's thread (a pipe for the
 // bell, a pidfd for the exit on Linux, a kqueue with `NOTE_EXIT` on macOS).
@@ -225,11 +228,53 @@ pub fn spawn_may_pass(e: &io::Error) -> bool {
     imp::spawn_may_pass(e)
 }
 
-/// Prepares a job's command before the spawn, for [`Tree::adopt`]: a
-/// process group of its own on Unix; on Windows a console process group,
-/// started suspended so it joins its Job Object before it runs.
-pub fn prepare_job(cmd: &mut Command) {
-    imp::prepare_job(cmd)
+/// What a job's process is started from.
+pub struct JobSpawn<'a> {
+    /// The program and its arguments (the program looked up in `PATH`
+    /// when it has no `/`).
+    pub argv: &'a [String],
+    /// Where it starts; the listener's own working directory when None.
+    pub cwd: Option<&'a Path>,
+    /// Variables added to the listener's environment, replacing any of
+    /// the same name.
+    pub env: &'a [(String, String)],
+}
+
+// A job's started process: `id()`, `kill()`, `wait()` (which alone reaps
+// it) and its `stdout`/`stderr` pipes, taken by `JobIo::new`. std's `Child`
+// on Windows; on Unix a process of our own, as Linux does not start it
+// through `std::process`.
+pub use imp::JobProcess;
+
+/// Starts a job's process ready for [`Tree::adopt`]: standard input from
+/// the null device, standard output and error piped; on Unix in a process
+/// group of its own, on Windows in a console process group and suspended,
+/// so it joins its Job Object before it runs. Linux calls `posix_spawnp`
+/// itself with the listener's environment taken once as C strings:
+/// `std::process::Command` copies the whole environment into a map, then
+/// into new C strings, at every spawn that adds a variable, and every job
+/// gets six (about 40 µs a job in a serial drain, bench/README.md). A job
+/// that sets its own `PATH` for a program named without a `/` goes through
+/// `std::process`, whose search uses the job's `PATH`.
+pub fn spawn_job(s: &JobSpawn<'_>) -> io::Result<JobProcess> {
+    imp::spawn_job(s)
+}
+
+/// std's command for `s`, set up as [`spawn_job`] says.
+fn std_command(s: &JobSpawn<'_>) -> Command {
+    let mut cmd = Command::new(&s.argv[0]);
+    cmd.args(&s.argv[1..])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    if let Some(cwd) = s.cwd {
+        cmd.current_dir(cwd);
+    }
+    for (k, v) in s.env {
+        cmd.env(k, v);
+    }
+    imp::prepare_job(&mut cmd);
+    cmd
 }
 
 /// Kills the tree recorded under `id` ([`Tree::id`]) at once, as a second

@@ -188,6 +188,91 @@ pub(super) fn prepare_job(cmd: &mut Command) {
     cmd.process_group(0);
 }
 
+/// See [`super::spawn_job`].
+pub(super) fn spawn_job(s: &super::JobSpawn<'_>) -> io::Result<JobProcess> {
+    #[cfg(target_os = "linux")]
+    if let Some(started) = super::spawn_linux::spawn(s) {
+        return started;
+    }
+    super::std_command(s).spawn().map(JobProcess::from_std)
+}
+
+/// A job's process, reaped by [`JobProcess::wait`] alone (until then its
+/// pid, which is also its group's id, cannot be reused).
+#[derive(Debug)]
+pub struct JobProcess {
+    pid: i32,
+    /// Its standard output's read end, until taken.
+    pub stdout: Option<File>,
+    /// Its standard error's read end, until taken.
+    pub stderr: Option<File>,
+    status: Option<std::process::ExitStatus>,
+}
+
+impl JobProcess {
+    /// A process just started with its output piped to `stdout`/`stderr`.
+    pub(super) fn new(pid: i32, stdout: Option<File>, stderr: Option<File>) -> JobProcess {
+        JobProcess {
+            pid,
+            stdout,
+            stderr,
+            status: None,
+        }
+    }
+
+    /// Takes over a process `std::process` started (std never reaps a
+    /// child it is not asked to wait for).
+    fn from_std(mut child: std::process::Child) -> JobProcess {
+        use std::os::fd::OwnedFd;
+        let file = |fd: OwnedFd| File::from(fd);
+        let (out, err) = (child.stdout.take(), child.stderr.take());
+        JobProcess::new(
+            child.id() as i32,
+            out.map(|o| file(o.into())),
+            err.map(|e| file(e.into())),
+        )
+    }
+
+    /// Its process id.
+    pub fn id(&self) -> u32 {
+        self.pid as u32
+    }
+
+    /// SIGKILL, unless it was reaped already.
+    pub fn kill(&mut self) -> io::Result<()> {
+        if self.status.is_none() {
+            // SAFETY: kill takes a pid and a signal number; our child is
+            // unreaped, so the pid is still its own.
+            if unsafe { libc::kill(self.pid, libc::SIGKILL) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits for it to exit and reaps it; its status again after that.
+    pub fn wait(&mut self) -> io::Result<std::process::ExitStatus> {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(status) = self.status {
+            return Ok(status);
+        }
+        let mut raw = 0;
+        loop {
+            // SAFETY: waitpid on our own child, into a valid int.
+            if unsafe { libc::waitpid(self.pid, &mut raw, 0) } == self.pid {
+                break;
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+        let status = std::process::ExitStatus::from_raw(raw);
+        self.status = Some(status);
+        Ok(status)
+    }
+}
+
 /// The process tree of one job: its main process (leader of its own process
 /// group) and everything started under it, including processes that left the
 /// group with `setsid` (found through the subreaper and `/proc` on Linux; on
@@ -226,9 +311,9 @@ fn thread_id() -> i32 {
 }
 
 impl Tree {
-    /// Takes charge of a just-spawned job process (see [`prepare_job`](super::prepare_job)),
-    /// in the thread that spawned it.
-    pub fn adopt(child: &std::process::Child, mark: Option<String>) -> io::Result<Tree> {
+    /// Takes charge of a job process [`spawn_job`](super::spawn_job) just
+    /// started, in the thread that started it.
+    pub fn adopt(child: &JobProcess, mark: Option<String>) -> io::Result<Tree> {
         let leader = i32::try_from(child.id()).map_err(|_| io::Error::other("pid out of range"))?;
         if mark.is_some() {
             beside().push((leader, thread_id()));
@@ -914,8 +999,8 @@ use super::macos::pipe_cloexec_nonblock as bell_pipe;
 /// `NOTE_EXIT` on macOS; elsewhere (or on a Linux kernel without pidfds) by
 /// a look every 20 ms.
 pub struct JobIo {
-    out: Option<std::process::ChildStdout>,
-    err: Option<std::process::ChildStderr>,
+    out: Option<File>,
+    err: Option<File>,
     exit_fd: Option<std::os::fd::OwnedFd>,
     leader: i32,
     exited: bool,
@@ -924,7 +1009,7 @@ pub struct JobIo {
 
 impl JobIo {
     /// Takes over `child`'s output pipes.
-    pub fn new(child: &mut std::process::Child, tree: &Tree, bell: &Bell) -> JobIo {
+    pub fn new(child: &mut JobProcess, tree: &Tree, bell: &Bell) -> JobIo {
         JobIo {
             out: child.stdout.take(),
             err: child.stderr.take(),

@@ -529,6 +529,14 @@ pub(super) fn spawn_may_pass(e: &io::Error) -> bool {
     )
 }
 
+/// A job's process: std's own.
+pub type JobProcess = std::process::Child;
+
+/// See [`super::spawn_job`].
+pub(super) fn spawn_job(s: &super::JobSpawn<'_>) -> io::Result<JobProcess> {
+    super::std_command(s).spawn()
+}
+
 /// Starts the job's process suspended, in a console process group of its
 /// own: [`Tree::adopt`] puts it in its Job Object before it runs a single
 /// instruction, then resumes it.
@@ -554,7 +562,7 @@ pub struct Tree {
 
 impl Tree {
     /// Takes charge of a just-spawned, still suspended job process (see
-    /// [`prepare_job`](super::prepare_job)): creates its Job Object, assigns it, resumes it.
+    /// [`spawn_job`](super::spawn_job)): creates its Job Object, assigns it, resumes it.
     /// Each job has a Job Object of its own, so jobs running beside each
     /// other need no `mark` to be told apart.
     pub fn adopt(child: &std::process::Child, mark: Option<String>) -> io::Result<Tree> {

@@ -299,3 +299,18 @@ fn lines_after_zeroed_space_are_read() {
     assert!(l.contains("a") && l.contains("b"));
     assert_eq!(left.started.len(), 2);
 }
+
+#[test]
+fn a_plain_records_length_is_known_without_making_it() {
+    for (id, at) in [
+        (
+            "20261129-193000-9f2c4e1ab37d5c08",
+            datetime!(2026-11-29 19:30:00.5 +01:00),
+        ),
+        ("a", datetime!(0001-01-01 00:00:00 UTC)),
+        ("not an id \"quoted\"", datetime!(2026-01-01 00:00:00 UTC)),
+        ("x-1", datetime!(-0001-01-01 00:00:00 UTC)),
+    ] {
+        assert_eq!(plain_len(id, at), plain(id, at).len() as u64, "{id} {at}");
+    }
+}
