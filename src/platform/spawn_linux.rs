@@ -92,45 +92,40 @@ fn check(rc: libc::c_int) -> io::Result<()> {
     }
 }
 
-/// The file actions of one spawn, destroyed when dropped. It stays where it
-/// was made: glibc keeps its own pointer inside.
-struct Actions(MaybeUninit<libc::posix_spawn_file_actions_t>, bool);
-
-impl Actions {
-    fn init(&mut self) -> io::Result<*mut libc::posix_spawn_file_actions_t> {
-        // SAFETY: initialises the storage we own.
-        check(unsafe { libc::posix_spawn_file_actions_init(self.0.as_mut_ptr()) })?;
-        self.1 = true;
-        Ok(self.0.as_mut_ptr())
-    }
+/// A `posix_spawn` object of one spawn (its file actions or attributes),
+/// destroyed when dropped. It stays where it was made: glibc keeps its own
+/// pointer inside.
+struct Made<T> {
+    value: MaybeUninit<T>,
+    destroy: Option<unsafe extern "C" fn(*mut T) -> libc::c_int>,
 }
 
-impl Drop for Actions {
-    fn drop(&mut self) {
-        if self.1 {
-            // SAFETY: initialised by `init` and not destroyed before.
-            unsafe { libc::posix_spawn_file_actions_destroy(self.0.as_mut_ptr()) };
+impl<T> Made<T> {
+    fn new() -> Made<T> {
+        Made {
+            value: MaybeUninit::uninit(),
+            destroy: None,
         }
     }
-}
 
-/// The attributes of one spawn, destroyed when dropped.
-struct Attributes(MaybeUninit<libc::posix_spawnattr_t>, bool);
-
-impl Attributes {
-    fn init(&mut self) -> io::Result<*mut libc::posix_spawnattr_t> {
-        // SAFETY: initialises the storage we own.
-        check(unsafe { libc::posix_spawnattr_init(self.0.as_mut_ptr()) })?;
-        self.1 = true;
-        Ok(self.0.as_mut_ptr())
+    /// Initialises it with `init`, to be destroyed with `destroy`.
+    fn init(
+        &mut self,
+        init: unsafe extern "C" fn(*mut T) -> libc::c_int,
+        destroy: unsafe extern "C" fn(*mut T) -> libc::c_int,
+    ) -> io::Result<*mut T> {
+        // SAFETY: `init` is the libc initialiser for `T`, given storage we own.
+        check(unsafe { init(self.value.as_mut_ptr()) })?;
+        self.destroy = Some(destroy);
+        Ok(self.value.as_mut_ptr())
     }
 }
 
-impl Drop for Attributes {
+impl<T> Drop for Made<T> {
     fn drop(&mut self) {
-        if self.1 {
+        if let Some(destroy) = self.destroy {
             // SAFETY: initialised by `init` and not destroyed before.
-            unsafe { libc::posix_spawnattr_destroy(self.0.as_mut_ptr()) };
+            unsafe { destroy(self.value.as_mut_ptr()) };
         }
     }
 }
@@ -164,10 +159,13 @@ fn spawn_with(s: &JobSpawn<'_>, null: &File) -> io::Result<JobProcess> {
 
     let (out_read, out_write) = pipe()?;
     let (err_read, err_write) = pipe()?;
-    let mut actions = Actions(MaybeUninit::uninit(), false);
-    let fa = actions.init()?;
-    let mut attributes = Attributes(MaybeUninit::uninit(), false);
-    let attr = attributes.init()?;
+    let mut actions = Made::new();
+    let fa = actions.init(
+        libc::posix_spawn_file_actions_init,
+        libc::posix_spawn_file_actions_destroy,
+    )?;
+    let mut attributes = Made::new();
+    let attr = attributes.init(libc::posix_spawnattr_init, libc::posix_spawnattr_destroy)?;
     // SAFETY: `fa` and `attr` are initialised and live until the end of
     // this function; every descriptor named is open (ours, 3 or above, as
     // `null_device` checked), and the strings outlive the spawn.
