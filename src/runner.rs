@@ -436,10 +436,10 @@ struct Tail {
     truncated: bool,
     end: VecDeque<u8>,
     bytes: u64,
-    /// Bytes the log file holds, and whether it lost some (it could not be
-    /// made, or a write failed): the result then says so.
+    /// Bytes the log file holds. Once output came, a log that is gone (it
+    /// could not be made, or a write failed) holds less than it should,
+    /// and the result says so.
     logged: u64,
-    short: bool,
 }
 
 impl Tail {
@@ -453,7 +453,6 @@ impl Tail {
             end: VecDeque::new(),
             bytes: 0,
             logged: 0,
-            short: false,
         }
     }
 
@@ -463,7 +462,6 @@ impl Tail {
             // still goes into the result.
             self.tried = true;
             self.log = self.dir.create_log(&self.name).ok();
-            self.short = self.log.is_none();
         }
         let room = LOG_CAP.saturating_sub(self.bytes) as usize;
         if let Some(log) = self.log.as_mut() {
@@ -476,7 +474,6 @@ impl Tail {
                         // Nothing more is written either, so the log stays
                         // a true prefix of the output.
                         self.log = None;
-                        self.short = true;
                         break;
                     }
                     Ok(n) => {
@@ -506,7 +503,7 @@ impl Tail {
     /// when it holds less than it should.
     fn finish(self) -> (String, u64, Option<u64>) {
         let bytes: Vec<u8> = self.end.into_iter().collect();
-        let short = self.short.then_some(self.logged);
+        let short = (self.tried && self.log.is_none()).then_some(self.logged);
         (
             String::from_utf8_lossy(&bytes).into_owned(),
             self.bytes,
