@@ -227,6 +227,36 @@ fn a_job_from_an_independent_signer_runs_and_gets_a_signed_result() {
 }
 
 #[test]
+fn a_program_named_without_a_path_is_found_in_the_jobs_own_path_not_the_listeners() {
+    // A program only the job's PATH holds: looked up in the listener's
+    // PATH it is not found, and the job would end `spawn-failed`.
+    let w = World::with_target();
+    let bin = scratch(&w, "only here");
+    std::fs::create_dir(&bin).unwrap();
+    let name = "fd-only-in-the-jobs-path";
+    std::fs::copy(
+        jobkit(),
+        bin.join(format!("{name}{}", std::env::consts::EXE_SUFFIX)),
+    )
+    .unwrap();
+    let listeners = std::env::var_os("PATH").unwrap_or_default();
+    let path =
+        std::env::join_paths(std::iter::once(bin.clone()).chain(std::env::split_paths(&listeners)))
+            .unwrap();
+    let env = format!("PATH={}", path.to_str().unwrap());
+    let found = w.enqueue(&["--env", &env], &[name, "out", "found"]);
+    // The same name with the listener's PATH only: not found.
+    let missing = w.enqueue(&[], &[name, "out", "found"]);
+    let counters = w.listen_once(&[]);
+    assert_eq!(counters["done"], 1, "{counters}");
+    let r = w.result(&found);
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(log_text(&w, &found, "stdout").trim(), "found");
+    let r = w.result(&missing);
+    assert_eq!(r["error"], "spawn-failed", "{r}");
+}
+
+#[test]
 fn a_job_gets_its_fleet_variables_a_null_stdin_its_env_and_cwd_but_never_the_key() {
     let w = World::with_target();
     let id = uid("env");
