@@ -1,30 +1,34 @@
-//! Linux: a job's process started by `posix_spawnp` itself, as
-//! `std::process` would start it (a new process group, an empty signal
+//! Linux: a job's process started by a `vfork`-style `clone` of our own,
+//! as `std::process` would start it (a new process group, an empty signal
 //! mask, SIGPIPE back to its default, standard input from the null device,
-//! output and error piped), but with the listener's environment made into
-//! C strings once instead of at every spawn.
+//! output and error piped, the program searched for in the job's `PATH`),
+//! with everything the child needs made before the clone: the listener's
+//! environment as C strings once, and each place the program may be.
+//!
+//! Why not `posix_spawnp`: glibc's child resets every one of the 64
+//! signals, two system calls each, because it cannot know which have
+//! handlers. We know: the listener's handlers are all installed before its
+//! first job (std's at start-up, the Ctrl-C one when it starts listening),
+//! so the child resets those alone (121 system calls fewer a job). The
+//! child also runs on a stack in the spawning frame, as musl's does, not
+//! on one mapped and unmapped at each spawn.
 
-use std::ffi::{CString, c_char};
+use std::ffi::{CString, c_char, c_int, c_void};
 use std::fs::File;
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::OnceLock;
 
 use super::JobSpawn;
 use super::unix::JobProcess;
 
-/// Starts `s`, or None where `std::process` must: a job that sets its own
-/// `PATH` for a program named without a `/` (the search must use the job's
-/// `PATH`, which `posix_spawnp` does not), or a listener started with a
-/// standard descriptor closed (a pipe could land on 0–2, where `dup2` onto
-/// itself would leave it closed at the exec).
+/// Starts `s`, or None where `std::process` must: a listener started with
+/// a standard descriptor closed (a pipe could land on 0–2, where `dup2`
+/// onto itself would leave it closed at the exec), or no program at all.
 pub(super) fn spawn(s: &JobSpawn<'_>) -> Option<io::Result<JobProcess>> {
-    let program = s.argv.first()?;
-    if !program.contains('/') && s.env.iter().any(|(k, _)| k == "PATH") {
-        return None;
-    }
+    s.argv.first()?;
     let null = null_device()?;
     Some(spawn_with(s, null))
 }
@@ -58,6 +62,31 @@ fn inherited() -> &'static [CString] {
     })
 }
 
+/// The signals the child sets back to their default before its exec:
+/// those with a handler at the first spawn (the exec would reset them, but
+/// until then a signal would run the listener's handler in the child,
+/// which shares its memory), and SIGPIPE, which the listener ignores and
+/// a job must not inherit ignored. Signals ignored otherwise stay ignored,
+/// as with `std::process`.
+fn to_default() -> &'static [c_int] {
+    static SIGNALS: OnceLock<Vec<c_int>> = OnceLock::new();
+    SIGNALS.get_or_init(|| {
+        (1..=64)
+            .filter(|&sig| {
+                if sig == libc::SIGPIPE {
+                    return true;
+                }
+                let mut now = MaybeUninit::<libc::sigaction>::zeroed();
+                // SAFETY: a query only: no new action is given.
+                let ok = unsafe { libc::sigaction(sig, std::ptr::null(), now.as_mut_ptr()) } == 0;
+                // SAFETY: filled by the successful call (zeroed before).
+                let handler = unsafe { now.assume_init() }.sa_sigaction;
+                ok && handler != libc::SIG_DFL && handler != libc::SIG_IGN
+            })
+            .collect()
+    })
+}
+
 /// True when environment entry `entry` is variable `name`.
 fn is_named(entry: &CString, name: &str) -> bool {
     let entry = entry.as_bytes();
@@ -73,6 +102,26 @@ fn c_string(text: impl Into<Vec<u8>>) -> io::Result<CString> {
     })
 }
 
+/// Each place `program` may be, NUL-terminated, in the order `execvp`
+/// tries them: itself when it names a path, else each `PATH` entry (an
+/// empty one meaning the working folder), `/bin:/usr/bin` without `PATH`.
+fn places(program: &CString, path: Option<&[u8]>) -> Vec<u8> {
+    let name = program.as_bytes_with_nul();
+    if name.len() == 1 || name.contains(&b'/') {
+        return name.to_vec();
+    }
+    let path = path.unwrap_or(b"/bin:/usr/bin");
+    let mut all = Vec::with_capacity(path.len() + 16 * name.len());
+    for dir in path.split(|&b| b == b':') {
+        if !dir.is_empty() {
+            all.extend_from_slice(dir);
+            all.push(b'/');
+        }
+        all.extend_from_slice(name);
+    }
+    all
+}
+
 /// A close-on-exec pipe: (read end, write end).
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
@@ -84,51 +133,26 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-fn check(rc: libc::c_int) -> io::Result<()> {
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::from_raw_os_error(rc))
-    }
+/// Everything the child uses, made before the clone: it may make system
+/// calls only (no allocation, no lock, no panic), since it shares the
+/// listener's memory, other threads included, until its exec.
+struct Plan<'a> {
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+    /// NUL-separated places to try, in order.
+    places: &'a [u8],
+    cwd: Option<*const c_char>,
+    /// Standard input, output and error, in that order; each 3 or above.
+    stdio: [RawFd; 3],
+    signals: &'a [c_int],
+    default: libc::sigaction,
+    /// Set by the child when it fails: the error number, its exec not made.
+    error: c_int,
 }
 
-/// A `posix_spawn` object of one spawn (its file actions or attributes),
-/// destroyed when dropped. It stays where it was made: glibc keeps its own
-/// pointer inside.
-struct Made<T> {
-    value: MaybeUninit<T>,
-    destroy: Option<unsafe extern "C" fn(*mut T) -> libc::c_int>,
-}
-
-impl<T> Made<T> {
-    fn new() -> Made<T> {
-        Made {
-            value: MaybeUninit::uninit(),
-            destroy: None,
-        }
-    }
-
-    /// Initialises it with `init`, to be destroyed with `destroy`.
-    fn init(
-        &mut self,
-        init: unsafe extern "C" fn(*mut T) -> libc::c_int,
-        destroy: unsafe extern "C" fn(*mut T) -> libc::c_int,
-    ) -> io::Result<*mut T> {
-        // SAFETY: `init` is the libc initialiser for `T`, given storage we own.
-        check(unsafe { init(self.value.as_mut_ptr()) })?;
-        self.destroy = Some(destroy);
-        Ok(self.value.as_mut_ptr())
-    }
-}
-
-impl<T> Drop for Made<T> {
-    fn drop(&mut self) {
-        if let Some(destroy) = self.destroy {
-            // SAFETY: initialised by `init` and not destroyed before.
-            unsafe { destroy(self.value.as_mut_ptr()) };
-        }
-    }
-}
+/// The child's stack (it needs a few hundred bytes), in the spawning frame:
+/// the spawning thread is suspended until the child's exec or exit.
+const CHILD_STACK: usize = 32 * 1024;
 
 fn spawn_with(s: &JobSpawn<'_>, null: &File) -> io::Result<JobProcess> {
     let argv = s
@@ -145,74 +169,151 @@ fn spawn_with(s: &JobSpawn<'_>, null: &File) -> io::Result<JobProcess> {
         .cwd
         .map(|c| c_string(c.as_os_str().as_bytes()))
         .transpose()?;
-    let mut args: Vec<*mut c_char> = argv.iter().map(|a| a.as_ptr().cast_mut()).collect();
-    args.push(std::ptr::null_mut());
-    let mut envp: Vec<*mut c_char> = Vec::with_capacity(inherited().len() + own.len() + 1);
-    envp.extend(
-        inherited()
+    let mut args: Vec<*const c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    args.push(std::ptr::null());
+    let kept = inherited()
+        .iter()
+        .filter(|e| !s.env.iter().any(|(k, _)| is_named(e, k)));
+    let mut envp: Vec<*const c_char> = Vec::with_capacity(inherited().len() + own.len() + 1);
+    envp.extend(kept.map(|e| e.as_ptr()));
+    envp.extend(own.iter().map(|e| e.as_ptr()));
+    envp.push(std::ptr::null());
+    // The search uses the job's own PATH when it sets one, as execvp in the
+    // child would.
+    let path = match s.env.iter().find(|(k, _)| k == "PATH") {
+        Some((_, v)) => Some(v.as_bytes()),
+        None => inherited()
             .iter()
-            .filter(|e| !s.env.iter().any(|(k, _)| is_named(e, k)))
-            .map(|e| e.as_ptr().cast_mut()),
-    );
-    envp.extend(own.iter().map(|e| e.as_ptr().cast_mut()));
-    envp.push(std::ptr::null_mut());
+            .find(|e| is_named(e, "PATH"))
+            .map(|e| &e.as_bytes()[5..]),
+    };
+    let places = places(&argv[0], path);
 
     let (out_read, out_write) = pipe()?;
     let (err_read, err_write) = pipe()?;
-    let mut actions = Made::new();
-    let fa = actions.init(
-        libc::posix_spawn_file_actions_init,
-        libc::posix_spawn_file_actions_destroy,
-    )?;
-    let mut attributes = Made::new();
-    let attr = attributes.init(libc::posix_spawnattr_init, libc::posix_spawnattr_destroy)?;
-    // SAFETY: `fa` and `attr` are initialised and live until the end of
-    // this function; every descriptor named is open (ours, 3 or above, as
-    // `null_device` checked), and the strings outlive the spawn.
-    unsafe {
-        check(libc::posix_spawn_file_actions_adddup2(
-            fa,
+    // SAFETY: an all-zero sigaction is SIG_DFL with no flags and an empty mask.
+    let default: libc::sigaction = unsafe { MaybeUninit::zeroed().assume_init() };
+    let mut plan = Plan {
+        argv: args.as_ptr(),
+        envp: envp.as_ptr(),
+        places: &places,
+        cwd: cwd.as_ref().map(|c| c.as_ptr()),
+        stdio: [
             null.as_raw_fd(),
-            0,
-        ))?;
-        check(libc::posix_spawn_file_actions_adddup2(
-            fa,
             out_write.as_raw_fd(),
-            1,
-        ))?;
-        check(libc::posix_spawn_file_actions_adddup2(
-            fa,
             err_write.as_raw_fd(),
-            2,
-        ))?;
-        if let Some(cwd) = &cwd {
-            check(libc::posix_spawn_file_actions_addchdir_np(fa, cwd.as_ptr()))?;
+        ],
+        signals: to_default(),
+        default,
+        error: 0,
+    };
+    let mut stack = MaybeUninit::<[u128; CHILD_STACK / 16]>::uninit();
+    let (all, mut before): (u64, u64) = (!0, 0);
+    // SAFETY: every signal is blocked around the clone, so none runs a
+    // handler in the child before it resets them; the stack is ours and
+    // unused until the child's exec or exit, which the clone waits for
+    // (CLONE_VFORK); `plan` and all it points to outlive the child's use.
+    let pid = unsafe {
+        let top = stack.as_mut_ptr().cast::<u8>().add(CHILD_STACK);
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_BLOCK,
+            &all,
+            &mut before,
+            8,
+        );
+        let pid = libc::clone(
+            child,
+            top.cast(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            std::ptr::addr_of_mut!(plan).cast(),
+        );
+        let cloned = io::Error::last_os_error();
+        let none: *mut u64 = std::ptr::null_mut();
+        libc::syscall(
+            libc::SYS_rt_sigprocmask,
+            libc::SIG_SETMASK,
+            &before,
+            none,
+            8,
+        );
+        if pid < 0 {
+            return Err(cloned);
         }
-        let mut set = MaybeUninit::<libc::sigset_t>::uninit();
-        libc::sigemptyset(set.as_mut_ptr());
-        check(libc::posix_spawnattr_setsigmask(attr, set.as_ptr()))?;
-        libc::sigaddset(set.as_mut_ptr(), libc::SIGPIPE);
-        check(libc::posix_spawnattr_setsigdefault(attr, set.as_ptr()))?;
-        check(libc::posix_spawnattr_setpgroup(attr, 0))?;
-        let flags = libc::POSIX_SPAWN_SETPGROUP
-            | libc::POSIX_SPAWN_SETSIGMASK
-            | libc::POSIX_SPAWN_SETSIGDEF;
-        check(libc::posix_spawnattr_setflags(attr, flags as libc::c_short))?;
-        let mut pid = 0;
-        check(libc::posix_spawnp(
-            &mut pid,
-            argv[0].as_ptr(),
-            fa,
-            attr,
-            args.as_ptr(),
-            envp.as_ptr(),
-        ))?;
-        drop((out_write, err_write));
-        Ok(JobProcess::new(
-            pid,
-            Some(out_read.into()),
-            Some(err_read.into()),
-        ))
+        pid
+    };
+    drop((out_write, err_write));
+    // SAFETY: the child has exited or exec'd: `plan.error` is final.
+    let error = unsafe { std::ptr::read_volatile(&plan.error) };
+    let mut started = JobProcess::new(pid, Some(out_read.into()), Some(err_read.into()));
+    if error != 0 {
+        // Reaped here: a process that never ran the job is not the job's.
+        let _ = started.wait();
+        return Err(io::Error::from_raw_os_error(error));
+    }
+    Ok(started)
+}
+
+/// The child: what `posix_spawn` does with our attributes and file
+/// actions, in its order, then the exec; on failure the error number goes
+/// to the plan and the child exits.
+extern "C" fn child(plan: *mut c_void) -> c_int {
+    // SAFETY: the parent passes its `Plan`, live and untouched until we
+    // exec or exit.
+    let plan = unsafe { &mut *plan.cast::<Plan<'_>>() };
+    // SAFETY: system calls only, on what the plan holds.
+    plan.error = unsafe { prepare_and_exec(plan) };
+    // SAFETY: ends this process alone (not the listener's threads).
+    unsafe { libc::_exit(127) }
+}
+
+/// The error number of the first step that failed (only returns on one).
+unsafe fn prepare_and_exec(plan: &Plan<'_>) -> c_int {
+    let errno = || {
+        io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO)
+    };
+    // SAFETY (all below): plain system calls on the plan's descriptors,
+    // strings and signal numbers, each valid until the exec.
+    unsafe {
+        for &sig in plan.signals {
+            if libc::sigaction(sig, &plan.default, std::ptr::null_mut()) != 0 {
+                return errno();
+            }
+        }
+        if libc::setpgid(0, 0) != 0 {
+            return errno();
+        }
+        for (target, &fd) in plan.stdio.iter().enumerate() {
+            if libc::dup2(fd, target as c_int) < 0 {
+                return errno();
+            }
+        }
+        if let Some(cwd) = plan.cwd
+            && libc::chdir(cwd) != 0
+        {
+            return errno();
+        }
+        let none: u64 = 0;
+        let old: *mut u64 = std::ptr::null_mut();
+        if libc::syscall(libc::SYS_rt_sigprocmask, libc::SIG_SETMASK, &none, old, 8) != 0 {
+            return errno();
+        }
+        // execvp's rules: a place that cannot be searched or holds nothing
+        // is passed over; one that holds the name but denies its exec is
+        // remembered; any other failure ends the search.
+        let (mut last, mut denied) = (libc::ENOENT, false);
+        for place in plan.places.split_inclusive(|&b| b == 0) {
+            libc::execve(place.as_ptr().cast(), plan.argv, plan.envp);
+            last = errno();
+            match last {
+                libc::EACCES => denied = true,
+                libc::ENOENT | libc::ENOTDIR | libc::ESTALE | libc::ENODEV | libc::ETIMEDOUT => {}
+                _ => return last,
+            }
+        }
+        if denied { libc::EACCES } else { last }
     }
 }
 
@@ -307,26 +408,77 @@ mod tests {
         );
     }
 
+    /// An executable script `name` in `dir`, printing `says`.
+    fn script(dir: &std::path::Path, name: &str, says: &str, mode: u32) {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\necho {says}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    fn started(argv: &[&str], cwd: Option<&std::path::Path>, path: &str) -> io::Result<String> {
+        let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
+        let env = vec![("PATH".to_string(), path.to_string())];
+        let s = JobSpawn {
+            argv: &argv,
+            cwd,
+            env: &env,
+        };
+        let mut p = spawn(&s).expect("served here")?;
+        let mut out = String::new();
+        p.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        p.wait().unwrap();
+        Ok(out)
+    }
+
     #[test]
-    fn a_job_that_sets_its_own_path_is_left_to_std() {
-        let argv = vec!["sh".to_string()];
-        let env = vec![("PATH".to_string(), "/nowhere".to_string())];
-        let s = JobSpawn {
-            argv: &argv,
-            cwd: None,
-            env: &env,
+    fn a_program_is_searched_for_in_the_jobs_own_path_as_execvp_does() {
+        let dirs = [(); 3].map(|_| tempfile::tempdir().unwrap());
+        let [denied, first, second] = dirs.each_ref().map(|d| d.path());
+        script(denied, "fd-probe", "denied", 0o644);
+        script(first, "fd-probe", "first", 0o755);
+        script(second, "fd-probe", "second", 0o755);
+        let join = |ds: &[&std::path::Path]| {
+            ds.iter()
+                .map(|d| d.to_str().unwrap())
+                .collect::<Vec<_>>()
+                .join(":")
         };
-        assert!(spawn(&s).is_none());
-        let argv = vec![
-            "/bin/sh".to_string(),
-            "-c".to_string(),
-            "exit 0".to_string(),
-        ];
-        let s = JobSpawn {
-            argv: &argv,
-            cwd: None,
-            env: &env,
+        // A place that denies the exec is passed over; the first that runs wins.
+        let out = started(&["fd-probe"], None, &join(&[denied, first, second])).unwrap();
+        assert_eq!(out, "first\n");
+        // Only denied: the error is that, not "not found".
+        let e = started(
+            &["fd-probe"],
+            None,
+            &join(&[std::path::Path::new("/nowhere"), denied]),
+        );
+        assert_eq!(e.unwrap_err().kind(), io::ErrorKind::PermissionDenied);
+        // An empty entry is the job's working folder.
+        let out = started(&["fd-probe"], Some(second), "/nowhere:").unwrap();
+        assert_eq!(out, "second\n");
+        // A name with a slash is not searched for, and is taken from the
+        // job's folder.
+        let out = started(&["./fd-probe"], Some(first), "/nowhere").unwrap();
+        assert_eq!(out, "first\n");
+        let e = started(&["sh"], None, "/nowhere").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn a_job_starts_with_no_signal_blocked_and_those_the_listener_ignores_still_ignored() {
+        // SAFETY: SIGUSR2 is used by nothing else in these tests.
+        unsafe { libc::signal(libc::SIGUSR2, libc::SIG_IGN) };
+        let (out, _) = run(
+            &["grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status"],
+            None,
+            &[],
+        );
+        let mask = |name: &str| {
+            let line = out.lines().find(|l| l.starts_with(name)).expect(name);
+            u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap()
         };
-        assert!(spawn(&s).is_some(), "a path needs no search");
+        assert_eq!(mask("SigBlk:"), 0, "{out}");
+        assert_ne!(mask("SigIgn:") & (1 << (libc::SIGUSR2 - 1)), 0, "{out}");
     }
 }

@@ -188,7 +188,8 @@ pub(super) fn prepare_job(cmd: &mut Command) {
     cmd.process_group(0);
 }
 
-/// See [`super::spawn_job`].
+/// See [`super::spawn_job`]. Linux falls back to `std::process` only for
+/// a listener started with a standard descriptor closed.
 pub(super) fn spawn_job(s: &super::JobSpawn<'_>) -> io::Result<JobProcess> {
     #[cfg(target_os = "linux")]
     if let Some(started) = super::spawn_linux::spawn(s) {
