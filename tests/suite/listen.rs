@@ -256,6 +256,39 @@ fn a_program_named_without_a_path_is_found_in_the_jobs_own_path_not_the_listener
     assert_eq!(r["error"], "spawn-failed", "{r}");
 }
 
+#[cfg(unix)] // the listener's descriptors closed by `sh`
+#[test]
+fn a_listener_started_with_its_standard_descriptors_closed_still_gives_a_job_its_own() {
+    // As a service manager may start it: the listener's own files then
+    // take descriptors 0–2, and a job must still get its output into its
+    // logs and the null device as its input, and the listener must not
+    // fail on the output it cannot write.
+    let w = World::with_target();
+    let id = w.enqueue(&[], &["sh", "-c", "echo out; echo err >&2; cat; echo end"]);
+    let bg = w.bg_cmd();
+    let mut c = std::process::Command::new("sh");
+    c.env_clear();
+    for (k, v) in bg.get_envs() {
+        if let Some(v) = v {
+            c.env(k, v);
+        }
+    }
+    let status = c
+        .args(["-c", "exec \"$0\" listen --once 0<&- 1>&- 2>&-"])
+        .arg(bg.get_program())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{status}");
+    let r = w.result(&id);
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(log_text(&w, &id, "stdout"), "out\nend\n");
+    assert_eq!(
+        log_text(&w, &id, "stderr"),
+        "err\n",
+        "cat read the null device"
+    );
+}
+
 #[test]
 fn a_job_gets_its_fleet_variables_a_null_stdin_its_env_and_cwd_but_never_the_key() {
     let w = World::with_target();
