@@ -255,7 +255,7 @@ pub use imp::JobProcess;
 /// into a map, then into new C strings, at every spawn that adds a
 /// variable, and every job gets six (about 40 µs a job in a serial drain,
 /// bench/README.md); and glibc's `posix_spawn` resets all 64 signals in
-/// the child where two or three have handlers (about 27 µs more).
+/// the child where five have handlers (about 27 µs more).
 pub fn spawn_job(s: &JobSpawn<'_>) -> io::Result<JobProcess> {
     imp::spawn_job(s)
 }

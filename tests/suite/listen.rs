@@ -265,19 +265,10 @@ fn a_listener_started_with_its_standard_descriptors_closed_still_gives_a_job_its
     // fail on the output it cannot write.
     let w = World::with_target();
     let id = w.enqueue(&[], &["sh", "-c", "echo out; echo err >&2; cat; echo end"]);
-    let bg = w.bg_cmd();
-    let mut c = std::process::Command::new("sh");
-    c.env_clear();
-    for (k, v) in bg.get_envs() {
-        if let Some(v) = v {
-            c.env(k, v);
-        }
-    }
-    let status = c
-        .args(["-c", "exec \"$0\" listen --once 0<&- 1>&- 2>&-"])
-        .arg(bg.get_program())
-        .status()
-        .unwrap();
+    let mut listener = w.bg_cmd();
+    listener.args(["listen", "--once"]);
+    let closing = ["-c", "exec \"$0\" \"$@\" 0<&- 1>&- 2>&-"];
+    let status = through("sh", &closing, &listener).status().unwrap();
     assert!(status.success(), "{status}");
     let r = w.result(&id);
     assert_eq!(r["ok"], true, "{r}");

@@ -961,8 +961,19 @@ pub fn without_read_override(c: std::process::Command) -> Result<std::process::C
         .into_iter()
         .find(|p| Path::new(p).exists())
         .ok_or("running as root, which reads a mode-000 file, and no setpriv to drop that")?;
-    let mut w = std::process::Command::new(setpriv);
-    w.arg("--bounding-set=-dac_override,-dac_read_search")
+    Ok(through(
+        setpriv,
+        &["--bounding-set=-dac_override,-dac_read_search"],
+        &c,
+    ))
+}
+
+/// `c` started by `wrapper` (given `first`, then `c`'s program and
+/// arguments), with `c`'s environment, folder and a null stdin.
+#[cfg(unix)]
+pub fn through(wrapper: &str, first: &[&str], c: &std::process::Command) -> std::process::Command {
+    let mut w = std::process::Command::new(wrapper);
+    w.args(first)
         .arg(c.get_program())
         .args(c.get_args())
         .env_clear();
@@ -975,7 +986,7 @@ pub fn without_read_override(c: std::process::Command) -> Result<std::process::C
         w.current_dir(d);
     }
     w.stdin(Stdio::null());
-    Ok(w)
+    w
 }
 
 /// A tmpfs mounted over a folder for as long as it lives (Linux, as root).
