@@ -236,13 +236,18 @@ pub fn run_id() -> String {
     hex::encode(raw)
 }
 
-/// Writes heartbeats for one listener; cheap to clone into a thread (the
-/// clones share the list of jobs running in slots).
+/// Writes heartbeats for one listener; cheap to clone into a thread (each
+/// job's watch takes one): the clones share one [`Writer`], and with it the
+/// list of jobs running in slots.
 #[derive(Clone, Debug)]
-pub struct Heartbeat {
+pub struct Heartbeat(Arc<Writer>);
+
+/// What every beat of one listener is made from.
+#[derive(Debug)]
+struct Writer {
     /// The jobs running in slots, in the order they started; empty with
     /// one slot, where the job is the one [`Heartbeat::write`] is given.
-    slots: Arc<Mutex<Vec<String>>>,
+    slots: Mutex<Vec<String>>,
     dirs: TargetDirs,
     target: String,
     host: String,
@@ -267,8 +272,8 @@ impl Heartbeat {
         key: Arc<Key>,
         poll: Duration,
     ) -> Heartbeat {
-        Heartbeat {
-            slots: Arc::default(),
+        Heartbeat(Arc::new(Writer {
+            slots: Mutex::default(),
             dirs,
             target: target.to_string(),
             host: who.host.clone(),
@@ -282,30 +287,30 @@ impl Heartbeat {
             key_fingerprint: who.key_fingerprint.clone(),
             started_at: clock::format(clock::now()),
             poll,
-        }
+        }))
     }
 
     /// Another listener's heartbeat in our file, while it counts as alive
     /// ([`is_rival`]): a beat that does not verify is a folder writer's
     /// (or an older version's) and never counts.
     pub fn rival(&self) -> Option<Beat> {
-        read(&self.dirs).filter(|b| self.is_rival(b))
+        read(&self.0.dirs).filter(|b| self.is_rival(b))
     }
 
     /// Whether `b`, a beat read from the target folder, is another
     /// listener's ([`is_rival`]).
     pub fn is_rival(&self, b: &Beat) -> bool {
-        is_rival(b, &self.key, self.dirs.target(), &self.own)
+        is_rival(b, &self.0.key, self.0.dirs.target(), &self.0.own)
     }
 
     /// Whether `b` verifies under the fleet key this listener signs with.
     pub fn verifies(&self, b: &Beat) -> bool {
-        b.verified(&self.key, self.dirs.target())
+        b.verified(&self.0.key, self.0.dirs.target())
     }
 
     /// Notes that job `id` runs in a slot, or (`false`) no longer does.
     pub fn slot(&self, id: &str, runs: bool) {
-        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slots = self.0.slots.lock().unwrap_or_else(|p| p.into_inner());
         slots.retain(|j| j != id);
         if runs {
             slots.push(id.to_string());
@@ -316,7 +321,12 @@ impl Heartbeat {
     /// running ones (whichever `running` is given), and `listening` reads
     /// `running`.
     pub fn write(&self, running: Option<&str>, state: &str) {
-        let slots = self.slots.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let slots = self
+            .0
+            .slots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         let (running_jobs, state) = if slots.is_empty() {
             (running.map(str::to_string).into_iter().collect(), state)
         } else if state == "listening" {
@@ -325,34 +335,34 @@ impl Heartbeat {
             (slots, state)
         };
         let beat = Beat {
-            target: self.target.clone(),
+            target: self.0.target.clone(),
             pid: std::process::id(),
             state: state.to_string(),
             running: running_jobs.first().cloned(),
             running_jobs,
-            started_at: self.started_at.clone(),
+            started_at: self.0.started_at.clone(),
             heartbeat_at: clock::format(clock::now()),
-            poll_interval_ms: self.poll.as_millis() as u64,
+            poll_interval_ms: self.0.poll.as_millis() as u64,
             version: env!("CARGO_PKG_VERSION").to_string(),
-            host: self.host.clone(),
-            instance: self.own.instance.clone(),
-            key_fingerprint: self.key_fingerprint.clone(),
-            run: self.own.run.clone(),
+            host: self.0.host.clone(),
+            instance: self.0.own.instance.clone(),
+            key_fingerprint: self.0.key_fingerprint.clone(),
+            run: self.0.own.run.clone(),
             sig: String::new(),
         };
         let beat = Beat {
-            sig: self.key.sign(&beat.canonical()),
+            sig: self.0.key.sign(&beat.canonical()),
             ..beat
         };
         // Recorded first: a crash between the two leaves a beat dated no
         // later than the record, which the next run takes for its own.
         let _ = fsops::replace(
-            &self.record,
+            &self.0.record,
             format!("{} {}\n", beat.run, beat.heartbeat_at).as_bytes(),
             fsops::Flush::Nothing,
         );
         // The target folder is opened for each write: never through a link.
-        if let Ok(Some(base)) = self.dirs.open_base() {
+        if let Ok(Some(base)) = self.0.dirs.open_base() {
             let _ = base.replace(
                 LISTENER_JSON,
                 &crate::doc::to_file_bytes(&beat),

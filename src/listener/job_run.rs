@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde_json::json;
+use serde::Serialize;
 
 use super::{Candidate, Listener};
 use crate::clock;
@@ -204,14 +204,14 @@ impl Listener {
         // If this write fails the start-up scan by job id still finds the orphans.
         let _ = self.ledger.note_pid(id.as_str(), pid);
         let settled = self.settle();
-        let shown = json!({
-            "jobId": id.as_str(),
-            "label": job.spec.label,
-            "argv": job.spec.argv,
-            "origin": job.origin,
-            "startedAt": started_at,
-            "listenerPid": std::process::id(),
-        });
+        let shown = Shown {
+            argv: &job.spec.argv,
+            job_id: id.as_str(),
+            label: job.spec.label.as_deref(),
+            listener_pid: self.pid,
+            origin: &job.origin,
+            started_at,
+        };
         self.publisher
             .show_running(id.clone(), doc::to_file_bytes(&shown));
         settled
@@ -267,4 +267,16 @@ pub(super) struct Begun {
     pub req: runner::Request,
     pub watch: Watch,
     pub started_at: String,
+}
+
+/// A running job's file in `running/` (its fields in name order).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Shown<'a> {
+    argv: &'a [String],
+    job_id: &'a str,
+    label: Option<&'a str>,
+    listener_pid: u32,
+    origin: &'a str,
+    started_at: &'a str,
 }

@@ -186,6 +186,9 @@ pub struct Listener {
     rival_was_said: bool,
     /// Where `listen --drain` asks this listener to stop between jobs.
     drain: PathBuf,
+    /// This process's id, for the `running/` files (asked once: each ask
+    /// is a system call).
+    pid: u32,
     _lock: Lock,
     _folder_lock: Lock,
 }
@@ -326,6 +329,7 @@ impl Listener {
             rival_checked: None,
             rival_was_said: false,
             drain,
+            pid: std::process::id(),
             _lock: lock,
             _folder_lock: folder_lock,
         };

@@ -94,19 +94,57 @@ fn is_named(entry: &CString, name: &str) -> bool {
 }
 
 fn c_string(text: impl Into<Vec<u8>>) -> io::Result<CString> {
-    CString::new(text).map_err(|_| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "nul byte found in provided data",
-        )
-    })
+    CString::new(text).map_err(|_| nul_error())
+}
+
+/// The error `std::process` gives for a NUL byte inside an argument,
+/// variable or folder.
+fn nul_error() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "nul byte found in provided data",
+    )
+}
+
+/// C strings laid end to end in one buffer (an argv or the job's own
+/// variables: one allocation, not one per entry).
+#[derive(Default)]
+struct CStrings {
+    bytes: Vec<u8>,
+    starts: Vec<usize>,
+}
+
+impl CStrings {
+    /// Adds one string made of `parts`; a NUL byte in any is refused.
+    fn push(&mut self, parts: &[&[u8]]) -> io::Result<()> {
+        if parts.iter().any(|p| p.contains(&0)) {
+            return Err(nul_error());
+        }
+        self.starts.push(self.bytes.len());
+        for part in parts {
+            self.bytes.extend_from_slice(part);
+        }
+        self.bytes.push(0);
+        Ok(())
+    }
+
+    /// String `i` with its NUL.
+    fn get(&self, i: usize) -> &[u8] {
+        let end = self.starts.get(i + 1).copied().unwrap_or(self.bytes.len());
+        &self.bytes[self.starts[i]..end]
+    }
+
+    /// A pointer to each string (valid while `self` is neither changed nor
+    /// dropped).
+    fn pointers(&self) -> impl Iterator<Item = *const c_char> + '_ {
+        self.starts.iter().map(|&i| self.bytes[i..].as_ptr().cast())
+    }
 }
 
 /// Each place `program` may be, NUL-terminated, in the order `execvp`
 /// tries them: itself when it names a path, else each `PATH` entry (an
 /// empty one meaning the working folder), `/bin:/usr/bin` without `PATH`.
-fn places(program: &CString, path: Option<&[u8]>) -> Vec<u8> {
-    let name = program.as_bytes_with_nul();
+fn places(name: &[u8], path: Option<&[u8]>) -> Vec<u8> {
     if name.len() == 1 || name.contains(&b'/') {
         return name.to_vec();
     }
@@ -155,28 +193,27 @@ struct Plan<'a> {
 const CHILD_STACK: usize = 32 * 1024;
 
 fn spawn_with(s: &JobSpawn<'_>, null: &File) -> io::Result<JobProcess> {
-    let argv = s
-        .argv
-        .iter()
-        .map(|a| c_string(a.as_str()))
-        .collect::<io::Result<Vec<_>>>()?;
-    let own = s
-        .env
-        .iter()
-        .map(|(k, v)| c_string(format!("{k}={v}")))
-        .collect::<io::Result<Vec<_>>>()?;
+    let mut argv = CStrings::default();
+    for a in s.argv {
+        argv.push(&[a.as_bytes()])?;
+    }
+    let mut own = CStrings::default();
+    for (k, v) in s.env {
+        own.push(&[k.as_bytes(), b"=", v.as_bytes()])?;
+    }
     let cwd = s
         .cwd
         .map(|c| c_string(c.as_os_str().as_bytes()))
         .transpose()?;
-    let mut args: Vec<*const c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    let mut args: Vec<*const c_char> = Vec::with_capacity(s.argv.len() + 1);
+    args.extend(argv.pointers());
     args.push(std::ptr::null());
     let kept = inherited()
         .iter()
         .filter(|e| !s.env.iter().any(|(k, _)| is_named(e, k)));
-    let mut envp: Vec<*const c_char> = Vec::with_capacity(inherited().len() + own.len() + 1);
+    let mut envp: Vec<*const c_char> = Vec::with_capacity(inherited().len() + s.env.len() + 1);
     envp.extend(kept.map(|e| e.as_ptr()));
-    envp.extend(own.iter().map(|e| e.as_ptr()));
+    envp.extend(own.pointers());
     envp.push(std::ptr::null());
     // The search uses the job's own PATH when it sets one, as execvp in the
     // child would.
@@ -187,7 +224,7 @@ fn spawn_with(s: &JobSpawn<'_>, null: &File) -> io::Result<JobProcess> {
             .find(|e| is_named(e, "PATH"))
             .map(|e| &e.as_bytes()[5..]),
     };
-    let places = places(&argv[0], path);
+    let places = places(argv.get(0), path);
 
     let (out_read, out_write) = pipe()?;
     let (err_read, err_write) = pipe()?;

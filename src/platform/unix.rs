@@ -12,6 +12,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::Signal;
 use crate::error::{Error, Result};
@@ -290,6 +292,9 @@ impl JobProcess {
 pub struct Tree {
     leader: i32,
     mark: Option<String>,
+    /// Set once the leader is known to have exited (it stays so until it
+    /// is reaped), by the tree or by the job's [`JobIo`]: not asked again.
+    exited: Arc<AtomicBool>,
 }
 
 /// The leaders of the jobs running beside each other (slots), each with
@@ -302,13 +307,27 @@ fn beside() -> std::sync::MutexGuard<'static, Vec<(i32, i32)>> {
     BESIDE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The calling thread's id (its pid where threads have none of their own).
+/// This process's id, asked once: a job's end looks for its processes
+/// with it, and each ask is a system call. (The listener never forks a
+/// child that goes on running its code.)
+fn own_pid() -> i32 {
+    static PID: std::sync::OnceLock<i32> = std::sync::OnceLock::new();
+    *PID.get_or_init(|| std::process::id() as i32)
+}
+
+/// The calling thread's id (its pid where threads have none of their own),
+/// asked once per thread.
 fn thread_id() -> i32 {
     #[cfg(target_os = "linux")]
-    // SAFETY: gettid has no arguments.
-    return unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+    {
+        thread_local! {
+            // SAFETY: gettid has no arguments.
+            static TID: i32 = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+        }
+        TID.with(|t| *t)
+    }
     #[cfg(not(target_os = "linux"))]
-    return std::process::id() as i32;
+    return own_pid();
 }
 
 impl Tree {
@@ -319,7 +338,11 @@ impl Tree {
         if mark.is_some() {
             beside().push((leader, thread_id()));
         }
-        Ok(Tree { leader, mark })
+        Ok(Tree {
+            leader,
+            mark,
+            exited: Arc::default(),
+        })
     }
 
     /// The id recorded in the journal: the leader's pid (= its group id).
@@ -330,7 +353,10 @@ impl Tree {
     /// True once the leader has exited (it stays unreaped until its owner
     /// waits for it, keeping the group id reserved).
     pub fn leader_exited(&self) -> bool {
-        has_exited(self.leader)
+        if !self.exited.load(Ordering::Relaxed) && has_exited(self.leader) {
+            self.exited.store(true, Ordering::Relaxed);
+        }
+        self.exited.load(Ordering::Relaxed)
     }
 
     /// Signals the whole tree: the group and every descendant.
@@ -343,9 +369,9 @@ impl Tree {
     pub fn others(&self) -> Vec<i32> {
         // An exited leader has no children left (they were re-parented to
         // us, the subreaper): its part of the walk can be skipped.
-        let exited = has_exited(self.leader);
+        let exited = self.leader_exited();
         let found = match &self.mark {
-            None => job_processes(std::process::id() as i32, self.leader, exited),
+            None => job_processes(own_pid(), self.leader, exited),
             Some(mark) => shared_job_processes(self.leader, mark, exited),
         };
         found.into_iter().filter(|&p| p != self.leader).collect()
@@ -545,10 +571,12 @@ fn read_from_start(f: &std::fs::File) -> Option<String> {
     let mut buf = [0u8; 512];
     let mut whole = Vec::new();
     loop {
-        match f.read_at(&mut buf, whole.len() as u64) {
-            Ok(0) => break,
-            Ok(k) => whole.extend_from_slice(&buf[..k]),
-            Err(_) => return None,
+        let k = f.read_at(&mut buf, whole.len() as u64).ok()?;
+        whole.extend_from_slice(&buf[..k]);
+        // A `/proc` file fills a read up to its end: a read that comes back
+        // short has reached it (a second would only say so).
+        if k < buf.len() {
+            break;
         }
     }
     String::from_utf8(whole).ok()
@@ -565,7 +593,7 @@ fn task_children(task: i32) -> Option<String> {
     thread_local! {
         static OWN: std::cell::OnceCell<Option<std::fs::File>> = const { std::cell::OnceCell::new() };
     }
-    let me = std::process::id() as i32;
+    let me = own_pid();
     let path = || format!("/proc/{me}/task/{task}/children");
     if task == me {
         let held = MAIN.get_or_init(|| std::fs::File::open(path()).ok());
@@ -627,7 +655,7 @@ fn descendants(root: i32, skip: Option<i32>) -> Option<Vec<i32>> {
     if !children_supported() {
         return None;
     }
-    let me = std::process::id() as i32;
+    let me = own_pid();
     let mut found = Vec::new();
     let mut frontier = vec![root];
     while let Some(parent) = frontier.pop() {
@@ -676,7 +704,7 @@ fn own_children() -> Option<Vec<i32>> {
     // The main thread's (a subreaper adopts orphans into its first live
     // thread, the main one) and those of the threads that spawned the
     // running jobs; no other thread of ours starts processes.
-    let me = std::process::id() as i32;
+    let me = own_pid();
     let mut tasks = vec![me];
     for &(_, spawner) in beside().iter() {
         if !tasks.contains(&spawner) {
@@ -804,7 +832,7 @@ fn tree_in_table(table: &[Proc], root: i32, pgid: i32) -> Vec<i32> {
 /// started with.
 pub(super) fn orphans(o: &super::Orphaned<'_>) -> Vec<i32> {
     let wanted = o.env;
-    let me = std::process::id() as i32;
+    let me = own_pid();
     let table = process_table();
     let holds_all = |env: &[u8]| {
         wanted
@@ -1005,6 +1033,8 @@ pub struct JobIo {
     exit_fd: Option<std::os::fd::OwnedFd>,
     leader: i32,
     exited: bool,
+    /// The tree's flag, set here when the exit is seen.
+    leader_gone: Arc<AtomicBool>,
     bell: Bell,
 }
 
@@ -1017,6 +1047,7 @@ impl JobIo {
             exit_fd: exit_fd(tree.leader),
             leader: tree.leader,
             exited: false,
+            leader_gone: Arc::clone(&tree.exited),
             bell: bell.clone(),
         }
     }
@@ -1035,8 +1066,7 @@ impl JobIo {
         loop {
             let look = self.exit_fd.is_none() || EXIT_BACKSTOP.is_some();
             if !self.exited && look && has_exited(self.leader) {
-                self.exited = true;
-                return IoEvent::Exited;
+                return self.exit_seen();
             }
             let none = -1;
             let fd = |o: Option<i32>| libc::pollfd {
@@ -1092,14 +1122,20 @@ impl JobIo {
             if ready(2) {
                 #[cfg(target_os = "linux")]
                 await_zombie(self.leader);
-                self.exited = true;
-                return IoEvent::Exited;
+                return self.exit_seen();
             }
             if ready(3) {
                 self.bell.drain();
                 return IoEvent::Bell;
             }
         }
+    }
+
+    /// The exit seen: noted here and in the job's tree.
+    fn exit_seen(&mut self) -> super::IoEvent {
+        self.exited = true;
+        self.leader_gone.store(true, Ordering::Relaxed);
+        super::IoEvent::Exited
     }
 }
 
