@@ -149,14 +149,18 @@ pub enum Verdict {
 /// The verdict for a job waiting for `deps` (in its `after` order, each with
 /// what was found of it). By default each must have succeeded (`ok`), and
 /// the first that did not decides at once, even while others still run;
-/// with `after_any` any ending will do, a rejection included.
+/// with `after_any` any signed ending will do. A refusal never releases a
+/// job, even with `after_any`: it is read from a reason file, which is
+/// unsigned, so a folder writer could forge one for a job that has not run
+/// (or is still on its way); it ends the job `dependency-failed`, a denial
+/// such a writer could cause by deleting the job file anyway.
 pub fn decide(after_any: bool, deps: &[(After, Found)]) -> Verdict {
     let mut waiting = Vec::new();
     for (after, found) in deps {
         match found {
             Found::Unseen => waiting.push(after.clone()),
             Found::Ended { ok: true, .. } => {}
-            _ if after_any => {}
+            Found::Ended { .. } if after_any => {}
             other => {
                 return Verdict::Fail(DependencySeen {
                     ended: other.ending().unwrap_or_default(),
@@ -295,14 +299,25 @@ mod tests {
     }
 
     #[test]
-    fn after_any_takes_any_ending_but_still_waits_for_each() {
+    fn after_any_takes_any_signed_ending_but_still_waits_for_each() {
         let a = dep("BUILD", "a");
         let b = dep("PC", "b");
         let failed = ended(false, Termination::Exited, 1);
+        let cancelled = ended(false, Termination::Cancelled, -1);
+        assert_eq!(
+            decide(true, &[(a.clone(), failed.clone()), (b.clone(), cancelled)]),
+            Verdict::Run
+        );
+        // A refusal is an unsigned file's word: it fails the job, never
+        // releases it.
         let rejected = Found::Rejected("stale".into());
         assert_eq!(
             decide(true, &[(a.clone(), failed.clone()), (b.clone(), rejected)]),
-            Verdict::Run
+            Verdict::Fail(DependencySeen {
+                ended: "rejected (stale)".into(),
+                job_id: "b".into(),
+                target: "PC".into(),
+            })
         );
         assert_eq!(
             decide(true, &[(a, failed), (b.clone(), Found::Unseen)]),

@@ -8,7 +8,9 @@
 //! marker for the same id), so each refusal takes the first free slot:
 //! `<name>`, then `<name>.1`, `<name>.2`, … up to [`SLOTS`]. Because the
 //! first free slot is always taken, the slots in use run from 0 without a
-//! gap, which lets a lookup stop at the first free one.
+//! gap, which lets a lookup stop at the first free one. Once all are taken
+//! (a folder writer can fill them), a refusal goes under `<name>.<random>`,
+//! so nothing a writer places can stop a move aside.
 
 use serde::{Deserialize, Serialize};
 
@@ -21,8 +23,11 @@ use crate::layout::{ARCHIVE, Bad, Folders, OpenFailure, Place, TargetDirs};
 use crate::names::JobId;
 use crate::read::FileRead;
 
-/// How many refusals of one name are kept.
+/// How many refusals of one name are kept in numbered slots.
 pub const SLOTS: u32 = 1000;
+
+/// How many names with a random part are tried once every slot is taken.
+const RANDOM_TRIES: usize = 8;
 
 /// Largest reason document read back.
 pub const MAX_BYTES: u64 = 64 * 1024;
@@ -138,18 +143,38 @@ fn slot(name: &str, n: u32) -> (String, String) {
 /// A file error, or `INTERNAL` when every slot is taken.
 pub fn file(rejected: &Dir, from: &Dir, name: &str, reason: &Reason) -> Result<()> {
     let body = crate::doc::to_file_bytes(reason);
+    // Moved to `dest` with its reason at `reason_name` when both are free.
+    let take = |dest: &str, reason_name: &str| -> Result<bool> {
+        if rejected.exists(dest) || rejected.exists(reason_name) {
+            return Ok(false);
+        }
+        if !rejected.publish(reason_name, &body, fsops::Flush::Nothing)? {
+            return Ok(false);
+        }
+        if from.move_no_replace(name, rejected, dest)? {
+            return Ok(true);
+        }
+        rejected.remove(reason_name)?;
+        Ok(false)
+    };
     for n in 0..SLOTS {
         let (dest, reason_name) = slot(name, n);
-        if rejected.exists(&dest) || rejected.exists(&reason_name) {
-            continue;
-        }
-        if !rejected.publish(&reason_name, &body, fsops::Flush::Nothing)? {
-            continue;
-        }
-        if from.move_no_replace(name, rejected, &dest)? {
+        if take(&dest, &reason_name)? {
             return Ok(());
         }
-        rejected.remove(&reason_name)?;
+    }
+    // Every slot is taken: a folder writer can fill them all, to keep a
+    // marker's or a result's place blocked, or the listener from starting.
+    // The entry then goes under a name no one can take ahead of it: kept,
+    // and pruned by its age, but past the walk lookups make (which a writer
+    // who filled the slots has made meaningless anyway).
+    for _ in 0..RANDOM_TRIES {
+        let mut r = [0u8; 8];
+        crate::random::fill(&mut r);
+        let dest = format!("{name}.{}", hex::encode(r));
+        if take(&dest, &format!("{dest}.reason.json"))? {
+            return Ok(());
+        }
     }
     Err(Error::new(
         Code::Internal,

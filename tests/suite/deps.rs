@@ -256,6 +256,34 @@ fn a_rejected_dependency_fails_the_job() {
 }
 
 #[test]
+fn a_forged_rejection_never_releases_an_after_any_job() {
+    let w = World::with_target();
+    w.make_target("BUILD");
+    enqueue_word(&w, "b", &["--after", "BUILD:x", "--after-any"], "B", None);
+    w.listen_once(&[]);
+    held(&w, "b");
+    // A folder writer without the key files "x" as refused on BUILD, with a
+    // reason of their own: BUILD's job never ran (it may still be on its way).
+    let rejected = w.root.join("BUILD/archive/rejected");
+    std::fs::create_dir_all(&rejected).unwrap();
+    std::fs::write(rejected.join("x.json"), "{}").unwrap();
+    let reason = json!({
+        "verdict": "malformed", "message": "forged", "kind": "job", "target": "BUILD",
+        "rejectedAt": "2026-12-02T00:00:00.000Z",
+    });
+    std::fs::write(rejected.join("x.json.reason.json"), reason.to_string()).unwrap();
+    let c = w.listen_once(&[]);
+    assert_eq!(c["done"], 0, "{c}");
+    assert!(lines(&log(&w)).is_empty(), "b ran on a forged rejection");
+    // The most it can do is a denial: b ends unstarted, naming why.
+    assert_eq!(w.result("b")["error"], "dependency-failed");
+    assert_eq!(
+        w.detail("b")["dependency"],
+        json!({"target": "BUILD", "jobId": "x", "ended": "rejected (malformed)"})
+    );
+}
+
+#[test]
 fn enqueue_refuses_bad_after_values_naming_them() {
     let w = World::with_target();
     let too_many: Vec<String> = (0..65)

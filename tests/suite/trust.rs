@@ -678,3 +678,52 @@ fn a_squatted_folder_lock_is_named_as_unbacked_and_a_backed_one_names_the_listen
     forged_beat(&w, "listening", false);
     assert_eq!(w.listen_once(&[])["done"], 0);
 }
+
+/// Fills every numbered slot `archive/rejected/` keeps for `name` (and its
+/// reasons), as a folder writer can with empty files.
+fn fill_rejected_slots(w: &World, name: &str) {
+    let rejected = w.pc().join("archive").join("rejected");
+    std::fs::create_dir_all(&rejected).unwrap();
+    for n in 0..1000 {
+        let stored = if n == 0 {
+            name.to_string()
+        } else {
+            format!("{name}.{n}")
+        };
+        std::fs::write(rejected.join(&stored), b"").unwrap();
+        std::fs::write(rejected.join(format!("{stored}.reason.json")), b"").unwrap();
+    }
+}
+
+#[test]
+fn filling_every_rejected_slot_blocks_no_cancel_no_result_and_no_start() {
+    let w = World::with_target();
+    let side = scratch(&w, "side");
+    // A genuine cancel still lands on junk in the marker's place.
+    let cancelled = uid("cancelled");
+    w.write_job("PC", &cancelled, "PC", &now_text(), &appends(&side, "cancelled"));
+    fill_rejected_slots(&w, &format!("{cancelled}.json"));
+    std::fs::write(w.marker(&cancelled), b"junk").unwrap();
+    let (code, out, err) = w.run(&["cancel", "--target", "PC", "--job-id", &cancelled]);
+    assert_eq!(code, 0, "{out}{err}");
+    // A genuine result still takes the place of junk in results/.
+    let placed = uid("placed");
+    w.write_job("PC", &placed, "PC", &now_text(), &appends(&side, "placed"));
+    fill_rejected_slots(&w, &format!("{placed}.json"));
+    std::fs::write(w.result_path(&placed), b"junk").unwrap();
+    // And a folder in the place of the listener's lock file still lets it start.
+    let lock = w.pc().join("listener.lock");
+    let _ = std::fs::remove_file(&lock);
+    std::fs::create_dir_all(lock.join("x")).unwrap();
+    fill_rejected_slots(&w, "listener.lock");
+    let c = w.listen_once(&[]);
+    assert_eq!(
+        (c["done"].as_u64(), c["cancelled"].as_u64()),
+        (Some(1), Some(1)),
+        "{c}"
+    );
+    assert_eq!(lines(&side), ["placed"]);
+    assert_eq!(w.result(&cancelled)["error"], "cancelled-before-start");
+    assert!(result_sig_ok(&w.result(&placed)), "the genuine result is in place");
+    assert!(lock.is_file(), "the lock file was made again");
+}
