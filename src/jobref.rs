@@ -60,15 +60,18 @@ fn known_ids(dirs: &TargetDirs) -> Vec<JobId> {
 
 /// The job `text` names on `dirs`' target ([`LAST`], a full id, or a unique
 /// prefix of one). A full id nothing knows yet is taken as it is (sync may
-/// lag); an ambiguous prefix is `VALIDATION_ERROR` listing the candidates.
+/// lag), and a whole generated id always is; an ambiguous prefix is
+/// `VALIDATION_ERROR` listing the candidates.
 pub fn resolve(dirs: &TargetDirs, state_dir: Option<&Path>, text: &str) -> Result<JobId> {
     if text == LAST {
         return last(dirs, state_dir);
     }
     // A full id a folder holds is looked up by name: a listing of every
-    // folder (a year of history) is only for a prefix.
+    // folder (a year of history) is only for a prefix. A whole generated id
+    // is taken as it is, held or not: read as a prefix, a longer name a
+    // folder writer planted would take a cancel of a job still on its way.
     if let Ok(id) = JobId::parse(text)
-        && places(dirs).any(|d| d.exists(&id.file_name()))
+        && (id.is_generated() || places(dirs).any(|d| d.exists(&id.file_name())))
     {
         return Ok(id);
     }

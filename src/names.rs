@@ -68,6 +68,21 @@ impl JobId {
         ))
     }
 
+    /// True when the id has the form [`JobId::generate`] gives: a whole
+    /// generated id, never the start of another one.
+    pub fn is_generated(&self) -> bool {
+        let b = self.0.as_bytes();
+        let digits = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_digit);
+        b.len() == 32
+            && digits(0..8)
+            && b[8] == b'-'
+            && digits(9..15)
+            && b[15] == b'-'
+            && b[16..]
+                .iter()
+                .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
+    }
+
     /// The id as text.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -183,6 +198,16 @@ mod tests {
             rand.bytes()
                 .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
         );
+        assert!(id.is_generated(), "{s}");
+        for other in [
+            "20261129-193000-9f2c4e1ab37d5c0",
+            "20261129-193000-9f2c4e1ab37d5c08f",
+            "20261129-193000-9F2C4E1AB37D5C08",
+            "2026112a-193000-9f2c4e1ab37d5c08",
+            "build-7",
+        ] {
+            assert!(!JobId::parse(other).unwrap().is_generated(), "{other}");
+        }
         assert!(is_job_id(s));
         assert_ne!(JobId::generate(now), id);
     }

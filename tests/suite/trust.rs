@@ -727,3 +727,27 @@ fn filling_every_rejected_slot_blocks_no_cancel_no_result_and_no_start() {
     assert!(result_sig_ok(&w.result(&placed)), "the genuine result is in place");
     assert!(lock.is_file(), "the lock file was made again");
 }
+
+#[test]
+fn a_planted_longer_name_never_draws_a_cancel_of_a_job_still_on_its_way() {
+    let w = World::with_target();
+    let side = scratch(&w, "side");
+    // The job is not here yet (sync lags); a folder writer plants a name
+    // its id is the start of, in the archive and in the inbox.
+    let id = "20261202-160000-0123456789abcdef";
+    let rejected = w.pc().join("archive").join("rejected");
+    std::fs::create_dir_all(&rejected).unwrap();
+    std::fs::write(rejected.join(format!("{id}f.json")), b"x").unwrap();
+    let (code, out, err) = w.run(&["cancel", "--target", "PC", "--job-id", id]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(w.marker(id).is_file(), "the marker has the job's own name");
+    std::fs::write(w.inbox(&format!("{id}e")), b"x").unwrap();
+    let (code, out, err) = w.run(&["result", "--target", "PC", "--job-id", id]);
+    assert_eq!(code, 66, "a whole id is never ambiguous: {out}{err}");
+    // The job arrives, and is cancelled before it starts.
+    std::fs::remove_file(w.inbox(&format!("{id}e"))).unwrap();
+    w.write_job("PC", id, "PC", &now_text(), &appends(&side, "ran"));
+    w.listen_once(&[]);
+    assert!(lines(&side).is_empty(), "the job ran");
+    assert_eq!(w.result(id)["error"], "cancelled-before-start");
+}
