@@ -17,6 +17,7 @@ use crate::jobenv;
 use crate::names::JobId;
 use crate::platform::{self, Signal};
 use crate::publisher::{self, Finished};
+use crate::replay;
 use crate::state::Unfinished;
 
 impl Listener {
@@ -90,9 +91,12 @@ impl Listener {
         let f = self.folders()?;
         let name = id.file_name();
         let _ = f.running().remove(&name);
-        if f.results().exists(&name) {
-            // A result is there already (placed by hand, or by another
-            // copy): only the bookkeeping after it is left to do.
+        let target = self.dirs.target().as_str();
+        if replay::verified_result(f.results(), id, target, &self.key).is_some() {
+            // A genuine result is there already (placed by another copy):
+            // only the bookkeeping after it is left to do. One that does not
+            // verify is a folder writer's: the job gets its `interrupted`
+            // result, whose publishing moves that file aside.
             publisher::archive(&f, id)?;
             if self.has_valid_marker(id) {
                 publisher::consume_marker(&f, id)?;

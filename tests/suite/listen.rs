@@ -1492,6 +1492,28 @@ fn a_crash_after_the_start_line_but_before_the_spawn_gives_interrupted_and_no_ru
 }
 
 #[test]
+fn junk_in_the_result_place_of_a_job_a_crash_interrupted_gives_way_to_its_interrupted_result() {
+    let w = World::with_target();
+    let side = scratch(&w, "side");
+    let id = uid("junked");
+    w.write_job("PC", &id, "PC", &now_text(), &appends(&side, "ran"));
+    std::fs::create_dir_all(w.state.join("pc")).unwrap();
+    std::fs::write(
+        ledger_path(&w),
+        json!({"jobId": id, "processedAt": ts_offset(-3), "run": true}).to_string() + "\n",
+    )
+    .unwrap();
+    // Written by a folder writer while the job ran, before the crash.
+    std::fs::write(w.result_path(&id), b"junk").unwrap();
+    assert_counters(&w.listen_once(&[]), &[("failed", 1)]);
+    let r = w.result(&id);
+    assert_signed(&r);
+    assert_eq!(r["error"], "interrupted");
+    assert_eq!(w.reason(&format!("{id}.json"))["kind"], "result");
+    assert!(lines(&side).is_empty(), "the interrupted job was run");
+}
+
+#[test]
 fn a_crash_after_the_result_finishes_the_bookkeeping_without_a_second_run() {
     let w = World::with_target();
     let side = scratch(&w, "side");
