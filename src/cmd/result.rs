@@ -57,7 +57,7 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
                     "no job {id} on {} yet (not in its inbox, running or results)",
                     dirs.target()
                 ))
-                .hint("sync may lag: add --wait to wait for it"));
+                .hint("sync may lag: add --wait to wait for it; a job older than the retention (30 days by default) may have been pruned by `sweep`"));
             }
             seen => {
                 let why = NoResult::Unfinished(seen, None);

@@ -255,7 +255,11 @@ impl Listener {
                 crate::error::Code::Busy,
                 format!("another listener serves {}: {}{whence}", dirs.target(), other.who()),
             )
-            .hint("one listener per target in the whole fleet: two would run every job twice; stop the other, or start this one once its heartbeat is over 90 s old"));
+            .hint(if folder_lock.is_some() {
+                "one listener per target in the whole fleet: two would run every job twice; stop the other, or start this one once its heartbeat is over 90 s old"
+            } else {
+                "one listener per target in the whole fleet: two would run every job twice; stop the other first (it holds the folder lock, which a stale heartbeat does not release)"
+            }));
         }
         let Some(folder_lock) = folder_lock else {
             return Err(held_unbacked(&dirs));
