@@ -19,11 +19,20 @@ const LAST_FILE: &str = "last-enqueued";
 /// How many candidates an ambiguous prefix lists.
 const SHOWN: usize = 10;
 
-/// Remembers `id`, just enqueued for `dirs`' target, as `last`. A state
-/// directory that cannot be written only loses the shorthand.
+/// Remembers `id`, just enqueued for `dirs`' target, as `last`: a copy of
+/// the same id for another target (a fan-out) joins the targets already
+/// remembered for it, so `last` names it on each. A state directory that
+/// cannot be written only loses the shorthand.
 pub fn remember(state_dir: &Path, dirs: &TargetDirs, id: &JobId) {
     let _ = fsops::create_dirs(&[state_dir.to_path_buf()]);
-    let text = format!("{} {id}\n", dirs.target());
+    let mut targets = match remembered(state_dir) {
+        Some((targets, last)) if last == id.as_str() => targets,
+        _ => Vec::new(),
+    };
+    if !targets.iter().any(|t| dirs.target().same(t)) {
+        targets.push(dirs.target().to_string());
+    }
+    let text = format!("{} {id}\n", targets.join(","));
     let _ = fsops::replace(
         &state_dir.join(LAST_FILE),
         text.as_bytes(),
@@ -99,24 +108,29 @@ pub fn resolve(dirs: &TargetDirs, state_dir: Option<&Path>, text: &str) -> Resul
     }
 }
 
+/// The targets and the id `last` names, from the state directory.
+fn remembered(state_dir: &Path) -> Option<(Vec<String>, String)> {
+    let text = std::fs::read_to_string(state_dir.join(LAST_FILE)).ok()?;
+    let (targets, id) = text.trim().split_once(' ')?;
+    let targets = targets.split(',').map(str::to_string).collect();
+    Some((targets, id.to_string()))
+}
+
 fn last(dirs: &TargetDirs, state_dir: Option<&Path>) -> Result<JobId> {
-    let none = || {
+    let (targets, id) = state_dir.and_then(remembered).ok_or_else(|| {
         Error::not_found(format!(
             "no job was enqueued from this machine yet, so `{LAST}` names none"
         ))
-    };
-    let text = state_dir
-        .and_then(|d| std::fs::read_to_string(d.join(LAST_FILE)).ok())
-        .ok_or_else(none)?;
-    let (target, id) = text.trim().split_once(' ').ok_or_else(none)?;
-    if !dirs.target().same(target) {
+    })?;
+    if !targets.iter().any(|t| dirs.target().same(t)) {
+        let went = targets.join(",");
         return Err(Error::not_found(format!(
-            "the last job enqueued from this machine went to {target}, not {}",
+            "the last job enqueued from this machine went to {went}, not {}",
             dirs.target()
         ))
-        .hint(format!("use --target {target}, or give the job's id")));
+        .hint(format!("use --target {went}, or give the job's id")));
     }
-    JobId::parse(id)
+    JobId::parse(&id)
 }
 
 #[cfg(test)]
@@ -170,5 +184,13 @@ mod tests {
         let other = TargetDirs::new(d.path(), &Machine::parse("LAPTOP", "t").unwrap());
         let e = resolve(&other, Some(&state), LAST).unwrap_err();
         assert!(e.message.contains("went to PC"), "{}", e.message);
+        // A fan-out's copies: `last` names the id on each of its targets,
+        // until another id is enqueued.
+        remember(&state, &other, &JobId::parse("j-1").unwrap());
+        assert_eq!(resolve(&dirs, Some(&state), LAST).unwrap().as_str(), "j-1");
+        assert_eq!(resolve(&other, Some(&state), LAST).unwrap().as_str(), "j-1");
+        remember(&state, &other, &JobId::parse("j-2").unwrap());
+        let e = resolve(&dirs, Some(&state), LAST).unwrap_err();
+        assert!(e.message.contains("went to LAPTOP, not PC"), "{}", e.message);
     }
 }

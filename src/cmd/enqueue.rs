@@ -572,8 +572,11 @@ fn fan_out(
             "resultPath": dirs.result_file(id).display().to_string(),
         }));
     }
-    if let (Ok(state), Some(last)) = (ctx.state_dir(&root), targets.last()) {
-        crate::jobref::remember(&state, last, id);
+    // Remembered on each target, so `last` names every copy.
+    if let Ok(state) = ctx.state_dir(&root) {
+        for dirs in &targets {
+            crate::jobref::remember(&state, dirs, id);
+        }
     }
     let mut out = json!({
         "jobId": id.as_str(),

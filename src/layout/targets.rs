@@ -139,6 +139,12 @@ pub fn resolve_targets(root: &Path, list: &str, fleet: &[String]) -> Result<Vec<
                     .hint("write A,B,C with no spaces or empty entries"),
             );
         }
+        if name.eq_ignore_ascii_case(ALL_TARGETS) {
+            return Err(Error::validation(format!(
+                "--target {list:?}: `{ALL_TARGETS}` names every target, so it stands alone"
+            ))
+            .hint(format!("write --target {ALL_TARGETS}, or list the targets")));
+        }
         let dirs = resolve_target(root, name, fleet)?;
         if out.iter().any(|d| d.target().same(dirs.target().as_str())) {
             return Err(Error::validation(format!(

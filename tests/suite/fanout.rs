@@ -257,6 +257,13 @@ fn fan_out_checks_every_target_before_publishing_to_any() {
     let (code, _, err) = w.run(&["enqueue", "--target", "PC,", "--", "x"]);
     assert_eq!(code, 64, "{err}");
     assert!(err.contains("empty name"), "{err}");
+    // `all` means every target, even inside a list where a folder has
+    // that name: never the folder.
+    std::fs::create_dir_all(w.root.join("all").join("inbox")).unwrap();
+    let (code, _, err) = w.run(&["enqueue", "--target", "PC,all", "--", "x"]);
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("`all` names every target"), "{err}");
+    assert!(files(&w.root.join("all").join("inbox")).is_empty());
     let (code, _, err) = w.run(&[
         "enqueue",
         "--target",
@@ -406,4 +413,27 @@ fn fan_out_after_a_bare_id_waits_for_that_id_on_each_copys_own_target() {
     for t in ["A", "B"] {
         assert!(!w.root.join(t).join("inbox/x.json").exists(), "{t}");
     }
+}
+
+#[test]
+fn last_names_a_fanned_out_job_on_each_of_its_targets() {
+    let w = World::new();
+    for t in ["PC", "A", "B"] {
+        w.make_target(t);
+    }
+    let (code, out, err) = w.run(&["enqueue", "--target", "A,B", "--", &kit(&[])[0]]);
+    assert_eq!(code, 0, "{out}{err}");
+    let id = out.trim().to_string();
+    let (code, out, err) = w.run(&["cancel", "--target", "A,B", "--job-id", "last"]);
+    assert_eq!(code, 0, "{out}{err}");
+    for t in ["A", "B"] {
+        let marker = w.root.join(t).join("cancel").join(format!("{id}.json"));
+        assert!(marker.is_file(), "no marker on {t}: {out}{err}");
+    }
+    // Another job enqueued since: `last` is that one, on its own target.
+    let (code, out, err) = w.run(&["enqueue", "--target", "PC", "--", &kit(&[])[0]]);
+    assert_eq!(code, 0, "{out}{err}");
+    let (code, out, err) = w.run(&["result", "--target", "A", "--job-id", "last"]);
+    assert_eq!(code, 66, "{out}{err}");
+    assert!(err.contains("went to PC, not A"), "{err}");
 }

@@ -126,10 +126,10 @@ pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> 
             return Err(batch_partly(&shown, &done, dirs, e));
         }
     }
-    if let (Ok(state), Some((_, last))) = (ctx.state_dir(&root), lines.last())
-        && let Some(dirs) = resolved[&last.targets].last()
-    {
-        crate::jobref::remember(&state, dirs, &last.id);
+    if let (Ok(state), Some((_, last))) = (ctx.state_dir(&root), lines.last()) {
+        for dirs in &resolved[&last.targets] {
+            crate::jobref::remember(&state, dirs, &last.id);
+        }
     }
     let jobs: Vec<Value> = lines
         .iter()
