@@ -18,6 +18,7 @@ use crate::cli::{EnqueueArgs, PriorityArg};
 use crate::clock;
 use crate::config::Context;
 use crate::dependency;
+use crate::doc::job::{MAX_BYTES, Unacceptable};
 use crate::doc::{Job, Priority, Spec};
 use crate::error::{Error, Result};
 use crate::exit;
@@ -108,11 +109,21 @@ impl Fields {
     }
 
     /// The fields of one `--batch` line: a JSON object with the keys of
-    /// [`FIELDS`]; any other key, or a value of the wrong type, is
-    /// refused naming the key.
+    /// [`FIELDS`]; any other key, a key given twice (at any depth), or a
+    /// value of the wrong type, is refused naming the key.
     fn from_line(text: &str) -> Result<Fields> {
         let value: Value = serde_json::from_str(text)
             .map_err(|e| Error::validation(format!("not a JSON object: {e}")))?;
+        if let Some(path) = batch::duplicate_key(text) {
+            let (key, within) = path.split_last().expect("a path names its key");
+            let within = within
+                .iter()
+                .map(|k| format!(" in {k:?}"))
+                .collect::<String>();
+            return Err(Error::validation(format!(
+                "key {key:?}{within} is given twice: write each field once"
+            )));
+        }
         let Value::Object(map) = value else {
             return Err(Error::validation(
                 "not a JSON object: write {\"argv\": [\"PROGRAM\", \"ARG\"], ...}",
@@ -393,6 +404,48 @@ fn is_absolute_anywhere(p: &str) -> bool {
             && matches!(b[2], b'/' | b'\\'))
 }
 
+/// Refuses `job`, signed and not yet published, when its target's listener
+/// would ([`Job::refusal`]: `too-large`, `unsupported-spec`), naming the
+/// field as `origin` gives it. Every door checks so before it writes.
+fn check_acceptable(job: &Job, origin: Origin) -> Result<()> {
+    match job.refusal() {
+        None => Ok(()),
+        Some(Unacceptable::TooLarge(size)) => Err(Error::validation(format!(
+            "the job file would be {size} bytes, over the {MAX_BYTES} a target accepts (it would refuse it as too-large); most of it is {}",
+            origin.name(largest_field(&job.spec))
+        ))
+        .hint("put large data in a file on the target and give the job its path")),
+        Some(Unacceptable::Spec(r)) => {
+            let given = r.field.map_or("the job".to_string(), |f| {
+                origin.name(match f {
+                    "timeoutSec" => "timeout",
+                    "graceSec" => "grace",
+                    other => other,
+                })
+            });
+            Err(Error::validation(format!(
+                "{given}: {}; a target would refuse the job (unsupported-spec)",
+                r.message
+            )))
+        }
+    }
+}
+
+/// The key of the field that takes the most room in `spec`: what to name
+/// when the job is too large.
+fn largest_field(spec: &Spec) -> &'static str {
+    let len = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+    [
+        ("argv", spec.argv.iter().map(String::len).sum::<usize>()),
+        ("env", spec.env.iter().map(|(k, v)| k.len() + v.len()).sum()),
+        ("cwd", len(&spec.cwd)),
+        ("label", len(&spec.label)),
+    ]
+    .into_iter()
+    .max_by_key(|(_, n)| *n)
+    .map_or("argv", |(k, _)| k)
+}
+
 /// Runs `enqueue`.
 pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     if let Some(file) = &args.batch {
@@ -422,6 +475,12 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
         .as_deref()
         .map(|text| super::job_ref(ctx, &root, &dirs, text))
         .transpose()?;
+    if let Some(old) = interrupt.as_ref().filter(|old| **old == req.id) {
+        return Err(Error::validation(format!(
+            "--interrupt {old}: a job cannot interrupt itself (it is the job being enqueued)"
+        ))
+        .hint("name the running job to stop, or give the new job another --job-id"));
+    }
 
     let spec = req.spec_for(&mut Resolver::new(ctx, &root), dirs.target())?;
     let id = req.id;
@@ -434,6 +493,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
         clock::now(),
         spec,
     );
+    check_acceptable(&job, Origin::Flags)?;
     let path = dirs.job_file(&id);
     client::deliver_job(
         via.as_ref(),
@@ -552,18 +612,25 @@ fn fan_out(
     }
     let id = &req.id;
     let created = clock::now();
+    let jobs = targets
+        .iter()
+        .zip(specs)
+        .map(|(dirs, spec)| {
+            let job = Job::sign(
+                &key,
+                id.clone(),
+                dirs.target().as_str(),
+                origin.as_str(),
+                created,
+                spec,
+            );
+            check_acceptable(&job, Origin::Flags).map(|()| job)
+        })
+        .collect::<Result<Vec<_>>>()?;
     let flush = ctx.durability().enqueue_flush();
     let mut copies = Vec::with_capacity(targets.len());
-    for (n, (dirs, spec)) in targets.iter().zip(specs).enumerate() {
-        let job = Job::sign(
-            &key,
-            id.clone(),
-            dirs.target().as_str(),
-            origin.as_str(),
-            created,
-            spec,
-        );
-        if let Err(e) = submit::publish(dirs, &job, &key, flush) {
+    for (n, (dirs, job)) in targets.iter().zip(&jobs).enumerate() {
+        if let Err(e) = submit::publish(dirs, job, &key, flush) {
             return Err(partly(id, &targets[..n], &targets[n..], e));
         }
         copies.push(json!({

@@ -143,31 +143,74 @@ const KNOWN_FIELDS: &[&str] = &[
     "afterAny",
 ];
 
+/// Why [`Spec::check`] refused a spec: the field at fault (`None`: the
+/// spec as a whole) and the reason, which names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecRefusal {
+    /// The spec field at fault, as the spec spells it.
+    pub field: Option<&'static str>,
+    /// Why, as [`Spec::parse`] says it.
+    pub message: String,
+}
+
+fn refuse(field: &'static str, message: impl Into<String>) -> SpecRefusal {
+    SpecRefusal {
+        field: Some(field),
+        message: message.into(),
+    }
+}
+
+fn refuse_whole(message: impl Into<String>) -> SpecRefusal {
+    SpecRefusal {
+        field: None,
+        message: message.into(),
+    }
+}
+
 impl Spec {
     /// Parses a spec string; the error says which field is wrong and why.
     pub fn parse(text: &str) -> Result<Spec, String> {
-        let v: Value = serde_json::from_str(text).map_err(|e| format!("spec is not JSON: {e}"))?;
-        let obj = v.as_object().ok_or("spec is not a JSON object")?;
+        Spec::check(text).map_err(|r| r.message)
+    }
+
+    /// [`Spec::parse`], the error naming the field at fault apart: the one
+    /// rule of what a listener accepts as a spec (`unsupported-spec`).
+    pub fn check(text: &str) -> Result<Spec, SpecRefusal> {
+        let v: Value = serde_json::from_str(text)
+            .map_err(|e| refuse_whole(format!("spec is not JSON: {e}")))?;
+        let obj = v
+            .as_object()
+            .ok_or_else(|| refuse_whole("spec is not a JSON object"))?;
         if let Some(unknown) = obj.keys().find(|k| !KNOWN_FIELDS.contains(&k.as_str())) {
-            return Err(format!("spec field {unknown:?} is not supported"));
+            return Err(refuse_whole(format!(
+                "spec field {unknown:?} is not supported"
+            )));
         }
         let argv = match obj.get("argv") {
             Some(Value::Array(items)) if !items.is_empty() => items
                 .iter()
                 .map(|i| i.as_str().map(str::to_string))
                 .collect::<Option<Vec<_>>>()
-                .ok_or("spec argv must hold only strings")?,
-            _ => return Err("spec argv must be a non-empty array of strings".into()),
+                .ok_or_else(|| refuse("argv", "spec argv must hold only strings"))?,
+            _ => {
+                return Err(refuse(
+                    "argv",
+                    "spec argv must be a non-empty array of strings",
+                ));
+            }
         };
         if argv.iter().any(|a| a.contains('\0')) {
-            return Err("spec argv holds a NUL character".into());
+            return Err(refuse("argv", "spec argv holds a NUL character"));
         }
         let cwd = opt_string(obj, "cwd")?;
         if cwd
             .as_deref()
             .is_some_and(|c| c.is_empty() || c.contains('\0'))
         {
-            return Err("spec cwd must be a non-empty path without NUL".into());
+            return Err(refuse(
+                "cwd",
+                "spec cwd must be a non-empty path without NUL",
+            ));
         }
         let mut env = BTreeMap::new();
         match obj.get("env") {
@@ -175,36 +218,49 @@ impl Spec {
             Some(Value::Object(m)) => {
                 for (k, v) in m {
                     if !names::is_env_name(k) {
-                        return Err(format!("spec env name {k:?} is not allowed"));
+                        return Err(refuse("env", format!("spec env name {k:?} is not allowed")));
                     }
-                    let v = v
-                        .as_str()
-                        .filter(|v| !v.contains('\0'))
-                        .ok_or_else(|| format!("spec env {k:?} must be a string without NUL"))?;
+                    let v = v.as_str().filter(|v| !v.contains('\0')).ok_or_else(|| {
+                        refuse(
+                            "env",
+                            format!("spec env {k:?} must be a string without NUL"),
+                        )
+                    })?;
                     env.insert(k.clone(), v.to_string());
                 }
             }
-            Some(_) => return Err("spec env must be an object of strings".into()),
+            Some(_) => return Err(refuse("env", "spec env must be an object of strings")),
         }
         let priority = match opt_string(obj, "priority")?.as_deref() {
             None | Some("normal") => Priority::Normal,
             Some("high") => Priority::High,
-            Some(other) => return Err(format!("spec priority {other:?} is not normal or high")),
+            Some(other) => {
+                return Err(refuse(
+                    "priority",
+                    format!("spec priority {other:?} is not normal or high"),
+                ));
+            }
         };
         let parent_job_id = opt_string(obj, "parentJobId")?;
         if let Some(p) = &parent_job_id
             && !names::is_job_id(p)
         {
-            return Err(format!("spec parentJobId {p:?} is not a valid job id"));
+            return Err(refuse(
+                "parentJobId",
+                format!("spec parentJobId {p:?} is not a valid job id"),
+            ));
         }
-        let after = parse_after(obj.get("after"))?;
+        let after = parse_after(obj.get("after")).map_err(|m| refuse("after", m))?;
         let after_any = match obj.get("afterAny") {
             None => false,
             Some(Value::Bool(b)) => *b,
-            Some(_) => return Err("spec afterAny must be true or false".into()),
+            Some(_) => return Err(refuse("afterAny", "spec afterAny must be true or false")),
         };
         if after_any && after.is_empty() {
-            return Err("spec afterAny is set but after names no job".into());
+            return Err(refuse(
+                "afterAny",
+                "spec afterAny is set but after names no job",
+            ));
         }
         Ok(Spec {
             argv,
@@ -271,25 +327,33 @@ fn parse_after(v: Option<&Value>) -> Result<Vec<After>, String> {
     Ok(out)
 }
 
-fn opt_string(obj: &serde_json::Map<String, Value>, field: &str) -> Result<Option<String>, String> {
+fn opt_string(
+    obj: &serde_json::Map<String, Value>,
+    field: &'static str,
+) -> Result<Option<String>, SpecRefusal> {
     match obj.get(field) {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(format!("spec {field} must be a string")),
+        Some(_) => Err(refuse(field, format!("spec {field} must be a string"))),
     }
 }
 
 fn opt_seconds(
     obj: &serde_json::Map<String, Value>,
-    field: &str,
-) -> Result<Option<Duration>, String> {
+    field: &'static str,
+) -> Result<Option<Duration>, SpecRefusal> {
     match obj.get(field) {
         None => Ok(None),
         Some(v) => v
             .as_f64()
             .filter(|s| s.is_finite() && *s >= 0.0 && *s <= MAX_SECONDS)
             .map(|s| Some(Duration::from_secs_f64(s)))
-            .ok_or_else(|| format!("spec {field} must be a number of seconds from 0 to 10 years")),
+            .ok_or_else(|| {
+                refuse(
+                    field,
+                    format!("spec {field} must be a number of seconds from 0 to 10 years"),
+                )
+            }),
     }
 }
 
@@ -312,6 +376,15 @@ pub struct Job {
     pub spec: Spec,
     /// The signature.
     pub sig: String,
+}
+
+/// Why a listener would refuse a signed job ([`Job::refusal`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unacceptable {
+    /// The job file would be this many bytes, over [`MAX_BYTES`].
+    TooLarge(u64),
+    /// The spec is refused.
+    Spec(SpecRefusal),
 }
 
 /// The job file as written: field order fixed for readability.
@@ -374,6 +447,19 @@ impl Job {
             spec: &self.spec_text,
             sig: &self.sig,
         })
+    }
+
+    /// What a target's listener would refuse this job for once it holds
+    /// the signature: a file over [`MAX_BYTES`] (`too-large`), or a
+    /// signed spec text [`Spec::check`] refuses (`unsupported-spec`). A
+    /// sender asks before publishing, so it never sends a job that cannot
+    /// run.
+    pub fn refusal(&self) -> Option<Unacceptable> {
+        let size = self.to_file_bytes().len() as u64;
+        if size > MAX_BYTES {
+            return Some(Unacceptable::TooLarge(size));
+        }
+        Spec::check(&self.spec_text).err().map(Unacceptable::Spec)
     }
 
     /// The order in which the inbox drains: high first, then `createdAt`,
@@ -481,6 +567,53 @@ mod tests {
             ..Spec::default()
         };
         assert_eq!(plain.to_text(), r#"{"argv":["a"]}"#);
+    }
+
+    #[test]
+    fn a_refusal_names_its_field() {
+        for (bad, field) in [
+            (r#"{"argv":["a\u0000b"]}"#, Some("argv")),
+            (r#"{"argv":["a"],"cwd":"/tmp/\u0000"}"#, Some("cwd")),
+            (r#"{"argv":["a"],"env":{"A":"\u0000"}}"#, Some("env")),
+            (r#"{"argv":["a"],"timeoutSec":-1}"#, Some("timeoutSec")),
+            (r#"{"argv":["a"],"afterAny":true}"#, Some("afterAny")),
+            (r#"{"argv":["a"],"after":[]}"#, Some("after")),
+            (r#"{"argv":["a"],"shell":true}"#, None),
+        ] {
+            let r = Spec::check(bad).unwrap_err();
+            assert_eq!(r.field, field, "{bad}");
+            assert_eq!(Spec::parse(bad).unwrap_err(), r.message);
+        }
+    }
+
+    #[test]
+    fn a_job_over_the_limit_or_with_a_bad_spec_would_be_refused() {
+        let key = Key::from_bytes(&[7u8; 32]).unwrap();
+        let t0 = time::macros::datetime!(2026-11-29 10:00 UTC);
+        let sign = |argv: Vec<String>| {
+            Job::sign(
+                &key,
+                JobId::parse("j").unwrap(),
+                "PC",
+                "PC",
+                t0,
+                Spec {
+                    argv,
+                    ..Spec::default()
+                },
+            )
+        };
+        assert_eq!(sign(vec!["true".into()]).refusal(), None);
+        let big = sign(vec!["x".repeat(MAX_BYTES as usize)]);
+        assert!(matches!(big.refusal(), Some(Unacceptable::TooLarge(n)) if n > MAX_BYTES));
+        let nul = sign(vec!["tr\0ue".into()]);
+        assert!(matches!(
+            nul.refusal(),
+            Some(Unacceptable::Spec(SpecRefusal {
+                field: Some("argv"),
+                ..
+            }))
+        ));
     }
 
     #[test]

@@ -478,3 +478,170 @@ fn a_line_takes_seconds_as_a_number_and_a_bad_file_is_named_where_it_is_bad() {
     }
     assert_eq!(files(&w.root), before, "a refused batch wrote something");
 }
+
+/// Runs `enqueue ARGS…`, expecting `VALIDATION_ERROR` with each of `words`
+/// in its message and nothing written under the root.
+fn refused_publishing_nothing(w: &World, args: &[&str], words: &[&str]) {
+    let before = files(&w.root);
+    let (code, out, err) = w.run(args);
+    assert_eq!(code, 64, "{out}{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(err.contains("VALIDATION_ERROR"), "{err}");
+    for word in words {
+        assert!(err.contains(word), "{word:?} missing: {err}");
+    }
+    assert_eq!(files(&w.root), before, "a refused enqueue wrote: {err}");
+}
+
+// A job file over 1 MiB was published, and every listener refuses it
+// (`too-large`).
+#[test]
+fn a_job_over_one_mib_is_refused_from_a_line_and_from_the_flags() {
+    let w = World::with_target();
+    let big = serde_json::json!({"argv": ["echo", "x".repeat(1_100_000)], "jobId": "big1"});
+    let file = batch_file(&w, &[line(&[], serde_json::json!({})), big.to_string()]);
+    refused_publishing_nothing(
+        &w,
+        &["enqueue", "--batch", &file, "--target", "PC"],
+        &["line 2", "\"argv\"", "1048576", "too-large"],
+    );
+    // Twelve values of 100 KB: each flag is fine, the job is not.
+    let envs: Vec<String> = (0..12)
+        .map(|i| format!("A{i}={}", "v".repeat(100_000)))
+        .collect();
+    let mut args = vec!["enqueue", "--target", "PC", "--job-id", "big2"];
+    for e in &envs {
+        args.extend(["--env", e.as_str()]);
+    }
+    args.extend(["--", "echo", "hi"]);
+    refused_publishing_nothing(&w, &args, &["--env", "1048576", "too-large"]);
+}
+
+// A NUL in a line's argv or cwd was published, and the listener refuses
+// the spec (`unsupported-spec`).
+#[test]
+fn a_nul_in_a_lines_argv_or_cwd_publishes_nothing() {
+    let w = World::with_target();
+    let good = line(&[], serde_json::json!({}));
+    for (bad, field) in [
+        (r#"{"argv":["tr\u0000ue"]}"#, "\"argv\""),
+        (r#"{"argv":["true"],"cwd":"/tmp/\u0000"}"#, "\"cwd\""),
+    ] {
+        let file = batch_file(&w, &[good.clone(), bad.to_string()]);
+        refused_publishing_nothing(
+            &w,
+            &["enqueue", "--batch", &file, "--target", "PC"],
+            &["line 2", field, "NUL", "unsupported-spec"],
+        );
+    }
+}
+
+// `--interrupt` naming the job being enqueued cancelled it before it
+// started.
+#[test]
+fn interrupt_naming_the_job_being_enqueued_is_refused() {
+    let w = World::with_target();
+    refused_publishing_nothing(
+        &w,
+        &[
+            "enqueue",
+            "--target",
+            "PC",
+            "--job-id",
+            "selfint",
+            "--interrupt",
+            "selfint",
+            "--",
+            "echo",
+            "hi",
+        ],
+        &["--interrupt selfint", "cannot interrupt itself"],
+    );
+}
+
+// Two lines waiting for each other were published, and both waited until
+// they went stale.
+#[test]
+fn a_dependency_cycle_among_a_batchs_lines_publishes_nothing_and_names_them() {
+    let w = World::with_target();
+    w.make_target("BUILD");
+    let file = batch_file(
+        &w,
+        &[
+            line(&[], serde_json::json!({"jobId": "c0"})),
+            line(&[], serde_json::json!({"jobId": "c1", "after": ["c2"]})),
+            line(&[], serde_json::json!({"jobId": "c2", "after": ["c1"]})),
+        ],
+    );
+    refused_publishing_nothing(
+        &w,
+        &["enqueue", "--batch", &file, "--target", "PC"],
+        &[
+            "\"after\" makes a cycle",
+            "line 2 (PC:c1) waits for line 3 (PC:c2), which waits for line 2 (PC:c1)",
+        ],
+    );
+    // Across targets, through a third line, still within the batch.
+    let file = batch_file(
+        &w,
+        &[
+            line(
+                &[],
+                serde_json::json!({"jobId": "r1", "after": ["BUILD:r3"]}),
+            ),
+            line(&[], serde_json::json!({"jobId": "r2", "after": ["r1"]})),
+            line(
+                &[],
+                serde_json::json!({"jobId": "r3", "target": "BUILD", "after": ["PC:r2"]}),
+            ),
+        ],
+    );
+    refused_publishing_nothing(
+        &w,
+        &["enqueue", "--batch", &file, "--target", "PC"],
+        &[
+            "cycle",
+            "line 1 (PC:r1)",
+            "line 3 (BUILD:r3)",
+            "line 2 (PC:r2)",
+        ],
+    );
+}
+
+// A batch file starting with a UTF-8 byte-order mark was refused as "line
+// 1: not a JSON object".
+#[test]
+fn a_batch_file_starting_with_a_byte_order_mark_is_read() {
+    let w = World::with_target();
+    let file = w.dir.path().join("bom.jsonl");
+    let text = format!(
+        "\u{feff}{}\r\n{}\r\n",
+        line(&[], serde_json::json!({"jobId": "bom-1"})),
+        line(&[], serde_json::json!({"jobId": "bom-2"}))
+    );
+    std::fs::write(&file, text).unwrap();
+    let (code, out, err) = w.run(&["enqueue", "--batch", p(&file), "--target", "PC"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.lines().collect::<Vec<_>>(), ["bom-1", "bom-2"]);
+    assert!(w.inbox("bom-1").exists() && w.inbox("bom-2").exists());
+}
+
+// A key given twice in a line was taken silently, the last one winning.
+#[test]
+fn a_key_given_twice_in_a_line_publishes_nothing_and_is_named() {
+    let w = World::with_target();
+    let good = line(&[], serde_json::json!({}));
+    for (bad, words) in [
+        (
+            r#"{"argv":["true"],"argv":["false"]}"#,
+            vec!["line 2", "key \"argv\" is given twice"],
+        ),
+        (
+            r#"{"argv":["true"],"env":{"A":"1","A":"2"}}"#,
+            vec!["line 2", "key \"A\" in \"env\" is given twice"],
+        ),
+    ] {
+        let file = batch_file(&w, &[good.clone(), bad.to_string()]);
+        refused_publishing_nothing(&w, &["enqueue", "--batch", &file, "--target", "PC"], &words);
+    }
+}

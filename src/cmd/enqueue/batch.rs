@@ -2,11 +2,13 @@
 //! same [`request`] as the flags, all checked before any is published, and
 //! each target's jobs published with one flush of its inbox.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 
+use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde_json::{Value, json};
 
-use super::{Fields, Origin, Resolver, priority_word, request};
+use super::{Fields, Origin, Resolver, check_acceptable, priority_word, request};
 use crate::cli::EnqueueArgs;
 use crate::cmd::emit;
 use crate::config::Context;
@@ -41,6 +43,8 @@ pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> 
     let defaults = Fields::from_flags(args)?;
     let parent = ctx.enclosing_job()?;
     let (shown, text) = read_batch(file)?;
+    // A byte-order mark (as Windows editors write) is not part of line 1.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let at = |n: usize| {
         let shown = shown.clone();
         move |e: Error| Error {
@@ -75,6 +79,7 @@ pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> 
     let mut first_line: BTreeMap<(String, String), usize> = BTreeMap::new();
     let created = clock::now();
     let mut names = Resolver::new(ctx, &root);
+    let mut waits: Vec<Waiting> = Vec::new();
     for (n, req) in &lines {
         if !resolved.contains_key(&req.targets) {
             let t = ctx.targets(&root, &req.targets).map_err(at(*n))?;
@@ -112,8 +117,31 @@ pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> 
                 created,
                 spec,
             );
+            check_acceptable(&job, Origin::Line).map_err(at(*n))?;
+            waits.push(Waiting {
+                line: *n,
+                shown: format!("{}:{}", dirs.target(), job.id),
+                job: node(dirs.target().as_str(), job.id.as_str()),
+                after: job
+                    .spec
+                    .after
+                    .iter()
+                    .map(|a| node(a.target.as_str(), a.job_id.as_str()))
+                    .collect(),
+            });
             groups[g].jobs.push(job);
         }
+    }
+    if let Some(ring) = cycle(&waits) {
+        let step = |i: &usize| format!("line {} ({})", waits[*i].line, waits[*i].shown);
+        let rest: Vec<String> = ring[1..].iter().map(step).collect();
+        return Err(Error::validation(format!(
+            "{shown} line {}: \"after\" makes a cycle: {} waits for {}; none of them could ever start",
+            waits[ring[0]].line,
+            step(&ring[0]),
+            rest.join(", which waits for ")
+        ))
+        .hint("a job may wait only for jobs that do not wait for it"));
     }
     let flush = ctx.durability().enqueue_flush();
     for (g, Group { dirs, jobs, .. }) in groups.iter().enumerate() {
@@ -145,6 +173,160 @@ pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> 
     let ids: Vec<&str> = lines.iter().map(|(_, r)| r.id.as_str()).collect();
     emit(ctx, &json!({"jobs": jobs}), &ids.join("\n"));
     Ok(exit::SUCCESS)
+}
+
+/// A job of the batch or one it waits for, as the cycle check compares
+/// them: its target (without case, as target folders are) and its id.
+type Node = (String, String);
+
+fn node(target: &str, id: &str) -> Node {
+    (target.to_ascii_lowercase(), id.to_string())
+}
+
+/// One job of the batch as [`cycle`] sees it.
+struct Waiting {
+    /// Its line.
+    line: usize,
+    /// `TARGET:ID`, for messages.
+    shown: String,
+    job: Node,
+    /// The jobs its `after` names, bound to their targets.
+    after: Vec<Node>,
+}
+
+/// A cycle of `after` among the batch's own jobs, which could never start:
+/// the indices into `jobs` in the order each waits for the next, the first
+/// repeated at the end; `None` when there is none. A job outside the batch
+/// closes no cycle (one across commands is not seen here). Iterative
+/// depth-first search, linear in jobs and `after` entries.
+fn cycle(jobs: &[Waiting]) -> Option<Vec<usize>> {
+    let index: BTreeMap<&Node, usize> = jobs.iter().enumerate().map(|(i, j)| (&j.job, i)).collect();
+    let edges: Vec<Vec<usize>> = jobs
+        .iter()
+        .map(|j| {
+            j.after
+                .iter()
+                .filter_map(|a| index.get(a).copied())
+                .collect()
+        })
+        .collect();
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        OnPath,
+        Done,
+    }
+    let mut mark = vec![Mark::New; jobs.len()];
+    for start in 0..jobs.len() {
+        if mark[start] != Mark::New {
+            continue;
+        }
+        // Each job on the path with the next of its edges to follow.
+        let mut path = vec![(start, 0)];
+        mark[start] = Mark::OnPath;
+        while let Some((v, next)) = path.last_mut() {
+            let v = *v;
+            let Some(&w) = edges[v].get(*next) else {
+                mark[v] = Mark::Done;
+                path.pop();
+                continue;
+            };
+            *next += 1;
+            match mark[w] {
+                Mark::New => {
+                    mark[w] = Mark::OnPath;
+                    path.push((w, 0));
+                }
+                Mark::OnPath => {
+                    let from = path.iter().position(|(u, _)| *u == w)?;
+                    let mut ring: Vec<usize> = path[from..].iter().map(|(u, _)| *u).collect();
+                    ring.push(w);
+                    return Some(ring);
+                }
+                Mark::Done => {}
+            }
+        }
+    }
+    None
+}
+
+/// The first key given twice in one object of the JSON `text`, at any
+/// depth, after the keys of the objects around it (outermost first):
+/// serde_json would keep the last silently. `None` too for text that is
+/// not JSON, which the parse proper refuses; serde_json bounds the depth.
+pub(super) fn duplicate_key(text: &str) -> Option<Vec<String>> {
+    serde_json::from_str::<Dup>(text).ok()?.0
+}
+
+/// What [`duplicate_key`] found in one JSON value.
+struct Dup(Option<Vec<String>>);
+
+impl<'de> serde::Deserialize<'de> for Dup {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Dup, D::Error> {
+        d.deserialize_any(DupVisitor)
+    }
+}
+
+struct DupVisitor;
+
+impl<'de> Visitor<'de> for DupVisitor {
+    type Value = Dup;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> std::result::Result<Dup, E> {
+        Ok(Dup(None))
+    }
+
+    fn visit_i64<E>(self, _: i64) -> std::result::Result<Dup, E> {
+        Ok(Dup(None))
+    }
+
+    fn visit_u64<E>(self, _: u64) -> std::result::Result<Dup, E> {
+        Ok(Dup(None))
+    }
+
+    fn visit_f64<E>(self, _: f64) -> std::result::Result<Dup, E> {
+        Ok(Dup(None))
+    }
+
+    fn visit_str<E>(self, _: &str) -> std::result::Result<Dup, E> {
+        Ok(Dup(None))
+    }
+
+    fn visit_unit<E>(self) -> std::result::Result<Dup, E> {
+        Ok(Dup(None))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Dup, A::Error> {
+        let mut found = None;
+        while let Some(Dup(inner)) = seq.next_element()? {
+            found = found.or(inner);
+        }
+        Ok(Dup(found))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Dup, A::Error> {
+        let mut seen = BTreeSet::new();
+        let mut found = None;
+        while let Some(key) = map.next_key::<String>()? {
+            let Dup(inner) = map.next_value()?;
+            if found.is_some() {
+                continue;
+            }
+            if seen.contains(&key) {
+                found = Some(vec![key]);
+            } else if let Some(mut path) = inner {
+                path.insert(0, key);
+                found = Some(path);
+            } else {
+                seen.insert(key);
+            }
+        }
+        Ok(Dup(found))
+    }
 }
 
 /// A batch's jobs for one target: its inbox as checked before publishing
@@ -210,5 +392,51 @@ fn read_batch(file: &std::path::Path) -> Result<(String, String)> {
             Err(Error::not_found(format!("--batch {shown}: no such file")))
         }
         Err(e) => Err(Error::io("read", file, &e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(line: usize, job: &str, after: &[&str]) -> Waiting {
+        Waiting {
+            line,
+            shown: format!("PC:{job}"),
+            job: node("PC", job),
+            after: after.iter().map(|a| node("pc", a)).collect(),
+        }
+    }
+
+    #[test]
+    fn cycles_among_the_batch_are_found_and_chains_are_not() {
+        let chain = [
+            w(1, "a", &[]),
+            w(2, "b", &["a"]),
+            w(3, "c", &["b", "a", "x"]),
+        ];
+        assert_eq!(cycle(&chain), None);
+        let ring = [w(1, "a", &["c"]), w(2, "b", &["a"]), w(3, "c", &["b"])];
+        let found = cycle(&ring).unwrap();
+        assert_eq!(found.len(), 4);
+        assert_eq!(found.first(), found.last());
+        let pair = [w(1, "x", &[]), w(2, "c1", &["c2"]), w(3, "c2", &["c1"])];
+        assert_eq!(cycle(&pair), Some(vec![1, 2, 1]));
+    }
+
+    #[test]
+    fn duplicate_keys_are_found_at_any_depth() {
+        let found = |t: &str| duplicate_key(t);
+        assert_eq!(found(r#"{"argv":["a"],"label":"x"}"#), None);
+        assert_eq!(
+            found(r#"{"argv":["true"],"argv":["false"]}"#),
+            Some(vec!["argv".to_string()])
+        );
+        assert_eq!(
+            found(r#"{"argv":["a"],"env":{"A":"1","A":"2"}}"#),
+            Some(vec!["env".to_string(), "A".to_string()])
+        );
+        assert_eq!(found(r#"[{"a":1},{"a":2}]"#), None);
+        assert_eq!(found("not json"), None);
     }
 }
