@@ -745,7 +745,7 @@ pub fn refuse(err: clap::Error, args: &[std::ffi::OsString]) -> u8 {
     }
     let hint = forgot_dashes(kind, args).then_some(DASHES_HINT);
     if json_asked(args) {
-        let mut e = crate::error::Error::validation(clap_message(&err));
+        let mut e = crate::error::Error::validation(named_message(&err, args));
         if let Some(h) = hint {
             e = e.hint(h);
         }
@@ -757,7 +757,7 @@ pub fn refuse(err: clap::Error, args: &[std::ffi::OsString]) -> u8 {
         ErrorKind::InvalidValue | ErrorKind::ValueValidation | ErrorKind::InvalidUtf8
     ) {
         // A bad value is the SPEC's VALIDATION_ERROR, said in its form.
-        let mut e = crate::error::Error::validation(clap_message(&err));
+        let mut e = crate::error::Error::validation(named_message(&err, args));
         if let Some(h) = hint {
             e = e.hint(h);
         }
@@ -792,6 +792,55 @@ fn json_asked(args: &[std::ffi::OsString]) -> bool {
         .skip(1)
         .take_while(|a| *a != "--")
         .any(|a| a == "--json")
+}
+
+/// [`clap_message`], naming the `FLEET_DISPATCH_*` variable the bad value
+/// came from when the flag itself is not on the command line: clap names
+/// only the flag, which the user never typed.
+fn named_message(err: &clap::Error, args: &[std::ffi::OsString]) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    let message = clap_message(err);
+    let Some(ContextValue::String(arg)) = err.get(ContextKind::InvalidArg) else {
+        return message;
+    };
+    let Some(flag) = arg.split_whitespace().next() else {
+        return message;
+    };
+    match given_by_variable(flag, args) {
+        Some(var) => format!("{var}: {message}"),
+        None => message,
+    }
+}
+
+/// The `FLEET_DISPATCH_*` variable that gave the option `flag` (`--slots`)
+/// its value: set, with the flag itself not on the command line `args`.
+fn given_by_variable(flag: &str, args: &[std::ffi::OsString]) -> Option<String> {
+    let long = flag.strip_prefix("--")?;
+    let typed = args.iter().skip(1).take_while(|a| *a != "--").any(|a| {
+        a.to_str().is_some_and(|a| {
+            a.strip_prefix("--")
+                .is_some_and(|a| a == long || a.starts_with(&format!("{long}=")))
+        })
+    });
+    let var = variable_of(&Cli::command(), long)?;
+    (!typed && std::env::var_os(&var).is_some()).then_some(var)
+}
+
+/// How a refusal names the option `flag` whose value this process was
+/// given: by its variable when that is where the value came from, else by
+/// the flag.
+pub fn option_name(flag: &str) -> String {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    given_by_variable(flag, &args).unwrap_or_else(|| flag.to_string())
+}
+
+/// The environment variable of the option `--long`, anywhere in `cmd`.
+fn variable_of(cmd: &clap::Command, long: &str) -> Option<String> {
+    cmd.get_arguments()
+        .find(|a| a.get_long() == Some(long))
+        .and_then(|a| a.get_env())
+        .map(|v| v.to_string_lossy().into_owned())
+        .or_else(|| cmd.get_subcommands().find_map(|c| variable_of(c, long)))
 }
 
 /// clap's message on one line, without its `error:` prefix, usage and

@@ -229,7 +229,9 @@ impl Context {
                 file::refusal(path, key, message)
             }
             Source::Default => Error::validation(format!("{key}: {message}")),
-            Source::Flag | Source::Variable => Error::validation(format!("{flag}: {message}")),
+            Source::Flag | Source::Variable => {
+                Error::validation(format!("{}: {message}", crate::cli::option_name(flag)))
+            }
         }
     }
 

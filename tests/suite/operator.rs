@@ -511,3 +511,26 @@ fn with_json_a_refused_command_line_is_a_json_validation_error() {
     assert_eq!(code, 0);
     assert!(out.contains("Usage"), "{out}");
 }
+
+#[test]
+fn a_bad_value_from_a_variable_is_refused_naming_the_variable() {
+    let w = World::with_target();
+    for (var, value) in [
+        ("FLEET_DISPATCH_SLOTS", "0"),
+        ("FLEET_DISPATCH_POLL_INTERVAL", "0s"),
+        ("FLEET_DISPATCH_MAX_JOB_AGE", "0s"),
+    ] {
+        let (code, out, err) = output(w.cmd().env(var, value).args(["listen", "--once"]));
+        assert_eq!(code, 64, "{var}: {out}{err}");
+        assert!(err.contains(&format!("VALIDATION_ERROR: {var}: ")), "{var}: {err}");
+    }
+    // Typed as a flag, the flag is named, whatever the variable says.
+    let (code, _, err) = output(
+        w.cmd()
+            .env("FLEET_DISPATCH_SLOTS", "2")
+            .args(["listen", "--once", "--slots", "0"]),
+    );
+    assert_eq!(code, 64, "{err}");
+    assert!(!err.contains("FLEET_DISPATCH_SLOTS"), "{err}");
+    assert!(err.contains("--slots"), "{err}");
+}
