@@ -8,6 +8,8 @@
 //! File-system events on `results/` ([`crate::events`]) end a poll's sleep
 //! early, so a result that lands or syncs in is reported at once; they are
 //! only hints, and where none arrive the poll finds the result as before.
+//! Where the watch cannot be set up (no `results/` yet, a watch limit, a
+//! file system without events) each look still waits out the poll.
 
 use std::io::{IsTerminal, Write};
 use std::sync::{Mutex, Once, mpsc};
@@ -81,14 +83,14 @@ pub fn for_result(
     let mut progress = Instant::now();
     let mut said: Option<String> = None;
     let mut looked: Option<Instant> = None;
+    // The wait keeps a sender of its own, so the receive below always
+    // sleeps out its poll: with no watch (or its watcher gone) no wake
+    // ever comes, and the channel must not read as closed.
     let (tx, woken) = mpsc::channel();
     let hint = Hint::new();
-    // Without a watch (no results/ yet, a share without events) the poll does it all.
-    let _events = Events::watch(&[dirs.results()], &hint, move || {
-        let _ = tx.send(());
-    })
-    .ok();
+    let mut watch = ResultsWatch::default();
     loop {
+        watch.keep(dirs, &hint, &tx);
         // Before the look: a result placed during it wakes the next sleep.
         hint.woken();
         let look = Instant::now();
@@ -148,6 +150,41 @@ pub fn for_result(
         }
         if woken.recv_timeout(POLL).is_ok() {
             std::thread::sleep(EARLIEST.saturating_sub(look.elapsed()));
+        }
+    }
+}
+
+/// The wait's watch on `results/`, set up once that folder is there. A
+/// target whose listener never ran has only the `inbox/` that `enqueue`
+/// made; when its listener starts mid-wait, the look after it made
+/// `results/` watches it, so pickup is prompt from then on.
+#[derive(Default)]
+struct ResultsWatch {
+    events: Option<Events>,
+    /// The watch failed with the folder there (a watch limit, a file
+    /// system without events): the poll does it all from then on.
+    failed: bool,
+}
+
+impl ResultsWatch {
+    /// Sets the watch up if it is not and may now be: `results/` is there
+    /// (again, when the watched one went away or moved). Costs one look
+    /// at the folder's entry while there is none.
+    fn keep(&mut self, dirs: &TargetDirs, hint: &Hint, tx: &mpsc::Sender<()>) {
+        if hint.take_lost() {
+            self.events = None;
+        }
+        let results = dirs.results();
+        if self.events.is_some() || self.failed || !results.is_dir() {
+            return;
+        }
+        let tx = tx.clone();
+        match Events::watch(std::slice::from_ref(&results), hint, move || {
+            let _ = tx.send(());
+        }) {
+            Ok(e) => self.events = Some(e),
+            // Gone again between the two looks: try again at the next.
+            Err(_) => self.failed = results.is_dir(),
         }
     }
 }

@@ -185,3 +185,85 @@ fn a_watched_inbox_swapped_for_a_link_is_never_read_through() {
     assert!(lured.exists(), "the job outside the root stays where it is");
     assert!(!w.result_path(&lure).exists());
 }
+
+/// Regression: a wait on a target whose listener never ran (its folder
+/// holds only the `inbox/` that `enqueue` made, so there is no `results/`
+/// to watch) looked again at once instead of every 200 ms, spinning a whole
+/// core for the length of the wait. Unix only: the waiting process's own
+/// CPU time comes from `wait4`.
+#[cfg(unix)]
+#[test]
+fn a_wait_with_no_results_folder_to_watch_sleeps_between_looks() {
+    let w = World::new();
+    let started = Instant::now();
+    // Reaped by `wait4` below, which alone reports its CPU time: a later
+    // `wait()` could reap another test's child that got the pid.
+    #[allow(clippy::zombie_processes)]
+    let child = w
+        .bg_cmd()
+        .env("FLEET_DISPATCH_FLEET", "OFFBOX")
+        .args([
+            "enqueue",
+            "--target",
+            "OFFBOX",
+            "--wait",
+            "--wait-timeout",
+            "3s",
+        ])
+        .args(["--", "true"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero `rusage` is a valid value of the plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let reaped = loop {
+        // SAFETY: `pid` is our own unreaped child, and `status` and
+        // `usage` outlive the call that writes them.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r != -1 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            break r;
+        }
+    };
+    let wall = started.elapsed();
+    if reaped != pid {
+        eprintln!(
+            "skipped: wait4 cannot measure the wait's CPU time here ({})",
+            std::io::Error::last_os_error()
+        );
+        return;
+    }
+    let mut out = String::new();
+    let mut err = String::new();
+    use std::io::Read;
+    child.stdout.unwrap().read_to_string(&mut out).unwrap();
+    child.stderr.unwrap().read_to_string(&mut err).unwrap();
+    // Unchanged: the job stays queued and the wait ends as unfinished.
+    assert!(
+        libc::WIFEXITED(status),
+        "not exited: {status:#x}; {out}{err}"
+    );
+    assert_eq!(libc::WEXITSTATUS(status), 124, "{out}{err}");
+    let id = out.lines().next().unwrap_or_default();
+    assert!(
+        err.contains(&format!(
+            "gave up waiting for {id} after 3s: it is still queued"
+        )),
+        "{err}"
+    );
+    assert!(
+        wall >= Duration::from_secs(3),
+        "ended early, after {wall:?}"
+    );
+    assert!(!w.root.join("OFFBOX").join("results").exists());
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    let cpu = tv(usage.ru_utime) + tv(usage.ru_stime);
+    // A look every 200 ms costs a few milliseconds in all; a spin costs as
+    // much as the machine gives it, a core's worth on an idle one.
+    assert!(
+        cpu < wall / 4,
+        "the wait used {cpu:?} of CPU in {wall:?}: it spins between looks"
+    );
+}
