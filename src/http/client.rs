@@ -246,7 +246,25 @@ pub fn deliver_job(
 ) -> Result<()> {
     if let Some(url) = via {
         match post_job(url, &job.to_file_bytes())? {
-            Sent::Answer { status: 202, .. } => return Ok(()),
+            // Only the intake's own answer for this job means it is queued:
+            // anything else at that address (a proxy, another service) that
+            // says 202 has queued nothing.
+            Sent::Answer { status: 202, body }
+                if body["jobId"] == job.id.as_str() && body["status"] == "queued" =>
+            {
+                return Ok(());
+            }
+            Sent::Answer { status: 202, body } => {
+                return Err(Error::new(
+                    Code::Internal,
+                    format!(
+                        "{url} answered 202 without saying it queued {}: {}; nothing is known to be queued",
+                        job.id,
+                        crate::screen::tame(&body.to_string())
+                    ),
+                )
+                .hint("check that --via names a listener's HTTP intake (listen --http)"));
+            }
             Sent::Answer { status, body } => return Err(refusal(url, status, &body)),
             Sent::Unreachable(why) => {
                 submit::publish(dirs, job, key, flush)?;

@@ -1135,3 +1135,25 @@ fn an_address_taken_or_not_this_machines_is_refused_with_a_hint_that_fits() {
         assert!(err.contains(hint), "{addr}: {err}");
     }
 }
+
+#[test]
+fn a_202_that_is_not_the_intakes_answer_for_the_job_is_no_success() {
+    let w = World::with_target();
+    // Something else at the address: it answers every request 202.
+    let server = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", server.local_addr().unwrap());
+    let answering = std::thread::spawn(move || {
+        if let Ok((mut s, _)) = server.accept() {
+            let mut buf = [0u8; 65536];
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(b"HTTP/1.1 202 Accepted\r\nContent-Length: 5\r\n\r\nhello");
+        }
+    });
+    let (code, out, err) = w.run(&["enqueue", "--target", "PC", "--via", &url, "--", "true"]);
+    answering.join().unwrap();
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(out.trim().is_empty(), "an id was printed: {out}");
+    assert!(err.contains("nothing is known to be queued"), "{err}");
+    assert!(entries(&w.pc().join("inbox")).is_empty());
+}
