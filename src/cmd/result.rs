@@ -41,6 +41,7 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
             Err(status) => return Ok(status),
         }
     } else {
+        observe::check_folders(&dirs)?;
         match observe::job(&dirs, &id, &key) {
             Observed::Done(o) => o,
             Observed::ForgedResult(why) => {

@@ -140,6 +140,21 @@ pub fn held_on(dirs: &TargetDirs, id: &JobId, key: &Key) -> Vec<After> {
     }
 }
 
+/// `FORBIDDEN` when a folder a job's state is read from is a link or a
+/// file: a command that answers from them must not say "not seen yet" of a
+/// job whose result is behind a link it will not follow (docs/protocol.md
+/// §3.5: commands refuse a link where a folder belongs).
+///
+/// # Errors
+///
+/// `FORBIDDEN`, naming the folder; a file error.
+pub fn check_folders(dirs: &TargetDirs) -> crate::error::Result<()> {
+    for place in [Place::Results, Place::Running, Place::Inbox, Place::Rejected] {
+        dirs.open(place)?;
+    }
+    Ok(())
+}
+
 /// The folder of `place`, opened without following links; `None` when it
 /// is missing, or a link or a file (which the listener moves aside).
 fn open(dirs: &TargetDirs, place: Place) -> Option<Dir> {

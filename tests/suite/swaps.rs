@@ -397,3 +397,28 @@ fn a_folder_swapped_for_a_link_between_two_jobs_of_one_drain_is_moved_aside() {
     );
     assert_eq!(snapshot(&decoy), before, "nothing reached the decoy");
 }
+
+#[test]
+fn result_logs_and_cancel_refuse_a_results_folder_that_is_a_link() {
+    let w = World::with_target();
+    let id = uid("linked");
+    w.write_job("PC", &id, "PC", &now_text(), &kit_spec(&[]));
+    w.listen_once(&[]);
+    assert!(w.result_path(&id).is_file());
+    // results/ moved and replaced by a link to it: the result is behind a
+    // link no command follows, so none may answer "not seen yet".
+    let results = w.pc().join("results");
+    let real = w.pc().join("results.real");
+    std::fs::rename(&results, &real).unwrap();
+    std::os::unix::fs::symlink(&real, &results).unwrap();
+    for args in [
+        vec!["result", "--target", "PC", "--job-id", &id],
+        vec!["logs", "--target", "PC", "--job-id", &id],
+        vec!["cancel", "--target", "PC", "--job-id", &id],
+    ] {
+        let (code, out, err) = w.run(&args);
+        assert_eq!(code, 77, "{args:?}: {out}{err}");
+        assert!(err.contains("results"), "{args:?}: {err}");
+    }
+    assert!(!w.marker(&id).exists(), "cancel wrote a marker");
+}
