@@ -11,11 +11,12 @@
 //! deletes retry transient failures within a bound, then report them.
 
 use std::fs::OpenOptions;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::read::FileRead;
 
 mod dir;
 
@@ -69,6 +70,75 @@ pub fn create_dirs(dirs: &[PathBuf]) -> Result<()> {
         std::fs::create_dir_all(d).map_err(|e| Error::io("create directory", d, &e))?;
     }
     Ok(())
+}
+
+/// Reads the local file `path` the user named (the key file, the config
+/// file) as [`Dir::read_limited`] reads a candidate, but following links:
+/// anything but a regular file, looked at before it is opened and again
+/// once open, is [`FileRead::NotAFile`] (a FIFO is opened without
+/// blocking, a device is never read), and more than `limit` bytes is
+/// [`FileRead::TooLarge`], found before reading more than `limit + 1`.
+pub fn read_local(path: &Path, limit: u64) -> FileRead {
+    let not_found = |e: &io::Error| e.kind() == io::ErrorKind::NotFound;
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => return FileRead::NotAFile(local_kind_word(m.file_type())),
+        Ok(_) => {}
+        Err(e) if not_found(&e) => return FileRead::Missing,
+        Err(e) => return FileRead::Unreadable(e.to_string()),
+    }
+    let mut options = OpenOptions::new();
+    options.read(true);
+    // Swapped for a FIFO since the look above: the open must not wait for
+    // a writer (reads of a regular file ignore the flag).
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let f = match options.open(path) {
+        Ok(f) => f,
+        Err(e) if not_found(&e) => return FileRead::Missing,
+        Err(e) => return FileRead::Unreadable(e.to_string()),
+    };
+    match f.metadata() {
+        Ok(m) if !m.is_file() => return FileRead::NotAFile(local_kind_word(m.file_type())),
+        Ok(_) => {}
+        Err(e) => return FileRead::Unreadable(e.to_string()),
+    }
+    let mut buf = Vec::new();
+    match f.take(limit + 1).read_to_end(&mut buf) {
+        Ok(_) if buf.len() as u64 > limit => FileRead::TooLarge(buf.len() as u64),
+        Ok(_) => FileRead::Bytes(buf),
+        Err(e) => FileRead::Unreadable(e.to_string()),
+    }
+}
+
+/// Names what a local path holds, for messages: `file`, `directory`,
+/// `symbolic link` (on Windows also a junction), on Unix `FIFO`, `socket`,
+/// `character device` or `block device`, else `special file`.
+pub fn local_kind_word(kind: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "FIFO";
+        }
+        if kind.is_socket() {
+            return "socket";
+        }
+        if kind.is_char_device() {
+            return "character device";
+        }
+        if kind.is_block_device() {
+            return "block device";
+        }
+    }
+    if kind.is_symlink() {
+        "symbolic link"
+    } else if kind.is_dir() {
+        "directory"
+    } else if kind.is_file() {
+        "file"
+    } else {
+        "special file"
+    }
 }
 
 /// How much of the lane's state reaches the disk before it goes on: a

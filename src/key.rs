@@ -11,9 +11,15 @@ use std::path::Path;
 use ring::hmac;
 
 use crate::error::{Error, Result};
+use crate::read::FileRead;
 
 /// The shortest key accepted, in bytes.
 pub const MIN_KEY_BYTES: usize = 32;
+
+/// The largest key file read, in bytes: `keygen` writes 65, so anything
+/// much longer is not a key file, and a bound keeps a file that never ends
+/// from being read into memory.
+pub const MAX_KEY_FILE_BYTES: u64 = 4096;
 
 /// A loaded fleet key.
 pub struct Key {
@@ -43,16 +49,36 @@ impl Key {
         Key::from_bytes(&text[..end])
     }
 
-    /// Loads the key file at `path`, refusing a missing, short, or (on Unix)
-    /// group- or other-readable one with `CONFIG`.
+    /// Loads the key file at `path`, refusing with `CONFIG` a missing or
+    /// short one, anything but a regular file (a FIFO is never waited on, a
+    /// device never read), one over [`MAX_KEY_FILE_BYTES`], and one others
+    /// may read (docs/protocol.md §4.2).
     pub fn load(path: &Path) -> Result<Key> {
-        let text = match std::fs::read(path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        let text = match crate::fsops::read_local(path, MAX_KEY_FILE_BYTES) {
+            FileRead::Bytes(t) => t,
+            FileRead::Missing => {
                 return Err(Error::config(format!("no key file at {}", path.display()))
                     .hint("run `fleet-dispatch keygen` on one machine, then copy the file to the others out of band (never into the synced folder)"));
             }
-            Err(e) => {
+            FileRead::NotAFile(kind) => {
+                return Err(Error::config(format!(
+                    "key file {} is a {kind}, not a regular file; it was not read",
+                    path.display()
+                ))
+                .hint(
+                    "point --key-file, FLEET_DISPATCH_KEY_FILE or key_file at the key file `fleet-dispatch keygen` wrote",
+                ));
+            }
+            FileRead::TooLarge(_) => {
+                return Err(Error::config(format!(
+                    "key file {} holds more than {MAX_KEY_FILE_BYTES} bytes; a key file holds one key (keygen writes 65 bytes)",
+                    path.display()
+                ))
+                .hint(
+                    "point --key-file, FLEET_DISPATCH_KEY_FILE or key_file at the key file `fleet-dispatch keygen` wrote",
+                ));
+            }
+            FileRead::Unreadable(e) => {
                 return Err(Error::config(format!(
                     "cannot read key file {}: {e}",
                     path.display()
@@ -94,15 +120,13 @@ impl Key {
 }
 
 /// Writes a new key file: 32 random bytes as 64 hex characters and a newline,
-/// mode 600. Refuses to replace an existing file unless `force`.
+/// mode 600, written beside `path` and moved into place. Refuses an existing
+/// file unless `force` (`VALIDATION_ERROR`); even with `force`, refuses
+/// anything at `path` but a regular file (a link, directory, FIFO, socket or
+/// device) with `CONFIG`, and nothing is written: `--force` replaces an old
+/// key file, never whatever else has its name.
 pub fn generate(path: &Path, force: bool) -> Result<()> {
-    if !force && std::fs::symlink_metadata(path).is_ok() {
-        return Err(Error::validation(format!(
-            "key file {} already exists; refusing to overwrite it",
-            path.display()
-        ))
-        .hint("pass --force to replace it (every machine then needs the new key)"));
-    }
+    may_take_place(path, force)?;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, &e))?;
     }
@@ -120,16 +144,16 @@ pub fn generate(path: &Path, force: bool) -> Result<()> {
     drop(f);
     let moved = written.and_then(|_| {
         if force {
+            // Looked at again just before the replacing rename, so what
+            // appeared there meanwhile is refused too.
+            may_take_place(path, force)?;
             std::fs::rename(&tmp, path).map_err(|e| Error::io("replace", path, &e))
         } else {
             crate::fsops::move_no_replace(&tmp, path).and_then(|placed| {
                 if placed {
                     Ok(())
                 } else {
-                    Err(Error::validation(format!(
-                        "key file {} already exists; refusing to overwrite it",
-                        path.display()
-                    )))
+                    Err(already_exists(path))
                 }
             })
         }
@@ -138,6 +162,39 @@ pub fn generate(path: &Path, force: bool) -> Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     moved
+}
+
+/// Whether a new key file may take `path`: yes when nothing is there, or a
+/// regular file is and `force` allows replacing it. The entry is looked at
+/// itself, never through a link: a link is refused, not replaced, and what
+/// it points to is never touched.
+fn may_take_place(path: &Path, force: bool) -> Result<()> {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        // Nothing there (or nothing this user may look at: creating the
+        // temp file beside it then says why).
+        return Ok(());
+    };
+    if !meta.is_file() {
+        let kind = crate::fsops::local_kind_word(meta.file_type());
+        return Err(Error::config(format!(
+            "key file {} is a {kind}, not a regular file; keygen replaces only an old key file, never anything else at its path, and changed nothing",
+            path.display()
+        ))
+        .hint("remove it yourself if it is no longer needed, or pass --key-file with another path"));
+    }
+    if !force {
+        return Err(already_exists(path)
+            .hint("pass --force to replace it (every machine then needs the new key)"));
+    }
+    Ok(())
+}
+
+/// The refusal of a key file already at `path` without `--force`.
+fn already_exists(path: &Path) -> Error {
+    Error::validation(format!(
+        "key file {} already exists; refusing to overwrite it",
+        path.display()
+    ))
 }
 
 #[cfg(test)]

@@ -8,6 +8,12 @@ use serde::Deserialize;
 
 use super::{Source, rules};
 use crate::error::{Error, Result};
+use crate::read::FileRead;
+
+/// The largest config file read, in bytes: a few settings take a few
+/// hundred, and a bound keeps a file that never ends from being read into
+/// memory.
+pub const MAX_CONFIG_FILE_BYTES: u64 = 1 << 20;
 
 /// The settings a config file may hold; every one optional.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -162,6 +168,10 @@ pub struct ConfigFile {
     pub read: bool,
 }
 
+/// Reads the config file [`config_path`] names, if there is one: a missing
+/// file is no error unless `FLEET_DISPATCH_CONFIG` named it; anything but a
+/// regular file (a FIFO is never waited on, a device never read) and a file
+/// over [`MAX_CONFIG_FILE_BYTES`] are refused with `CONFIG`, naming it.
 pub(super) fn load_config() -> Result<(FileConfig, Option<ConfigFile>)> {
     let Some((path, explicit)) = config_path() else {
         return Ok((FileConfig::default(), None));
@@ -171,20 +181,45 @@ pub(super) fn load_config() -> Result<(FileConfig, Option<ConfigFile>)> {
     } else {
         Source::Default
     };
-    match std::fs::read_to_string(&path) {
-        Ok(text) => {
-            let cfg = parse_config(&text, &path)?;
-            let read = true;
-            Ok((cfg, Some(ConfigFile { path, source, read })))
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {
+    let cannot = |why: String| {
+        Error::config(format!("config file {} {why}", path.display()))
+            .hint("point FLEET_DISPATCH_CONFIG at a config.toml, or move this one aside")
+    };
+    let bytes = match crate::fsops::read_local(&path, MAX_CONFIG_FILE_BYTES) {
+        FileRead::Bytes(b) => b,
+        FileRead::Missing if !explicit => {
             let read = false;
             let file = ConfigFile { path, source, read };
-            Ok((FileConfig::default(), Some(file)))
+            return Ok((FileConfig::default(), Some(file)));
         }
-        Err(e) => Err(Error::config(format!(
-            "cannot read config file {}: {e}",
-            path.display()
-        ))),
-    }
+        FileRead::Missing => {
+            return Err(Error::config(format!(
+                "cannot read config file {}: it does not exist",
+                path.display()
+            ))
+            .hint(
+                "FLEET_DISPATCH_CONFIG must name an existing file; unset it to use the default",
+            ));
+        }
+        FileRead::NotAFile(kind) => {
+            return Err(cannot(format!(
+                "is a {kind}, not a regular file; it was not read"
+            )));
+        }
+        FileRead::TooLarge(_) => {
+            return Err(cannot(format!(
+                "holds more than {MAX_CONFIG_FILE_BYTES} bytes (1 MiB); it was not read"
+            )));
+        }
+        FileRead::Unreadable(e) => {
+            return Err(Error::config(format!(
+                "cannot read config file {}: {e}",
+                path.display()
+            )));
+        }
+    };
+    let text = String::from_utf8(bytes).map_err(|_| cannot("is not UTF-8 text".into()))?;
+    let cfg = parse_config(&text, &path)?;
+    let read = true;
+    Ok((cfg, Some(ConfigFile { path, source, read })))
 }

@@ -97,14 +97,24 @@ fn key(path: Option<&Path>, root: Option<&Path>) -> (KeyFacts, Option<Key>) {
     };
     facts.inside_root = root.is_some_and(|r| layout::is_inside(path, r));
     let p = path.to_path_buf();
-    let text = match std::fs::read(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    // Read as every command reads it: a FIFO or a device is never waited
+    // on or read without end.
+    let text = match crate::fsops::read_local(path, crate::key::MAX_KEY_FILE_BYTES) {
+        FileRead::Bytes(t) => t,
+        FileRead::Missing => {
             facts.file = KeyFile::Missing(p);
             return (facts, None);
         }
-        Err(e) => {
-            facts.file = KeyFile::Unreadable(p, e.to_string());
+        FileRead::NotAFile(kind) => {
+            facts.file = KeyFile::Unreadable(p, format!("it is a {kind}, not a regular file"));
+            return (facts, None);
+        }
+        FileRead::TooLarge(n) => {
+            facts.file = KeyFile::Unreadable(p, format!("it holds {n} bytes or more, not one key"));
+            return (facts, None);
+        }
+        FileRead::Unreadable(e) => {
+            facts.file = KeyFile::Unreadable(p, e);
             return (facts, None);
         }
     };

@@ -1011,3 +1011,136 @@ fn demo_runs_on_a_fresh_machine_and_leaves_nothing_behind() {
         files(home.path())
     );
 }
+
+// ---------------------------------------------------------------- keygen and key files that are no regular file
+
+/// Makes a FIFO at `p` with `mode`.
+#[cfg(unix)]
+fn make_fifo(p: &Path, mode: u32) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+    assert_eq!(rc, 0, "mkfifo {}", p.display());
+    set_mode(p, mode);
+}
+
+/// Regression: `keygen --force` renamed its key over whatever had the
+/// name, so a FIFO (or, as root, `/dev/null`) became a key file. Anything
+/// but a regular file is refused, with or without `--force`, and stays.
+#[test]
+#[cfg(unix)] // FIFOs exist on Unix only
+fn keygen_force_refuses_a_fifo_at_the_key_path_and_leaves_it_a_fifo() {
+    use std::os::unix::fs::FileTypeExt;
+    let w = World::new();
+    std::fs::remove_file(&w.key).unwrap();
+    make_fifo(&w.key, 0o600);
+    for args in [&["keygen", "--force"][..], &["keygen"]] {
+        let got = output_within(w.cmd().args(args), Duration::from_secs(10));
+        assert_error(&got, 78, "CONFIG");
+        assert!(got.2.contains(w.key.to_str().unwrap()), "{}", got.2);
+        assert!(got.2.contains("is a FIFO"), "{}", got.2);
+        let kind = std::fs::symlink_metadata(&w.key).unwrap().file_type();
+        assert!(kind.is_fifo(), "{args:?}: the FIFO was replaced: {kind:?}");
+        assert_eq!(
+            files(w.key.parent().unwrap()),
+            ["fleet.key"],
+            "no temp file left"
+        );
+    }
+}
+
+/// Regression: `keygen --force` on a directory failed as INTERNAL_ERROR
+/// ("cannot replace"): it is a key path that names no key file, `CONFIG`.
+#[test]
+fn keygen_force_refuses_a_directory_at_the_key_path_with_config() {
+    let w = World::new();
+    std::fs::remove_file(&w.key).unwrap();
+    std::fs::create_dir(&w.key).unwrap();
+    std::fs::write(w.key.join("kept"), "x").unwrap();
+    let got = w.run(&["keygen", "--force"]);
+    assert_error(&got, 78, "CONFIG");
+    assert!(got.2.contains(w.key.to_str().unwrap()), "{}", got.2);
+    assert!(got.2.contains("is a directory"), "{}", got.2);
+    assert!(w.key.is_dir());
+    assert_eq!(files(w.key.parent().unwrap()), ["fleet.key/kept"]);
+}
+
+/// `keygen --force` never writes through a link, nor replaces the link.
+#[test]
+#[cfg(unix)] // Wine cannot create symbolic links
+fn keygen_force_refuses_a_symbolic_link_and_never_writes_through_it() {
+    let w = World::new();
+    let target = scratch(&w, "elsewhere.key");
+    std::fs::rename(&w.key, &target).unwrap();
+    std::os::unix::fs::symlink(&target, &w.key).unwrap();
+    let got = w.run(&["keygen", "--force"]);
+    assert_error(&got, 78, "CONFIG");
+    assert!(got.2.contains(w.key.to_str().unwrap()), "{}", got.2);
+    assert!(got.2.contains("is a symbolic link"), "{}", got.2);
+    assert!(
+        std::fs::symlink_metadata(&w.key)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), VECTOR_KEY);
+    assert_eq!(
+        files(w.key.parent().unwrap()),
+        ["fleet.key"],
+        "no temp file left"
+    );
+}
+
+/// Regression: a key file that is a FIFO blocked every command forever
+/// (opening it waited for a writer).
+#[test]
+#[cfg(unix)] // FIFOs exist on Unix only
+fn a_key_file_that_is_a_fifo_is_config_at_once() {
+    let w = World::with_target();
+    std::fs::remove_file(&w.key).unwrap();
+    make_fifo(&w.key, 0o600);
+    for args in [
+        &["status"][..],
+        &["enqueue", "--target", "PC", "--", "true"],
+    ] {
+        let got = output_within(w.cmd().args(args), Duration::from_secs(10));
+        assert_error(&got, 78, "CONFIG");
+        assert!(got.2.contains(w.key.to_str().unwrap()), "{}", got.2);
+        assert!(got.2.contains("is a FIFO"), "{}", got.2);
+    }
+    assert!(files(&w.pc().join("inbox")).is_empty());
+}
+
+/// Regression: `--key-file /dev/zero` read until memory ran out.
+#[test]
+#[cfg(unix)] // /dev/zero
+fn a_key_file_that_is_dev_zero_is_config_at_once() {
+    let w = World::with_target();
+    let got = output_within(
+        w.cmd().args(["--key-file", "/dev/zero", "status"]),
+        Duration::from_secs(10),
+    );
+    assert_error(&got, 78, "CONFIG");
+    assert!(
+        got.2.contains("/dev/zero is a character device"),
+        "{}",
+        got.2
+    );
+}
+
+/// A key file is tens of bytes: one over 4 KiB is no key file, and is
+/// refused before it is read whole.
+#[test]
+fn a_key_file_over_4_kib_is_config() {
+    let w = World::with_target();
+    write_private(&w.key, &"a".repeat(4097));
+    let got = w.run(&["enqueue", "--target", "PC", "--", "true"]);
+    assert_error(&got, 78, "CONFIG");
+    assert!(got.2.contains(w.key.to_str().unwrap()), "{}", got.2);
+    assert!(got.2.contains("more than 4096 bytes"), "{}", got.2);
+    assert!(files(&w.pc().join("inbox")).is_empty());
+    write_private(&w.key, &"a".repeat(4096));
+    let (code, out, err) = w.run(&["enqueue", "--target", "PC", "--", "true"]);
+    assert_eq!(code, 0, "4096 bytes are still a key: {out}{err}");
+}

@@ -506,3 +506,95 @@ fn an_empty_variable_counts_as_unset() {
     assert_eq!(code, 78, "{out}{err}");
     assert!(err.contains("CONFIG: no dispatch root"), "{err}");
 }
+
+/// Makes a FIFO at `p`.
+#[cfg(unix)]
+fn make_fifo(p: &std::path::Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(
+        unsafe { libc::mkfifo(c.as_ptr(), 0o600) },
+        0,
+        "mkfifo {}",
+        p.display()
+    );
+}
+
+/// A config file refused before the command did anything: `CONFIG`,
+/// naming the file and what it is, and no target folder made.
+fn refused_before_anything(w: &World, got: &(i32, String, String), file: &str, what: &str) {
+    let (code, out, err) = got;
+    assert_eq!(*code, 78, "{out}{err}");
+    assert!(err.starts_with("fleet-dispatch: error: CONFIG: "), "{err}");
+    assert!(err.contains(&format!("config file {file} {what}")), "{err}");
+    assert!(!w.pc().exists(), "the listener started: {err}");
+    assert!(!w.state.exists(), "state written: {err}");
+}
+
+/// Regression: a config file that is a FIFO blocked every command forever,
+/// named by `FLEET_DISPATCH_CONFIG` or at the default place.
+#[test]
+#[cfg(unix)] // FIFOs exist on Unix only
+fn a_config_file_that_is_a_fifo_is_config_at_once() {
+    let w = World::new();
+    let named = w.dir.path().join("fifo.toml");
+    make_fifo(&named);
+    let got = output_within(
+        w.cmd()
+            .env("FLEET_DISPATCH_CONFIG", &named)
+            .args(["listen", "--once"]),
+        std::time::Duration::from_secs(10),
+    );
+    refused_before_anything(&w, &got, named.to_str().unwrap(), "is a FIFO");
+    let default = write_config(&w, "");
+    std::fs::remove_file(&default).unwrap();
+    make_fifo(&default);
+    let got = output_within(
+        bare(&w).args(["listen", "--once"]),
+        std::time::Duration::from_secs(10),
+    );
+    refused_before_anything(&w, &got, default.to_str().unwrap(), "is a FIFO");
+}
+
+/// Regression: `FLEET_DISPATCH_CONFIG=/dev/zero` read without end.
+#[test]
+#[cfg(unix)] // /dev/zero
+fn a_config_file_that_is_dev_zero_is_config_at_once() {
+    let w = World::new();
+    let got = output_within(
+        w.cmd()
+            .env("FLEET_DISPATCH_CONFIG", "/dev/zero")
+            .args(["listen", "--once"]),
+        std::time::Duration::from_secs(10),
+    );
+    refused_before_anything(&w, &got, "/dev/zero", "is a character device");
+}
+
+/// A config file over 1 MiB is refused before it is read whole.
+#[test]
+fn a_config_file_over_1_mib_is_config() {
+    let w = World::new();
+    let p = w.dir.path().join("big.toml");
+    let body = base_config(&w, "");
+    let padding = "#".repeat((1 << 20) + 1 - body.len());
+    std::fs::write(&p, format!("{body}{padding}")).unwrap();
+    let got = output(
+        w.cmd()
+            .env("FLEET_DISPATCH_CONFIG", &p)
+            .args(["listen", "--once"]),
+    );
+    refused_before_anything(
+        &w,
+        &got,
+        p.to_str().unwrap(),
+        "holds more than 1048576 bytes",
+    );
+    std::fs::write(&p, format!("{body}{}", &padding[1..])).unwrap();
+    let (code, out, err) = output(
+        w.cmd()
+            .env("FLEET_DISPATCH_CONFIG", &p)
+            .args(["listen", "--once"]),
+    );
+    assert_eq!(code, 0, "1 MiB is still read: {out}{err}");
+}
