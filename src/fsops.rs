@@ -90,8 +90,7 @@ pub fn read_local(path: &Path, limit: u64) -> FileRead {
     options.read(true);
     // Swapped for a FIFO since the look above: the open must not wait for
     // a writer (reads of a regular file ignore the flag).
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    crate::platform::never_block_on_open(&mut options);
     let f = match options.open(path) {
         Ok(f) => f,
         Err(e) if not_found(&e) => return FileRead::Missing,

@@ -191,6 +191,10 @@ mod tests {
         assert_eq!(resolve(&other, Some(&state), LAST).unwrap().as_str(), "j-1");
         remember(&state, &other, &JobId::parse("j-2").unwrap());
         let e = resolve(&dirs, Some(&state), LAST).unwrap_err();
-        assert!(e.message.contains("went to LAPTOP, not PC"), "{}", e.message);
+        assert!(
+            e.message.contains("went to LAPTOP, not PC"),
+            "{}",
+            e.message
+        );
     }
 }

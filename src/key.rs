@@ -54,6 +54,7 @@ impl Key {
     /// device never read), one over [`MAX_KEY_FILE_BYTES`], and one others
     /// may read (docs/protocol.md §4.2).
     pub fn load(path: &Path) -> Result<Key> {
+        const POINT_AT_KEY: &str = "point --key-file, FLEET_DISPATCH_KEY_FILE or key_file at the key file `fleet-dispatch keygen` wrote";
         let text = match crate::fsops::read_local(path, MAX_KEY_FILE_BYTES) {
             FileRead::Bytes(t) => t,
             FileRead::Missing => {
@@ -65,18 +66,14 @@ impl Key {
                     "key file {} is a {kind}, not a regular file; it was not read",
                     path.display()
                 ))
-                .hint(
-                    "point --key-file, FLEET_DISPATCH_KEY_FILE or key_file at the key file `fleet-dispatch keygen` wrote",
-                ));
+                .hint(POINT_AT_KEY));
             }
             FileRead::TooLarge(_) => {
                 return Err(Error::config(format!(
                     "key file {} holds more than {MAX_KEY_FILE_BYTES} bytes; a key file holds one key (keygen writes 65 bytes)",
                     path.display()
                 ))
-                .hint(
-                    "point --key-file, FLEET_DISPATCH_KEY_FILE or key_file at the key file `fleet-dispatch keygen` wrote",
-                ));
+                .hint(POINT_AT_KEY));
             }
             FileRead::Unreadable(e) => {
                 return Err(Error::config(format!(

@@ -149,7 +149,12 @@ pub fn held_on(dirs: &TargetDirs, id: &JobId, key: &Key) -> Vec<After> {
 ///
 /// `FORBIDDEN`, naming the folder; a file error.
 pub fn check_folders(dirs: &TargetDirs) -> crate::error::Result<()> {
-    for place in [Place::Results, Place::Running, Place::Inbox, Place::Rejected] {
+    for place in [
+        Place::Results,
+        Place::Running,
+        Place::Inbox,
+        Place::Rejected,
+    ] {
         dirs.open(place)?;
     }
     Ok(())

@@ -209,6 +209,16 @@ pub fn lower_thread_priority() {
     imp::lower_thread_priority()
 }
 
+/// Makes an open with `options` return at once on a FIFO with no writer
+/// (`O_NONBLOCK` on Unix; Windows has no such wait). Reads of a regular
+/// file ignore it.
+pub fn never_block_on_open(options: &mut std::fs::OpenOptions) {
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(options, imp::NONBLOCK);
+    #[cfg(not(unix))]
+    let _ = options;
+}
+
 /// Tunes the memory allocator for a long-running listener, best effort.
 /// With glibc: no "fast bins". Their chunks are merged back by a sweep
 /// before any request of a kilobyte or more, which a job's end and start

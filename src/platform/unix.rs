@@ -122,6 +122,9 @@ pub(super) fn sync_dir(dir: &Path) {
     }
 }
 
+/// The open flag of [`super::never_block_on_open`].
+pub(super) const NONBLOCK: i32 = libc::O_NONBLOCK;
+
 /// Lowers the calling thread's scheduling priority (nice 10 on Linux, where
 /// nice is per thread): bookkeeping that may wait must not take a core from
 /// the job the listener just started.

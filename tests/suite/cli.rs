@@ -1014,17 +1014,6 @@ fn demo_runs_on_a_fresh_machine_and_leaves_nothing_behind() {
 
 // ---------------------------------------------------------------- keygen and key files that are no regular file
 
-/// Makes a FIFO at `p` with `mode`.
-#[cfg(unix)]
-fn make_fifo(p: &Path, mode: u32) {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
-    assert_eq!(rc, 0, "mkfifo {}", p.display());
-    set_mode(p, mode);
-}
-
 /// Regression: `keygen --force` renamed its key over whatever had the
 /// name, so a FIFO (or, as root, `/dev/null`) became a key file. Anything
 /// but a regular file is refused, with or without `--force`, and stays.
@@ -1034,7 +1023,7 @@ fn keygen_force_refuses_a_fifo_at_the_key_path_and_leaves_it_a_fifo() {
     use std::os::unix::fs::FileTypeExt;
     let w = World::new();
     std::fs::remove_file(&w.key).unwrap();
-    make_fifo(&w.key, 0o600);
+    make_fifo(&w.key);
     for args in [&["keygen", "--force"][..], &["keygen"]] {
         let got = output_within(w.cmd().args(args), Duration::from_secs(10));
         assert_error(&got, 78, "CONFIG");
@@ -1099,7 +1088,7 @@ fn keygen_force_refuses_a_symbolic_link_and_never_writes_through_it() {
 fn a_key_file_that_is_a_fifo_is_config_at_once() {
     let w = World::with_target();
     std::fs::remove_file(&w.key).unwrap();
-    make_fifo(&w.key, 0o600);
+    make_fifo(&w.key);
     for args in [
         &["status"][..],
         &["enqueue", "--target", "PC", "--", "true"],

@@ -507,20 +507,6 @@ fn an_empty_variable_counts_as_unset() {
     assert!(err.contains("CONFIG: no dispatch root"), "{err}");
 }
 
-/// Makes a FIFO at `p`.
-#[cfg(unix)]
-fn make_fifo(p: &std::path::Path) {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(
-        unsafe { libc::mkfifo(c.as_ptr(), 0o600) },
-        0,
-        "mkfifo {}",
-        p.display()
-    );
-}
-
 /// A config file refused before the command did anything: `CONFIG`,
 /// naming the file and what it is, and no target folder made.
 fn refused_before_anything(w: &World, got: &(i32, String, String), file: &str, what: &str) {

@@ -522,7 +522,10 @@ fn a_bad_value_from_a_variable_is_refused_naming_the_variable() {
     ] {
         let (code, out, err) = output(w.cmd().env(var, value).args(["listen", "--once"]));
         assert_eq!(code, 64, "{var}: {out}{err}");
-        assert!(err.contains(&format!("VALIDATION_ERROR: {var}: ")), "{var}: {err}");
+        assert!(
+            err.contains(&format!("VALIDATION_ERROR: {var}: ")),
+            "{var}: {err}"
+        );
     }
     // Typed as a flag, the flag is named, whatever the variable says.
     let (code, _, err) = output(

@@ -701,7 +701,13 @@ fn filling_every_rejected_slot_blocks_no_cancel_no_result_and_no_start() {
     let side = scratch(&w, "side");
     // A genuine cancel still lands on junk in the marker's place.
     let cancelled = uid("cancelled");
-    w.write_job("PC", &cancelled, "PC", &now_text(), &appends(&side, "cancelled"));
+    w.write_job(
+        "PC",
+        &cancelled,
+        "PC",
+        &now_text(),
+        &appends(&side, "cancelled"),
+    );
     fill_rejected_slots(&w, &format!("{cancelled}.json"));
     std::fs::write(w.marker(&cancelled), b"junk").unwrap();
     let (code, out, err) = w.run(&["cancel", "--target", "PC", "--job-id", &cancelled]);
@@ -724,7 +730,10 @@ fn filling_every_rejected_slot_blocks_no_cancel_no_result_and_no_start() {
     );
     assert_eq!(lines(&side), ["placed"]);
     assert_eq!(w.result(&cancelled)["error"], "cancelled-before-start");
-    assert!(result_sig_ok(&w.result(&placed)), "the genuine result is in place");
+    assert!(
+        result_sig_ok(&w.result(&placed)),
+        "the genuine result is in place"
+    );
     assert!(lock.is_file(), "the lock file was made again");
 }
 

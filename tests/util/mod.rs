@@ -1056,3 +1056,14 @@ impl Drop for Tmpfs {
             .status();
     }
 }
+
+/// Makes a FIFO at `p`, mode 600 (a key file's mode, so only its kind is
+/// wrong).
+#[cfg(unix)]
+pub fn make_fifo(p: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
+    assert_eq!(rc, 0, "mkfifo {}", p.display());
+}
