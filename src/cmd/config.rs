@@ -53,6 +53,11 @@ fn variable(name: &str) -> Option<(String, crate::cli::Given)> {
         .map(|v| (v, crate::cli::Given::Variable))
 }
 
+/// A [`variable`]'s text, as a command's flag would give it.
+fn text(v: &Option<(String, crate::cli::Given)>) -> Option<&str> {
+    v.as_ref().map(|(t, _)| t.as_str())
+}
+
 /// A [`variable`]'s value as the settings take it.
 fn given(v: &Option<(String, crate::cli::Given)>) -> Option<(&str, crate::cli::Given)> {
     v.as_ref().map(|(v, how)| (v.as_str(), *how))
@@ -79,6 +84,21 @@ pub fn run(ctx: &Context, _args: ConfigArgs) -> Result<u8> {
         crate::config::SLOTS_VAR,
     ]
     .map(variable);
+    // Each value as the commands that use it would judge it: a refused one
+    // is shown with why, and makes `config` exit as they would.
+    let age = ctx.max_job_age(text(&max_job_age));
+    // In the order they are shown: the first refused one sets the status.
+    let refused = [
+        ctx.poll_interval(text(&poll)).err(),
+        ctx.stop_grace(text(&stop_grace)).err(),
+        ctx.slots(text(&slots)).err(),
+        age.as_ref()
+            .ok()
+            .and_then(|a| ctx.retention(text(&retention), *a).err()),
+        age.as_ref().err().cloned(),
+    ];
+    let [poll_bad, grace_bad, slots_bad, retention_bad, age_bad] =
+        refused.clone().map(|e| e.map(|e| format!("refused: {}", e.message)));
     let poll = ctx.poll_interval_setting(given(&poll));
     let stop_grace = ctx.stop_grace_setting(given(&stop_grace));
     let retention = ctx.retention_setting(given(&retention));
@@ -124,21 +144,23 @@ pub fn run(ctx: &Context, _args: ConfigArgs) -> Result<u8> {
                 .or_else(|| presence(state.value.as_deref(), true, "not created yet")),
         ),
         line("durability", "durability", &durability, None),
-        line("pollInterval", "poll interval", &poll, None),
+        line("pollInterval", "poll interval", &poll, poll_bad),
         line("watch", "watch", &ctx.watch_setting(), None),
         line(
             "stopGrace",
             "stop grace",
             &stop_grace,
-            stop_grace
-                .value
-                .is_none()
-                .then(|| "a stopped listener gives the running job its own grace".into()),
+            grace_bad.or_else(|| {
+                stop_grace
+                    .value
+                    .is_none()
+                    .then(|| "a stopped listener gives the running job its own grace".into())
+            }),
         ),
-        line("slots", "slots", &slots, None),
+        line("slots", "slots", &slots, slots_bad),
         line("fleet", "fleet", &ctx.fleet_setting(), None),
-        line("retention", "retention", &retention, None),
-        line("maxJobAge", "max job age", &max_job_age, None),
+        line("retention", "retention", &retention, retention_bad),
+        line("maxJobAge", "max job age", &max_job_age, age_bad),
         Line {
             key: "configFile",
             label: "config file",
@@ -160,7 +182,7 @@ pub fn run(ctx: &Context, _args: ConfigArgs) -> Result<u8> {
             })
             .collect();
         crate::out::line(&Value::Object(doc).to_string());
-        return Ok(0);
+        return Ok(status(&refused));
     }
     let width = lines.iter().map(|l| l.label.len()).max().unwrap_or(0);
     for l in &lines {
@@ -181,5 +203,14 @@ pub fn run(ctx: &Context, _args: ConfigArgs) -> Result<u8> {
         }
         crate::out::line(&text);
     }
-    Ok(0)
+    Ok(status(&refused))
+}
+
+/// 0, or the exit status of the first refused setting.
+fn status(refused: &[Option<crate::error::Error>]) -> u8 {
+    refused
+        .iter()
+        .flatten()
+        .next()
+        .map_or(0, |e| crate::exit::of(e.code))
 }
