@@ -91,7 +91,11 @@ impl Fields {
             let (k, v) = kv
                 .split_once('=')
                 .ok_or_else(|| Error::validation(format!("--env {kv:?}: write NAME=VALUE")))?;
-            env.insert(k.to_string(), v.to_string());
+            if env.insert(k.to_string(), v.to_string()).is_some() {
+                return Err(Error::validation(format!(
+                    "--env {k}: the variable is given twice; a job gets one value"
+                )));
+            }
         }
         Ok(Fields {
             argv: args.argv.clone(),

@@ -502,6 +502,21 @@ fn enqueue_refuses_a_bad_env_name() {
         assert_error(&got, 64, "VALIDATION_ERROR");
         assert_eq!(files(w.dir.path()), before, "{bad:?} wrote something");
     }
+    // One variable given twice: which value was meant is not the sender's to guess.
+    let got = w.run(&[
+        "enqueue", "--target", "PC", "--env", "A=1", "--env", "A=2", "--", "true",
+    ]);
+    assert_error(&got, 64, "VALIDATION_ERROR");
+    assert!(
+        got.2.contains("--env A: the variable is given twice"),
+        "{}",
+        got.2
+    );
+    assert_eq!(
+        files(w.dir.path()),
+        before,
+        "a twice-given variable wrote something"
+    );
 }
 
 #[test]
