@@ -290,12 +290,13 @@ struct Shown {
 
 /// The jobs `running/` shows, less those with a verified result: the file
 /// is unsigned and informational, and one a sync engine brings back after
-/// its job ended must not show a finished job as running forever.
+/// its job ended must not show a finished job as running forever. In the
+/// order they started (then by id), not the folder's.
 fn running(dirs: &TargetDirs, key: &Key) -> Vec<RunningJob> {
     let dir = super::open(dirs, Place::Running);
     let results = super::open(dirs, Place::Results);
     let target = dirs.target().as_str();
-    entries(dir.as_ref())
+    let mut jobs: Vec<RunningJob> = entries(dir.as_ref())
         .into_iter()
         .filter(|(id, _)| {
             results
@@ -315,7 +316,9 @@ fn running(dirs: &TargetDirs, key: &Key) -> Vec<RunningJob> {
                 started_at: shown.started_at,
             })
         })
-        .collect()
+        .collect();
+    jobs.sort_by(|a, b| (&a.started_at, &a.job_id).cmp(&(&b.started_at, &b.job_id)));
+    jobs
 }
 
 fn queued(dirs: &TargetDirs, key: &Key) -> (Vec<Job>, usize) {

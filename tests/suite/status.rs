@@ -255,3 +255,23 @@ fn a_running_file_brought_back_after_its_job_ended_is_not_shown_as_running() {
     let t = &status_json(&w, &["--target", "PC"])["targets"][0];
     assert_eq!(t["running"][0]["jobId"], other, "{t}");
 }
+
+#[test]
+fn jobs_running_in_slots_are_listed_in_the_order_they_started() {
+    let w = World::with_target();
+    // Names in the reverse of their start order: the folder's order is
+    // not the one shown.
+    for (id, secs) in [("zz-first", -30), ("mm-second", -20), ("aa-third", -10)] {
+        let shown =
+            serde_json::json!({"jobId": id, "argv": ["true"], "startedAt": ts_offset(secs)});
+        std::fs::write(w.running(id), shown.to_string()).unwrap();
+    }
+    let t = &status_json(&w, &["--target", "PC"])["targets"][0];
+    let ids: Vec<&str> = t["running"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["jobId"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["zz-first", "mm-second", "aa-third"], "{t}");
+}
