@@ -52,7 +52,13 @@ pub fn run(ctx: &Context, args: VerifyMarkerArgs) -> Result<u8> {
     };
     let key = ctx.key(ctx.root().ok().as_deref())?;
     let read = dir.read_limited(name, crate::doc::marker::MAX_BYTES);
-    let (verdict, message) = match accept::marker(name, read, target.as_str(), &key) {
+    // A consumed marker is kept as `archive/consumed/<id>.cancel.json`: it
+    // is judged under the name it had in `cancel/`.
+    let judged = match name.strip_suffix(".cancel.json") {
+        Some(id) => format!("{id}.json"),
+        None => name.to_string(),
+    };
+    let (verdict, message) = match accept::marker(&judged, read, target.as_str(), &key) {
         Ok(m) => (
             "valid",
             format!(

@@ -578,3 +578,32 @@ fn sweep_json_lists_removed_paths() {
     let v: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["removed"], json!([]));
 }
+
+#[test]
+fn verify_marker_judges_a_consumed_marker_under_its_cancel_name() {
+    let w = World::with_target();
+    let id = w.enqueue(&[], &kit(&[]));
+    let (code, out, err) = w.run(&["cancel", "--target", "PC", "--job-id", &id]);
+    assert_eq!(code, 0, "{out}{err}");
+    w.listen_once(&[]);
+    let consumed = w
+        .pc()
+        .join("archive")
+        .join("consumed")
+        .join(format!("{id}.cancel.json"));
+    assert!(consumed.is_file(), "the marker was consumed");
+    let (code, out, err) = w.run(&[
+        "verify-marker",
+        consumed.to_str().unwrap(),
+        "--target",
+        "PC",
+    ]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.starts_with("valid: "), "{out}");
+    // Under another id's name it is still no marker of that job.
+    let renamed = consumed.with_file_name("other.cancel.json");
+    std::fs::copy(&consumed, &renamed).unwrap();
+    let (code, out, _) = w.run(&["verify-marker", renamed.to_str().unwrap(), "--target", "PC"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.starts_with("job-id-mismatch: "), "{out}");
+}
