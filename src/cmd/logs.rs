@@ -91,7 +91,7 @@ fn short_log_note(o: &crate::doc::Outcome, streams: Streams) {
     ] {
         if let (true, Some(k)) = (shown, logged) {
             eprintln!(
-                "fleet-dispatch: {name} of {} holds only its first {k} of {} bytes: writing the log failed (a full disk?); its last bytes are in the result",
+                "fleet-dispatch: {name} of {} holds only its first {k} of {} bytes: writing the log failed (a full disk, or something else in its place); its last bytes are in the result",
                 o.job_id,
                 total.unwrap_or(k)
             );

@@ -127,7 +127,7 @@ pub fn result_human(o: &Outcome) -> String {
         // some of it.
         let header = match (total, logged) {
             (Some(n), Some(k)) => format!(
-                "{name}: the last {} of {n} bytes; its log holds only the first {k}: writing it failed (a full disk?)",
+                "{name}: the last {} of {n} bytes; its log holds only the first {k}: writing it failed (a full disk, or something else in the log's place)",
                 t.len()
             ),
             (Some(n), None) if n > t.len() as u64 => format!(
