@@ -778,7 +778,7 @@ const DASHES_HINT: &str = "the program and its arguments come after `--`: fleet-
 fn forgot_dashes(kind: clap::error::ErrorKind, args: &[std::ffi::OsString]) -> bool {
     use clap::error::ErrorKind;
     args.iter().any(|a| a == "enqueue")
-        && !args.iter().any(|a| a == "--")
+        && !args.iter().any(|a| a == "--" || a == "--batch")
         && matches!(
             kind,
             ErrorKind::UnknownArgument | ErrorKind::MissingRequiredArgument

@@ -327,6 +327,20 @@ fn enqueue_refuses_bad_after_values_naming_them() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--after"), "{err}");
     assert!(files(&w.pc().join("inbox")).is_empty());
+    // With --batch there is no program to forget the `--` before: no hint
+    // says so.
+    let (code, out, _) = w.run(&[
+        "--json",
+        "enqueue",
+        "--batch",
+        "-",
+        "--target",
+        "PC",
+        "--after-any",
+    ]);
+    assert_eq!(code, 64, "{out}");
+    assert!(out.contains("--after"), "{out}");
+    assert!(!out.contains("come after `--`"), "{out}");
 }
 
 /// The `after` list signed into job `id`'s spec, as `TARGET:ID` texts.
