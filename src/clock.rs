@@ -76,13 +76,19 @@ pub fn parse_duration(s: &str) -> Result<Duration> {
             "invalid duration {s:?}: write a whole number with a unit (250ms, 2s, 5m, 24h, 7d), several in falling order (1h30m), or a bare number of seconds"
         ))
     };
+    // Well formed, but past what a u64 of milliseconds holds.
+    let too_long = || {
+        Error::validation(format!(
+            "duration {s:?} is too long: more than half a billion years"
+        ))
+    };
     let s = s.trim();
     if !s.is_empty() && s.len() <= 12 && s.bytes().all(|b| b.is_ascii_digit()) {
         let n: u64 = s.parse().map_err(|_| bad())?;
         return n
             .checked_mul(1000)
             .map(Duration::from_millis)
-            .ok_or_else(bad);
+            .ok_or_else(too_long);
     }
     const UNITS: [(&str, u64); 5] = [
         ("d", 86_400_000),
@@ -118,7 +124,7 @@ pub fn parse_duration(s: &str) -> Result<Duration> {
         total = n
             .checked_mul(UNITS[i].1)
             .and_then(|ms| total.checked_add(ms))
-            .ok_or_else(bad)?;
+            .ok_or_else(too_long)?;
     }
     if s.is_empty() {
         return Err(bad());
@@ -240,6 +246,9 @@ mod tests {
         ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
+        // Twelve digits fit the grammar: too many days is said as such.
+        let e = parse_duration("999999999999d").unwrap_err();
+        assert!(e.message.contains("too long"), "{}", e.message);
     }
 
     #[test]

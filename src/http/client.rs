@@ -89,6 +89,15 @@ impl Url {
         if host.is_empty() || port == 0 {
             return Err(bad("write http://HOST:PORT"));
         }
+        // A name or an address: anything else could never be reached, and
+        // would only send the job into the folder instead.
+        let v6 = authority.starts_with('[');
+        let fits = |c: char| {
+            c.is_ascii_alphanumeric() || c == '.' || c == '-' || (v6 && (c == ':' || c == '%'))
+        };
+        if !host.chars().all(fits) {
+            return Err(bad("the host is not a name or an address"));
+        }
         Ok(Url {
             host: host.to_string(),
             port,
@@ -378,6 +387,8 @@ mod tests {
             "http://pc:0",
             "http://u@pc:1",
             "http://pc:1/?q",
+            "http://exa mple:1",
+            "http://pc_1:7070",
         ] {
             assert_eq!(Url::parse(bad).unwrap_err().code, Code::Validation, "{bad}");
         }
