@@ -181,14 +181,15 @@ pub fn install() -> Result<Arc<Shutdown>> {
                 if let Some(s) = SHUTDOWN.get() {
                     s.last_words(&killed);
                 }
-                eprintln!(
-                    "fleet-dispatch: killed; {} recorded as interrupted at the next start",
-                    if killed.len() > 1 {
-                        "the jobs are"
-                    } else {
-                        "the job is"
-                    }
-                );
+                match killed.len() {
+                    0 => eprintln!("fleet-dispatch: stopped at once; no job was running"),
+                    1 => eprintln!(
+                        "fleet-dispatch: killed; the job is recorded as interrupted at the next start"
+                    ),
+                    _ => eprintln!(
+                        "fleet-dispatch: killed; the jobs are recorded as interrupted at the next start"
+                    ),
+                }
                 std::process::exit(i32::from(exit::INTERRUPTED));
             }
         })
