@@ -23,9 +23,13 @@ use clap::{
 the target's listener runs it and writes back a signed result. Cancel markers stop running or \
 queued jobs. Folder access alone can never run, cancel or forge anything: every document is \
 signed with the fleet key, which never lives in the shared folder.",
-    after_help = "Settings come from a flag, else its FLEET_DISPATCH_* variable, else the config file \
-(see `fleet-dispatch config`), else the default.\n\
-Start with `fleet-dispatch demo` to watch the whole lane on a temporary folder."
+    after_help = "Examples:\n  \
+fleet-dispatch demo                                   # the whole lane on a temporary folder\n  \
+fleet-dispatch listen                                 # on the machine that runs the jobs\n  \
+fleet-dispatch enqueue --target PC -- make test       # from any machine of the fleet\n  \
+fleet-dispatch result --target PC --job-id last --wait\n\n\
+Settings come from a flag, else its FLEET_DISPATCH_* variable, else the config file \
+(see `fleet-dispatch config`), else the default."
 )]
 pub struct Cli {
     /// Options every command takes.

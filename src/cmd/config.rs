@@ -97,8 +97,9 @@ pub fn run(ctx: &Context, _args: ConfigArgs) -> Result<u8> {
             .and_then(|a| ctx.retention(text(&retention), *a).err()),
         age.as_ref().err().cloned(),
     ];
-    let [poll_bad, grace_bad, slots_bad, retention_bad, age_bad] =
-        refused.clone().map(|e| e.map(|e| format!("refused: {}", e.message)));
+    let [poll_bad, grace_bad, slots_bad, retention_bad, age_bad] = refused
+        .clone()
+        .map(|e| e.map(|e| format!("refused: {}", e.message)));
     let poll = ctx.poll_interval_setting(given(&poll));
     let stop_grace = ctx.stop_grace_setting(given(&stop_grace));
     let retention = ctx.retention_setting(given(&retention));

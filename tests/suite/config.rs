@@ -591,15 +591,27 @@ fn config_shows_a_value_a_command_would_refuse_with_why_and_exits_as_it_would() 
     write_config(&w, &base_config(&w, "retention = \"2d\"\n"));
     let (code, out, err) = output(bare(&w).env("FLEET_DISPATCH_SLOTS", "0").args(["config"]));
     assert_eq!(code, 64, "{out}{err}");
-    let slots = out.lines().find(|l| l.starts_with("slots")).unwrap_or_default();
+    let slots = out
+        .lines()
+        .find(|l| l.starts_with("slots"))
+        .unwrap_or_default();
     assert!(slots.contains("refused: FLEET_DISPATCH_SLOTS"), "{out}");
-    let retention = out.lines().find(|l| l.starts_with("retention")).unwrap_or_default();
+    let retention = out
+        .lines()
+        .find(|l| l.starts_with("retention"))
+        .unwrap_or_default();
     assert!(retention.contains("refused: config file"), "{out}");
     // The file's refusal alone: CONFIG, as `sweep` would give.
     let (code, out, err) = output(bare(&w).args(["--json", "config"]));
     assert_eq!(code, 78, "{out}{err}");
     let v: Value = serde_json::from_str(out.trim()).unwrap();
-    assert!(v["retention"]["note"].as_str().unwrap().starts_with("refused:"), "{v}");
+    assert!(
+        v["retention"]["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("refused:"),
+        "{v}"
+    );
     // Nothing refused: 0.
     write_config(&w, &base_config(&w, ""));
     let (code, out, err) = output(bare(&w).args(["config"]));
