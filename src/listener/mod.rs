@@ -43,7 +43,7 @@ use serde::Serialize;
 use crate::clock;
 use crate::error::Result;
 use crate::events::{Events, Hint};
-use crate::fsops::Durability;
+use crate::fsops::{Durability, Flush};
 use crate::heartbeat::{self, Beat, Heartbeat};
 use crate::key::Key;
 use crate::layout::{Folders, Place, StateDirs, TargetDirs};
@@ -225,6 +225,13 @@ impl Listener {
     ) -> Result<Listener> {
         let lock = Lock::acquire(&state, dirs.target().as_str())?;
         let (folders, repairs) = rejected::open_repairing(&dirs)?;
+        // A folder it can list but not write (a read-only share or mount)
+        // would run jobs whose results could never be placed: refused
+        // before any job starts, naming the folder.
+        let (probe, _) = folders
+            .results()
+            .write_temp("write-probe", b"", Flush::Nothing)?;
+        folders.results().remove(&probe)?;
         let instance = state::instance_id(&state)?;
         let host = platform::hostname().unwrap_or_default();
         let who = heartbeat::Identity {

@@ -1057,3 +1057,34 @@ fn concurrent_enqueues_of_one_id_publish_exactly_one() {
         std::fs::remove_file(w.inbox(&id)).unwrap();
     }
 }
+
+#[test]
+#[cfg(target_os = "linux")] // `chattr +i` makes the folder unwritable even for root
+fn a_listener_that_cannot_write_its_results_folder_starts_no_job() {
+    let w = World::with_target();
+    let side = scratch(&w, "side");
+    let id = uid("unplaceable");
+    w.write_job("PC", &id, "PC", &now_text(), &appends(&side, "ran"));
+    let results = w.pc().join("results");
+    let held = match Immutable::set(&results) {
+        Ok(g) => g,
+        Err(why) => {
+            eprintln!("not exercised: {why}");
+            return;
+        }
+    };
+    let (code, out, err) = w.run(&["listen", "--once"]);
+    assert_eq!(code, 70, "{out}{err}");
+    assert!(
+        err.contains(&p(&results).to_string()),
+        "the error names results/: {err}"
+    );
+    assert!(
+        lines(&side).is_empty(),
+        "a job ran whose result could not be placed"
+    );
+    assert!(w.inbox(&id).exists(), "the job is still queued");
+    drop(held);
+    assert_eq!(w.listen_once(&[])["done"], 1);
+    assert_eq!(lines(&side), ["ran"]);
+}
