@@ -119,6 +119,16 @@ fn check(cfg: &FileConfig) -> std::result::Result<(), (&'static str, String)> {
     ) -> std::result::Result<(), (&'static str, String)> {
         value.map_or(Ok(()), |v| rule(v).map(drop).map_err(|m| (key, m)))
     }
+    let path = |p: &PathBuf| {
+        if p.as_os_str().is_empty() {
+            Err("an empty path: name the path, or leave the key out for the default".to_string())
+        } else {
+            Ok(())
+        }
+    };
+    each("root", cfg.root.as_ref(), path)?;
+    each("key_file", cfg.key_file.as_ref(), path)?;
+    each("state_dir", cfg.state_dir.as_ref(), path)?;
     each("machine", cfg.machine.as_ref(), |m| rules::machine(m))?;
     for member in cfg.fleet.iter().flatten() {
         each("fleet", Some(member), |m| rules::fleet_member(m))?;

@@ -617,3 +617,18 @@ fn config_shows_a_value_a_command_would_refuse_with_why_and_exits_as_it_would() 
     let (code, out, err) = output(bare(&w).args(["config"]));
     assert_eq!(code, 0, "{out}{err}");
 }
+
+#[test]
+fn an_empty_path_in_the_config_file_is_config_naming_its_key() {
+    let w = World::new();
+    for key in ["root", "key_file", "state_dir"] {
+        let body = base_config(&w, "").replace(&format!("{key} = "), &format!("#{key} = "));
+        write_config(&w, &format!("{body}{key} = \"\"\n"));
+        let (code, out, err) = output(bare(&w).args(["status"]));
+        assert_eq!(code, 78, "{key}: {out}{err}");
+        assert!(
+            err.contains(&format!("{key}: an empty path")),
+            "{key}: {err}"
+        );
+    }
+}
