@@ -19,12 +19,26 @@ const LAST_FILE: &str = "last-enqueued";
 /// How many candidates an ambiguous prefix lists.
 const SHOWN: usize = 10;
 
+/// Remembers `id`, just enqueued for each of `targets`, as `last` in the
+/// state directory `state`. One that cannot be used (not set, inside the
+/// root, not a folder) loses only the shorthand: the job is sent, and that
+/// is said on stderr.
+pub fn remember_on(state: Result<std::path::PathBuf>, targets: &[&TargetDirs], id: &JobId) {
+    let remembered =
+        state.and_then(|dir| targets.iter().try_for_each(|dirs| remember(&dir, dirs, id)));
+    if let Err(e) = remembered {
+        eprintln!(
+            "fleet-dispatch: {id} is not remembered as `{LAST}`: {}",
+            e.message
+        );
+    }
+}
+
 /// Remembers `id`, just enqueued for `dirs`' target, as `last`: a copy of
 /// the same id for another target (a fan-out) joins the targets already
-/// remembered for it, so `last` names it on each. A state directory that
-/// cannot be written only loses the shorthand.
-pub fn remember(state_dir: &Path, dirs: &TargetDirs, id: &JobId) {
-    let _ = fsops::create_dirs(&[state_dir.to_path_buf()]);
+/// remembered for it, so `last` names it on each.
+fn remember(state_dir: &Path, dirs: &TargetDirs, id: &JobId) -> Result<()> {
+    fsops::create_dirs(&[state_dir.to_path_buf()])?;
     let mut targets = match remembered(state_dir) {
         Some((targets, last)) if last == id.as_str() => targets,
         _ => Vec::new(),
@@ -33,11 +47,11 @@ pub fn remember(state_dir: &Path, dirs: &TargetDirs, id: &JobId) {
         targets.push(dirs.target().to_string());
     }
     let text = format!("{} {id}\n", targets.join(","));
-    let _ = fsops::replace(
+    fsops::replace(
         &state_dir.join(LAST_FILE),
         text.as_bytes(),
         fsops::Flush::Nothing,
-    );
+    )
 }
 
 /// The folders whose file names are the job ids a target knows.
@@ -179,17 +193,17 @@ mod tests {
             resolve(&dirs, Some(&state), LAST).unwrap_err().code,
             crate::error::Code::NotFound
         );
-        remember(&state, &dirs, &JobId::parse("j-1").unwrap());
+        remember(&state, &dirs, &JobId::parse("j-1").unwrap()).unwrap();
         assert_eq!(resolve(&dirs, Some(&state), LAST).unwrap().as_str(), "j-1");
         let other = TargetDirs::new(d.path(), &Machine::parse("LAPTOP", "t").unwrap());
         let e = resolve(&other, Some(&state), LAST).unwrap_err();
         assert!(e.message.contains("went to PC"), "{}", e.message);
         // A fan-out's copies: `last` names the id on each of its targets,
         // until another id is enqueued.
-        remember(&state, &other, &JobId::parse("j-1").unwrap());
+        remember(&state, &other, &JobId::parse("j-1").unwrap()).unwrap();
         assert_eq!(resolve(&dirs, Some(&state), LAST).unwrap().as_str(), "j-1");
         assert_eq!(resolve(&other, Some(&state), LAST).unwrap().as_str(), "j-1");
-        remember(&state, &other, &JobId::parse("j-2").unwrap());
+        remember(&state, &other, &JobId::parse("j-2").unwrap()).unwrap();
         let e = resolve(&dirs, Some(&state), LAST).unwrap_err();
         assert!(
             e.message.contains("went to LAPTOP, not PC"),

@@ -506,9 +506,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
         &key,
         ctx.durability().enqueue_flush(),
     )?;
-    if let Ok(state) = ctx.state_dir(&root) {
-        crate::jobref::remember(&state, &dirs, &id);
-    }
+    crate::jobref::remember_on(ctx.state_dir(&root), &[&dirs], &id);
 
     // Steer: the new job is queued first, so a cancel that cannot land
     // leaves it simply waiting its turn.
@@ -644,11 +642,8 @@ fn fan_out(
         }));
     }
     // Remembered on each target, so `last` names every copy.
-    if let Ok(state) = ctx.state_dir(&root) {
-        for dirs in &targets {
-            crate::jobref::remember(&state, dirs, id);
-        }
-    }
+    let each: Vec<&TargetDirs> = targets.iter().collect();
+    crate::jobref::remember_on(ctx.state_dir(&root), &each, id);
     let mut out = json!({
         "jobId": id.as_str(),
         "targets": targets.iter().map(|d| d.target().as_str()).collect::<Vec<_>>(),

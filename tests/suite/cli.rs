@@ -1148,3 +1148,23 @@ fn a_key_file_over_4_kib_is_config() {
     let (code, out, err) = w.run(&["enqueue", "--target", "PC", "--", "true"]);
     assert_eq!(code, 0, "4096 bytes are still a key: {out}{err}");
 }
+
+#[test]
+fn enqueue_with_a_state_directory_it_cannot_use_sends_the_job_and_says_last_is_not_kept() {
+    let w = World::with_target();
+    let inside = w.root.join("state");
+    let (code, out, err) = output(
+        w.cmd()
+            .env("FLEET_DISPATCH_STATE_DIR", &inside)
+            .args(["enqueue", "--target", "PC", "--", "true"]),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let id = out.trim();
+    assert!(w.inbox(id).is_file(), "the job is sent");
+    assert!(err.contains("is not remembered as `last`"), "{err}");
+    assert!(err.contains("inside the dispatch root"), "{err}");
+    assert!(
+        !inside.exists(),
+        "nothing of the state was made in the root"
+    );
+}

@@ -154,10 +154,9 @@ pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> 
             return Err(batch_partly(&shown, &done, dirs, e));
         }
     }
-    if let (Ok(state), Some((_, last))) = (ctx.state_dir(&root), lines.last()) {
-        for dirs in &resolved[&last.targets] {
-            crate::jobref::remember(&state, dirs, &last.id);
-        }
+    if let Some((_, last)) = lines.last() {
+        let each: Vec<&TargetDirs> = resolved[&last.targets].iter().collect();
+        crate::jobref::remember_on(ctx.state_dir(&root), &each, &last.id);
     }
     let jobs: Vec<Value> = lines
         .iter()
