@@ -188,6 +188,9 @@ impl Dir {
                 Ok(f) if f.metadata()?.is_file() => Ok(Some(f)),
                 Ok(_) => Ok(None),
                 Err(e) if crate::platform::is_link_error(&e) => Ok(None),
+                // Windows refuses to open a folder as a file (access
+                // denied): one there is no lock file, as elsewhere.
+                Err(_) if self.entry(name).is_ok_and(|en| en.kind != EntryKind::File) => Ok(None),
                 Err(e) => Err(e),
             };
         }

@@ -505,7 +505,12 @@ fn a_job_over_one_mib_is_refused_from_a_line_and_from_the_flags() {
         &["enqueue", "--batch", &file, "--target", "PC"],
         &["line 2", "\"argv\"", "1048576", "too-large"],
     );
-    // Twelve values of 100 KB: each flag is fine, the job is not.
+    // Twelve values of 100 KB: each flag is fine, the job is not. Windows
+    // caps a whole command line at 32,767 characters, so there no command
+    // line holds a job this large.
+    if cfg!(windows) {
+        return;
+    }
     let envs: Vec<String> = (0..12)
         .map(|i| format!("A{i}={}", "v".repeat(100_000)))
         .collect();
