@@ -193,7 +193,7 @@ pub fn no_result(
         }
         NoResult::Unfinished(seen, limit) => {
             out["state"] = json!(seen.word());
-            let msg = match limit {
+            let mut msg = match limit {
                 Some(l) => {
                     out["timedOut"] = json!(true);
                     crate::wait::timed_out_message(id, &seen, l)
@@ -204,6 +204,16 @@ pub fn no_result(
                     seen.word()
                 ),
             };
+            // A queued job held on others says for which, as status does.
+            let held = match seen {
+                Observed::Queued => crate::observe::held_on(dirs, id, key),
+                _ => Vec::new(),
+            };
+            if !held.is_empty() {
+                let names: Vec<String> = held.iter().map(ToString::to_string).collect();
+                msg.push_str(&format!(" (held: it waits for {})", names.join(", ")));
+                out["waitsFor"] = json!(names);
+            }
             (exit::UNFINISHED, msg)
         }
     };

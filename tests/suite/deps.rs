@@ -507,3 +507,17 @@ fn a_wait_on_a_held_job_says_what_it_waits_for() {
     );
     held(&w, "b");
 }
+
+#[test]
+fn result_of_a_held_job_says_what_it_waits_for_without_a_wait() {
+    let w = World::with_target();
+    enqueue_word(&w, "b", &["--after", "never-sent"], "B", None);
+    w.listen_once(&[]);
+    let (code, out, err) = w.run(&["result", "--target", "PC", "--job-id", "b"]);
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(err.contains("it is queued"), "{err}");
+    assert!(err.contains("(held: it waits for PC:never-sent)"), "{err}");
+    let (_, out, _) = w.run(&["--json", "result", "--target", "PC", "--job-id", "b"]);
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["waitsFor"], json!(["PC:never-sent"]), "{v}");
+}
