@@ -59,6 +59,7 @@ pub struct Global {
         long,
         global = true,
         env = "FLEET_DISPATCH_KEY_FILE",
+        hide_env_values = true,
         value_name = "FILE",
         value_hint = ValueHint::FilePath
     )]
@@ -68,6 +69,7 @@ pub struct Global {
         long,
         global = true,
         env = "FLEET_DISPATCH_MACHINE",
+        hide_env_values = true,
         value_name = "NAME"
     )]
     pub machine: Option<String>,
@@ -76,6 +78,7 @@ pub struct Global {
         long,
         global = true,
         env = "FLEET_DISPATCH_STATE_DIR",
+        hide_env_values = true,
         value_name = "DIR",
         value_hint = ValueHint::DirPath
     )]
@@ -88,6 +91,7 @@ pub struct Global {
         long,
         global = true,
         env = "FLEET_DISPATCH_DURABILITY",
+        hide_env_values = true,
         value_name = "LEVEL"
     )]
     pub durability: Option<crate::fsops::Durability>,
