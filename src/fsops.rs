@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::platform::EntryKind;
 use crate::read::FileRead;
 
 mod dir;
@@ -129,15 +130,15 @@ pub fn local_kind_word(kind: std::fs::FileType) -> &'static str {
             return "block device";
         }
     }
-    if kind.is_symlink() {
-        "symbolic link"
+    dir::kind_word(if kind.is_symlink() {
+        EntryKind::Link
     } else if kind.is_dir() {
-        "directory"
+        EntryKind::Dir
     } else if kind.is_file() {
-        "file"
+        EntryKind::File
     } else {
-        "special file"
-    }
+        EntryKind::Other
+    })
 }
 
 /// How much of the lane's state reaches the disk before it goes on: a

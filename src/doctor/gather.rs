@@ -18,7 +18,7 @@ use super::{
     RootFacts, RootState, Shape, TargetFacts, holds_layout,
 };
 use crate::clock;
-use crate::fsops::{Child, Dir, Flush};
+use crate::fsops::{Child, Dir};
 use crate::heartbeat;
 use crate::key::Key;
 use crate::layout::{self, ARCHIVE, LISTENER_JSON, Place, StateDirs, TargetDirs};
@@ -174,11 +174,7 @@ fn root(path: Option<&Path>) -> RootFacts {
 /// Makes and removes one of our temp files in the root.
 fn writable(path: &Path) -> Result<(), String> {
     let dir = Dir::open_trusted(path).map_err(|e| e.message)?;
-    let (name, file) = dir
-        .write_temp("doctor", b"", Flush::Nothing)
-        .map_err(|e| e.message)?;
-    drop(file);
-    dir.remove(&name).map_err(|e| e.message)
+    dir.check_writable("doctor").map_err(|e| e.message)
 }
 
 fn shape(root: &Path) -> Shape {

@@ -300,6 +300,18 @@ impl Dir {
         }
     }
 
+    /// Makes and removes one of our temp files (named for `what`) here:
+    /// a folder that can be listed but not written answers at once.
+    ///
+    /// # Errors
+    ///
+    /// The file error, naming the temp file.
+    pub fn check_writable(&self, what: &str) -> Result<()> {
+        let (tmp, file) = self.write_temp(what, b"", Flush::Nothing)?;
+        drop(file);
+        self.remove(&tmp)
+    }
+
     /// Writes `bytes` to a new temp file for the final name `name`
     /// (docs/protocol.md §3.3 step 1), flushed as `flush` says; returns its
     /// name and the file, still open (for a batch flush).

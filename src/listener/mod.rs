@@ -43,7 +43,7 @@ use serde::Serialize;
 use crate::clock;
 use crate::error::Result;
 use crate::events::{Events, Hint};
-use crate::fsops::{Durability, Flush};
+use crate::fsops::Durability;
 use crate::heartbeat::{self, Beat, Heartbeat};
 use crate::key::Key;
 use crate::layout::{Folders, Place, StateDirs, TargetDirs};
@@ -228,10 +228,7 @@ impl Listener {
         // A folder it can list but not write (a read-only share or mount)
         // would run jobs whose results could never be placed: refused
         // before any job starts, naming the folder.
-        let (probe, _) = folders
-            .results()
-            .write_temp("write-probe", b"", Flush::Nothing)?;
-        folders.results().remove(&probe)?;
+        folders.results().check_writable("write-probe")?;
         let instance = state::instance_id(&state)?;
         let host = platform::hostname().unwrap_or_default();
         let who = heartbeat::Identity {

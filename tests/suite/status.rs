@@ -259,9 +259,21 @@ fn a_running_file_brought_back_after_its_job_ended_is_not_shown_as_running() {
 #[test]
 fn jobs_running_in_slots_are_listed_in_the_order_they_started() {
     let w = World::with_target();
-    // Names in the reverse of their start order: the folder's order is
-    // not the one shown.
-    for (id, secs) in [("zz-first", -30), ("mm-second", -20), ("aa-third", -10)] {
+    // Eight jobs whose start order is neither their names' nor the order
+    // their files were made in: whatever order the folder lists them in,
+    // only a sort by start gives this one (1 in 40,320 by chance).
+    let started = [
+        ("zz-first", -80),
+        ("cc-second", -70),
+        ("xx-third", -60),
+        ("aa-fourth", -50),
+        ("qq-fifth", -40),
+        ("bb-sixth", -30),
+        ("yy-seventh", -20),
+        ("mm-eighth", -10),
+    ];
+    for i in [3, 6, 0, 5, 1, 7, 2, 4] {
+        let (id, secs) = started[i];
         let shown =
             serde_json::json!({"jobId": id, "argv": ["true"], "startedAt": ts_offset(secs)});
         std::fs::write(w.running(id), shown.to_string()).unwrap();
@@ -273,5 +285,6 @@ fn jobs_running_in_slots_are_listed_in_the_order_they_started() {
         .iter()
         .map(|r| r["jobId"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["zz-first", "mm-second", "aa-third"], "{t}");
+    let want: Vec<&str> = started.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, want, "{t}");
 }
