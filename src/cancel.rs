@@ -166,8 +166,7 @@ pub fn place_marker(
     key: &Key,
     marker: &Marker,
 ) -> Result<CancelStatus> {
-    observe::check_folders(dirs)?;
-    let observed = observe::job(dirs, id, key);
+    let observed = observe::job(dirs, id, key)?;
     if let Observed::Done(o) = observed {
         return Ok(CancelStatus::NotRunning(o));
     }

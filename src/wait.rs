@@ -94,7 +94,7 @@ pub fn for_result(
         // Before the look: a result placed during it wakes the next sleep.
         hint.woken();
         let look = Instant::now();
-        let seen = observe::job(dirs, id, key);
+        let seen = observe::job(dirs, id, key)?;
         if let Some(f) = follow.as_deref_mut() {
             // After the look, so output written before the result is all
             // copied when the result ends the wait.

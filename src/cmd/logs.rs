@@ -33,8 +33,7 @@ pub fn run(ctx: &Context, args: LogsArgs) -> Result<u8> {
     let mut follower = Follower::new(&dirs, &id, streams);
     let out = serde_json::json!({"jobId": id.as_str(), "target": dirs.target().as_str()});
     if !args.follow {
-        observe::check_folders(&dirs)?;
-        let seen = observe::job(&dirs, &id, &key);
+        let seen = observe::job(&dirs, &id, &key)?;
         if !follower.any() && matches!(seen, Observed::NotSeen) {
             return Err(Error::not_found(format!(
                 "no job {id} on {} (no log, not queued, running or finished)",

@@ -300,7 +300,13 @@ pub fn results_each(
                     }
                 }
             }
-            None => crate::observe::job(dirs, id, key),
+            None => match crate::observe::job(dirs, id, key) {
+                Ok(seen) => seen,
+                Err(e) => {
+                    answers.push(Answer::failed(dirs, &e));
+                    continue;
+                }
+            },
         };
         answers.push(answer_of(dirs, id, key, seen, wait));
     }

@@ -41,8 +41,7 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
             Err(status) => return Ok(status),
         }
     } else {
-        observe::check_folders(&dirs)?;
-        match observe::job(&dirs, &id, &key) {
+        match observe::job(&dirs, &id, &key)? {
             Observed::Done(o) => o,
             Observed::ForgedResult(why) => {
                 return Err(Error::forbidden(format!(

@@ -214,7 +214,8 @@ impl Routes {
         let h = &self.handle;
         let id = JobId::parse(raw_id).map_err(from_error)?;
         let mut out = json!({"jobId": id.as_str(), "target": self.target()});
-        let state = match judged(observe::job(&h.dirs, &id, &h.key), h.is_running(&id)) {
+        let seen = observe::job(&h.dirs, &id, &h.key).map_err(from_error)?;
+        let state = match judged(seen, h.is_running(&id)) {
             Observed::Done(o) => {
                 out["result"] = json!(o);
                 "done"

@@ -54,31 +54,44 @@ impl Observed {
 }
 
 /// Looks at `id` under `dirs`.
-pub fn job(dirs: &TargetDirs, id: &JobId, key: &Key) -> Observed {
+///
+/// # Errors
+///
+/// `FORBIDDEN` when `results/`, `running/` or `inbox/` is a link or a
+/// file: a job whose state is behind a link no command follows must not be
+/// called "not seen yet" (docs/protocol.md §3.5: commands refuse a link
+/// where a folder belongs).
+pub fn job(dirs: &TargetDirs, id: &JobId, key: &Key) -> crate::error::Result<Observed> {
     let name = id.file_name();
-    let read = match open(dirs, Place::Results) {
+    let read = match dirs.open(Place::Results)? {
         Some(results) => results.read_limited(&name, outcome::MAX_BYTES),
         None => crate::read::FileRead::Missing,
     };
     match read {
         crate::read::FileRead::Missing => {}
         read => {
-            return match accept::outcome(id.as_str(), read, dirs.target().as_str(), key) {
-                Ok(o) => Observed::Done(Box::new(o)),
-                Err(r) => Observed::ForgedResult(format!("{}: {}", r.verdict.as_str(), r.message)),
-            };
+            return Ok(
+                match accept::outcome(id.as_str(), read, dirs.target().as_str(), key) {
+                    Ok(o) => Observed::Done(Box::new(o)),
+                    Err(r) => {
+                        Observed::ForgedResult(format!("{}: {}", r.verdict.as_str(), r.message))
+                    }
+                },
+            );
         }
     }
-    let there = |p: Place| open(dirs, p).is_some_and(|d| d.exists(&name));
-    if there(Place::Running) {
+    let there = |p: Place| -> crate::error::Result<bool> {
+        Ok(dirs.open(p)?.is_some_and(|d| d.exists(&name)))
+    };
+    Ok(if there(Place::Running)? {
         Observed::Running
-    } else if there(Place::Inbox) {
+    } else if there(Place::Inbox)? {
         Observed::Queued
     } else if let Some(reason) = rejected::find_job_rejection(dirs, id) {
         Observed::Rejected(Box::new(reason))
     } else {
         Observed::NotSeen
-    }
+    })
 }
 
 /// What became of the job `a` names, which a job of `dirs`' target waits
@@ -99,9 +112,10 @@ pub fn dependency(dirs: &TargetDirs, a: &After, key: &Key) -> Found {
             _ => return Found::Unseen,
         }
     };
+    // A folder that is a link holds nothing that counts (§7.13).
     match job(dirs, &a.job_id, key) {
-        Observed::Done(o) => Found::ended(&o),
-        Observed::Rejected(r) if r.verdict != accept::Verdict::AlreadyProcessed.as_str() => {
+        Ok(Observed::Done(o)) => Found::ended(&o),
+        Ok(Observed::Rejected(r)) if r.verdict != accept::Verdict::AlreadyProcessed.as_str() => {
             Found::Rejected(r.verdict)
         }
         _ => Found::Unseen,
@@ -138,26 +152,6 @@ pub fn held_on(dirs: &TargetDirs, id: &JobId, key: &Key) -> Vec<After> {
         Ok(job) => waits_for(dirs, &job, key),
         Err(_) => Vec::new(),
     }
-}
-
-/// `FORBIDDEN` when a folder a job's state is read from is a link or a
-/// file: a command that answers from them must not say "not seen yet" of a
-/// job whose result is behind a link it will not follow (docs/protocol.md
-/// §3.5: commands refuse a link where a folder belongs).
-///
-/// # Errors
-///
-/// `FORBIDDEN`, naming the folder; a file error.
-pub fn check_folders(dirs: &TargetDirs) -> crate::error::Result<()> {
-    for place in [
-        Place::Results,
-        Place::Running,
-        Place::Inbox,
-        Place::Rejected,
-    ] {
-        dirs.open(place)?;
-    }
-    Ok(())
 }
 
 /// The folder of `place`, opened without following links; `None` when it

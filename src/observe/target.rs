@@ -351,7 +351,9 @@ fn pending_cancels(dirs: &TargetDirs, key: &Key) -> Vec<PendingCancel> {
     entries(super::open(dirs, Place::Cancel).as_ref())
         .into_iter()
         .map(|(id, _)| PendingCancel {
-            job: match super::job(dirs, &id, key) {
+            // Status shows what it can: a folder that is a link is a
+            // layout fault doctor names, and a job behind it "not seen".
+            job: match super::job(dirs, &id, key).unwrap_or(Observed::NotSeen) {
                 Observed::Done(_) | Observed::ForgedResult(_) => "finished",
                 Observed::Running => "running",
                 Observed::Queued => "queued",
