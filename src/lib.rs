@@ -13,7 +13,7 @@
 //! above it in this list (a test reads this list and holds the code to it):
 //!
 //! 1. foundations: [`error`], [`exit`], [`random`], [`read`], [`clock`], [`names`], [`platform`], [`out`], [`screen`], [`retention`]
-//! 2. files: [`fsops`], [`layout`], [`events`]
+//! 2. files: [`fsops`], [`layout`], [`events`], [`listing`]
 //! 3. documents and rules: [`key`], [`doc`], [`accept`], [`governor`], [`replay`], [`jobenv`], [`settle`], [`dependency`]
 //! 4. places and state: [`state`], [`heartbeat`], [`rejected`], [`observe`], [`jobref`], [`output`], [`prune`], [`doctor`]
 //! 5. requests: [`submit`], [`cancel`], [`wait`]
@@ -51,6 +51,7 @@ pub mod jobref;
 pub mod key;
 pub mod layout;
 pub mod listener;
+pub mod listing;
 pub mod names;
 pub mod observe;
 pub mod out;

@@ -234,6 +234,11 @@ impl Dir {
             .collect())
     }
 
+    /// True when `other` holds the very same open folder (a clone of it).
+    pub fn same_folder(&self, other: &Dir) -> bool {
+        Arc::ptr_eq(&self.handle, &other.handle)
+    }
+
     /// The folder's own modification time.
     pub fn modified(&self) -> Option<SystemTime> {
         self.handle.modified()

@@ -100,7 +100,7 @@ impl Listener {
         let Ok(f) = self.folders() else {
             return false;
         };
-        f.cancel().exists(&id.file_name()) && self.valid_marker(&f, id).is_some()
+        self.valid_marker(&f, id).is_some()
     }
 
     /// Runs `c`, whose marker was last looked for when the hint's change

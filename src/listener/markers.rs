@@ -19,6 +19,9 @@ impl Listener {
     /// slot a genuine marker needs.
     pub(super) fn valid_marker(&mut self, f: &Folders, id: &JobId) -> Option<Marker> {
         let name = id.file_name();
+        if !self.markers.may_hold(f.cancel(), &name, self.settings.poll) {
+            return None;
+        }
         let read = f.cancel().read_limited(&name, doc::marker::MAX_BYTES);
         match accept::marker(&name, read, self.dirs.target().as_str(), &self.key) {
             Ok(m) => Some(m),

@@ -47,6 +47,7 @@ use crate::fsops::Durability;
 use crate::heartbeat::{self, Beat, Heartbeat};
 use crate::key::Key;
 use crate::layout::{Folders, Place, StateDirs, TargetDirs};
+use crate::listing::Listing;
 use crate::names::JobId;
 use crate::platform;
 use crate::publisher::{Finished, Publisher};
@@ -161,6 +162,9 @@ pub struct Listener {
     /// `--once`, one more pass after the placing lets it start).
     held_on_own: bool,
     inbox: Inbox,
+    /// `cancel/` as last listed: a queued job's cancel check, and the
+    /// completion race's, look at the folder's time, not up the name.
+    markers: Listing,
     /// The jobs running in slots (none with one slot: its job runs in
     /// this thread).
     slots: Slots,
@@ -322,6 +326,7 @@ impl Listener {
             held: HashSet::new(),
             held_on_own: false,
             inbox,
+            markers: Listing::default(),
             slots: Slots::default(),
             mail,
             rx,

@@ -617,6 +617,73 @@ fn a_marker_written_while_another_job_runs_cancels_the_queued_job_before_start()
 }
 
 #[test]
+fn a_marker_landing_after_cancel_was_listed_still_cancels_the_queued_job_before_start() {
+    // The listener answers a queued job's cancel check from its listing of
+    // cancel/, made at the first job's start, while the folder's time is
+    // unchanged. The marker lands while the first job runs, and the waits
+    // make each folder time old enough to be listed, not looked up: only
+    // the new time tells the listing is out of date.
+    let w = World::with_target();
+    let started = scratch(&w, "started");
+    let gate = scratch(&w, "gate");
+    let side = scratch(&w, "side");
+    w.enqueue(&[], &kit(&["touch", p(&started), "wait-for", p(&gate)]));
+    let queued = w.enqueue(
+        &["--env", &env_flag("SIDE", &side)],
+        &kit(&["touch", "$SIDE"]),
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let g = spawn_once(&w, &["--settle", "0s"]);
+    wait_until(Duration::from_secs(10), || started.exists());
+    let (code, out, err) = cancel_as(&w, "LAPTOP", &queued, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    std::thread::sleep(Duration::from_millis(200));
+    std::fs::write(&gate, "").unwrap();
+    let counters = once_counters(g);
+    assert_cancelled(&w, &queued, "cancelled-before-start");
+    assert!(!side.exists(), "the cancelled queued job was spawned");
+    assert_eq!(counters["done"], 1, "counters: {counters}");
+    assert_eq!(counters["cancelled"], 1, "counters: {counters}");
+}
+
+/// Unix: Windows looks every marker up by name (docs/protocol.md §7.4).
+#[cfg(unix)]
+#[test]
+fn a_marker_hidden_by_setting_the_cancel_folders_time_back_still_stops_the_job_once_it_runs() {
+    // The README's Security promise: who sets cancel/'s time back to the
+    // value listed hides a new marker from the before-start check alone.
+    let w = World::with_target();
+    let started = scratch(&w, "started");
+    let gate = scratch(&w, "gate");
+    w.enqueue(&[], &kit(&["touch", p(&started), "wait-for", p(&gate)]));
+    let queued = w.enqueue(&[], &kit(&["sleep", "30"]));
+    std::thread::sleep(Duration::from_millis(200));
+    let cancel = w.pc().join("cancel");
+    let listed = std::fs::metadata(&cancel).unwrap().modified().unwrap();
+    let g = spawn_once(
+        &w,
+        &["--settle", "0s", "--poll-interval", "3s", "--no-watch"],
+    );
+    wait_until(Duration::from_secs(10), || started.exists());
+    let (code, out, err) = cancel_as(&w, "LAPTOP", &queued, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    std::fs::File::open(&cancel)
+        .unwrap()
+        .set_modified(listed)
+        .unwrap();
+    let opened = Instant::now();
+    std::fs::write(&gate, "").unwrap();
+    let counters = once_counters(g);
+    assert_cancelled(&w, &queued, "cancelled");
+    assert!(
+        opened.elapsed() < Duration::from_secs(15),
+        "the running job's look took {:?}",
+        opened.elapsed()
+    );
+    assert_eq!(counters["cancelled"], 1, "counters: {counters}");
+}
+
+#[test]
 fn before_start_cancel_is_checked_before_the_red_governor() {
     let w = World::with_target();
     let gov = scratch(&w, "governor");
