@@ -476,6 +476,12 @@ impl Dir {
         }
     }
 
+    /// Removes `name` when it is there: true when it was (a request file
+    /// taken), false when it was not or cannot be removed.
+    pub fn take(&self, name: &str) -> bool {
+        self.handle.remove_file(OsStr::new(name)).is_ok()
+    }
+
     /// Creates a fresh log file `name` for writing (docs/protocol.md §3.5):
     /// whatever entry had that name (a planted link or hard link to a file
     /// elsewhere) is removed first, and the new file is created exclusively,

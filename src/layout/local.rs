@@ -5,6 +5,9 @@ use std::path::{Path, PathBuf};
 
 use crate::names::Machine;
 
+/// The name of `listen --drain`'s request in a listener's state folder.
+pub const DRAIN: &str = "drain";
+
 /// The per-user local state of one target's listener, outside the root.
 #[derive(Clone, Debug)]
 pub struct StateDirs {
@@ -43,7 +46,7 @@ impl StateDirs {
     /// A request to the running listener (`listen --drain`): finish the
     /// running job, start no new one, and exit.
     pub fn drain_request(&self) -> PathBuf {
-        self.base.join("drain")
+        self.base.join(DRAIN)
     }
 }
 

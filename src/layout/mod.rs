@@ -12,7 +12,7 @@ use crate::names::{JobId, Machine};
 mod local;
 mod targets;
 
-pub use local::{StateDirs, default_key_file, default_root, default_state_dir, is_inside};
+pub use local::{DRAIN, StateDirs, default_key_file, default_root, default_state_dir, is_inside};
 pub use targets::{
     existing_targets, find_target, is_target_list, pick_target, resolve_target, resolve_targets,
 };

@@ -43,10 +43,10 @@ use serde::Serialize;
 use crate::clock;
 use crate::error::Result;
 use crate::events::{Events, Hint};
-use crate::fsops::Durability;
+use crate::fsops::{Dir, Durability};
 use crate::heartbeat::{self, Beat, Heartbeat};
 use crate::key::Key;
-use crate::layout::{Folders, Place, StateDirs, TargetDirs};
+use crate::layout::{DRAIN, Folders, Place, StateDirs, TargetDirs};
 use crate::listing::Listing;
 use crate::names::JobId;
 use crate::platform;
@@ -188,8 +188,10 @@ pub struct Listener {
     rival: Option<Beat>,
     rival_checked: Option<Instant>,
     rival_was_said: bool,
-    /// Where `listen --drain` asks this listener to stop between jobs.
-    drain: PathBuf,
+    /// Where `listen --drain` asks this listener to stop between jobs: the
+    /// state folder, held open (the request is looked for by its one name
+    /// after every job, not by its path).
+    drain: Dir,
     /// This process's id, for the `running/` files (asked once: each ask
     /// is a system call).
     pid: u32,
@@ -301,9 +303,9 @@ impl Listener {
             }
             last_beat.write(None, "stopped");
         });
-        let drain = state.drain_request();
+        let drain = Dir::open_trusted(state.base())?;
         // A request left from an earlier run is not for this one.
-        let _ = std::fs::remove_file(&drain);
+        drain.take(DRAIN);
         let publisher = Publisher::start(
             dirs.clone(),
             Arc::clone(&key),
@@ -464,7 +466,7 @@ impl Listener {
             }
             // Between jobs: a drain request ends the loop once the job that
             // ran has finished, before another starts.
-            if std::fs::remove_file(&self.drain).is_ok() {
+            if self.drain.take(DRAIN) {
                 self.say("draining: starting no new job, and stopping");
                 drained = true;
                 break;

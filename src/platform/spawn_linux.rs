@@ -1,7 +1,8 @@
 //! Linux: a job's process started by a `vfork`-style `clone` of our own,
 //! as `std::process` would start it (a new process group, an empty signal
 //! mask, SIGPIPE back to its default, standard input from the null device,
-//! output and error piped, the program searched for in the job's `PATH`),
+//! output and error piped, the program searched for in the job's `PATH`;
+//! its pidfd made by the clone itself, not by a `pidfd_open` after it),
 //! with everything the child needs made before the clone: the listener's
 //! environment as C strings once, and each place the program may be.
 //!
@@ -246,6 +247,9 @@ fn spawn_with(s: &JobSpawn<'_>, null: &File) -> io::Result<JobProcess> {
     };
     let mut stack = MaybeUninit::<[u128; CHILD_STACK / 16]>::uninit();
     let (all, mut before): (u64, u64) = (!0, 0);
+    // The child's pidfd, made by the clone itself (Linux 5.2+; an older
+    // kernel ignores the flag and leaves -1, and the runner opens one).
+    let mut pidfd: c_int = -1;
     // SAFETY: every signal is blocked around the clone, so none runs a
     // handler in the child before it resets them; the stack is ours and
     // unused until the child's exec or exit, which the clone waits for
@@ -262,8 +266,9 @@ fn spawn_with(s: &JobSpawn<'_>, null: &File) -> io::Result<JobProcess> {
         let pid = libc::clone(
             child,
             top.cast(),
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD,
             std::ptr::addr_of_mut!(plan).cast(),
+            &mut pidfd as *mut c_int,
         );
         let cloned = io::Error::last_os_error();
         let none: *mut u64 = std::ptr::null_mut();
@@ -283,6 +288,10 @@ fn spawn_with(s: &JobSpawn<'_>, null: &File) -> io::Result<JobProcess> {
     // SAFETY: the child has exited or exec'd: `plan.error` is final.
     let error = unsafe { std::ptr::read_volatile(&plan.error) };
     let mut started = JobProcess::new(pid, Some(out_read.into()), Some(err_read.into()));
+    if pidfd >= 0 {
+        // SAFETY: the clone made this descriptor for us alone.
+        started.exit_fd = Some(unsafe { OwnedFd::from_raw_fd(pidfd) });
+    }
     if error != 0 {
         // Reaped here: a process that never ran the job is not the job's.
         let _ = started.wait();

@@ -212,6 +212,8 @@ pub struct JobProcess {
     pub stdout: Option<File>,
     /// Its standard error's read end, until taken.
     pub stderr: Option<File>,
+    /// A pidfd made by the spawn itself (Linux 5.2+), until taken.
+    pub exit_fd: Option<std::os::fd::OwnedFd>,
     status: Option<std::process::ExitStatus>,
 }
 
@@ -222,6 +224,7 @@ impl JobProcess {
             pid,
             stdout,
             stderr,
+            exit_fd: None,
             status: None,
         }
     }
@@ -1047,7 +1050,7 @@ impl JobIo {
         JobIo {
             out: child.stdout.take(),
             err: child.stderr.take(),
-            exit_fd: exit_fd(tree.leader),
+            exit_fd: child.exit_fd.take().or_else(|| exit_fd(tree.leader)),
             leader: tree.leader,
             exited: false,
             leader_gone: Arc::clone(&tree.exited),
