@@ -271,7 +271,8 @@ impl Running {
                     return Wake::Exited;
                 }
                 IoEvent::Bell => {}
-                IoEvent::Timeout => return Wake::Timeout,
+                // Each wait looks at its own conditions again.
+                IoEvent::Timeout | IoEvent::Closed => return Wake::Timeout,
             }
         }
     }

@@ -374,6 +374,8 @@ pub enum IoEvent {
     Exited,
     /// The bell rang: a control message may be waiting.
     Bell,
+    /// The last output stream closed after the main process exited.
+    Closed,
     /// The deadline passed.
     Timeout,
 }

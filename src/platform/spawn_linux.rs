@@ -284,13 +284,14 @@ fn spawn_with(s: &JobSpawn<'_>, null: &File) -> io::Result<JobProcess> {
         }
         pid
     };
-    drop((out_write, err_write));
     // SAFETY: the child has exited or exec'd: `plan.error` is final.
     let error = unsafe { std::ptr::read_volatile(&plan.error) };
     let mut started = JobProcess::new(pid, Some(out_read.into()), Some(err_read.into()));
     if pidfd >= 0 {
         // SAFETY: the clone made this descriptor for us alone.
         started.exit_fd = Some(unsafe { OwnedFd::from_raw_fd(pidfd) });
+        // Held until the exit is seen: one wake-up at its end (JobIo).
+        started.writers = vec![out_write, err_write];
     }
     if error != 0 {
         // Reaped here: a process that never ran the job is not the job's.
@@ -380,6 +381,8 @@ mod tests {
             env: &env,
         };
         let mut p = spawn(&s).expect("served here").expect("started");
+        // Read without a JobIo: the held write ends would keep it open.
+        p.writers.clear();
         let mut out = String::new();
         p.stdout.take().unwrap().read_to_string(&mut out).unwrap();
         let status = p.wait().unwrap();
@@ -471,6 +474,8 @@ mod tests {
             env: &env,
         };
         let mut p = spawn(&s).expect("served here")?;
+        // Read without a JobIo: the held write ends would keep it open.
+        p.writers.clear();
         let mut out = String::new();
         p.stdout.take().unwrap().read_to_string(&mut out).unwrap();
         p.wait().unwrap();

@@ -214,6 +214,10 @@ pub struct JobProcess {
     pub stderr: Option<File>,
     /// A pidfd made by the spawn itself (Linux 5.2+), until taken.
     pub exit_fd: Option<std::os::fd::OwnedFd>,
+    /// The write ends of its output pipes, kept beside its pidfd until
+    /// its exit is seen (see [`JobIo`], which takes them): a reader of the
+    /// pipes without a `JobIo` drops them first, or never sees their end.
+    pub(super) writers: Vec<std::os::fd::OwnedFd>,
     status: Option<std::process::ExitStatus>,
 }
 
@@ -225,6 +229,7 @@ impl JobProcess {
             stdout,
             stderr,
             exit_fd: None,
+            writers: Vec::new(),
             status: None,
         }
     }
@@ -1033,10 +1038,17 @@ use super::macos::pipe_cloexec_nonblock as bell_pipe;
 /// The exit is seen through a pidfd on Linux and a kqueue watching for
 /// `NOTE_EXIT` on macOS; elsewhere (or on a Linux kernel without pidfds) by
 /// a look every 20 ms.
+///
+/// Beside a pidfd made by the spawn, the pipes' write ends are held here
+/// until the exit is seen: an exiting process closes its descriptors a
+/// moment before its exit is reported, so a job's end would otherwise wake
+/// the runner twice (the pipes' hang-up, then the pidfd). Held, the pidfd
+/// wakes it once, and the hang-ups are there at the next look.
 pub struct JobIo {
     out: Option<File>,
     err: Option<File>,
     exit_fd: Option<std::os::fd::OwnedFd>,
+    writers: Vec<std::os::fd::OwnedFd>,
     leader: i32,
     exited: bool,
     /// The tree's flag, set here when the exit is seen.
@@ -1051,6 +1063,7 @@ impl JobIo {
             out: child.stdout.take(),
             err: child.stderr.take(),
             exit_fd: child.exit_fd.take().or_else(|| exit_fd(tree.leader)),
+            writers: std::mem::take(&mut child.writers),
             leader: tree.leader,
             exited: false,
             leader_gone: Arc::clone(&tree.exited),
@@ -1125,6 +1138,9 @@ impl JobIo {
                     _ => self.err = None,
                 }
             }
+            if self.exited && (ready(0) || ready(1)) && !self.streams_open() {
+                return IoEvent::Closed;
+            }
             if ready(2) {
                 #[cfg(target_os = "linux")]
                 await_zombie(self.leader);
@@ -1140,6 +1156,7 @@ impl JobIo {
     /// The exit seen: noted here and in the job's tree.
     fn exit_seen(&mut self) -> super::IoEvent {
         self.exited = true;
+        self.writers.clear();
         self.leader_gone.store(true, Ordering::Relaxed);
         super::IoEvent::Exited
     }
