@@ -150,10 +150,7 @@ impl Listener {
         let started_at = clock::format(started);
         self.ledger.start(id.as_str(), started, flush)?;
         let spec = &c.job.spec;
-        self.say(format_args!(
-            "running {id}: {}",
-            job::argv_summary(&spec.argv)
-        ));
+        self.say_with(|| format!("running {id}: {}", job::argv_summary(&spec.argv)));
 
         let env = jobenv::for_job(
             &c.job,
@@ -248,12 +245,14 @@ impl Listener {
             Termination::Cancelled => self.counters.cancelled += 1,
             _ => self.counters.failed += 1,
         }
-        self.say(format_args!(
-            "finished {id}: {} (exit {}, {})",
-            how.describe(outcome.ok),
-            outcome.exit_code,
-            clock::human(report.duration)
-        ));
+        self.say_with(|| {
+            format!(
+                "finished {id}: {} (exit {}, {})",
+                how.describe(outcome.ok),
+                outcome.exit_code,
+                clock::human(report.duration)
+            )
+        });
         // The marker the runner met is the one to consume; without one, a
         // marker may still have come after the watch's last look, and is
         // consumed all the same (the completion race, docs/protocol.md §7).

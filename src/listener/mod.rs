@@ -401,9 +401,15 @@ impl Listener {
         Ok(f)
     }
 
-    /// Prints `line` when verbose. It is formatted only then: the lines
-    /// said for every job are passed as `format_args!`, so a quiet drain
-    /// builds none of them.
+    /// [`Self::say`] for a line made only when verbose: those said for
+    /// every job, so that a quiet drain makes none of them.
+    fn say_with(&self, line: impl FnOnce() -> String) {
+        if self.settings.verbose {
+            self.say(line());
+        }
+    }
+
+    /// Prints `line` when verbose.
     fn say(&self, line: impl std::fmt::Display) {
         if self.settings.verbose {
             // A log line that cannot be written (a closed pipe) must never
