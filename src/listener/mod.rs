@@ -495,9 +495,11 @@ impl Listener {
             }
             self.checkpoint()?;
             // Folders are held for a pass only: an idle listener holds none
-            // (one with jobs in slots keeps them for their ends).
+            // (one with jobs in slots keeps them for their ends), nor the
+            // listing of `cancel/`, which holds that folder too.
             if self.slots.is_empty() {
                 self.folders = None;
+                self.markers = Listing::default();
             }
             if self.settings.once && self.slots.is_empty() {
                 // A job held on a result of ours that was being placed can

@@ -1981,3 +1981,31 @@ fn a_running_listeners_ledger_reads_whole_and_a_clean_stop_leaves_no_zeros() {
     let after = std::fs::read(&ledger).unwrap();
     assert!(!after.contains(&0) && after.last() == Some(&b'\n'));
 }
+
+/// Linux: what a process holds open is read from `/proc`.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_idle_listener_holds_no_folder_of_the_target_open() {
+    // Between passes the listener holds nothing in the shared folder but
+    // its lock, so a sync engine or a user may move or remove any folder
+    // of the layout; that includes `cancel/`, which the cancel check
+    // lists (the folder is old enough to be listed: the sleep).
+    let w = World::with_target();
+    let id = w.enqueue(&[], &kit(&["out", "done"]));
+    std::thread::sleep(Duration::from_millis(200));
+    let g = w.spawn_listener(&[]);
+    w.wait_result(&id, Duration::from_secs(20));
+    let pc = std::fs::canonicalize(w.pc()).unwrap();
+    let held = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(format!("/proc/{}/fd", g.pid()))
+            .map(|fds| {
+                fds.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                    .filter(|t| t.starts_with(&pc) && !t.ends_with("listener.lock"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    // The pass after the job's end finds nothing to do and lets go.
+    wait_until(Duration::from_secs(5), || held().is_empty());
+    assert!(held().is_empty(), "held while idle: {:?}", held());
+}
