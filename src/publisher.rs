@@ -348,32 +348,15 @@ pub fn publish_batch(
     }
     let results = folders.results();
     let mut notes = Vec::new();
-    let mut temps = Vec::with_capacity(batch.len());
-    let mut files = Vec::with_capacity(batch.len());
-    for f in batch {
-        let name = f.id.file_name();
-        match results.write_temp(&name, &f.result, fsops::Flush::Nothing) {
-            Ok((tmp, file)) => {
-                temps.push((tmp, name));
-                files.push(file);
-            }
-            Err(e) => {
-                for (tmp, _) in &temps {
-                    let _ = results.remove(tmp);
-                }
-                return Err(e);
-            }
-        }
-    }
-    let flushed = results.sync_files(&files);
-    drop(files);
-    if let Err(e) = flushed {
-        for (tmp, _) in &temps {
-            let _ = results.remove(tmp);
-        }
-        return Err(e);
-    }
-    for ((tmp, name), f) in temps.iter().zip(batch) {
+    let names: Vec<String> = batch.iter().map(|f| f.id.file_name()).collect();
+    let temps = results.write_temps(
+        names
+            .iter()
+            .zip(batch)
+            .map(|(name, f)| (name.as_str(), f.result.as_slice())),
+        fsops::Flush::DataAndName,
+    )?;
+    for ((tmp, name), f) in temps.iter().zip(&names).zip(batch) {
         let mut placed = results.move_no_replace(tmp, results, name);
         if matches!(placed, Ok(false)) && set_aside_forged(folders, key, target, &f.id, &mut notes)?
         {

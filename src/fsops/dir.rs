@@ -249,15 +249,48 @@ impl Dir {
         self.handle.sync()
     }
 
-    /// Flushes `files`, written in this folder (docs/protocol.md §7.10).
+    /// Writes a temp file for each `(name, bytes)` of `files` (see
+    /// [`Dir::write_temp`]), closing each once written, then, when `flush`
+    /// asks, flushes them all with one call (docs/protocol.md §7.10):
+    /// their temp names, in order. A batch of any size holds one file open
+    /// at a time.
     ///
     /// # Errors
     ///
-    /// The first failure, naming the folder.
-    pub fn sync_files(&self, files: &[File]) -> Result<()> {
-        self.handle
-            .sync_files(files)
-            .map_err(|e| Error::io("flush files in", &self.path, &e))
+    /// A file error naming the temp file or the folder; the temp files
+    /// written are removed.
+    pub fn write_temps<'a>(
+        &self,
+        files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+        flush: Flush,
+    ) -> Result<Vec<String>> {
+        let files = files.into_iter();
+        let mut temps = Vec::with_capacity(files.size_hint().0);
+        let clean = |temps: &[String]| {
+            for t in temps {
+                let _ = self.handle.remove_file(OsStr::new(t));
+            }
+        };
+        for (name, bytes) in files {
+            match self.write_temp(name, bytes, Flush::Nothing) {
+                Ok((tmp, file)) => {
+                    drop(file);
+                    temps.push(tmp);
+                }
+                Err(e) => {
+                    clean(&temps);
+                    return Err(e);
+                }
+            }
+        }
+        if flush == Flush::DataAndName {
+            let names: Vec<&OsStr> = temps.iter().map(OsStr::new).collect();
+            if let Err(e) = self.handle.sync_names(&names) {
+                clean(&temps);
+                return Err(Error::io("flush files in", &self.path, &e));
+            }
+        }
+        Ok(temps)
     }
 
     /// Reads the candidate file `name` (docs/protocol.md §6.1 steps 1 and
@@ -365,9 +398,10 @@ impl Dir {
 
     /// Publishes each `(name, bytes)` of `files` as [`Dir::publish`] does,
     /// with one flush for them all instead of one each: every temp file is
-    /// written, their data flushed with one call, each renamed into place
-    /// without replacing, and the folder flushed once. `Err` when no file
-    /// was placed; otherwise, per file, what its rename came to.
+    /// written and closed, their data flushed with one call
+    /// ([`Dir::write_temps`]), each renamed into place without replacing,
+    /// and the folder flushed once. `Err` when no file was placed;
+    /// otherwise, per file, what its rename came to.
     ///
     /// # Errors
     ///
@@ -377,34 +411,12 @@ impl Dir {
         files: &[(String, Vec<u8>)],
         flush: Flush,
     ) -> Result<Vec<Result<bool>>> {
-        let mut temps = Vec::with_capacity(files.len());
-        let mut open = Vec::with_capacity(files.len());
-        let clean = |temps: &[String]| {
-            for t in temps {
-                let _ = self.handle.remove_file(OsStr::new(t));
-            }
-        };
-        for (name, bytes) in files {
-            match self.write_temp(name, bytes, Flush::Nothing) {
-                Ok((tmp, f)) => {
-                    temps.push(tmp);
-                    open.push(f);
-                }
-                Err(e) => {
-                    clean(&temps);
-                    return Err(e);
-                }
-            }
-        }
-        let flushed = match flush {
-            Flush::DataAndName => self.sync_files(&open),
-            Flush::Nothing => Ok(()),
-        };
-        drop(open);
-        if let Err(e) = flushed {
-            clean(&temps);
-            return Err(e);
-        }
+        let temps = self.write_temps(
+            files
+                .iter()
+                .map(|(name, bytes)| (name.as_str(), bytes.as_slice())),
+            flush,
+        )?;
         let placed: Vec<Result<bool>> = temps
             .iter()
             .zip(files)

@@ -177,9 +177,13 @@ impl DirHandle {
     /// A no-op: NTFS journals a rename before it returns.
     pub fn sync(&self) {}
 
-    /// Flushes each of `files`.
-    pub fn sync_files(&self, files: &[File]) -> io::Result<()> {
-        files.iter().try_for_each(File::sync_all)
+    /// Flushes each of the files `names`, written in this folder and
+    /// closed since, reopened one at a time (Windows flushes a file only
+    /// through a handle that may write it).
+    pub fn sync_names(&self, names: &[&OsStr]) -> io::Result<()> {
+        names
+            .iter()
+            .try_for_each(|n| super::imp::open_write_no_follow(&self.at(n)?)?.sync_all())
     }
 
     /// The folder's own modification time.

@@ -54,7 +54,7 @@ mod dir_windows;
 // following a link, never blocking on a FIFO), `create_new` (exclusive,
 // never through a link), `rename_no_replace` and `rename_replace` (to a
 // name in this or another handle's folder), `remove_file`, `names`,
-// `sync`, `sync_files(&[File])` and `modified`. Unix: descriptors and the
+// `sync`, `sync_names(&[&OsStr])` and `modified`. Unix: descriptors and the
 // `*at` calls (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` on
 // Linux where the kernel has it, `O_NOFOLLOW | O_DIRECTORY` otherwise,
 // `renameat2(RENAME_NOREPLACE)`, `unlinkat`). Windows: a handle held

@@ -466,6 +466,15 @@ pub(super) fn create_new_no_follow(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
+/// Opens the existing file `path` for writing without following a final
+/// symbolic link or junction (to flush a file written and closed before).
+pub(super) fn open_write_no_follow(path: &Path) -> io::Result<File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+        .open(path)
+}
+
 /// Opens for reading without following a final symbolic link or junction.
 ///
 /// `FILE_FLAG_OPEN_REPARSE_POINT` opens a link as itself; other reparse

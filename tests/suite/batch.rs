@@ -650,3 +650,37 @@ fn a_key_given_twice_in_a_line_publishes_nothing_and_is_named() {
         refused_publishing_nothing(&w, &["enqueue", "--batch", &file, "--target", "PC"], &words);
     }
 }
+
+/// Regression: every temp file of a batch was held open until the one
+/// flush, so 1,020 lines failed at `ulimit -n 1024` (EMFILE), and 3,000
+/// at launchd's 256.
+#[cfg(unix)]
+#[test]
+fn a_batch_of_3000_lines_publishes_under_a_limit_of_256_open_files() {
+    let w = World::with_target();
+    let lines: Vec<String> = (0..3000)
+        .map(|i| serde_json::json!({"argv": ["true"], "label": format!("n{i}")}).to_string())
+        .collect();
+    let file = batch_file(&w, &lines);
+    let mut c = w.bg_cmd();
+    limit_open_files(&mut c, 256).args([
+        "--durability",
+        "full",
+        "enqueue",
+        "--batch",
+        &file,
+        "--target",
+        "PC",
+    ]);
+    let (code, out, err) = output(&mut assert_cmd::Command::from_std(c));
+    assert_eq!(code, 0, "{err}");
+    let ids: Vec<&str> = out.lines().collect();
+    assert_eq!(ids.len(), 3000);
+    let queued = files(&w.pc().join("inbox"));
+    assert_eq!(queued.len(), 3000, "only the jobs, no temp file left");
+    for (i, id) in ids.iter().enumerate().step_by(499) {
+        let spec: Value =
+            serde_json::from_str(queued_job(&w, "PC", id)["spec"].as_str().unwrap()).unwrap();
+        assert_eq!(spec["label"], format!("n{i}"), "ids follow the lines");
+    }
+}

@@ -1067,3 +1067,24 @@ pub fn make_fifo(p: &Path) {
     let rc = unsafe { libc::mkfifo(c.as_ptr(), 0o600) };
     assert_eq!(rc, 0, "mkfifo {}", p.display());
 }
+
+/// Starts `c` with at most `n` open files (`RLIMIT_NOFILE`, soft and hard),
+/// for that process alone: launchd's default soft limit is 256.
+#[cfg(unix)]
+pub fn limit_open_files(c: &mut std::process::Command, n: u64) -> &mut std::process::Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit is async-signal-safe and touches only the child.
+    unsafe {
+        c.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: n as libc::rlim_t,
+                rlim_max: n as libc::rlim_t,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        })
+    }
+}
