@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -20,6 +21,15 @@ use crate::publisher::Finished;
 use crate::runner;
 use crate::shutdown;
 use crate::watcher::Watch;
+
+/// A drain that never pauses, or slots never all free, makes a checkpoint
+/// after this many results: about the most a start after a crash publishes
+/// again. Each costs a wait for the publisher, three folder flushes and a
+/// ledger line (bench/README.md: the drain row).
+pub(super) const CHECKPOINT_JOBS: u64 = 500;
+
+/// ... or once its oldest result handed on is this old.
+pub(super) const CHECKPOINT_EVERY: Duration = Duration::from_secs(5);
 
 impl Listener {
     /// Records `outcome` in the ledger; it is handed on by [`Self::settle`],
@@ -50,7 +60,7 @@ impl Listener {
             self.ledger.sync()?;
         }
         for f in std::mem::take(&mut self.pending) {
-            self.published = true;
+            self.unchecked += 1;
             self.publisher.publish(f)?;
         }
         Ok(())
@@ -58,14 +68,15 @@ impl Listener {
 
     /// Settles the pending result, waits for the publisher, flushes the
     /// folders results were placed and archived in, and notes that in the
-    /// ledger (which compacts itself then if it should).
+    /// ledger (which compacts itself then if it should, keeping the start
+    /// lines of jobs still running).
     ///
-    /// While jobs run in slots it only settles: compaction would drop their
-    /// start lines, which crash recovery needs, and waiting for the
-    /// publisher would hold up the jobs that end meanwhile.
+    /// While jobs run in slots it only settles, until one is due
+    /// ([`Self::checkpoint_due`]): waiting for the publisher at every end
+    /// would hold up the jobs that end meanwhile.
     pub(super) fn checkpoint(&mut self) -> Result<()> {
         self.settle()?;
-        if !self.slots.is_empty() {
+        if !self.slots.is_empty() && !self.checkpoint_due() {
             return Ok(());
         }
         // At the relaxed level the publisher has flushed the ledger with
@@ -79,7 +90,7 @@ impl Listener {
         self.counters.repaired += self.publisher.repaired();
         // Results not placed yet stay unfinished in the ledger: no
         // checkpoint until they are.
-        if !waited? || (!self.published && !self.ledger.wants_checkpoint()) {
+        if !waited? || (self.unchecked == 0 && !self.ledger.wants_checkpoint()) {
             return Ok(());
         }
         // Folders that cannot be opened now were flushed by the publisher
@@ -90,8 +101,26 @@ impl Listener {
             }
         }
         self.ledger.checkpoint(clock::now())?;
-        self.published = false;
+        self.unchecked = 0;
+        self.checkpointed = Instant::now();
         Ok(())
+    }
+
+    /// A checkpoint between jobs of a drain that does not pause (none is
+    /// made otherwise until the listener idles), once one is due.
+    pub(super) fn checkpoint_if_due(&mut self) -> Result<()> {
+        if self.checkpoint_due() {
+            return self.checkpoint();
+        }
+        Ok(())
+    }
+
+    /// True once [`CHECKPOINT_JOBS`] results, or any for
+    /// [`CHECKPOINT_EVERY`], were handed on since the last checkpoint: what
+    /// a start after a crash publishes again stays that small.
+    fn checkpoint_due(&self) -> bool {
+        let handed = self.unchecked + self.pending.len() as u64;
+        handed >= CHECKPOINT_JOBS || (handed > 0 && self.checkpointed.elapsed() >= CHECKPOINT_EVERY)
     }
 
     /// True when a valid marker for a finished job is in `cancel/`, read

@@ -151,8 +151,9 @@ pub struct Listener {
     /// nothing starts.
     pending: Vec<Finished>,
     publisher: Publisher,
-    /// Results were handed over since the last checkpoint.
-    published: bool,
+    /// Results handed over since the last checkpoint, and when it was.
+    unchecked: u64,
+    checkpointed: Instant,
     counters: Counters,
     /// Jobs already reported as deferred by the governor.
     deferred: HashSet<JobId>,
@@ -322,7 +323,8 @@ impl Listener {
             ledger,
             pending: Vec::new(),
             publisher,
-            published: false,
+            unchecked: 0,
+            checkpointed: Instant::now(),
             counters: Counters::default(),
             deferred: HashSet::new(),
             held: HashSet::new(),
@@ -491,6 +493,7 @@ impl Listener {
             }
             if acted {
                 again = false;
+                self.checkpoint_if_due()?;
                 continue;
             }
             self.checkpoint()?;

@@ -20,6 +20,9 @@ use crate::publisher::{self, Finished};
 use crate::replay;
 use crate::state::Unfinished;
 
+/// How many recorded results start-up recovery publishes with one flush.
+const RECOVER_CHUNK: usize = 256;
+
 impl Listener {
     /// Start-up recovery from what the ledger says the previous listener
     /// left unfinished: recorded results missing from `results/` are
@@ -44,18 +47,21 @@ impl Listener {
         // A result already in place is kept as it is (publishing never
         // replaces); only the bookkeeping after it is redone. The ledger
         // lines are flushed first: after a crash of a relaxed listener they
-        // may be in the page cache only.
-        if !recorded.is_empty() {
+        // may be in the page cache only. In chunks, each flushed with one
+        // call: however many results a crash left, one file is open at a
+        // time, and a crash meanwhile leaves one chunk's temp files at most.
+        let mut ledger = Some(self.ledger.path().to_path_buf());
+        for chunk in recorded.chunks(RECOVER_CHUNK) {
             let f = self.folders()?;
             publisher::publish_batch(
                 &f,
                 &self.key,
                 self.dirs.target().as_str(),
-                Some(self.ledger.path()),
-                &recorded,
+                ledger.take().as_deref(),
+                chunk,
             )?;
         }
-        self.published |= !recorded.is_empty();
+        self.unchecked += recorded.len() as u64;
         for entry in left.started {
             let Ok(id) = JobId::parse(&entry.job_id) else {
                 continue;

@@ -212,6 +212,11 @@ pub struct Ledger {
     stale: bool,
     /// A start or result line was appended and not flushed yet.
     unsynced: bool,
+    /// Jobs started and not yet recorded, with their pids (0 until
+    /// noted): compaction keeps their start and pid lines, so a
+    /// checkpoint while jobs run in slots loses nothing crash recovery
+    /// needs.
+    running: HashMap<String, i32>,
 }
 
 /// The ids in memory, shared with [`LedgerView`]s on other threads.
@@ -283,6 +288,7 @@ impl Ledger {
                 || !replay.left.started.is_empty()
                 || !replay.left.recorded.is_empty(),
             unsynced: false,
+            running: HashMap::new(),
         };
         ledger.plain_bytes = ledger.plain_size();
         Ok((ledger, replay.left))
@@ -293,9 +299,10 @@ impl Ledger {
         seen.iter().map(|(id, at)| plain_len(id, *at)).sum()
     }
 
-    /// Rewrites the file with one plain record per id (durably, by an
-    /// atomic replace). Only when nothing is left to recover: call it after
-    /// a checkpoint.
+    /// Rewrites the file with one plain record per id, and the start and
+    /// pid lines of the jobs still running (durably, by an atomic
+    /// replace). Only when no result is left to recover: call it after a
+    /// checkpoint.
     fn compact(&mut self) -> Result<()> {
         let mut out = Vec::new();
         {
@@ -303,7 +310,19 @@ impl Ledger {
             let mut rows: Vec<_> = seen.iter().collect();
             rows.sort_by_key(|(id, at)| (**at, id.as_str()));
             for (id, at) in rows {
-                out.extend(plain(id, *at));
+                match self.running.get(id.as_str()) {
+                    None => out.extend(plain(id, *at)),
+                    Some(&pid) => {
+                        let job_id = id.to_string();
+                        out.extend(line::encode(&Line::Start {
+                            job_id: job_id.clone(),
+                            processed_at: crate::clock::format(*at),
+                        }));
+                        if pid != 0 {
+                            out.extend(line::encode(&Line::Pid { job_id, pid }));
+                        }
+                    }
+                }
             }
         }
         self.file = None;
@@ -402,6 +421,7 @@ impl Ledger {
             self.unsynced = true;
         }
         self.consume(id, at);
+        self.running.insert(id.to_string(), 0);
         Ok(())
     }
 
@@ -412,7 +432,11 @@ impl Ledger {
         self.append(&Line::Pid {
             job_id: id.to_string(),
             pid,
-        })
+        })?;
+        if let Some(noted) = self.running.get_mut(id) {
+            *noted = pid;
+        }
+        Ok(())
     }
 
     /// Appends `id`'s result (the exact bytes of its result file), which
@@ -426,6 +450,7 @@ impl Ledger {
         })?;
         self.unsynced = true;
         self.consume(id, at);
+        self.running.remove(id);
         Ok(())
     }
 
@@ -463,7 +488,8 @@ impl Ledger {
     /// Notes that every result recorded so far is durably published (the
     /// caller flushed the folders), and compacts the file when it holds
     /// expired ids or the lines compaction drops have grown past their
-    /// bound. Not flushed: a lost checkpoint only makes start-up check a few
+    /// bound. Jobs may be running meanwhile: their start lines are kept.
+    /// Not flushed: a lost checkpoint only makes start-up check a few
     /// results more.
     pub fn checkpoint(&mut self, at: OffsetDateTime) -> Result<()> {
         let grown = self.extra_bytes > COMPACT_AFTER && self.extra_bytes > self.plain_bytes;

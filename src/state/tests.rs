@@ -80,6 +80,36 @@ fn a_start_without_a_result_and_results_after_the_checkpoint_are_unfinished() {
 }
 
 #[test]
+fn compaction_while_a_job_runs_keeps_its_start_and_pid_for_recovery() {
+    let (_dir, state) = state();
+    let t0 = datetime!(2026-11-01 00:00 UTC);
+    // A damaged line makes the first checkpoint compact.
+    std::fs::write(state.ledger(), b"{\"jobId\":\"x\n").unwrap();
+    let (mut l, _) = Ledger::load(&state, t0, TEN_DAYS).unwrap();
+    assert!(l.wants_checkpoint());
+    l.start("long", t0, true).unwrap();
+    l.note_pid("long", 4242).unwrap();
+    l.start("short", t0, true).unwrap();
+    l.record("short", t0, b"result short").unwrap();
+    l.checkpoint(t0).unwrap();
+    assert!(!l.wants_checkpoint(), "compacted");
+    drop(l);
+    let text = std::fs::read_to_string(state.ledger()).unwrap();
+    assert_eq!(text.lines().count(), 3, "{text}");
+    let (l, left) = Ledger::load(&state, t0, TEN_DAYS).unwrap();
+    assert!(l.contains("long") && l.contains("short"));
+    assert!(left.recorded.is_empty());
+    assert_eq!(
+        left.started,
+        vec![Started {
+            job_id: "long".into(),
+            started_at: crate::clock::format(t0),
+            pid: 4242
+        }]
+    );
+}
+
+#[test]
 fn compaction_keeps_one_plain_line_per_id_and_nothing_to_recover() {
     let (_dir, state) = state();
     let t0 = datetime!(2026-11-01 00:00 UTC);

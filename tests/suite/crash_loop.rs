@@ -477,3 +477,200 @@ fn crash_loop(slots: u64, iterations: u64) {
         started.elapsed().as_secs_f64(),
     );
 }
+
+#[cfg(unix)]
+/// What a killed listener's ledger says, read as start-up reads it (zero
+/// bytes are unused space): results recorded, checkpoints, results after
+/// the last checkpoint, and each checkpoint's place among the lines.
+struct LedgerTally {
+    results: usize,
+    checkpoints: usize,
+    since_checkpoint: usize,
+    /// The jobs started and not recorded when a checkpoint was written.
+    running_at_checkpoints: Vec<BTreeSet<String>>,
+}
+
+#[cfg(unix)]
+fn tally_ledger(w: &World) -> LedgerTally {
+    let text = std::fs::read(ledger_path(w)).unwrap_or_default();
+    let mut t = LedgerTally {
+        results: 0,
+        checkpoints: 0,
+        since_checkpoint: 0,
+        running_at_checkpoints: Vec::new(),
+    };
+    let mut running = BTreeSet::new();
+    for raw in text.split(|&b| b == b'\n' || b == 0) {
+        let Ok(v) = serde_json::from_slice::<Value>(raw) else {
+            continue;
+        };
+        let id = v["jobId"].as_str().unwrap_or_default().to_string();
+        match v["kind"].as_str() {
+            Some("start") => {
+                running.insert(id);
+            }
+            Some("result") => {
+                running.remove(&id);
+                t.results += 1;
+                t.since_checkpoint += 1;
+            }
+            Some("checkpoint") => {
+                t.checkpoints += 1;
+                t.since_checkpoint = 0;
+                t.running_at_checkpoints.push(running.clone());
+            }
+            _ => {}
+        }
+    }
+    t
+}
+
+#[cfg(unix)]
+/// Counts the `"kind":"result"` lines of target `PC`'s ledger.
+fn results_in_ledger(w: &World) -> usize {
+    let text = std::fs::read(ledger_path(w)).unwrap_or_default();
+    let needle = b"\"kind\":\"result\"";
+    text.windows(needle.len()).filter(|x| x == needle).count()
+}
+
+/// `n` jobs running `true`, queued with one `enqueue --batch`; their ids.
+#[cfg(unix)]
+fn queue_true_jobs(w: &World, n: usize) -> Vec<String> {
+    let file = scratch(w, "true.jsonl");
+    std::fs::write(&file, "{\"argv\": [\"true\"]}\n".repeat(n)).unwrap();
+    let (code, out, err) = w.run(&["enqueue", "--batch", p(&file), "--target", "PC"]);
+    assert_eq!(code, 0, "{err}");
+    out.lines().map(str::to_string).collect()
+}
+
+/// A listener for `PC` with at most 256 open files, killed hard once its
+/// ledger holds `finished` results; returns what the ledger says then.
+#[cfg(unix)]
+fn drain_and_kill_at(w: &World, extra: &[&str], finished: usize) -> LedgerTally {
+    let mut c = w.bg_cmd();
+    // Quiet (`--json`): a line per job would fill the pipe no one reads.
+    // Relaxed: no flush per job, so 1,500 jobs take seconds on a busy
+    // disk; checkpoints and recovery are the same at either level.
+    limit_open_files(&mut c, 256).args([
+        "--json",
+        "--durability",
+        "relaxed",
+        "listen",
+        "--poll-interval",
+        "1s",
+    ]);
+    let g = ListenerGuard::spawn(c.args(extra));
+    wait_until(Duration::from_secs(60), || results_in_ledger(w) >= finished);
+    kill_hard(g.pid());
+    let (code, _, err) = g.wait(Duration::from_secs(10));
+    assert_eq!(code, -1, "killed, not exited: {err}");
+    tally_ledger(w)
+}
+
+/// Restarts `PC`'s listener with at most 256 open files (`listen --once`);
+/// returns its counters.
+#[cfg(unix)]
+fn restart_under_256(w: &World) -> Value {
+    let mut c = w.bg_cmd();
+    limit_open_files(&mut c, 256).args(["--json", "listen", "--once", "--poll-interval", "100ms"]);
+    let (code, out, err) = output(&mut assert_cmd::Command::from_std(c));
+    assert_eq!(code, 0, "the restart failed: {err}");
+    serde_json::from_str::<Value>(out.trim()).unwrap()["counters"].clone()
+}
+
+/// Every job of `ids` has exactly one result and is archived, and nothing
+/// is left queued. (Temp files a kill left mid-batch in `results/` are
+/// not results: `sweep` removes them.)
+#[cfg(unix)]
+fn one_result_each(w: &World, ids: &[String]) {
+    let want: BTreeSet<String> = ids.iter().map(|id| format!("{id}.json")).collect();
+    for place in ["results", "archive/done"] {
+        let got: Vec<String> = files(&w.pc().join(place))
+            .into_iter()
+            .filter(|n| !n.starts_with('.'))
+            .collect();
+        let missing: Vec<&String> = want.iter().filter(|n| !got.contains(n)).collect();
+        let extra: Vec<&String> = got.iter().filter(|n| !want.contains(*n)).collect();
+        assert!(
+            got.len() == want.len() && missing.is_empty() && extra.is_empty(),
+            "{place}: {} files for {} jobs; missing {missing:?}, not ours {extra:?}",
+            got.len(),
+            want.len()
+        );
+    }
+    assert!(files(&w.pc().join("inbox")).is_empty(), "nothing queued");
+}
+
+/// Regression: a drain that never paused wrote no checkpoint, so a kill
+/// after 1,500 jobs left all 1,500 results for the next start to publish
+/// again, at once, one open temp file each: every restart failed with
+/// `Too many open files` at `ulimit -n 256`.
+#[cfg(unix)]
+#[test]
+fn a_restart_after_sigkill_at_1500_finished_jobs_recovers_under_256_open_files() {
+    let w = World::with_target();
+    let ids = queue_true_jobs(&w, 1600);
+    let at_kill = drain_and_kill_at(&w, &[], 1500);
+    assert!(
+        at_kill.checkpoints >= 2 && at_kill.since_checkpoint <= 501,
+        "checkpoints during the drain: {} written, {} results after the last",
+        at_kill.checkpoints,
+        at_kill.since_checkpoint
+    );
+    // The job running at the kill (if one was) has a start line only.
+    let open: Vec<String> = open_jobs(&w).into_iter().map(|(id, _)| id).collect();
+    let counters = restart_under_256(&w);
+    one_result_each(&w, &ids);
+    let ran = counters["done"].as_u64().unwrap() + counters["failed"].as_u64().unwrap();
+    assert_eq!(ran as usize, ids.len() - at_kill.results, "{counters}");
+    for id in ids.iter().step_by(97).chain(&open) {
+        let r = w.result(id);
+        assert!(result_sig_ok(&r), "{r}");
+        let want = if open.contains(id) { "interrupted" } else { "" };
+        assert_eq!(r["error"], want, "{r}");
+    }
+}
+
+/// The same with a second slot held by a long job the whole time: no
+/// checkpoint was written while any slot was busy, and the restart that
+/// failed on the backlog never reached the long job, which ran on.
+#[cfg(unix)]
+#[test]
+fn a_restart_after_sigkill_with_a_slot_running_interrupts_that_job_and_stops_it() {
+    let w = World::with_target();
+    let pid_file = scratch(&w, "long.pid");
+    let long = w.enqueue(
+        &["--priority", "high"],
+        &kit(&["pid", p(&pid_file), "sleep", "300"]),
+    );
+    let mut ids = queue_true_jobs(&w, 1600);
+    let at_kill = drain_and_kill_at(&w, &["--slots", "2"], 1500);
+    let pid = read_pid(&pid_file, Duration::from_secs(5));
+    assert!(alive(pid), "the long job outlives the killed listener");
+    assert!(
+        at_kill.checkpoints >= 2
+            && at_kill.since_checkpoint <= 600
+            && at_kill
+                .running_at_checkpoints
+                .iter()
+                .all(|r| r.contains(&long)),
+        "checkpoints while {long} ran: {} written, {} results after the last",
+        at_kill.checkpoints,
+        at_kill.since_checkpoint
+    );
+    let counters = restart_under_256(&w);
+    ids.push(long.clone());
+    one_result_each(&w, &ids);
+    let r = w.result(&long);
+    assert_eq!(r["error"], "interrupted", "{r}");
+    assert!(result_sig_ok(&r), "{r}");
+    let gone = Instant::now() + Duration::from_secs(5);
+    while alive(pid) && Instant::now() < gone {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let survived = alive(pid);
+    if survived {
+        kill_hard(pid);
+    }
+    assert!(!survived, "the long job's process was stopped ({counters})");
+}
