@@ -25,7 +25,8 @@ use crate::watcher::Watch;
 /// A drain that never pauses, or slots never all free, makes a checkpoint
 /// after this many results: about the most a start after a crash publishes
 /// again. Each costs a wait for the publisher, three folder flushes and a
-/// ledger line (bench/README.md: the drain row).
+/// ledger line: within the noise of a drain of `true` jobs (bench/README.md,
+/// 2026-12-03).
 pub(super) const CHECKPOINT_JOBS: u64 = 500;
 
 /// ... or once its oldest result handed on is this old.
