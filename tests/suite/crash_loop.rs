@@ -674,3 +674,235 @@ fn a_restart_after_sigkill_with_a_slot_running_interrupts_that_job_and_stops_it(
     }
     assert!(!survived, "the long job's process was stopped ({counters})");
 }
+
+/// An ext4 file system in a loop device mounted over a folder (Linux, as
+/// root), whose power can be cut: `EXT4_IOC_SHUTDOWN` without flushing its
+/// journal (what xfstests' `godown` does) drops everything not yet
+/// flushed, as a power loss would, and a remount replays the journal.
+#[cfg(target_os = "linux")]
+struct LoopDisk {
+    image: PathBuf,
+    dir: PathBuf,
+}
+
+#[cfg(target_os = "linux")]
+impl LoopDisk {
+    /// None, said on stderr for the test to skip, where none can be made
+    /// here (not root, no loop device, no `mkfs.ext4`).
+    fn over(dir: &Path, image: &Path) -> Option<LoopDisk> {
+        let made = std::fs::File::create(image).and_then(|f| f.set_len(64 << 20));
+        let ok = made.is_ok()
+            && std::process::Command::new("mkfs.ext4")
+                .args(["-q", "-F"])
+                .arg(image)
+                .status()
+                .is_ok_and(|s| s.success());
+        let disk = LoopDisk {
+            image: image.to_path_buf(),
+            dir: dir.to_path_buf(),
+        };
+        if !(ok && disk.mount()) {
+            eprintln!(
+                "skipped: no ext4 loop device can be mounted here (not root, or no mkfs.ext4)"
+            );
+            return None;
+        }
+        Some(disk)
+    }
+
+    fn mount(&self) -> bool {
+        std::process::Command::new("mount")
+            .args(["-t", "ext4", "-o", "loop"])
+            .arg(&self.image)
+            .arg(&self.dir)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
+    /// Cuts the power: nothing more reaches the disk, and what was not
+    /// flushed is lost.
+    fn power_loss(&self) {
+        const EXT4_IOC_SHUTDOWN: libc::Ioctl = 0x8004_587d;
+        const EXT4_GOING_FLAGS_NOLOGFLUSH: u32 = 2;
+        let dir = std::fs::File::open(&self.dir).unwrap();
+        let flags = EXT4_GOING_FLAGS_NOLOGFLUSH;
+        // SAFETY: the ioctl reads one u32 from a valid pointer.
+        let rc = unsafe {
+            libc::ioctl(
+                std::os::fd::AsRawFd::as_raw_fd(&dir),
+                EXT4_IOC_SHUTDOWN,
+                &flags,
+            )
+        };
+        assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+    }
+
+    /// The power back: unmounted, and mounted again (the journal replayed).
+    fn power_on(&self) {
+        let umount = std::process::Command::new("umount")
+            .arg(&self.dir)
+            .status()
+            .unwrap();
+        assert!(umount.success());
+        assert!(self.mount(), "remount {}", self.image.display());
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for LoopDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.dir)
+            .status();
+    }
+}
+
+/// A world whose root and state folder are on a [`LoopDisk`], with a
+/// folder outside it for what must survive the power loss (the jobs' side
+/// effects). Fields drop in order: the disk is unmounted first.
+#[cfg(target_os = "linux")]
+struct OnDisk {
+    disk: LoopDisk,
+    outside: tempfile::TempDir,
+    w: World,
+}
+
+#[cfg(target_os = "linux")]
+fn world_on_disk() -> Option<OnDisk> {
+    let w = World::new();
+    let outside = tempfile::tempdir().unwrap();
+    let disk = LoopDisk::over(w.dir.path(), &outside.path().join("disk.img"))?;
+    // The folders World made are under the mount now.
+    let keys = w.key.parent().unwrap().to_path_buf();
+    for d in [&w.root, &w.state, &w.home, &keys] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    write_private(&w.key, VECTOR_KEY);
+    w.make_target("PC");
+    // The key and the layout are on the disk before the power is ever cut.
+    assert!(
+        std::process::Command::new("sync")
+            .status()
+            .unwrap()
+            .success()
+    );
+    Some(OnDisk { disk, outside, w })
+}
+
+/// The power cut in the middle of a drain at full durability (the root
+/// and the state folder on one disk; the jobs' side effects outside it),
+/// then a restart: no job is lost, none ran twice, each has one result.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_power_loss_mid_drain_loses_no_job_and_runs_none_twice() {
+    let Some(OnDisk { disk, outside, w }) = world_on_disk() else {
+        return;
+    };
+    let side = outside.path().join("ran.txt");
+    let file = outside.path().join("jobs.jsonl");
+    let line = kit_spec(&[
+        "append",
+        p(&side),
+        "$FLEET_DISPATCH_JOB_ID",
+        "sleep",
+        "0.02",
+    ]);
+    std::fs::write(&file, format!("{line}\n").repeat(150)).unwrap();
+    let (code, out, err) = w.run(&["enqueue", "--batch", p(&file), "--target", "PC"]);
+    assert_eq!(code, 0, "{err}");
+    let ids: Vec<String> = out.lines().map(str::to_string).collect();
+    let g = ListenerGuard::spawn(
+        w.bg_cmd()
+            .args(["--json", "listen", "--poll-interval", "1s"]),
+    );
+    wait_until(Duration::from_secs(60), || lines(&side).len() >= 60);
+    // Everything stops at once: the listener, its job, the disk.
+    kill_hard(g.pid());
+    let id_set: BTreeSet<&str> = ids.iter().map(String::as_str).collect();
+    for (pid, _) in live_job_processes(&id_set) {
+        kill_hard(pid);
+    }
+    let seen = |dir: &str| files(&w.pc().join(dir)).len();
+    let (results_cached, ledger_cached) = (seen("results"), results_in_ledger(&w));
+    disk.power_loss();
+    let _ = g.wait(Duration::from_secs(10));
+    let ran_before = lines(&side).len();
+    disk.power_on();
+    let (results_kept, ledger_kept) = (seen("results"), results_in_ledger(&w));
+    let counters = w.listen_once(&[]);
+    let ran = lines(&side);
+    let mut runs: BTreeMap<&str, usize> = BTreeMap::new();
+    for id in &ran {
+        *runs.entry(id.as_str()).or_default() += 1;
+    }
+    let twice: Vec<_> = runs.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        twice.is_empty(),
+        "ran twice across the power loss: {twice:?}"
+    );
+    one_result_each(&w, &ids);
+    let mut interrupted = 0;
+    for id in &ids {
+        let r = w.result(id);
+        assert!(result_sig_ok(&r), "{r}");
+        match r["error"].as_str().unwrap() {
+            "" => assert_eq!(runs.get(id.as_str()), Some(&1), "done, so it ran once: {r}"),
+            "interrupted" => interrupted += 1,
+            other => panic!("{other}: {r}"),
+        }
+    }
+    assert!(interrupted <= 1, "{interrupted} interrupted with one slot");
+    // The interrupted job may have been killed before its first step.
+    assert!(
+        (ids.len() - interrupted..=ids.len()).contains(&ran.len()),
+        "{} runs of {} jobs",
+        ran.len(),
+        ids.len()
+    );
+    eprintln!(
+        "power loss after {ran_before} of {} jobs ran: results {results_cached} → \
+         {results_kept} and ledger results {ledger_cached} → {ledger_kept} across it; \
+         {interrupted} interrupted; restart {counters}",
+        ids.len()
+    );
+}
+
+/// `enqueue --batch` at full durability, the power cut the moment it
+/// exits: every job it queued is there after the restart, whole and
+/// signed (its files are each closed once written and flushed together,
+/// then renamed, and the inbox flushed), and runs.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_power_loss_right_after_a_batch_keeps_every_job_it_queued() {
+    let Some(OnDisk { disk, outside, w }) = world_on_disk() else {
+        return;
+    };
+    let file = outside.path().join("jobs.jsonl");
+    std::fs::write(&file, "{\"argv\": [\"true\"]}\n".repeat(500)).unwrap();
+    let (code, out, err) = w.run(&["enqueue", "--batch", p(&file), "--target", "PC"]);
+    assert_eq!(code, 0, "{err}");
+    let ids: Vec<String> = out.lines().map(str::to_string).collect();
+    disk.power_loss();
+    disk.power_on();
+    let mut queued: Vec<String> = files(&w.pc().join("inbox"))
+        .into_iter()
+        .filter(|n| !n.starts_with('.'))
+        .collect();
+    queued.sort();
+    let mut want: Vec<String> = ids.iter().map(|id| format!("{id}.json")).collect();
+    want.sort();
+    assert!(
+        queued == want,
+        "{} of {} jobs queued after the power loss",
+        queued.len(),
+        want.len()
+    );
+    let counters = w.listen_once(&[]);
+    assert_eq!(
+        (&counters["done"], &counters["rejected"]),
+        (&500.into(), &0.into()),
+        "{counters}"
+    );
+}
