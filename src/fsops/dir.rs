@@ -352,7 +352,8 @@ impl Dir {
 
     /// Writes `bytes` to a new temp file for the final name `name`
     /// (docs/protocol.md §3.3 step 1), flushed as `flush` says; returns its
-    /// name and the file, still open (for a batch flush).
+    /// name and the file, still open (the caller closes it; a batch closes
+    /// each before the next, [`Dir::write_temps`]).
     ///
     /// # Errors
     ///
