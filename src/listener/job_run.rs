@@ -29,7 +29,8 @@ use crate::watcher::Watch;
 /// 2026-12-03).
 pub(super) const CHECKPOINT_JOBS: u64 = 500;
 
-/// ... or once its oldest result handed on is this old.
+/// ... or this long after the last checkpoint (or the last moment there
+/// was nothing to checkpoint), whichever comes first.
 pub(super) const CHECKPOINT_EVERY: Duration = Duration::from_secs(5);
 
 impl Listener {
@@ -91,7 +92,13 @@ impl Listener {
         self.counters.repaired += self.publisher.repaired();
         // Results not placed yet stay unfinished in the ledger: no
         // checkpoint until they are.
-        if !waited? || (self.unchecked == 0 && !self.ledger.wants_checkpoint()) {
+        if !waited? {
+            return Ok(());
+        }
+        if self.unchecked == 0 && !self.ledger.wants_checkpoint() {
+            // Nothing to note: a drain's time to its next checkpoint
+            // counts from here.
+            self.checkpointed = Instant::now();
             return Ok(());
         }
         // Folders that cannot be opened now were flushed by the publisher
@@ -116,9 +123,9 @@ impl Listener {
         Ok(())
     }
 
-    /// True once [`CHECKPOINT_JOBS`] results, or any for
-    /// [`CHECKPOINT_EVERY`], were handed on since the last checkpoint: what
-    /// a start after a crash publishes again stays that small.
+    /// True once [`CHECKPOINT_JOBS`] results were handed on since the last
+    /// checkpoint, or any and [`CHECKPOINT_EVERY`] passed: what a start
+    /// after a crash publishes again stays that small.
     fn checkpoint_due(&self) -> bool {
         let handed = self.unchecked + self.pending.len() as u64;
         handed >= CHECKPOINT_JOBS || (handed > 0 && self.checkpointed.elapsed() >= CHECKPOINT_EVERY)
