@@ -54,6 +54,16 @@ pub fn is_our_temp_name(name: &str) -> bool {
             .is_some_and(|r| r.len() == 12 && r.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
+/// The final name our temp file `name` was made for (see [`temp_name`]);
+/// None for any other name.
+pub fn temp_target(name: &str) -> Option<&str> {
+    if !is_our_temp_name(name) {
+        return None;
+    }
+    let inner = &name[1..name.len() - ".tmp".len()];
+    inner.rsplit_once('.').map(|(target, _random)| target)
+}
+
 /// Creates each local directory (and its parents), refusing one that
 /// exists as a link or a file.
 pub fn create_dirs(dirs: &[PathBuf]) -> Result<()> {
@@ -259,5 +269,8 @@ mod tests {
         assert!(!is_our_temp_name(".syncthing.abc.json.tmp"));
         assert!(!is_our_temp_name("abc.json"));
         assert!(!is_our_temp_name("~$abc.json"));
+        assert_eq!(temp_target(&temp_name("abc.json")), Some("abc.json"));
+        assert_eq!(temp_target(".syncthing.abc.json.tmp"), None);
+        assert_eq!(temp_target("abc.json"), None);
     }
 }

@@ -7,12 +7,14 @@
 //! job may not be safe to run twice. There is no runner here, so whether a
 //! marker waits to be consumed is read from the folder.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use super::Listener;
 use crate::clock;
 use crate::doc::detail;
 use crate::error::Result;
+use crate::fsops;
 use crate::jobenv;
 use crate::names::JobId;
 use crate::platform::{self, Signal};
@@ -30,6 +32,7 @@ impl Listener {
     /// result has its leftover processes stopped and gets one `interrupted`
     /// result; it is never run again.
     pub(super) fn recover(&mut self, left: Unfinished) -> Result<()> {
+        self.remove_crash_temps(&left);
         let mut recorded = Vec::new();
         for r in left.recorded {
             let Ok(id) = JobId::parse(&r.job_id) else {
@@ -69,6 +72,33 @@ impl Listener {
             self.recover_started(&id, &entry.started_at, entry.pid)?;
         }
         self.checkpoint()
+    }
+
+    /// Removes the temp files a crash left in `results/` (written, not yet
+    /// renamed) for the jobs `left` names: only this listener writes there,
+    /// and each of those jobs gets its result published again below.
+    /// Before anything is published, so no temp file of this start is
+    /// taken; best effort (`sweep` removes what is left).
+    fn remove_crash_temps(&mut self, left: &Unfinished) {
+        let names: HashSet<String> = left
+            .recorded
+            .iter()
+            .map(|r| &r.job_id)
+            .chain(left.started.iter().map(|s| &s.job_id))
+            .map(|id| format!("{id}.json"))
+            .collect();
+        if names.is_empty() {
+            return;
+        }
+        let Ok(f) = self.folders() else {
+            return;
+        };
+        let results = f.results();
+        for name in results.list().unwrap_or_default() {
+            if fsops::temp_target(&name).is_some_and(|t| names.contains(t)) {
+                let _ = results.remove(&name);
+            }
+        }
     }
 
     fn recover_started(&mut self, id: &JobId, started_at: &str, pid: i32) -> Result<()> {

@@ -578,22 +578,19 @@ fn restart_under_256(w: &World) -> Value {
     serde_json::from_str::<Value>(out.trim()).unwrap()["counters"].clone()
 }
 
-/// Every job of `ids` has exactly one result and is archived, and nothing
-/// is left queued. (Temp files a kill left mid-batch in `results/` are
-/// not results: `sweep` removes them.)
+/// Every job of `ids` has exactly one result and is archived, nothing is
+/// left queued, and no temp file a kill left mid-batch in `results/` is
+/// left either.
 #[cfg(unix)]
 fn one_result_each(w: &World, ids: &[String]) {
     let want: BTreeSet<String> = ids.iter().map(|id| format!("{id}.json")).collect();
     for place in ["results", "archive/done"] {
-        let got: Vec<String> = files(&w.pc().join(place))
-            .into_iter()
-            .filter(|n| !n.starts_with('.'))
-            .collect();
+        let got: Vec<String> = files(&w.pc().join(place));
         let missing: Vec<&String> = want.iter().filter(|n| !got.contains(n)).collect();
         let extra: Vec<&String> = got.iter().filter(|n| !want.contains(*n)).collect();
         assert!(
             got.len() == want.len() && missing.is_empty() && extra.is_empty(),
-            "{place}: {} files for {} jobs; missing {missing:?}, not ours {extra:?}",
+            "{place}: {} files for {} jobs; missing {missing:?}, not results {extra:?}",
             got.len(),
             want.len()
         );
