@@ -672,6 +672,42 @@ fn a_restart_after_sigkill_with_a_slot_running_interrupts_that_job_and_stops_it(
     assert!(!survived, "the long job's process was stopped ({counters})");
 }
 
+/// Regression: while any slot was busy no checkpoint was written, even
+/// with the listener otherwise idle, so a long job kept every result since
+/// the last idle moment for a restart to publish again.
+#[cfg(unix)]
+#[test]
+fn a_listener_idle_beside_a_long_job_in_a_slot_writes_a_checkpoint() {
+    let w = World::with_target();
+    let long = w.enqueue(&["--priority", "high"], &kit(&["sleep", "60"]));
+    for _ in 0..3 {
+        w.enqueue(&[], &kit(&[]));
+    }
+    let g = w.spawn_listener(&["--slots", "2"]);
+    let started = Instant::now();
+    let mut at = tally_ledger(&w);
+    wait_until(Duration::from_secs(20), || {
+        at = tally_ledger(&w);
+        at.results >= 3 && at.checkpoints >= 1
+    });
+    assert_eq!(at.since_checkpoint, 0, "the three results are checkpointed");
+    assert!(
+        at.running_at_checkpoints.iter().all(|r| r.contains(&long)),
+        "written while {long} ran"
+    );
+    eprintln!(
+        "checkpoint beside a running slot after {:?}",
+        started.elapsed()
+    );
+    let (code, _, err) = g.stop(&w, libc::SIGTERM, Duration::from_secs(20));
+    assert_eq!(code, polite_stop::EXIT, "{err}");
+    assert_eq!(
+        w.result(&long)["error"],
+        "interrupted",
+        "stopped with the listener"
+    );
+}
+
 /// An ext4 file system in a loop device mounted over a folder (Linux, as
 /// root), whose power can be cut: `EXT4_IOC_SHUTDOWN` without flushing its
 /// journal (what xfstests' `godown` does) drops everything not yet
