@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use crate::clock;
 use crate::doc::Outcome;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::events::{Events, Hint};
 use crate::heartbeat;
 use crate::key::Key;
@@ -60,8 +60,10 @@ pub fn pump(follow: &mut Follower) {
 }
 
 /// Waits for `id`'s result, streaming its output through `follow` when
-/// given. A result that does not verify is `FORBIDDEN`: it is never
-/// reported as genuine.
+/// given. A result that does not verify is never reported as genuine:
+/// while the job is still queued or running it is named in a warning and
+/// the wait goes on; when nothing else of the job is there it is
+/// `FORBIDDEN` ([`observe::look`]).
 pub fn for_result(
     dirs: &TargetDirs,
     id: &JobId,
@@ -83,6 +85,7 @@ pub fn for_result(
     let mut progress = Instant::now();
     let mut said: Option<String> = None;
     let mut looked: Option<Instant> = None;
+    let mut warned: Option<observe::Forged> = None;
     // The wait keeps a sender of its own, so the receive below always
     // sleeps out its poll: with no watch (or its watcher gone) no wake
     // ever comes, and the channel must not read as closed.
@@ -94,7 +97,17 @@ pub fn for_result(
         // Before the look: a result placed during it wakes the next sleep.
         hint.woken();
         let look = Instant::now();
-        let seen = observe::job(dirs, id, key)?;
+        let observe::Look {
+            state: seen,
+            ignored,
+        } = observe::look(dirs, id, key)?;
+        if let Some(forged) = ignored
+            && warned.as_ref() != Some(&forged)
+        {
+            clear();
+            eprintln!("fleet-dispatch: {}", forged.note(id, &seen));
+            warned = Some(forged);
+        }
         if let Some(f) = follow.as_deref_mut() {
             // After the look, so output written before the result is all
             // copied when the result ends the wait.
@@ -109,11 +122,9 @@ pub fn for_result(
                 clear();
                 return Ok(Waited::Rejected(r));
             }
-            Observed::ForgedResult(why) => {
+            Observed::ForgedResult(forged) => {
                 clear();
-                return Err(Error::forbidden(format!(
-                    "result for {id} does not verify ({why}); it is not shown"
-                )));
+                return Err(forged.refusal(id));
             }
             _ => {}
         }
