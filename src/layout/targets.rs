@@ -97,6 +97,13 @@ pub fn is_target_list(text: &str) -> bool {
     text.contains(',') || text.eq_ignore_ascii_case(ALL_TARGETS)
 }
 
+/// True when `text` is [`ALL_TARGETS`]: every target folder this machine
+/// sees, which a folder writer can add to, so a fan-out to them passes over
+/// one that cannot take a job rather than stop at it.
+pub fn is_all(text: &str) -> bool {
+    text.eq_ignore_ascii_case(ALL_TARGETS)
+}
+
 /// Resolves a target list (`A,B,C`, or [`ALL_TARGETS`] for every target
 /// folder under `root`) by [`resolve_target`], in the order given. A name
 /// given twice (in any case) or an empty entry is `VALIDATION_ERROR`: a
