@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use crate::clock;
 use crate::doc::Outcome;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::events::{Events, Hint};
 use crate::heartbeat;
 use crate::key::Key;
@@ -57,6 +57,55 @@ pub fn pump(follow: &mut Follower) {
     {
         std::process::exit(i32::from(crate::exit::SUCCESS));
     }
+    for note in follow.take_notes() {
+        eprintln!("fleet-dispatch: {note}");
+    }
+}
+
+/// How long a follow that reached the job's result waits for its logs to
+/// hold all the result says they do (a sync engine may bring the log after
+/// the result).
+const LOG_GRACE: Duration = Duration::from_secs(5);
+
+/// Holds what `follow` showed against `o`, the job's verified result
+/// ([`crate::output::judge`]), giving a log still short [`LOG_GRACE`] to
+/// arrive. What was shown but is not the job's output is `FORBIDDEN`: the
+/// command must not end as if it had shown the job's output.
+fn settle_logs(follow: &mut Follower, id: &JobId, o: &Outcome) -> Result<()> {
+    use crate::output::Verdict;
+    let start = Instant::now();
+    let judged = loop {
+        let judged = follow.judged(o);
+        let short = judged.iter().any(|(_, v)| matches!(v, Verdict::Short(..)));
+        if !short || start.elapsed() >= LOG_GRACE {
+            break judged;
+        }
+        std::thread::sleep(POLL);
+        pump(follow);
+    };
+    for note in follow.take_notes() {
+        eprintln!("fleet-dispatch: {note}");
+    }
+    for (file, verdict) in judged {
+        match verdict {
+            Verdict::NotTheJobs(why) => {
+                return Err(Error::forbidden(format!(
+                    "what was shown from {file} is not {id}'s output ({why}); {id} ended {} (exit {})",
+                    o.termination().describe(o.ok),
+                    o.exit_code
+                ))
+                .hint(format!(
+                    "`fleet-dispatch result --target {} --job-id {id}` shows the end of its own output, signed; find who writes the folder",
+                    o.target
+                )));
+            }
+            Verdict::Short(has, should) => eprintln!(
+                "fleet-dispatch: {file} holds {has} of the {should} bytes {id}'s result says it does (it may still be arriving); `fleet-dispatch logs` prints it once it has"
+            ),
+            Verdict::Matches => {}
+        }
+    }
+    Ok(())
 }
 
 /// Waits for `id`'s result, streaming its output through `follow` when
@@ -111,11 +160,15 @@ pub fn for_result(
         if let Some(f) = follow.as_deref_mut() {
             // After the look, so output written before the result is all
             // copied when the result ends the wait.
+            f.saw(&seen);
             pump(f);
         }
         match seen {
             Observed::Done(o) => {
                 clear();
+                if let Some(f) = follow.as_deref_mut() {
+                    settle_logs(f, id, &o)?;
+                }
                 return Ok(Waited::Done(o));
             }
             Observed::Rejected(r) => {
