@@ -382,6 +382,23 @@ fn target_all_reaches_every_sound_target_and_names_each_unsound_one() {
     assert!(out.is_empty() && err.contains("ZZZ: "), "{out}{err}");
 }
 
+// `all` always names every target, so a listener for a machine of that
+// name would serve a folder no sender can address: it is refused before
+// anything is made.
+#[test]
+fn a_machine_named_all_cannot_listen_since_no_target_names_it() {
+    let w = World::new();
+    for name in ["all", "ALL"] {
+        let (code, out, err) = output(w.cmd_as(name).args(["listen", "--once"]));
+        assert_eq!(code, 78, "{name}: {out}{err}");
+        assert!(
+            err.contains(&format!("{name:?}")) && err.contains("--target all"),
+            "{err}"
+        );
+        assert!(files(&w.root).is_empty(), "{name}: a folder was made");
+    }
+}
+
 #[test]
 fn logs_refuses_a_target_list() {
     let w = World::with_target();
