@@ -831,6 +831,11 @@ fn a_forged_result_never_shows_a_queued_job_with_a_pending_cancel_as_finished() 
     let (_, out, _) = w.run(&["doctor", "--target", "PC"]);
     assert!(!out.contains("markers for finished jobs"), "{out}");
     assert!(out.contains(&named), "{out}");
+
+    // `result` says what the job is, and names the file it ignored.
+    let (code, out, err) = w.run(&["result", "--target", "PC", "--job-id", &id]);
+    assert_eq!(code, 124, "{out}{err}");
+    assert!(err.contains("queued") && err.contains(&named), "{err}");
 }
 
 #[test]
