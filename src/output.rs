@@ -58,10 +58,24 @@ pub enum Verdict {
     NotTheJobs(String),
 }
 
+/// What a result says its job wrote to a stream of which it gives `bytes`
+/// and `tail`: `None` when it cannot tell (a result recovered after a
+/// crash, which counted nothing though the job may have written; an older
+/// listener's, which gave a tail without counts). A result that counted
+/// nothing and never ran the job (cancelled before its start, a failed
+/// dependency) says it wrote none.
+pub fn wrote(bytes: Option<u64>, tail: Option<&str>, recovered: bool) -> Option<u64> {
+    match bytes {
+        Some(n) => Some(n),
+        None if recovered || tail.is_some_and(|t| !t.is_empty()) => None,
+        None => Some(0),
+    }
+}
+
 /// Judges a log of `len` bytes ending with `end` (`None`: no log) against
 /// what a verified result says the job wrote to that stream: `wrote` bytes
-/// in all, of which the log holds `logged` when writing it failed, ending
-/// with `tail`.
+/// in all ([`wrote`]; `None`: it cannot tell), of which the log holds
+/// `logged` when writing it failed, ending with `tail`.
 pub fn judge(
     wrote: Option<u64>,
     logged: Option<u64>,
@@ -70,7 +84,7 @@ pub fn judge(
     end: &[u8],
 ) -> Verdict {
     let tail = tail.unwrap_or_default();
-    let Some(wrote) = wrote.or(tail.is_empty().then_some(0)) else {
+    let Some(wrote) = wrote else {
         return Verdict::Matches;
     };
     // The lengths the listener's log can have, and whether it holds the
@@ -232,11 +246,12 @@ impl Follower {
         self.wanted()
             .into_iter()
             .map(|(i, word)| {
-                let (wrote, logged, tail) = if i == 0 {
+                let (bytes, logged, tail) = if i == 0 {
                     (d.stdout_bytes, d.stdout_log_bytes, d.stdout_tail.as_deref())
                 } else {
                     (d.stderr_bytes, d.stderr_log_bytes, d.stderr_tail.as_deref())
                 };
+                let wrote = wrote(bytes, tail, d.recovered == Some(true));
                 let s = &self.each[i];
                 let end: Vec<u8> = s.end.iter().copied().collect();
                 let shown = (s.offset > 0).then_some(s.offset);
@@ -276,7 +291,12 @@ mod tests {
             m
         );
         assert_eq!(judge(Some(10), Some(4), Some("x"), Some(4), b"."), m);
-        // An older listener's result without byte counts cannot tell.
+        // A result that cannot tell: recovered after a crash, or an older
+        // listener's with a tail but no counts.
         assert_eq!(judge(None, None, Some("x"), Some(99), b"."), m);
+        assert_eq!(wrote(None, None, true), None);
+        assert_eq!(wrote(None, Some("x"), false), None);
+        assert_eq!(wrote(None, None, false), Some(0));
+        assert_eq!(wrote(Some(3), None, true), Some(3));
     }
 }

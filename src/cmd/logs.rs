@@ -1,15 +1,17 @@
 //! `logs`: print a job's captured output ([`crate::output`]); `--follow`
 //! keeps printing as the job writes, until its result appears, and then
 //! exits as `result` does. A job its target rejected is said to be, with
-//! the rejection's status, with or without `--follow`.
+//! the rejection's status, with or without `--follow`. A finished job's
+//! logs are held against its verified result before they are shown
+//! ([`crate::output::judge`]).
+
+use std::io::Write;
 
 use crate::cli::{LogsArgs, StreamArg};
 use crate::config::Context;
+use crate::doc::Outcome;
 use crate::error::{Error, Result};
 use crate::exit;
-use std::io::Write;
-
-use crate::doc::Outcome;
 use crate::names::JobId;
 use crate::observe::{self, Observed};
 use crate::output::{Follower, Streams, Verdict};

@@ -376,3 +376,25 @@ fn a_log_that_does_not_match_the_result_is_never_shown_as_the_jobs_output() {
     let (code, out, err) = w.run(&["logs", "--target", "PC", "--job-id", &spoken]);
     assert_eq!((code, out.as_str()), (0, "genuine\n"), "{err}");
 }
+
+// A result recovered after a crash counts no output, though the job wrote
+// some before it: its log cannot be held against it, and is shown.
+#[test]
+fn the_log_of_a_job_a_crash_interrupted_is_shown() {
+    let w = World::with_target();
+    let id = uid("crashed");
+    w.write_job("PC", &id, "PC", &now_text(), &kit_spec(&["out", "x"]));
+    std::fs::create_dir_all(w.state.join("pc")).unwrap();
+    std::fs::write(
+        ledger_path(&w),
+        serde_json::json!({"jobId": id, "processedAt": ts_offset(-3), "run": true}).to_string()
+            + "\n",
+    )
+    .unwrap();
+    // What the job wrote before the listener died.
+    std::fs::write(log_path(&w, &id, "stdout"), "partial\n").unwrap();
+    w.listen_once(&[]);
+    assert_eq!(w.result(&id)["error"], "interrupted");
+    let (code, out, err) = w.run(&["logs", "--target", "PC", "--job-id", &id]);
+    assert_eq!((code, out.as_str()), (0, "partial\n"), "{err}");
+}
