@@ -21,7 +21,7 @@ use crate::read::FileRead;
 
 mod dir;
 
-pub use dir::{Child, Dir, kind_word, not_a_folder};
+pub use dir::{Child, Dir, FileId, Piece, kind_word, not_a_folder};
 
 /// How long a move or delete keeps retrying a transient failure.
 pub const RETRY_BOUND: Duration = Duration::from_secs(5);

@@ -1,13 +1,34 @@
 //! A job's captured output, `logs/<jobId>.stdout.log` and `.stderr.log`
 //! (docs/protocol.md §3.1): read whole, or followed as it grows while the
-//! job runs. The listener writes the logs (capped at 10 MiB a stream, with
-//! a line saying so); this side only reads, through the held `logs/`
-//! folder, never through a link.
+//! job runs. The listener writes the logs (capped at [`LOG_CAP`] a stream,
+//! with [`truncation_line`] saying so); this side only reads, through the
+//! held `logs/` folder, never through a link.
+//!
+//! A log is unsigned, and a folder writer can put a file under its name
+//! before the job first writes (the listener then removes it and makes its
+//! own). So a follower shows nothing while the job is queued; when the file
+//! under the name is replaced it says that what it showed was not the
+//! job's output and shows the new file from its start; and at the end it
+//! holds what it showed against the job's verified result ([`judge`]).
+//! A finished job's logs are judged before they are shown.
 
+use std::collections::VecDeque;
 use std::io::Write;
 
+use crate::doc::Outcome;
+use crate::doc::report::TAIL_BYTES;
+use crate::fsops::FileId;
 use crate::layout::{self, Place, TargetDirs};
 use crate::names::JobId;
+use crate::observe::Observed;
+
+/// Bytes of each stream kept in the log file; the rest is counted, not kept.
+pub const LOG_CAP: u64 = 10 * 1024 * 1024;
+
+/// The line a log ends with when its stream went past [`LOG_CAP`].
+pub fn truncation_line() -> String {
+    format!("\n[fleet-dispatch: output truncated at {LOG_CAP} bytes]\n")
+}
 
 /// Which of a job's streams.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,13 +44,104 @@ pub enum Streams {
 /// The most read from a log at one go.
 const CHUNK: u64 = 1 << 20;
 
+/// How one stream's log compares with what the job's verified result says
+/// of that stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// It holds what the job wrote (or the result cannot tell: an older
+    /// listener's).
+    Matches,
+    /// It holds less: it may still be arriving (sync lags), so nothing can
+    /// be said of it yet. The bytes it holds and those it should.
+    Short(u64, u64),
+    /// It is not the job's output, and why.
+    NotTheJobs(String),
+}
+
+/// What a result says its job wrote to a stream of which it gives `bytes`
+/// and `tail`: `None` when it cannot tell (a result recovered after a
+/// crash, which counted nothing though the job may have written; an older
+/// listener's, which gave a tail without counts). A result that counted
+/// nothing and never ran the job (cancelled before its start, a failed
+/// dependency) says it wrote none.
+pub fn wrote(bytes: Option<u64>, tail: Option<&str>, recovered: bool) -> Option<u64> {
+    match bytes {
+        Some(n) => Some(n),
+        None if recovered || tail.is_some_and(|t| !t.is_empty()) => None,
+        None => Some(0),
+    }
+}
+
+/// Judges a log of `len` bytes ending with `end` (`None`: no log) against
+/// what a verified result says the job wrote to that stream: `wrote` bytes
+/// in all ([`wrote`]; `None`: it cannot tell), of which the log holds
+/// `logged` when writing it failed, ending with `tail`.
+pub fn judge(
+    wrote: Option<u64>,
+    logged: Option<u64>,
+    tail: Option<&str>,
+    len: Option<u64>,
+    end: &[u8],
+) -> Verdict {
+    let tail = tail.unwrap_or_default();
+    let Some(wrote) = wrote else {
+        return Verdict::Matches;
+    };
+    // The lengths the listener's log can have, and whether it holds the
+    // whole stream (then its end is the result's tail).
+    let (lengths, whole) = match logged {
+        Some(k) => (vec![k], false),
+        None if wrote > LOG_CAP => (
+            vec![LOG_CAP, LOG_CAP + truncation_line().len() as u64],
+            false,
+        ),
+        None => (vec![wrote], true),
+    };
+    let len = len.unwrap_or(0);
+    let least = lengths.iter().copied().min().unwrap_or(0);
+    let most = lengths.iter().copied().max().unwrap_or(0);
+    if len > most {
+        return Verdict::NotTheJobs(format!("it holds {len} bytes; the job wrote {wrote}"));
+    }
+    if len < least {
+        return Verdict::Short(len, least);
+    }
+    if !lengths.contains(&len) {
+        return Verdict::NotTheJobs(format!(
+            "it holds {len} bytes; the job's log holds {least} or {most}"
+        ));
+    }
+    let n = end.len().min(TAIL_BYTES).min(len as usize);
+    if whole && String::from_utf8_lossy(&end[end.len() - n..]) != tail {
+        return Verdict::NotTheJobs("its end is not the end of the job's output".to_string());
+    }
+    Verdict::Matches
+}
+
+/// One stream as followed.
+#[derive(Default)]
+struct Stream {
+    /// Bytes of the current file copied.
+    offset: u64,
+    /// The file they came from, where that can be told.
+    file: Option<FileId>,
+    /// The last bytes copied from the current file (for [`judge`]).
+    end: VecDeque<u8>,
+}
+
 /// Where a job's output has been read up to.
 pub struct Follower {
     dirs: TargetDirs,
     id: JobId,
     streams: Streams,
-    /// Bytes already copied, stdout then stderr.
-    offsets: [u64; 2],
+    /// Stdout, then stderr.
+    each: [Stream; 2],
+    /// The job has been seen running or ended: its logs may be its own.
+    started: bool,
+    /// [`Self::saw`] was called: a follower, not a one-off read.
+    looked: bool,
+    /// What to say on this side's stderr (a file replaced while followed).
+    notes: Vec<String>,
 }
 
 impl Follower {
@@ -39,8 +151,20 @@ impl Follower {
             dirs: dirs.clone(),
             id: id.clone(),
             streams,
-            offsets: [0, 0],
+            each: Default::default(),
+            started: true,
+            looked: false,
+            notes: Vec::new(),
         }
+    }
+
+    /// Notes the job's state, looked at just before a [`Self::pump`]: no
+    /// file under a log's name is the job's output while it is queued.
+    pub fn saw(&mut self, seen: &Observed) {
+        let early = matches!(seen, Observed::Queued | Observed::NotSeen);
+        // Once started, always: a look that flaps back (sync) hides nothing.
+        self.started = !early || (self.looked && self.started);
+        self.looked = true;
     }
 
     /// True when a log of the chosen streams exists.
@@ -61,6 +185,11 @@ impl Follower {
         }
     }
 
+    /// What to say on this side's stderr since the last call.
+    pub fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
+    }
+
     /// Copies what the logs gained since the last call: stdout's to `out`,
     /// stderr's to `err`. Missing logs are simply not there yet.
     pub fn pump(&mut self, out: &mut dyn Write, err: &mut dyn Write) -> std::io::Result<()> {
@@ -70,20 +199,104 @@ impl Follower {
         for (i, word) in self.wanted() {
             let name = layout::log_name(&self.id, word);
             loop {
-                let chunk = match logs.read_from(&name, self.offsets[i], CHUNK) {
+                let s = &mut self.each[i];
+                let piece = match logs.read_from(&name, s.offset, CHUNK) {
                     Ok(c) => c,
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
                     Err(e) => return Err(e),
                 };
-                if chunk.is_empty() {
+                if !self.started {
                     break;
                 }
-                self.offsets[i] += chunk.len() as u64;
+                let other = piece.file.is_some() && s.file.is_some() && piece.file != s.file;
+                if other || piece.len < s.offset {
+                    // Another file under the name: the listener's, made
+                    // over one put there before; show it from its start.
+                    if s.offset > 0 {
+                        self.notes.push(format!(
+                            "warning: {} was replaced while it was shown: the {} bytes shown before were not {}'s output; its own follow from its start",
+                            logs.shown(&name).display(),
+                            s.offset,
+                            self.id
+                        ));
+                    }
+                    *s = Stream::default();
+                    continue;
+                }
+                s.file = piece.file;
+                if piece.bytes.is_empty() {
+                    break;
+                }
+                s.offset += piece.bytes.len() as u64;
+                s.end.extend(&piece.bytes);
+                let excess = s.end.len().saturating_sub(TAIL_BYTES);
+                s.end.drain(..excess);
                 let sink: &mut dyn Write = if i == 0 { &mut *out } else { &mut *err };
-                sink.write_all(&chunk)?;
+                sink.write_all(&piece.bytes)?;
                 sink.flush()?;
             }
         }
         Ok(())
+    }
+
+    /// What was shown of each chosen stream, judged against `o`, the job's
+    /// verified result ([`judge`]): the log's file as shown, and the verdict.
+    pub fn judged(&self, o: &Outcome) -> Vec<(String, Verdict)> {
+        let d = o.detail();
+        self.wanted()
+            .into_iter()
+            .map(|(i, word)| {
+                let (bytes, logged, tail) = if i == 0 {
+                    (d.stdout_bytes, d.stdout_log_bytes, d.stdout_tail.as_deref())
+                } else {
+                    (d.stderr_bytes, d.stderr_log_bytes, d.stderr_tail.as_deref())
+                };
+                let wrote = wrote(bytes, tail, d.recovered == Some(true));
+                let s = &self.each[i];
+                let end: Vec<u8> = s.end.iter().copied().collect();
+                let shown = (s.offset > 0).then_some(s.offset);
+                let file = self.dirs.log_file(&self.id, word).display().to_string();
+                (file, judge(wrote, logged, tail, shown, &end))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_is_judged_by_the_length_and_end_the_result_gives() {
+        let m = Verdict::Matches;
+        assert_eq!(judge(Some(0), None, Some(""), None, b""), m);
+        assert_eq!(judge(Some(3), None, Some("ok\n"), Some(3), b"ok\n"), m);
+        assert!(matches!(
+            judge(Some(3), None, Some("ok\n"), Some(3), b"no\n"),
+            Verdict::NotTheJobs(_)
+        ));
+        // Nothing written, yet a file there: someone else's.
+        assert!(matches!(
+            judge(Some(0), None, Some(""), Some(7), b"planted"),
+            Verdict::NotTheJobs(_)
+        ));
+        assert_eq!(
+            judge(Some(9), None, Some("123456789"), Some(4), b"1234"),
+            Verdict::Short(4, 9)
+        );
+        // A log cut at the cap ends with the line saying so, not the tail.
+        let cut = LOG_CAP + truncation_line().len() as u64;
+        assert_eq!(
+            judge(Some(LOG_CAP + 5), None, Some("x"), Some(cut), b"."),
+            m
+        );
+        assert_eq!(judge(Some(10), Some(4), Some("x"), Some(4), b"."), m);
+        // A result that cannot tell: recovered after a crash, or an older
+        // listener's with a tail but no counts.
+        assert_eq!(judge(None, None, Some("x"), Some(99), b"."), m);
+        assert_eq!(wrote(None, None, true), None);
+        assert_eq!(wrote(None, Some("x"), false), None);
+        assert_eq!(wrote(None, None, false), Some(0));
+        assert_eq!(wrote(Some(3), None, true), Some(3));
     }
 }

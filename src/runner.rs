@@ -26,8 +26,7 @@ use crate::platform::{self, IoEvent, JobIo, Signal, Stream};
 use crate::shutdown;
 use crate::watcher::Watch;
 
-/// Bytes of each stream kept in the log file; the rest is counted, not kept.
-pub const LOG_CAP: u64 = 10 * 1024 * 1024;
+use crate::output::{LOG_CAP, truncation_line};
 
 /// Where control messages for the listener and its runner go: a channel,
 /// and a bell that wakes a runner waiting on its job.
@@ -489,10 +488,7 @@ impl Tail {
             && !self.truncated
         {
             self.truncated = true;
-            let _ = writeln!(
-                log,
-                "\n[fleet-dispatch: output truncated at {LOG_CAP} bytes]"
-            );
+            let _ = log.write_all(truncation_line().as_bytes());
         }
         self.bytes += chunk.len() as u64;
         self.end.extend(chunk);

@@ -57,11 +57,62 @@ pub fn pump(follow: &mut Follower) {
     {
         std::process::exit(i32::from(crate::exit::SUCCESS));
     }
+    for note in follow.take_notes() {
+        eprintln!("fleet-dispatch: {note}");
+    }
+}
+
+/// How long a follow that reached the job's result waits for its logs to
+/// hold all the result says they do (a sync engine may bring the log after
+/// the result).
+const LOG_GRACE: Duration = Duration::from_secs(5);
+
+/// Holds what `follow` showed against `o`, the job's verified result
+/// ([`crate::output::judge`]), giving a log still short [`LOG_GRACE`] to
+/// arrive. What was shown but is not the job's output is `FORBIDDEN`: the
+/// command must not end as if it had shown the job's output.
+fn settle_logs(follow: &mut Follower, id: &JobId, o: &Outcome) -> Result<()> {
+    use crate::output::Verdict;
+    let start = Instant::now();
+    let judged = loop {
+        let judged = follow.judged(o);
+        let short = judged.iter().any(|(_, v)| matches!(v, Verdict::Short(..)));
+        if !short || start.elapsed() >= LOG_GRACE {
+            break judged;
+        }
+        std::thread::sleep(POLL);
+        pump(follow);
+    };
+    for note in follow.take_notes() {
+        eprintln!("fleet-dispatch: {note}");
+    }
+    for (file, verdict) in judged {
+        match verdict {
+            Verdict::NotTheJobs(why) => {
+                return Err(Error::forbidden(format!(
+                    "what was shown from {file} is not {id}'s output ({why}); {id} ended {} (exit {})",
+                    o.termination().describe(o.ok),
+                    o.exit_code
+                ))
+                .hint(format!(
+                    "`fleet-dispatch result --target {} --job-id {id}` shows the end of its own output, signed; find who writes the folder",
+                    o.target
+                )));
+            }
+            Verdict::Short(has, should) => eprintln!(
+                "fleet-dispatch: {file} holds {has} of the {should} bytes {id}'s result says it does (it may still be arriving); `fleet-dispatch logs` prints it once it has"
+            ),
+            Verdict::Matches => {}
+        }
+    }
+    Ok(())
 }
 
 /// Waits for `id`'s result, streaming its output through `follow` when
-/// given. A result that does not verify is `FORBIDDEN`: it is never
-/// reported as genuine.
+/// given. A result that does not verify is never reported as genuine:
+/// while the job is still queued or running it is named in a warning and
+/// the wait goes on; when nothing else of the job is there it is
+/// `FORBIDDEN` ([`observe::look`]).
 pub fn for_result(
     dirs: &TargetDirs,
     id: &JobId,
@@ -83,6 +134,7 @@ pub fn for_result(
     let mut progress = Instant::now();
     let mut said: Option<String> = None;
     let mut looked: Option<Instant> = None;
+    let mut warned: Option<observe::Forged> = None;
     // The wait keeps a sender of its own, so the receive below always
     // sleeps out its poll: with no watch (or its watcher gone) no wake
     // ever comes, and the channel must not read as closed.
@@ -94,26 +146,38 @@ pub fn for_result(
         // Before the look: a result placed during it wakes the next sleep.
         hint.woken();
         let look = Instant::now();
-        let seen = observe::job(dirs, id, key)?;
+        let observe::Look {
+            state: seen,
+            ignored,
+        } = observe::look(dirs, id, key)?;
+        if let Some(forged) = ignored
+            && warned.as_ref() != Some(&forged)
+        {
+            clear();
+            eprintln!("fleet-dispatch: {}", forged.note(id, &seen));
+            warned = Some(forged);
+        }
         if let Some(f) = follow.as_deref_mut() {
             // After the look, so output written before the result is all
             // copied when the result ends the wait.
+            f.saw(&seen);
             pump(f);
         }
         match seen {
             Observed::Done(o) => {
                 clear();
+                if let Some(f) = follow.as_deref_mut() {
+                    settle_logs(f, id, &o)?;
+                }
                 return Ok(Waited::Done(o));
             }
             Observed::Rejected(r) => {
                 clear();
                 return Ok(Waited::Rejected(r));
             }
-            Observed::ForgedResult(why) => {
+            Observed::ForgedResult(forged) => {
                 clear();
-                return Err(Error::forbidden(format!(
-                    "result for {id} does not verify ({why}); it is not shown"
-                )));
+                return Err(forged.refusal(id));
             }
             _ => {}
         }

@@ -579,7 +579,10 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
 /// `enqueue` to a target list: the same id to each target, each copy
 /// signed for its target. Every target and id is checked before any copy
 /// is published; a copy that cannot be published stops the rest, and the
-/// error says which targets have the job.
+/// error says which targets have the job. With `all`, a target folder
+/// whose inbox cannot take a job (a file or a link in its place) is passed
+/// over and named in the answer, so one unsound folder does not keep the
+/// job from the sound ones.
 fn fan_out(
     ctx: &Context,
     args: &EnqueueArgs,
@@ -604,14 +607,46 @@ fn fan_out(
     let root = ctx.root()?;
     let key = ctx.key(Some(&root))?;
     let origin = ctx.machine()?;
-    let targets = ctx.targets(&root, &req.targets)?;
-    let mut specs = Vec::with_capacity(targets.len());
+    let listed = ctx.targets(&root, &req.targets)?;
+    let mut targets = Vec::with_capacity(listed.len());
+    let mut passed_over: Vec<(usize, TargetDirs, Error)> = Vec::new();
+    let mut specs = Vec::with_capacity(listed.len());
     let mut names = Resolver::new(ctx, &root);
-    for dirs in &targets {
-        let held = submit::check_target(dirs)?;
-        submit::check_free(dirs, &held, &req.id, &key)?;
+    // Where each target stands in the list, so answers keep its order.
+    let mut at = Vec::with_capacity(listed.len());
+    for (n, dirs) in listed.into_iter().enumerate() {
+        let held = match submit::check_target(&dirs) {
+            Ok(held) => held,
+            Err(e) if crate::layout::is_all(&req.targets) => {
+                passed_over.push((n, dirs, e));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        submit::check_free(&dirs, &held, &req.id, &key)?;
         specs.push(req.spec_for(&mut names, dirs.target())?);
+        targets.push(dirs);
+        at.push(n);
     }
+    if targets.is_empty()
+        && let Some((_, _, first)) = passed_over.first()
+    {
+        let each: Vec<String> = passed_over
+            .iter()
+            .map(|(_, d, e)| format!("{}: {}", d.target(), e.message))
+            .collect();
+        return Err(Error::new(
+            first.code,
+            format!(
+                "--target all: no target folder can take the job ({})",
+                each.join("; ")
+            ),
+        ));
+    }
+    let passed_over: Vec<(usize, super::Answer)> = passed_over
+        .iter()
+        .map(|(n, d, e)| (*n, super::Answer::failed(d, e)))
+        .collect();
     let id = &req.id;
     let created = clock::now();
     let jobs = targets
@@ -653,12 +688,26 @@ fn fan_out(
     if let Some(p) = parent {
         out["parentJobId"] = json!(p.as_str());
     }
+    if !passed_over.is_empty() {
+        out["passedOver"] = passed_over.iter().map(|(_, a)| a.json.clone()).collect();
+    }
     if !args.waiting.wait {
         super::emit(ctx, &out, id.as_str());
-        return Ok(exit::SUCCESS);
+        if !ctx.json() {
+            for (_, a) in &passed_over {
+                eprintln!("fleet-dispatch: {}; no copy was sent there", a.line);
+            }
+        }
+        return Ok(exit::worst(passed_over.iter().map(|(_, a)| a.status)));
     }
     let each: Vec<_> = targets.into_iter().map(|d| (d, Ok(id.clone()))).collect();
-    let answers = super::results_each(&each, &key, Some(wait_limit));
+    let mut answers: Vec<(usize, super::Answer)> = at
+        .into_iter()
+        .zip(super::results_each(&each, &key, Some(wait_limit)))
+        .chain(passed_over)
+        .collect();
+    answers.sort_by_key(|(n, _)| *n);
+    let answers: Vec<super::Answer> = answers.into_iter().map(|(_, a)| a).collect();
     if ctx.json() {
         out["results"] = answers.iter().map(|a| a.json.clone()).collect();
         crate::out::line(&out.to_string());

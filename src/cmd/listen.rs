@@ -81,6 +81,7 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
         .transpose()?;
     let root = ctx.root()?;
     let machine = ctx.machine()?;
+    crate::layout::check_addressable(&machine)?;
     let key = ctx.key(Some(&root))?;
     let key_path = ctx.key_path()?;
     let state = ctx.state(&root, &machine)?;

@@ -1,14 +1,20 @@
 //! `logs`: print a job's captured output ([`crate::output`]); `--follow`
 //! keeps printing as the job writes, until its result appears, and then
 //! exits as `result` does. A job its target rejected is said to be, with
-//! the rejection's status, with or without `--follow`.
+//! the rejection's status, with or without `--follow`. A finished job's
+//! logs are held against its verified result before they are shown
+//! ([`crate::output::judge`]).
+
+use std::io::Write;
 
 use crate::cli::{LogsArgs, StreamArg};
 use crate::config::Context;
+use crate::doc::Outcome;
 use crate::error::{Error, Result};
 use crate::exit;
+use crate::names::JobId;
 use crate::observe::{self, Observed};
-use crate::output::{Follower, Streams};
+use crate::output::{Follower, Streams, Verdict};
 use crate::wait;
 
 /// Runs `logs`.
@@ -41,10 +47,10 @@ pub fn run(ctx: &Context, args: LogsArgs) -> Result<u8> {
             ))
             .hint("sync may lag; --follow waits for it"));
         }
-        wait::pump(&mut follower);
         if let Observed::Done(o) = &seen {
-            short_log_note(o, streams);
+            return finished(&mut follower, &id, o, streams);
         }
+        wait::pump(&mut follower);
         // A rejected job has no output to show: say why, as `result` does,
         // rather than print nothing and exit 0.
         if let Observed::Rejected(r) = seen {
@@ -59,6 +65,10 @@ pub fn run(ctx: &Context, args: LogsArgs) -> Result<u8> {
         }
         return Ok(exit::SUCCESS);
     }
+    // A finished job's logs are judged before they are shown, as above.
+    if let Observed::Done(o) = observe::job(&dirs, &id, &key)? {
+        return finished(&mut follower, &id, &o, streams);
+    }
     // The job's output is copied as it is, `--json` or not; only the end
     // (a rejection, say) is reported in the chosen form.
     let waited = wait::for_result(&dirs, &id, &key, None, true, Some(&mut follower))?;
@@ -68,6 +78,47 @@ pub fn run(ctx: &Context, args: LogsArgs) -> Result<u8> {
             Err(status) => status,
         },
     )
+}
+
+/// Prints the logs of the finished job `id`, whose verified result is `o`,
+/// once they are held against it ([`crate::output::judge`]): a log that is
+/// not the job's output (a file put under its name by a folder writer) is
+/// never printed as if it were, and is `FORBIDDEN`.
+fn finished(follower: &mut Follower, id: &JobId, o: &Outcome, streams: Streams) -> Result<u8> {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    follower.pump(&mut out, &mut err).map_err(|e| {
+        Error::new(
+            crate::error::Code::Internal,
+            format!("reading the logs of {id}: {e}"),
+        )
+    })?;
+    for (file, verdict) in follower.judged(o) {
+        if let Verdict::NotTheJobs(why) = verdict {
+            return Err(Error::forbidden(format!(
+                "{file} is not {id}'s output ({why}); it is not shown"
+            ))
+            .hint(format!(
+                "`fleet-dispatch result --target {} --job-id {id}` shows the end of its own output, signed; find who writes the folder",
+                o.target
+            )));
+        }
+    }
+    for (sink, bytes) in [
+        (&mut std::io::stdout() as &mut dyn Write, out),
+        (&mut std::io::stderr(), err),
+    ] {
+        if let Err(e) = sink.write_all(&bytes).and_then(|()| sink.flush()) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                return Ok(exit::SUCCESS);
+            }
+            return Err(Error::new(
+                crate::error::Code::Internal,
+                format!("writing the logs of {id}: {e}"),
+            ));
+        }
+    }
+    short_log_note(o, streams);
+    Ok(exit::SUCCESS)
 }
 
 /// Says on stderr when a log printed holds less than its job wrote (its

@@ -300,8 +300,14 @@ pub fn results_each(
                     }
                 }
             }
-            None => match crate::observe::job(dirs, id, key) {
-                Ok(seen) => seen,
+            None => match crate::observe::look(dirs, id, key) {
+                Ok(look) => {
+                    if let Some(forged) = &look.ignored {
+                        let note = forged.note(id, &look.state);
+                        eprintln!("fleet-dispatch: {}: {note}", dirs.target());
+                    }
+                    look.state
+                }
                 Err(e) => {
                     answers.push(Answer::failed(dirs, &e));
                     continue;
@@ -333,11 +339,8 @@ fn answer_of(
             json = result_json(&o);
             (o.wait_exit_status(), line)
         }
-        Observed::ForgedResult(why) => {
-            let e = crate::error::Error::forbidden(format!(
-                "result for {id} does not verify ({why}); it is not shown"
-            ));
-            return Answer::failed(dirs, &e);
+        Observed::ForgedResult(forged) => {
+            return Answer::failed(dirs, &forged.refusal(id));
         }
         Observed::Rejected(r) => {
             let line = crate::observe::rejection_sentence(dirs, id, &r, key);

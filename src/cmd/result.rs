@@ -1,7 +1,9 @@
 //! `result`: show a job's verified result and exit with the job's own exit
 //! code (1 when it did not run to its end); `--wait` waits for it. A job
 //! still queued or running exits 124, one its target rejected 76 with the
-//! reason; a result that does not verify is `FORBIDDEN`. Over a target
+//! reason; a result that does not verify is `FORBIDDEN` when nothing else
+//! of the job is there, and a warning beside a job still queued or
+//! running (whose state is then what `result` says). Over a target
 //! list (`A,B` or `all`), one line per target and the worst status.
 
 use serde_json::json;
@@ -41,13 +43,13 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
             Err(status) => return Ok(status),
         }
     } else {
-        match observe::job(&dirs, &id, &key)? {
+        let look = observe::look(&dirs, &id, &key)?;
+        if let Some(forged) = &look.ignored {
+            eprintln!("fleet-dispatch: {}", forged.note(&id, &look.state));
+        }
+        match look.state {
             Observed::Done(o) => o,
-            Observed::ForgedResult(why) => {
-                return Err(Error::forbidden(format!(
-                    "result for {id} does not verify ({why}); it is not shown"
-                )));
-            }
+            Observed::ForgedResult(forged) => return Err(forged.refusal(&id)),
             Observed::Rejected(r) => {
                 let why = NoResult::Rejected(r);
                 return Ok(super::no_result(ctx, &dirs, &id, &key, out, why));

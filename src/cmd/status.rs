@@ -119,6 +119,12 @@ fn human(t: &TargetStatus, mine: &str) -> String {
     }
     for c in &t.cancel_pending {
         lines.push(format!("  cancel   {} (job {})", c.job_id, c.job));
+        if let Some(f) = &c.ignored_result {
+            lines.push(format!(
+                "        {}: {f}; ignored",
+                out::paint("warning", Tone::Bad)
+            ));
+        }
     }
     if !t.recent.is_empty() {
         lines.push("  results (newest first)".to_string());

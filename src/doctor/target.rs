@@ -265,6 +265,20 @@ fn judge_cancels(name: &str, s: &TargetStatus) -> Check {
         .map(|c| format!("{} ({})", c.job_id, c.job))
         .collect();
     let msg = format!("{} pending: {}", list.len(), list.join(", "));
+    let forged: Vec<&str> = s
+        .cancel_pending
+        .iter()
+        .filter_map(|c| c.ignored_result.as_deref())
+        .collect();
+    if !forged.is_empty() {
+        return Check::warn(
+            "cancels",
+            format!("{msg}; ignored: {}", forged.join("; ")),
+            format!(
+                "a result that does not verify counts for nothing: the job is still to come, and {name}'s listener moves the file aside when it places the genuine result; find who writes the folder"
+            ),
+        );
+    }
     if s.cancel_pending.iter().any(|c| c.job == "finished") {
         return Check::warn(
             "cancels",

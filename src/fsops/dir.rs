@@ -200,16 +200,21 @@ impl Dir {
     /// Up to `limit` bytes of the regular file `name` from byte `offset` on
     /// (a file that grows is read as far as it is): for following a log.
     /// `NotFound` when it does not exist; a link is never followed.
-    pub fn read_from(&self, name: &str, offset: u64, limit: u64) -> io::Result<Vec<u8>> {
+    pub fn read_from(&self, name: &str, offset: u64, limit: u64) -> io::Result<Piece> {
         use std::io::{Read, Seek, SeekFrom};
         let mut file = self.handle.open_read(OsStr::new(name))?;
-        if !file.metadata()?.is_file() {
+        let meta = file.metadata()?;
+        if !meta.is_file() {
             return Err(io::Error::other(format!("{name} is not a regular file")));
         }
         file.seek(SeekFrom::Start(offset))?;
-        let mut buf = Vec::new();
-        file.take(limit).read_to_end(&mut buf)?;
-        Ok(buf)
+        let mut bytes = Vec::new();
+        file.take(limit).read_to_end(&mut bytes)?;
+        Ok(Piece {
+            bytes,
+            len: meta.len(),
+            file: file_id(&meta),
+        })
     }
 
     /// True when anything (a link included) has the name `name`.
@@ -507,6 +512,35 @@ impl Dir {
         }
         self.handle.create_new(OsStr::new(name))
     }
+}
+
+/// Which file an open file is, where the system tells files apart
+/// cheaply: on Unix its device and inode, so a file removed and another
+/// made under its name is told from it.
+pub type FileId = (u64, u64);
+
+#[cfg(unix)]
+fn file_id(meta: &std::fs::Metadata) -> Option<FileId> {
+    use std::os::unix::fs::MetadataExt;
+    Some((meta.dev(), meta.ino()))
+}
+
+/// Windows: std gives no file index on stable Rust; a replaced log is told
+/// by its length and by the result alone (README, Reliability).
+#[cfg(not(unix))]
+fn file_id(_: &std::fs::Metadata) -> Option<FileId> {
+    None
+}
+
+/// Part of a file read by [`Dir::read_from`].
+#[derive(Debug)]
+pub struct Piece {
+    /// The bytes read.
+    pub bytes: Vec<u8>,
+    /// The file's whole length when it was opened.
+    pub len: u64,
+    /// Which file it was, where that can be told.
+    pub file: Option<FileId>,
 }
 
 /// The `FORBIDDEN` error for a folder of the layout that is not one.

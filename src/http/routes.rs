@@ -220,13 +220,8 @@ impl Routes {
                 out["result"] = json!(o);
                 "done"
             }
-            Observed::ForgedResult(why) => {
-                return Err(refused(
-                    403,
-                    Error::forbidden(format!(
-                        "the result for {id} does not verify ({why}); it is not shown"
-                    )),
-                ));
+            Observed::ForgedResult(forged) => {
+                return Err(refused(403, forged.refusal(&id)));
             }
             Observed::Running => "running",
             Observed::Queued => {

@@ -14,7 +14,8 @@ mod targets;
 
 pub use local::{DRAIN, StateDirs, default_key_file, default_root, default_state_dir, is_inside};
 pub use targets::{
-    existing_targets, find_target, is_target_list, pick_target, resolve_target, resolve_targets,
+    check_addressable, existing_targets, find_target, is_all, is_target_list, pick_target,
+    resolve_target, resolve_targets,
 };
 
 /// A folder of the layout under `<root>/<TARGET>/`.

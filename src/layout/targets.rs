@@ -97,6 +97,26 @@ pub fn is_target_list(text: &str) -> bool {
     text.contains(',') || text.eq_ignore_ascii_case(ALL_TARGETS)
 }
 
+/// Refuses `machine` as the name of a target a listener serves when no
+/// `--target` could ever name it: [`ALL_TARGETS`], in any case, always
+/// means every target (docs/protocol.md §2.2).
+pub fn check_addressable(machine: &Machine) -> Result<()> {
+    if !is_all(machine.as_str()) {
+        return Ok(());
+    }
+    Err(Error::config(format!(
+        "this machine is named {machine:?}, which no sender could address: `--target {ALL_TARGETS}` names every target at once"
+    ))
+    .hint("give it another name: --machine NAME, FLEET_DISPATCH_MACHINE, or `machine` in the config file"))
+}
+
+/// True when `text` is [`ALL_TARGETS`]: every target folder this machine
+/// sees, which a folder writer can add to, so a fan-out to them passes over
+/// one that cannot take a job rather than stop at it.
+pub fn is_all(text: &str) -> bool {
+    text.eq_ignore_ascii_case(ALL_TARGETS)
+}
+
 /// Resolves a target list (`A,B,C`, or [`ALL_TARGETS`] for every target
 /// folder under `root`) by [`resolve_target`], in the order given. A name
 /// given twice (in any case) or an empty entry is `VALIDATION_ERROR`: a

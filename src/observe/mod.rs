@@ -27,8 +27,9 @@ use crate::rejected::{self, Reason};
 pub enum Observed {
     /// A result that verifies.
     Done(Box<Outcome>),
-    /// A result file that does not verify (forged or damaged).
-    ForgedResult(String),
+    /// A result file that does not verify (forged or damaged), and nothing
+    /// else of the job: it is neither queued, running nor rejected.
+    ForgedResult(Box<Forged>),
     /// The listener runs it now.
     Running,
     /// It waits in the inbox.
@@ -53,7 +54,64 @@ impl Observed {
     }
 }
 
-/// Looks at `id` under `dirs`.
+/// A result file that does not verify: whose it is, and why it fails.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Forged {
+    /// The file, as shown to a reader.
+    pub file: String,
+    /// Its verdict and the reason.
+    pub why: String,
+}
+
+impl Forged {
+    /// The warning for this file of `id`'s, ignored because the job is
+    /// still `seen`.
+    pub fn note(&self, id: &JobId, seen: &Observed) -> String {
+        format!(
+            "warning: {self}; it is ignored: {id} is {} (a folder writer's file, or a damaged one)",
+            seen.word()
+        )
+    }
+
+    /// The refusal when this file is all there is of `id`: it is never
+    /// shown as a result.
+    pub fn refusal(&self, id: &JobId) -> crate::error::Error {
+        crate::error::Error::forbidden(format!("the result for {id}, {self}; it is not shown"))
+    }
+}
+
+impl std::fmt::Display for Forged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} does not verify ({})", self.file, self.why)
+    }
+}
+
+/// What a look at one job saw: its state, and a result file that does not
+/// verify which the state was not taken from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Look {
+    /// The job's state.
+    pub state: Observed,
+    /// A forged or damaged result of a job that is still queued, running
+    /// or rejected: reported, and otherwise ignored (docs/protocol.md
+    /// §6.4), so a folder writer can neither end a wait nor make a view
+    /// call the job finished.
+    pub ignored: Option<Forged>,
+}
+
+/// Looks at `id` under `dirs`: [`look`]'s state.
+///
+/// # Errors
+///
+/// As [`look`].
+pub fn job(dirs: &TargetDirs, id: &JobId, key: &Key) -> crate::error::Result<Observed> {
+    Ok(look(dirs, id, key)?.state)
+}
+
+/// Looks at `id` under `dirs`. A verified result is the job's end; a
+/// result that does not verify counts only when nothing else of the job
+/// is there ([`Observed::ForgedResult`]): beside a job still queued,
+/// running or rejected it is set apart in [`Look::ignored`].
 ///
 /// # Errors
 ///
@@ -61,25 +119,65 @@ impl Observed {
 /// file: a job whose state is behind a link no command follows must not be
 /// called "not seen yet" (docs/protocol.md §3.5: commands refuse a link
 /// where a folder belongs).
-pub fn job(dirs: &TargetDirs, id: &JobId, key: &Key) -> crate::error::Result<Observed> {
+pub fn look(dirs: &TargetDirs, id: &JobId, key: &Key) -> crate::error::Result<Look> {
+    let forged = match result(dirs, id, key)? {
+        Some(Ok(o)) => return Ok(Look::of(Observed::Done(o))),
+        Some(Err(f)) => f,
+        None => return Ok(Look::of(pending(dirs, id)?)),
+    };
+    Ok(match pending(dirs, id)? {
+        // The job may have ended between the two looks: the listener
+        // places its result before its file leaves the inbox, so a second
+        // read finds the genuine one if there is one.
+        Observed::NotSeen => Look::of(match result(dirs, id, key)? {
+            Some(Ok(o)) => Observed::Done(o),
+            Some(Err(f)) => Observed::ForgedResult(Box::new(f)),
+            None => Observed::NotSeen,
+        }),
+        state => Look {
+            state,
+            ignored: Some(forged),
+        },
+    })
+}
+
+impl Look {
+    fn of(state: Observed) -> Look {
+        Look {
+            state,
+            ignored: None,
+        }
+    }
+}
+
+/// `results/<id>.json`, judged: `None` when there is none.
+fn result(
+    dirs: &TargetDirs,
+    id: &JobId,
+    key: &Key,
+) -> crate::error::Result<Option<std::result::Result<Box<Outcome>, Forged>>> {
     let name = id.file_name();
     let read = match dirs.open(Place::Results)? {
         Some(results) => results.read_limited(&name, outcome::MAX_BYTES),
         None => crate::read::FileRead::Missing,
     };
-    match read {
-        crate::read::FileRead::Missing => {}
-        read => {
-            return Ok(
-                match accept::outcome(id.as_str(), read, dirs.target().as_str(), key) {
-                    Ok(o) => Observed::Done(Box::new(o)),
-                    Err(r) => {
-                        Observed::ForgedResult(format!("{}: {}", r.verdict.as_str(), r.message))
-                    }
-                },
-            );
-        }
+    if matches!(read, crate::read::FileRead::Missing) {
+        return Ok(None);
     }
+    Ok(Some(
+        accept::outcome(id.as_str(), read, dirs.target().as_str(), key)
+            .map(Box::new)
+            .map_err(|r| Forged {
+                file: dirs.result_file(id).display().to_string(),
+                why: format!("{}: {}", r.verdict.as_str(), r.message),
+            }),
+    ))
+}
+
+/// The job's state apart from its result: running, queued, rejected or
+/// not seen.
+fn pending(dirs: &TargetDirs, id: &JobId) -> crate::error::Result<Observed> {
+    let name = id.file_name();
     let there = |p: Place| -> crate::error::Result<bool> {
         Ok(dirs.open(p)?.is_some_and(|d| d.exists(&name)))
     };

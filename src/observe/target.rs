@@ -172,6 +172,10 @@ pub struct PendingCancel {
     pub job_id: String,
     /// `running`, `queued`, `finished` or `not seen`.
     pub job: &'static str,
+    /// A result file of the job that does not verify, ignored because the
+    /// job is still queued or running ([`super::Look::ignored`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ignored_result: Option<String>,
 }
 
 /// One of the last results.
@@ -350,16 +354,21 @@ fn queued(dirs: &TargetDirs, key: &Key) -> (Vec<Job>, usize) {
 fn pending_cancels(dirs: &TargetDirs, key: &Key) -> Vec<PendingCancel> {
     entries(super::open(dirs, Place::Cancel).as_ref())
         .into_iter()
-        .map(|(id, _)| PendingCancel {
+        .map(|(id, _)| {
             // Status shows what it can: a folder that is a link is a
             // layout fault doctor names, and a job behind it "not seen".
-            job: match super::job(dirs, &id, key).unwrap_or(Observed::NotSeen) {
-                Observed::Done(_) | Observed::ForgedResult(_) => "finished",
-                Observed::Running => "running",
-                Observed::Queued => "queued",
-                Observed::Rejected(_) | Observed::NotSeen => "not seen",
-            },
-            job_id: id.to_string(),
+            let look =
+                super::look(dirs, &id, key).unwrap_or_else(|_| super::Look::of(Observed::NotSeen));
+            PendingCancel {
+                job: match look.state {
+                    Observed::Done(_) | Observed::ForgedResult(_) => "finished",
+                    Observed::Running => "running",
+                    Observed::Queued => "queued",
+                    Observed::Rejected(_) | Observed::NotSeen => "not seen",
+                },
+                ignored_result: look.ignored.map(|f| f.to_string()),
+                job_id: id.to_string(),
+            }
         })
         .collect()
 }

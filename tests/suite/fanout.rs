@@ -290,6 +290,115 @@ fn fan_out_to_a_target_whose_inbox_is_a_file_publishes_nowhere() {
     assert!(files(&w.pc().join("inbox")).is_empty());
 }
 
+// `all` is every folder this machine sees, which a folder writer can add
+// to: a target whose inbox is a file (or, on Unix, a link) is passed over
+// and named, and every sound target gets its copy.
+#[test]
+fn target_all_reaches_every_sound_target_and_names_each_unsound_one() {
+    let w = World::with_target();
+    w.make_target("LAPTOP");
+    std::fs::create_dir_all(w.root.join("ZZZ")).unwrap();
+    std::fs::write(w.root.join("ZZZ").join("inbox"), "not a folder").unwrap();
+    let elsewhere = scratch(&w, "elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    #[cfg(unix)]
+    let unsound = {
+        std::fs::create_dir_all(w.root.join("YYY")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, w.root.join("YYY").join("inbox")).unwrap();
+        vec!["YYY", "ZZZ"]
+    };
+    #[cfg(not(unix))]
+    let unsound = vec!["ZZZ"];
+    let (code, out, err) = w.run(&["enqueue", "--target", "all", "--", "x"]);
+    assert_eq!(code, 77, "an unsound target ranks as its error: {out}{err}");
+    let id = out.trim();
+    assert_eq!(out.lines().count(), 1, "the id alone on stdout: {out}");
+    for target in ["LAPTOP", "PC"] {
+        assert_eq!(queued(&w, target, id)["target"], target);
+    }
+    for target in &unsound {
+        assert!(
+            err.contains(&format!("{target}: ")) && err.contains("no copy was sent there"),
+            "{target} is named: {err}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(w.root.join("ZZZ").join("inbox")).unwrap(),
+        "not a folder"
+    );
+    assert!(files(&elsewhere).is_empty(), "written through the link");
+
+    let (code, out, err) = w.run(&["--json", "enqueue", "--target", "all", "--", "x"]);
+    assert_eq!(code, 77, "{out}{err}");
+    let v = json(&out);
+    assert_eq!(v["targets"], serde_json::json!(["LAPTOP", "PC"]), "{v}");
+    let over: Vec<&str> = v["passedOver"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            assert_eq!(a["error"]["code"], "FORBIDDEN", "{a}");
+            a["target"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(over, unsound, "{v}");
+    assert!(queued(&w, "PC", v["jobId"].as_str().unwrap()).is_object());
+
+    // Waiting: one answer per target in order, the worst status.
+    let (code, out, err) = w.run(&[
+        "--json",
+        "enqueue",
+        "--target",
+        "all",
+        "--wait",
+        "--wait-timeout",
+        "1s",
+        "--",
+        "x",
+    ]);
+    assert_eq!(code, 77, "{out}{err}");
+    let v = json(&out);
+    let each: Vec<(&str, &str)> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["target"].as_str().unwrap(),
+                a["state"].as_str().or(a["error"]["code"].as_str()).unwrap(),
+            )
+        })
+        .collect();
+    let mut want = vec![("LAPTOP", "queued"), ("PC", "queued")];
+    want.extend(unsound.iter().map(|t| (*t, "FORBIDDEN")));
+    assert_eq!(each, want, "{v}");
+
+    // No sound target at all: nothing is sent, and the error names each.
+    let w = World::new();
+    std::fs::create_dir_all(w.root.join("ZZZ")).unwrap();
+    std::fs::write(w.root.join("ZZZ").join("inbox"), "not a folder").unwrap();
+    let (code, out, err) = w.run(&["enqueue", "--target", "all", "--", "x"]);
+    assert_eq!(code, 77, "{out}{err}");
+    assert!(out.is_empty() && err.contains("ZZZ: "), "{out}{err}");
+}
+
+// `all` always names every target, so a listener for a machine of that
+// name would serve a folder no sender can address: it is refused before
+// anything is made.
+#[test]
+fn a_machine_named_all_cannot_listen_since_no_target_names_it() {
+    let w = World::new();
+    for name in ["all", "ALL"] {
+        let (code, out, err) = output(w.cmd_as(name).args(["listen", "--once"]));
+        assert_eq!(code, 78, "{name}: {out}{err}");
+        assert!(
+            err.contains(&format!("{name:?}")) && err.contains("--target all"),
+            "{err}"
+        );
+        assert!(files(&w.root).is_empty(), "{name}: a folder was made");
+    }
+}
+
 #[test]
 fn logs_refuses_a_target_list() {
     let w = World::with_target();

@@ -303,3 +303,98 @@ fn a_log_cut_short_by_a_full_disk_is_said_by_result_and_logs() {
     assert!(err.contains("holds only its first"), "{err}");
     drop(g);
 }
+
+/// `logs/<id>.<stream>.log` of target PC.
+fn log_path(w: &World, id: &str, stream: &str) -> std::path::PathBuf {
+    w.pc().join("logs").join(format!("{id}.{stream}.log"))
+}
+
+// A file planted under the log's name while the job waits and runs before
+// its first write is shown only once the job runs, and when the listener
+// makes its own log in its place the follow says so and shows the job's
+// from its start (it read on past the planted length before, and hid the
+// job's own output).
+#[test]
+fn logs_follow_shows_the_jobs_own_log_made_over_a_planted_one() {
+    let w = World::with_target();
+    let gate = scratch(&w, "gate");
+    let id = w.enqueue(
+        &[],
+        &kit(&["wait-for", p(&gate), "out", "genuine", "exit", "0"]),
+    );
+    // Longer than the job's output.
+    let planted = "PLANTED\n".repeat(50);
+    std::fs::write(log_path(&w, &id, "stdout"), &planted).unwrap();
+    let follow = ListenerGuard::spawn(
+        w.bg_cmd()
+            .args(["logs", "--target", "PC", "--job-id", &id, "--follow"]),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let _l = w.spawn_listener(&[]);
+    // The job runs and has not written yet: the planted file is still there.
+    wait_until(LIMIT, || w.running(&id).exists());
+    std::thread::sleep(Duration::from_millis(600));
+    std::fs::write(&gate, b"").unwrap();
+    let (code, out, err) = follow.wait(LIMIT);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.ends_with("genuine\n"),
+        "the job's own output: {out}{err}"
+    );
+    let shown = out.trim_end_matches("genuine\n");
+    assert!(
+        shown.is_empty() || (shown == planted && err.contains("were not")),
+        "planted text is shown only with a warning that it was not the job's: {out}{err}"
+    );
+}
+
+#[test]
+fn a_log_that_does_not_match_the_result_is_never_shown_as_the_jobs_output() {
+    let w = World::with_target();
+    // A job that wrote nothing (no log is made), and one whose log is
+    // rewritten after it ended, to the same length.
+    let silent = w.enqueue(&[], &kit(&["exit", "0"]));
+    let spoken = w.enqueue(&[], &kit(&["out", "genuine"]));
+    std::fs::write(log_path(&w, &silent, "stdout"), "PLANTED\n").unwrap();
+    w.listen_once(&[]);
+    std::fs::write(log_path(&w, &spoken, "stdout"), "PLANTED\n").unwrap();
+    for id in [&silent, &spoken] {
+        for extra in [&[][..], &["--follow"][..]] {
+            let mut args = vec!["logs", "--target", "PC", "--job-id", id];
+            args.extend_from_slice(extra);
+            let (code, out, err) = w.run(&args);
+            assert_eq!(code, 77, "{extra:?}: {out}{err}");
+            assert!(!out.contains("PLANTED"), "{extra:?}: {out}");
+            assert!(
+                err.contains(&format!("{id}.stdout.log")) && err.contains("not"),
+                "the file is named: {err}"
+            );
+        }
+    }
+    // The genuine log is shown as before.
+    std::fs::write(log_path(&w, &spoken, "stdout"), "genuine\n").unwrap();
+    let (code, out, err) = w.run(&["logs", "--target", "PC", "--job-id", &spoken]);
+    assert_eq!((code, out.as_str()), (0, "genuine\n"), "{err}");
+}
+
+// A result recovered after a crash counts no output, though the job wrote
+// some before it: its log cannot be held against it, and is shown.
+#[test]
+fn the_log_of_a_job_a_crash_interrupted_is_shown() {
+    let w = World::with_target();
+    let id = uid("crashed");
+    w.write_job("PC", &id, "PC", &now_text(), &kit_spec(&["out", "x"]));
+    std::fs::create_dir_all(w.state.join("pc")).unwrap();
+    std::fs::write(
+        ledger_path(&w),
+        serde_json::json!({"jobId": id, "processedAt": ts_offset(-3), "run": true}).to_string()
+            + "\n",
+    )
+    .unwrap();
+    // What the job wrote before the listener died.
+    std::fs::write(log_path(&w, &id, "stdout"), "partial\n").unwrap();
+    w.listen_once(&[]);
+    assert_eq!(w.result(&id)["error"], "interrupted");
+    let (code, out, err) = w.run(&["logs", "--target", "PC", "--job-id", &id]);
+    assert_eq!((code, out.as_str()), (0, "partial\n"), "{err}");
+}

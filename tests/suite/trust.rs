@@ -760,3 +760,137 @@ fn a_planted_longer_name_never_draws_a_cancel_of_a_job_still_on_its_way() {
     assert!(lines(&side).is_empty(), "the job ran");
     assert_eq!(w.result(id)["error"], "cancelled-before-start");
 }
+
+/// A well-formed result for `id` claiming success, signed with nothing.
+fn forged_result(id: &str) -> String {
+    json!({
+        "v": 1, "jobId": id, "target": "PC", "ok": true, "exitCode": 0, "error": "",
+        "startedAt": now_text(), "finishedAt": now_text(), "detail": "{}", "sig": "0".repeat(64),
+    })
+    .to_string()
+}
+
+/// `results/<id>.json` as a message names it.
+fn result_name(id: &str) -> String {
+    Path::new("results")
+        .join(format!("{id}.json"))
+        .display()
+        .to_string()
+}
+
+#[test]
+fn a_forged_result_never_shows_a_queued_job_with_a_pending_cancel_as_finished() {
+    let w = World::with_target();
+    let id = w.enqueue(&[], &kit(&[]));
+    let (code, out, err) = w.run(&["cancel", "--target", "PC", "--job-id", &id]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(w.marker(&id).exists());
+    std::fs::write(w.result_path(&id), forged_result(&id)).unwrap();
+    let named = result_name(&id);
+
+    let (code, out, err) = w.run(&["--json", "status", "--target", "PC"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let t = &v["targets"][0];
+    assert_eq!(t["queuedCount"], 1, "{t}");
+    let c = &t["cancelPending"][0];
+    assert_eq!(c["job"], "queued", "{c}");
+    let ignored = c["ignoredResult"].as_str().unwrap_or_default();
+    assert!(
+        ignored.contains(&named) && ignored.contains("bad-signature"),
+        "the forged file is named: {c}"
+    );
+
+    let (code, out, err) = w.run(&["status", "--target", "PC"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(&format!("cancel   {id} (job queued)")),
+        "{out}"
+    );
+    assert!(!out.contains("(job finished)"), "{out}");
+    assert!(out.contains(&named), "the forged file is named: {out}");
+
+    let (code, out, err) = w.run(&["--json", "doctor", "--target", "PC"]);
+    assert_eq!(code, 1, "a forged result is a warning: {out}{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let c = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "cancels")
+        .unwrap_or_else(|| panic!("no cancels check: {v:#}"));
+    let (msg, hint) = (
+        c["message"].as_str().unwrap(),
+        c["hint"].as_str().unwrap_or_default(),
+    );
+    assert!(
+        msg.contains(&format!("{id} (queued)")) && msg.contains(&named),
+        "{c}"
+    );
+    assert!(!msg.contains("finished") && !hint.contains("sweep"), "{c}");
+    let (_, out, _) = w.run(&["doctor", "--target", "PC"]);
+    assert!(!out.contains("markers for finished jobs"), "{out}");
+    assert!(out.contains(&named), "{out}");
+
+    // `result` says what the job is, and names the file it ignored.
+    let (code, out, err) = w.run(&["result", "--target", "PC", "--job-id", &id]);
+    assert_eq!(code, 124, "{out}{err}");
+    assert!(err.contains("queued") && err.contains(&named), "{err}");
+}
+
+#[test]
+fn a_forged_result_ends_no_wait_and_the_genuine_outcome_does() {
+    let w = World::with_target();
+    let queued = w.enqueue(&[], &kit(&["exit", "3"]));
+    std::fs::write(w.result_path(&queued), forged_result(&queued)).unwrap();
+    let waiting = ListenerGuard::spawn(w.bg_cmd().args([
+        "result",
+        "--target",
+        "PC",
+        "--job-id",
+        &queued,
+        "--wait",
+        "--wait-timeout",
+        "60s",
+    ]));
+    // An id whose forged result is planted before the job is even sent.
+    let ahead = uid("forged-ahead");
+    std::fs::write(w.result_path(&ahead), forged_result(&ahead)).unwrap();
+    let argv = kit(&["exit", "4"]);
+    let mut args = vec![
+        "enqueue",
+        "--target",
+        "PC",
+        "--job-id",
+        &ahead,
+        "--wait",
+        "--wait-timeout",
+        "60s",
+        "--",
+    ];
+    args.extend(argv.iter().map(String::as_str));
+    let sending = ListenerGuard::spawn(w.bg_cmd().args(&args));
+    wait_until(LIMIT, || w.inbox(&ahead).exists());
+    std::thread::sleep(Duration::from_secs(2));
+    let mut waits = [waiting, sending];
+    for g in &mut waits {
+        assert!(
+            g.child.as_mut().unwrap().try_wait().unwrap().is_none(),
+            "a forged result ended a wait while the job was queued"
+        );
+    }
+    let _l = w.spawn_listener(&[]);
+    let [waiting, sending] = waits;
+    for (g, id, code) in [(waiting, &queued, 3), (sending, &ahead, 4)] {
+        let (got, out, err) = g.wait(LIMIT);
+        assert_eq!(
+            got, code,
+            "{id}: the genuine outcome ends the wait: {out}{err}"
+        );
+        assert!(
+            err.contains("warning") && err.contains(&result_name(id)),
+            "the forged file is named: {err}"
+        );
+        assert!(result_sig_ok(&w.result(id)));
+    }
+}
