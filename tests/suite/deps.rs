@@ -544,16 +544,6 @@ fn quiet_listener(w: &World) -> ListenerGuard {
     g
 }
 
-/// The CPU time `pid` used so far (user and system), from `/proc`.
-#[cfg(target_os = "linux")]
-fn cpu_seconds(pid: i32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
-    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
-    // SAFETY: sysconf has no preconditions.
-    ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
-}
-
 #[cfg(target_os = "linux")]
 #[test]
 fn an_idle_listener_beside_held_jobs_costs_next_to_nothing_and_starts_others_at_once() {
