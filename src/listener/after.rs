@@ -85,14 +85,13 @@ impl Listener {
     /// job waits on, when due ([`super::held::Held::due`]), so a job whose
     /// dependency may have ended there is judged afresh at its turn.
     pub(super) fn look_for_endings(&mut self, f: &Folders) {
-        let targets = self.held.targets();
-        self.held.keep_looked(&targets);
-        for a in targets {
+        self.held.keep_looked();
+        for target in self.held.targets() {
             let other;
-            let (results, rejected) = if a.target.same(self.dirs.target().as_str()) {
+            let (results, rejected) = if target.same(self.dirs.target().as_str()) {
                 (Some(f.results()), Some(f.rejected()))
             } else {
-                other = match self.dirs.sibling(&a.target) {
+                other = match self.dirs.sibling(&target) {
                     Ok(Some(d)) => {
                         [Place::Results, Place::Rejected].map(|p| d.open(p).ok().flatten())
                     }
@@ -104,9 +103,9 @@ impl Listener {
                 results.and_then(Dir::modified),
                 rejected.and_then(Dir::modified),
             );
-            if self.held.due(a.target.as_str(), stamp, self.settings.poll) {
+            if self.held.due(target.as_str(), stamp, self.settings.poll) {
                 self.held
-                    .listed(a.target.as_str(), stamp, [results, rejected]);
+                    .listed(target.as_str(), stamp, [results, rejected]);
             }
         }
     }

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::doc::Job;
 use crate::doc::job::After;
 use crate::fsops::Dir;
-use crate::names::JobId;
+use crate::names::{JobId, Machine};
 
 /// The longest a change to the awaited folders goes unlisted, whatever
 /// their modification times say.
@@ -53,6 +53,10 @@ pub(super) struct Held {
     memo: HashMap<JobId, Memo>,
     /// Awaited job → the held jobs waiting for it.
     by_dep: HashMap<(TargetKey, JobId), HashSet<JobId>>,
+    /// Each target awaited (as a held job names it) and how many of
+    /// `by_dep`'s jobs are on it: asked at every walk, so kept as it
+    /// changes rather than gathered from every held job's list.
+    targets: HashMap<TargetKey, (Machine, usize)>,
     /// Held jobs to judge afresh at their next turn.
     dirty: HashSet<JobId>,
     looked: HashMap<TargetKey, Looked>,
@@ -76,10 +80,15 @@ impl Held {
     pub fn record(&mut self, job: &Job, waiting: &[After], volatile: bool) -> bool {
         let first = self.forget_memo(&job.id).is_none();
         for a in waiting {
-            self.by_dep
-                .entry((target_key(a), a.job_id.clone()))
-                .or_default()
-                .insert(job.id.clone());
+            let t = target_key(a);
+            let waiters = self
+                .by_dep
+                .entry((t.clone(), a.job_id.clone()))
+                .or_default();
+            if waiters.is_empty() {
+                self.targets.entry(t).or_insert((a.target.clone(), 0)).1 += 1;
+            }
+            waiters.insert(job.id.clone());
         }
         self.memo.insert(
             job.id.clone(),
@@ -118,6 +127,12 @@ impl Held {
                 jobs.remove(id);
                 if jobs.is_empty() {
                     self.by_dep.remove(&key);
+                    if let Some(n) = self.targets.get_mut(&key.0) {
+                        n.1 -= 1;
+                        if n.1 == 0 {
+                            self.targets.remove(&key.0);
+                        }
+                    }
                 }
             }
         }
@@ -133,18 +148,9 @@ impl Held {
         }
     }
 
-    /// The targets held jobs wait on, as awaited (their names as given).
-    pub fn targets(&self) -> Vec<After> {
-        let mut seen = HashSet::new();
-        let mut out = Vec::new();
-        for m in self.memo.values() {
-            for a in &m.waiting {
-                if seen.insert(target_key(a)) {
-                    out.push(a.clone());
-                }
-            }
-        }
-        out
+    /// The targets held jobs wait on (their names as a held job gives them).
+    pub fn targets(&self) -> Vec<Machine> {
+        self.targets.values().map(|(m, _)| m.clone()).collect()
     }
 
     /// True when `target`'s awaited folders, now of these modification
@@ -193,9 +199,9 @@ impl Held {
     }
 
     /// Forgets the listings of targets no held job waits on any more.
-    pub fn keep_looked(&mut self, targets: &[After]) {
-        let keep: HashSet<TargetKey> = targets.iter().map(target_key).collect();
-        self.looked.retain(|t, _| keep.contains(t));
+    pub fn keep_looked(&mut self) {
+        let targets = &self.targets;
+        self.looked.retain(|t, _| targets.contains_key(t));
     }
 }
 
@@ -204,7 +210,6 @@ mod tests {
     use super::*;
     use crate::doc::Spec;
     use crate::key::Key;
-    use crate::names::Machine;
 
     fn job(id: &str, after: &[&str]) -> Job {
         let key = Key::from_bytes(&[7u8; 32]).unwrap();
@@ -296,10 +301,11 @@ mod tests {
         assert!(!h.still_held(&a) && !h.still_held(&b));
         h.record(&a, &a.spec.after, false);
         h.remove(&b.id);
-        h.keep_looked(&h.targets());
+        h.keep_looked();
         assert_eq!(h.targets().len(), 1);
         h.retain(|_| false);
-        h.keep_looked(&h.targets());
+        h.keep_looked();
         assert!(h.targets().is_empty() && h.looked.is_empty());
+        assert!(h.by_dep.is_empty());
     }
 }
