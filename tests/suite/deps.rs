@@ -550,13 +550,15 @@ fn an_idle_listener_beside_held_jobs_costs_next_to_nothing_and_starts_others_at_
     let w = World::with_target();
     held_jobs(&w, 100, 64);
     let l = quiet_listener(&w);
-    // Its first passes judge every held job; then nothing changes.
-    std::thread::sleep(Duration::from_secs(1));
+    // Its first passes judge every held job (1.8 s of CPU in 3 s, pass
+    // after pass, when each judged every dependency again); then nothing
+    // changes.
+    std::thread::sleep(Duration::from_secs(2));
     let before = cpu_seconds(l.pid());
     std::thread::sleep(Duration::from_secs(3));
     let used = cpu_seconds(l.pid()) - before;
     assert!(
-        used < 0.3,
+        used < 0.4,
         "an idle listener used {used:.2} s of CPU in 3 s"
     );
     // An unrelated job does not wait for the held ones to be judged again.
