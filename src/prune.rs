@@ -108,50 +108,72 @@ fn waiting_names(dirs: &TargetDirs) -> Result<HashSet<String>> {
     Ok(names)
 }
 
-/// The jobs of `dirs`' target that a job queued anywhere in the root
-/// waits for (its spec's `after`, docs/protocol.md §7.13), as file names:
-/// their files are kept like a queued job's, so the waiting job still finds
-/// how they ended. The job files are not verified (sweep may run without
-/// the key): a forged one can only make files stay longer.
-fn depended_on(dirs: &TargetDirs) -> Result<HashSet<String>> {
-    let mut names = HashSet::new();
-    for other in dirs.siblings()? {
-        let Ok(Some(inbox)) = other.open(Place::Inbox) else {
-            continue;
-        };
-        for name in inbox.list().unwrap_or_default() {
-            if JobId::from_file_name(&name).is_none() {
+/// The jobs that a job queued anywhere in a root waits for (its spec's
+/// `after`, docs/protocol.md §7.13), by target, as file names: their files
+/// are kept like a queued job's, so the waiting job still finds how they
+/// ended. Read from every inbox of the root once, for all the targets a
+/// command plans (`sweep --all` read each inbox again for each target).
+/// The job files are not verified (sweep may run without the key): a
+/// forged one can only make files stay longer.
+pub struct Awaited(HashMap<String, HashSet<String>>);
+
+impl Awaited {
+    /// Reads every target's inbox in the root `dirs`' target lies in.
+    pub fn read(dirs: &TargetDirs) -> Result<Awaited> {
+        let mut by_target: HashMap<String, HashSet<String>> = HashMap::new();
+        for other in dirs.siblings()? {
+            let Ok(Some(inbox)) = other.open(Place::Inbox) else {
                 continue;
+            };
+            for name in inbox.list().unwrap_or_default() {
+                if JobId::from_file_name(&name).is_none() {
+                    continue;
+                }
+                let FileRead::Bytes(b) = inbox.read_limited(&name, doc::job::MAX_BYTES) else {
+                    continue;
+                };
+                let Some(spec) = serde_json::from_slice::<serde_json::Value>(&b)
+                    .ok()
+                    .and_then(|v| Spec::parse(v.get("spec")?.as_str()?).ok())
+                else {
+                    continue;
+                };
+                for a in spec.after {
+                    by_target
+                        .entry(a.target.as_str().to_ascii_lowercase())
+                        .or_default()
+                        .insert(a.job_id.file_name());
+                }
             }
-            let FileRead::Bytes(b) = inbox.read_limited(&name, doc::job::MAX_BYTES) else {
-                continue;
-            };
-            let Some(spec) = serde_json::from_slice::<serde_json::Value>(&b)
-                .ok()
-                .and_then(|v| Spec::parse(v.get("spec")?.as_str()?).ok())
-            else {
-                continue;
-            };
-            names.extend(
-                spec.after
-                    .iter()
-                    .filter(|a| a.target.same(dirs.target().as_str()))
-                    .map(|a| a.job_id.file_name()),
-            );
         }
+        Ok(Awaited(by_target))
     }
-    Ok(names)
+
+    /// The file names of `dirs`' target's jobs that are waited for.
+    fn of(&self, dirs: &TargetDirs) -> impl Iterator<Item = String> + '_ {
+        let t = dirs.target().as_str().to_ascii_lowercase();
+        self.0.get(&t).into_iter().flatten().cloned()
+    }
 }
 
 /// The entries to remove under one target: markers by age, our temp files
 /// anywhere in the target's folders, and past jobs and rejections by the
 /// retention (none when the target folder is missing).
 pub fn plan(dirs: &TargetDirs, ages: Ages) -> Result<Vec<Doomed>> {
+    if dirs.open_base()?.is_none() {
+        return Ok(Vec::new());
+    }
+    plan_with(dirs, ages, &Awaited::read(dirs)?)
+}
+
+/// [`plan`] with the jobs waited for in the root already read: a command
+/// over several targets of one root reads its inboxes once.
+pub fn plan_with(dirs: &TargetDirs, ages: Ages, awaited: &Awaited) -> Result<Vec<Doomed>> {
     let Some(base) = dirs.open_base()? else {
         return Ok(Vec::new());
     };
     let mut waiting = waiting_names(dirs)?;
-    waiting.extend(depended_on(dirs)?);
+    waiting.extend(awaited.of(dirs));
     let mut walk = Walk {
         ages,
         waiting: &waiting,

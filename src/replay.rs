@@ -71,12 +71,12 @@ pub fn verified_result(results: &Dir, id: &JobId, target: &str, key: &Key) -> Op
     }
 }
 
-/// True when `archive/done/<id>.json` in `done` (held open) is the job `id`
-/// of `target` signed with `key`. Anything else there (empty, garbage, a
-/// folder, another job's file) is a folder writer's and does not count:
-/// counting it would let one suppress a genuine job, or block an id before
-/// it is ever sent.
-fn genuine_job(done: &Dir, id: &JobId, target: &str, key: &Key) -> bool {
+/// True when `<id>.json` in `done` (held open: `archive/done/`, or any
+/// folder of job files) is the job `id` of `target` signed with `key`.
+/// Anything else there (empty, garbage, a folder, another job's file) is a
+/// folder writer's and does not count: counting it would let one suppress
+/// a genuine job, block an id before it is ever sent, or take a short id.
+pub fn genuine_job(done: &Dir, id: &JobId, target: &str, key: &Key) -> bool {
     let read = done.read_limited(&id.file_name(), crate::doc::job::MAX_BYTES);
     accept::job(&id.file_name(), read, target, key).is_ok()
 }

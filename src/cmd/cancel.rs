@@ -32,7 +32,7 @@ pub fn run(ctx: &Context, args: CancelArgs) -> Result<u8> {
         return each(ctx, &root, &key, &origin, caller.as_ref(), &args);
     }
     let dirs = ctx.target(&root, &args.target)?;
-    let id = super::job_ref(ctx, &root, &dirs, &args.job_id)?;
+    let id = super::job_ref(ctx, &root, &dirs, &key, &args.job_id)?;
     let marker = cancel::sign(&dirs, &id, &key, &origin, caller.as_ref())?;
     let status = client::deliver_marker(via.as_ref(), &dirs, &id, &key, &marker)?;
     let mut out = status.to_json(&id);
@@ -103,7 +103,7 @@ fn each(
         .targets(root, list)?
         .iter()
         .map(|dirs| {
-            let one = super::job_ref(ctx, root, dirs, &args.job_id).and_then(|id| {
+            let one = super::job_ref(ctx, root, dirs, key, &args.job_id).and_then(|id| {
                 let marker = cancel::sign(dirs, &id, key, origin, caller)?;
                 Ok((client::deliver_marker(None, dirs, &id, key, &marker)?, id))
             });

@@ -23,6 +23,7 @@ use crate::doc::{Job, Priority, Spec};
 use crate::error::{Error, Result};
 use crate::exit;
 use crate::http::client::{self, Url};
+use crate::key::Key;
 use crate::layout::{TargetDirs, is_target_list};
 use crate::names::{self, JobId, Machine};
 use crate::output::{Follower, Streams};
@@ -240,33 +241,53 @@ impl Request {
     }
 }
 
-/// Names the jobs `after` lists as every command names a job: each
-/// `TARGET:TEXT` once per command, so a batch of many lines after one job
-/// looks for it once.
+/// Names the jobs `after` lists as every command names a job
+/// ([`crate::jobref::Names`]): each target's folders listed at most once
+/// per command, and each `TARGET:TEXT` resolved once, so a batch of many
+/// lines, each after another, costs one listing, not one per line.
 struct Resolver<'a> {
     ctx: &'a Context,
     root: &'a Path,
+    names: crate::jobref::Names<'a>,
+    /// Target folders by the name given, without case.
+    targets: BTreeMap<String, TargetDirs>,
     seen: BTreeMap<(String, String), (Machine, JobId)>,
 }
 
 impl<'a> Resolver<'a> {
-    fn new(ctx: &'a Context, root: &'a Path) -> Resolver<'a> {
+    fn new(ctx: &'a Context, root: &'a Path, key: &'a Key) -> Resolver<'a> {
         Resolver {
             ctx,
             root,
+            names: crate::jobref::Names::new(key, ctx.state_dir(root).ok()),
+            targets: BTreeMap::new(),
             seen: BTreeMap::new(),
         }
     }
 
+    /// Counts `id`, which this command sends to `target`, as a job known
+    /// there: a line of a batch may wait for another line's job.
+    fn add_own(&mut self, target: &Machine, id: &JobId) {
+        self.names.add_own(target, id);
+    }
+
     /// The target folder `on` names (`NOT_FOUND` when none does) and the
-    /// job `text` names there ([`super::job_ref`]).
+    /// job `text` names there.
     fn resolve(&mut self, on: &Machine, text: &JobId) -> Result<(Machine, JobId)> {
-        let key = (on.as_str().to_ascii_lowercase(), text.to_string());
+        let target = on.as_str().to_ascii_lowercase();
+        let key = (target.clone(), text.to_string());
         if let Some(found) = self.seen.get(&key) {
             return Ok(found.clone());
         }
-        let dirs = self.ctx.target(self.root, on.as_str())?;
-        let id = super::job_ref(self.ctx, self.root, &dirs, text.as_str())?;
+        let dirs = match self.targets.get(&target) {
+            Some(d) => d.clone(),
+            None => {
+                let d = self.ctx.target(self.root, on.as_str())?;
+                self.targets.insert(target, d.clone());
+                d
+            }
+        };
+        let id = self.names.resolve(&dirs, text.as_str())?;
         let found = (dirs.target().clone(), id);
         self.seen.insert(key, found.clone());
         Ok(found)
@@ -477,7 +498,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     let interrupt = args
         .interrupt
         .as_deref()
-        .map(|text| super::job_ref(ctx, &root, &dirs, text))
+        .map(|text| super::job_ref(ctx, &root, &dirs, &key, text))
         .transpose()?;
     if let Some(old) = interrupt.as_ref().filter(|old| **old == req.id) {
         return Err(Error::validation(format!(
@@ -486,7 +507,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
         .hint("name the running job to stop, or give the new job another --job-id"));
     }
 
-    let spec = req.spec_for(&mut Resolver::new(ctx, &root), dirs.target())?;
+    let spec = req.spec_for(&mut Resolver::new(ctx, &root, &key), dirs.target())?;
     let id = req.id;
     submit::check_unused(&dirs, &id, &key)?;
     let job = Job::sign(
@@ -611,7 +632,7 @@ fn fan_out(
     let mut targets = Vec::with_capacity(listed.len());
     let mut passed_over: Vec<(usize, TargetDirs, Error)> = Vec::new();
     let mut specs = Vec::with_capacity(listed.len());
-    let mut names = Resolver::new(ctx, &root);
+    let mut names = Resolver::new(ctx, &root, &key);
     // Where each target stands in the list, so answers keep its order.
     let mut at = Vec::with_capacity(listed.len());
     for (n, dirs) in listed.into_iter().enumerate() {

@@ -30,7 +30,7 @@ pub fn run(ctx: &Context, args: LogsArgs) -> Result<u8> {
     let root = ctx.root()?;
     let key = ctx.key(Some(&root))?;
     let dirs = ctx.target(&root, &args.target)?;
-    let id = super::job_ref(ctx, &root, &dirs, &args.job_id)?;
+    let id = super::job_ref(ctx, &root, &dirs, &key, &args.job_id)?;
     let streams = match args.stream {
         StreamArg::Stdout => Streams::Stdout,
         StreamArg::Stderr => Streams::Stderr,

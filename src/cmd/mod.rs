@@ -226,14 +226,15 @@ pub fn no_result(
 }
 
 /// The job `text` names on `dirs`' target: a full id, `last`, or a unique
-/// prefix ([`crate::jobref`]).
+/// prefix of a job that verifies with `key` ([`crate::jobref`]).
 pub fn job_ref(
     ctx: &Context,
     root: &std::path::Path,
     dirs: &TargetDirs,
+    key: &Key,
     text: &str,
 ) -> Result<JobId> {
-    crate::jobref::resolve(dirs, ctx.state_dir(root).ok().as_deref(), text)
+    crate::jobref::resolve(dirs, ctx.state_dir(root).ok().as_deref(), key, text)
 }
 
 /// One target's part of a command over several targets: its exit status,

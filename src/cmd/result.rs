@@ -29,7 +29,7 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
         return each(ctx, &root, &key, &args, limit);
     }
     let dirs = ctx.target(&root, &args.target)?;
-    let id = super::job_ref(ctx, &root, &dirs, &args.job_id)?;
+    let id = super::job_ref(ctx, &root, &dirs, &key, &args.job_id)?;
     let out = json!({"jobId": id.as_str(), "target": dirs.target().as_str()});
     let outcome = if args.waiting.wait {
         let mut follower = args
@@ -97,7 +97,7 @@ fn each(
         .targets(root, &args.target)?
         .into_iter()
         .map(|dirs| {
-            let id = super::job_ref(ctx, root, &dirs, &args.job_id);
+            let id = super::job_ref(ctx, root, &dirs, key, &args.job_id);
             (dirs, id)
         })
         .collect();

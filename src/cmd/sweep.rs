@@ -54,8 +54,19 @@ pub fn run(ctx: &Context, args: SweepArgs) -> Result<u8> {
     };
     let mut removed = Vec::new();
     let mut failed = Vec::new();
+    // Every target is of one root: what its queued jobs wait for is read
+    // once, not once per target.
+    let mut awaited: Option<prune::Awaited> = None;
     for dirs in &targets {
-        let planned = match prune::plan(dirs, ages) {
+        let read = match awaited.take() {
+            Some(a) => Ok(a),
+            None => prune::Awaited::read(dirs),
+        };
+        let planned = match read.and_then(|a| {
+            let planned = prune::plan_with(dirs, ages, &a);
+            awaited = Some(a);
+            planned
+        }) {
             Ok(p) => p,
             Err(e) => {
                 let path = dirs.base().display().to_string();

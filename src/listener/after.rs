@@ -16,13 +16,15 @@ use crate::doc::Job;
 use crate::doc::detail::{self, DependencySeen};
 use crate::doc::job::After;
 use crate::error::Result;
-use crate::names::JobId;
+use crate::fsops::Dir;
+use crate::layout::{Folders, Place};
 use crate::observe;
 use crate::read::FileRead;
 
 impl Listener {
     /// The dependency verdict for `job`.
     pub(super) fn dependency_verdict(&mut self, job: &Job) -> Verdict {
+        self.leaned_on_own = false;
         let found: Vec<(After, Found)> = job
             .spec
             .after
@@ -45,6 +47,7 @@ impl Listener {
             }
             if self.publisher.in_flight(id) {
                 self.held_on_own = true;
+                self.leaned_on_own = true;
                 return Found::Unseen;
             }
         }
@@ -65,11 +68,45 @@ impl Listener {
         self.finish(&c.job.id, &outcome, marker)
     }
 
-    /// Says once per job what it waits for.
-    pub(super) fn note_held(&mut self, id: &JobId, waiting: &[After]) {
-        if self.held.insert(id.clone()) {
+    /// Keeps `job`'s verdict, held on `waiting`, and says once per job
+    /// what it waits for.
+    pub(super) fn note_held(&mut self, job: &Job, waiting: &[After]) {
+        if self.held.record(job, waiting, self.leaned_on_own) {
             let names: Vec<String> = waiting.iter().map(After::to_string).collect();
-            self.say(format!("holding {id}: waits for {}", names.join(", ")));
+            self.say(format!(
+                "holding {}: waits for {}",
+                job.id,
+                names.join(", ")
+            ));
+        }
+    }
+
+    /// Lists the `results/` and `archive/rejected/` of each target a held
+    /// job waits on, when due ([`super::held::Held::due`]), so a job whose
+    /// dependency may have ended there is judged afresh at its turn.
+    pub(super) fn look_for_endings(&mut self, f: &Folders) {
+        self.held.keep_looked();
+        for target in self.held.targets() {
+            let other;
+            let (results, rejected) = if target.same(self.dirs.target().as_str()) {
+                (Some(f.results()), Some(f.rejected()))
+            } else {
+                other = match self.dirs.sibling(&target) {
+                    Ok(Some(d)) => {
+                        [Place::Results, Place::Rejected].map(|p| d.open(p).ok().flatten())
+                    }
+                    _ => [None, None],
+                };
+                (other[0].as_ref(), other[1].as_ref())
+            };
+            let stamp = (
+                results.and_then(Dir::modified),
+                rejected.and_then(Dir::modified),
+            );
+            if self.held.due(target.as_str(), stamp, self.settings.poll) {
+                self.held
+                    .listed(target.as_str(), stamp, [results, rejected]);
+            }
         }
     }
 }

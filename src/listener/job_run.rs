@@ -46,6 +46,7 @@ impl Listener {
             self.ledger.record(id.as_str(), clock::now(), &result)?;
         }
         self.inbox.forget(&id.file_name());
+        self.held.ended(self.dirs.target().as_str(), id);
         self.pending.push(Finished {
             id: id.clone(),
             result,

@@ -24,7 +24,8 @@
 //! queue in drain order), `job_run` (one job's run, from its start
 //! line to its recorded result), `slots` (jobs run at once, each waited for
 //! in a thread of its own), `markers` (a queued job's cancel check),
-//! `after` (the dependency check's reading), `refuse` (refused files moved
+//! `after` (the dependency check's reading), `held` (what is kept of held
+//! jobs between passes), `refuse` (refused files moved
 //! aside), `rival` (another listener serving the target), `recovery`
 //! (start-up after a crash) and `handle` (the HTTP intake's way in). The rules it applies live
 //! outside: acceptance in [`crate::accept`], the replay guard in
@@ -61,6 +62,7 @@ use slots::Slots;
 
 mod after;
 mod handle;
+mod held;
 mod inbox;
 mod job_run;
 mod markers;
@@ -157,11 +159,14 @@ pub struct Listener {
     counters: Counters,
     /// Jobs already reported as deferred by the governor.
     deferred: HashSet<JobId>,
-    /// Jobs already reported as held by a dependency.
-    held: HashSet<JobId>,
+    /// The held jobs' verdicts, kept until what they wait for may have
+    /// ended ([`held`]).
+    held: held::Held,
     /// A job was held on a result of ours still being placed (with
     /// `--once`, one more pass after the placing lets it start).
     held_on_own: bool,
+    /// The verdict being made leaned on a result of ours being placed.
+    leaned_on_own: bool,
     inbox: Inbox,
     /// `cancel/` as last listed: a queued job's cancel check, and the
     /// completion race's, look at the folder's time, not up the name.
@@ -327,8 +332,9 @@ impl Listener {
             checkpointed: Instant::now(),
             counters: Counters::default(),
             deferred: HashSet::new(),
-            held: HashSet::new(),
+            held: held::Held::default(),
             held_on_own: false,
+            leaned_on_own: false,
             inbox,
             markers: Listing::default(),
             slots: Slots::default(),
@@ -603,6 +609,8 @@ impl Listener {
                 && !self.slots.runs(&c.job.id)
         });
         jobs.sort_by(|a, b| a.job.drain_order(&b.job));
+        let queued: HashSet<&JobId> = jobs.iter().map(|c| &c.job.id).collect();
+        self.held.retain(|id| queued.contains(id));
         self.inbox.reset(jobs, f.inbox());
         Ok(())
     }

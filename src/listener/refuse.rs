@@ -14,6 +14,10 @@ impl Listener {
     /// stays and is retried; it must never take the listener down.
     pub(super) fn refuse(&mut self, f: &Folders, name: &str, r: &Rejection) {
         self.inbox.forget(name);
+        // A job refused may be one a held job waits for.
+        if let Some(id) = crate::names::JobId::from_file_name(name) {
+            self.held.ended(self.dirs.target().as_str(), &id);
+        }
         if r.verdict == Verdict::AlreadyProcessed {
             self.counters.skipped += 1;
         } else {

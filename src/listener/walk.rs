@@ -27,6 +27,7 @@ impl Listener {
         // once if an event came after.
         let looked = self.hint.changes();
         let tier = Tier::read(self.settings.governor.as_deref());
+        self.look_for_endings(f);
         let mut batch = Vec::new();
         let mut i = 0;
         while i < self.inbox.jobs.len() {
@@ -58,6 +59,10 @@ impl Listener {
             }
             let verdict = if self.inbox.jobs[i].job.spec.after.is_empty() {
                 dependency::Verdict::Run
+            } else if self.held.still_held(&self.inbox.jobs[i].job) {
+                // Nothing it waits for may have ended since it was held.
+                i += 1;
+                continue;
             } else {
                 let job = self.inbox.jobs[i].job.clone();
                 self.dependency_verdict(&job)
@@ -65,7 +70,8 @@ impl Listener {
             match verdict {
                 dependency::Verdict::Run => {}
                 dependency::Verdict::Hold(waiting) => {
-                    self.note_held(&id, &waiting);
+                    let job = self.inbox.jobs[i].job.clone();
+                    self.note_held(&job, &waiting);
                     i += 1;
                     continue;
                 }

@@ -521,3 +521,80 @@ fn result_of_a_held_job_says_what_it_waits_for_without_a_wait() {
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["waitsFor"], json!(["PC:never-sent"]), "{v}");
 }
+
+/// `jobs` jobs on PC, each waiting for `deps` jobs that never come.
+fn held_jobs(w: &World, jobs: usize, deps: usize) {
+    for i in 0..jobs {
+        let after: Vec<Value> = (0..deps)
+            .map(|d| json!({"target": "PC", "jobId": format!("never-{i}-{d}")}))
+            .collect();
+        let spec = json!({"argv": kit(&[]), "after": after});
+        w.write_job("PC", &format!("held-{i:03}"), "PC", &now_text(), &spec);
+    }
+}
+
+/// A quiet listener (`--json`: no line per job), polling every 100 ms.
+fn quiet_listener(w: &World) -> ListenerGuard {
+    let hb = w.pc().join("listener.json");
+    let g = ListenerGuard::spawn(
+        w.bg_cmd()
+            .args(["--json", "listen", "--poll-interval", "100ms"]),
+    );
+    wait_until(Duration::from_secs(10), || hb.exists());
+    g
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn an_idle_listener_beside_held_jobs_costs_next_to_nothing_and_starts_others_at_once() {
+    let w = World::with_target();
+    held_jobs(&w, 100, 64);
+    // Its result says the listener's first pass, which judges every held
+    // job, is over; then nothing changes.
+    let first_pass = w.enqueue(&[], &kit(&[]));
+    let l = quiet_listener(&w);
+    w.wait_result(&first_pass, Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(300));
+    let before = cpu_seconds(l.pid());
+    std::thread::sleep(Duration::from_secs(3));
+    let used = cpu_seconds(l.pid()) - before;
+    assert!(
+        used < 0.4,
+        "an idle listener used {used:.2} s of CPU in 3 s (1 to 1.8 s when each pass judged every dependency again)"
+    );
+    // An unrelated job does not wait for the held ones to be judged again.
+    let started = std::time::Instant::now();
+    let id = w.enqueue(&[], &kit(&[]));
+    w.wait_result(&id, Duration::from_secs(20));
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_millis(1500),
+        "an unrelated job took {took:?}"
+    );
+    for i in 0..100 {
+        held(&w, &format!("held-{i:03}"));
+    }
+}
+
+#[test]
+fn a_running_listener_starts_a_held_job_once_its_dependency_ends_here_or_on_another_target() {
+    let w = World::with_target();
+    w.make_target("BUILD");
+    let log_file = log(&w);
+    held_jobs(&w, 20, 64);
+    enqueue_word(&w, "tests", &["--after", "BUILD:build-1"], "TESTS", None);
+    enqueue_word(&w, "deploy", &["--after", "local-1"], "DEPLOY", None);
+    let l = quiet_listener(&w);
+    std::thread::sleep(Duration::from_millis(800));
+    held(&w, "tests");
+    held(&w, "deploy");
+    // Another target's listener runs the job waited for there.
+    enqueue_on(&w, "BUILD", "build-1", &["append", p(&log_file), "BUILD"]);
+    w.listen_once_as("BUILD", &[]);
+    w.wait_result("tests", Duration::from_secs(10));
+    // And this listener runs the one waited for here.
+    enqueue_word(&w, "local-1", &[], "LOCAL", None);
+    w.wait_result("deploy", Duration::from_secs(10));
+    assert_eq!(lines(&log_file), ["BUILD", "TESTS", "LOCAL", "DEPLOY"]);
+    drop(l);
+}

@@ -607,3 +607,64 @@ fn verify_marker_judges_a_consumed_marker_under_its_cancel_name() {
     assert_eq!(code, 1, "{out}");
     assert!(out.starts_with("job-id-mismatch: "), "{out}");
 }
+
+/// Runs `sweep ARGS` to its end and returns the bytes it read by `read`
+/// calls (`rchar` of `/proc/PID/io`, taken while it is a zombie), with
+/// its exit status.
+#[cfg(target_os = "linux")]
+fn sweep_reading(w: &World, args: &[&str]) -> (u64, i32) {
+    let mut child = w
+        .bg_cmd()
+        .arg("sweep")
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::id_t;
+    // SAFETY: waitid on our own child, WNOWAIT: it stays a zombie, its
+    // /proc entry readable, until `wait` below reaps it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT) };
+    assert_eq!(r, 0);
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap();
+    let rchar = io
+        .lines()
+        .find_map(|l| l.strip_prefix("rchar: "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let status = child.wait().unwrap().code().unwrap_or(-1);
+    (rchar, status)
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn sweep_all_reads_each_inbox_once_whatever_the_number_of_targets() {
+    let w = World::new();
+    // One queued job file of 256 KiB (a long argv), linked into each
+    // target's inbox four times.
+    let big = json!({"argv": ["true", "x".repeat(256 * 1024)]});
+    let targets: Vec<String> = (0..10).map(|t| format!("T{t}")).collect();
+    w.make_target(&targets[0]);
+    let first = w.write_job(&targets[0], "big-0", &targets[0], &now_text(), &big);
+    let size = std::fs::metadata(&first).unwrap().len();
+    for t in &targets {
+        w.make_target(t);
+        for j in 0..4 {
+            let path = w.root.join(t).join("inbox").join(format!("big-{j}.json"));
+            if path != first {
+                std::fs::hard_link(&first, path).unwrap();
+            }
+        }
+    }
+    let inboxes = size * 4 * targets.len() as u64;
+    let (read, status) = sweep_reading(&w, &["--all"]);
+    assert_eq!(status, 0);
+    assert!(
+        read < 2 * inboxes,
+        "sweep --all read {read} bytes; the inboxes hold {inboxes}"
+    );
+    for t in &targets {
+        assert!(w.root.join(t).join("inbox/big-3.json").exists());
+    }
+}

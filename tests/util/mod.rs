@@ -1088,3 +1088,13 @@ pub fn limit_open_files(c: &mut std::process::Command, n: u64) -> &mut std::proc
         })
     }
 }
+
+/// The CPU time `pid` used so far (user and system), from `/proc`.
+#[cfg(target_os = "linux")]
+pub fn cpu_seconds(pid: i32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    // SAFETY: sysconf has no preconditions.
+    ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}

@@ -78,8 +78,22 @@ pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> 
     let mut groups: Vec<Group> = Vec::new();
     let mut first_line: BTreeMap<(String, String), usize> = BTreeMap::new();
     let created = clock::now();
-    let mut names = Resolver::new(ctx, &root);
+    let mut names = Resolver::new(ctx, &root, &key);
     let mut waits: Vec<Waiting> = Vec::new();
+    // Every line's job is known on its targets before any `after` is
+    // named: a line may wait for another's, which then wins as an exact
+    // id over any job already there that it is the start of. A target
+    // list that does not resolve is refused below, at its line.
+    for (_, req) in &lines {
+        if !resolved.contains_key(&req.targets)
+            && let Ok(t) = ctx.targets(&root, &req.targets)
+        {
+            resolved.insert(req.targets.clone(), t);
+        }
+        for dirs in resolved.get(&req.targets).into_iter().flatten() {
+            names.add_own(dirs.target(), &req.id);
+        }
+    }
     for (n, req) in &lines {
         if !resolved.contains_key(&req.targets) {
             let t = ctx.targets(&root, &req.targets).map_err(at(*n))?;
