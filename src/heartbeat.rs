@@ -377,6 +377,17 @@ pub fn alive(state: &str, age: Option<Duration>) -> bool {
     state != "stopped" && age.is_some_and(|a| a <= STALE_AFTER)
 }
 
+/// A reader's liveness rule (`status`, `doctor`): [`alive`] by the beat's
+/// own time (`age`) or by the file's last change (`changed`, how long ago
+/// its modification time is by this clock). A listener whose clock was
+/// stepped dates its beats hours off, but the file still changes every
+/// [`EVERY`]: its liveness is that change, not the wall time it writes.
+/// The one-listener rule (§7.1) keeps to the signed time alone: a file's
+/// time is anyone's to set.
+pub fn seen_alive(state: &str, age: Option<Duration>, changed: Option<Duration>) -> bool {
+    alive(state, age) || alive(state, changed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -391,6 +402,13 @@ mod tests {
         ));
         assert!(!alive("stopped", Some(Duration::ZERO)));
         assert!(!alive("listening", None));
+        // Dated hours off by a stepped clock, its file just written: alive.
+        let hours = Some(Duration::from_secs(3 * 3600));
+        let now = Some(Duration::from_secs(2));
+        assert!(seen_alive("listening", hours, now));
+        assert!(seen_alive("listening", None, now));
+        assert!(!seen_alive("listening", hours, hours));
+        assert!(!seen_alive("stopped", now, now));
     }
 
     fn key(b: u8) -> Key {

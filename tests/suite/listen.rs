@@ -734,7 +734,9 @@ fn max_job_age_sets_the_staleness_limit() {
 }
 
 #[test]
-fn a_job_created_more_than_an_hour_in_the_future_is_stale() {
+fn a_job_dated_hours_ahead_is_deferred_not_rejected() {
+    // As after this machine's clock stepped back three hours: the job
+    // waits in the inbox, counted and shown as deferred, never refused.
     let w = World::with_target();
     let side = scratch(&w, "side");
     let far = uid("future");
@@ -742,10 +744,10 @@ fn a_job_created_more_than_an_hour_in_the_future_is_stale() {
         "PC",
         &far,
         "PC",
-        &ts_offset(2 * 3600),
+        &ts_offset(3 * 3600),
         &appends(&side, "far"),
     );
-    // Clock drift under an hour is tolerated.
+    // Clock drift under an hour runs at once.
     let near = uid("drift");
     w.write_job(
         "PC",
@@ -754,10 +756,56 @@ fn a_job_created_more_than_an_hour_in_the_future_is_stale() {
         &ts_offset(30 * 60),
         &appends(&side, "near"),
     );
-    assert_counters(&w.listen_once(&[]), &[("done", 1), ("rejected", 1)]);
-    assert_rejected(&w, &format!("{far}.json"), "stale");
-    assert_never_ran(&w, &far);
+    assert_counters(&w.listen_once(&[]), &[("done", 1), ("deferred", 1)]);
     assert_eq!(lines(&side), ["near"]);
+    assert_never_ran(&w, &far);
+    assert!(w.inbox(&far).exists(), "{:?}", files(&w.pc()));
+    assert!(!w.rejected(&format!("{far}.json")).exists());
+    // A second pass defers it again: nothing is lost.
+    assert_counters(&w.listen_once(&[]), &[("deferred", 1)]);
+    assert!(w.inbox(&far).exists());
+
+    let (_, out, _) = w.run(&["--json", "status", "--target", "PC"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let q = &v["targets"][0]["queued"][0];
+    assert_eq!(q["jobId"], far.as_str(), "{v}");
+    let ahead = q["aheadSec"].as_u64().unwrap_or(0);
+    assert!((3 * 3600 - 60..=3 * 3600).contains(&ahead), "{q}");
+    let (_, out, _) = w.run(&["status", "--target", "PC"]);
+    assert!(
+        out.contains("deferred: dated 2h59m ahead of this clock, more than the 1h allowed"),
+        "{out}"
+    );
+    let (code, out, err) = w.run(&["doctor", "--target", "PC"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("1 deferred, the furthest dated 2h59m ahead of this clock"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_job_dated_just_past_the_skew_runs_once_the_clock_reaches_it() {
+    let w = World::with_target();
+    let side = scratch(&w, "side");
+    let id = uid("soon");
+    w.write_job(
+        "PC",
+        &id,
+        "PC",
+        &ts_offset(3600 + 4),
+        &appends(&side, "ran"),
+    );
+    let listener = w.spawn_listener(&[]);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_never_ran(&w, &id);
+    assert!(w.inbox(&id).exists(), "{:?}", files(&w.pc()));
+    let r = w.wait_result(&id, Duration::from_secs(10));
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(lines(&side), ["ran"]);
+    // The finish is the start plus the time it ran, by the monotonic clock.
+    assert!(r["finishedAt"].as_str() >= r["startedAt"].as_str(), "{r}");
+    drop(listener);
 }
 
 #[test]
