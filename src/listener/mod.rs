@@ -181,6 +181,9 @@ pub struct Listener {
     /// The watch failed once already (said once; tried again only when a
     /// folder is made anew).
     watch_failed: bool,
+    /// The root is not the one this listener knew (docs/protocol.md §3.6):
+    /// said once, and again once it is back.
+    root_gone: bool,
     shutdown: Arc<Shutdown>,
     beat: Heartbeat,
     last_heartbeat: Instant,
@@ -337,6 +340,7 @@ impl Listener {
             listed_changes: 0,
             rewatch: false,
             watch_failed: false,
+            root_gone: false,
             shutdown,
             beat,
             last_heartbeat: Instant::now(),
@@ -550,7 +554,22 @@ impl Listener {
             self.folders = None;
         }
         let f = match self.folders() {
-            Ok(f) => f,
+            Ok(f) => {
+                if std::mem::take(&mut self.root_gone) {
+                    eprintln!(
+                        "fleet-dispatch: the dispatch root {} is back",
+                        self.root.display()
+                    );
+                }
+                f
+            }
+            Err(e) if e.code == crate::error::Code::Config => {
+                // The root went away: nothing is made in what stands there.
+                if !std::mem::replace(&mut self.root_gone, true) {
+                    eprintln!("fleet-dispatch: {}; waiting for it", e.message);
+                }
+                return Ok(false);
+            }
             Err(e) => {
                 self.say(format!(
                     "cannot open the folders of {}: {e}; trying again",

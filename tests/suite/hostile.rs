@@ -635,11 +635,9 @@ fn documents(
     }
     if is_job {
         // One dated hours ahead is deferred, not refused: `listen::a_job_dated_hours_ahead_*`.
-        for (created, what) in [(ts_offset(-8 * 86400), "signed, 8 days old")] {
-            let i_d = id("genuine");
-            let doc = signed_job(&i_d, "PC", &created, "LAPTOP", &hostile);
-            out.push((what, i_d, file(doc), Some("stale")));
-        }
+        let i_d = id("genuine");
+        let doc = signed_job(&i_d, "PC", &ts_offset(-8 * 86400), "LAPTOP", &hostile);
+        out.push(("signed, 8 days old", i_d, file(doc), Some("stale")));
         let side = p(&ctx.hostile_side);
         for spec in [
             json!({"argv": kit(&["append", side, "x"]), "shell": true}).to_string(),

@@ -1480,6 +1480,7 @@ fn a_listener_keeps_the_spelling_of_its_existing_folder() {
     let mut targets: Vec<String> = std::fs::read_dir(&w.root)
         .unwrap()
         .flatten()
+        .filter(|e| e.path().is_dir())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     targets.sort();
@@ -2056,4 +2057,119 @@ fn an_idle_listener_holds_no_folder_of_the_target_open() {
     // The pass after the job's end finds nothing to do and lets go.
     wait_until(Duration::from_secs(5), || held().is_empty());
     assert!(held().is_empty(), "held while idle: {:?}", held());
+}
+
+/// The entries of `dir`, folders included.
+fn entries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// A loop listener whose stderr goes to `log`, to be read while it runs.
+fn listener_logging_to(w: &World, log: &Path) -> ListenerGuard {
+    let err = std::fs::File::create(log).unwrap();
+    let child = w
+        .bg_cmd()
+        .args(["listen", "--poll-interval", "100ms"])
+        .stdout(Stdio::null())
+        .stderr(err)
+        .start();
+    ListenerGuard { child: Some(child) }
+}
+
+/// Waits until `log` holds `text`, and returns it.
+fn logged(log: &Path, text: &str) -> String {
+    wait_until(Duration::from_secs(10), || {
+        std::fs::read_to_string(log).is_ok_and(|t| t.contains(text))
+    });
+    std::fs::read_to_string(log).unwrap()
+}
+
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "Windows refuses to rename a folder whose files a listener holds open"
+)]
+fn a_root_that_vanishes_under_a_listener_is_waited_for_not_rebuilt() {
+    // A brand-new empty root: the listener's first start identifies it.
+    let w = World::new();
+    let log = w.dir.path().join("listener.err");
+    let listener = listener_logging_to(&w, &log);
+    wait_until(Duration::from_secs(10), || {
+        w.pc().join("listener.json").exists()
+    });
+    assert!(w.root.join("fleet-root.json").exists());
+    let side = scratch(&w, "side");
+    let one = w.enqueue(&[], &kit(&["append", p(&side), "one"]));
+    assert_eq!(w.wait_result(&one, Duration::from_secs(10))["ok"], true);
+
+    // Its mount goes away (a sync client moves it): an empty folder stands
+    // in its place, and stays empty.
+    let away = w.dir.path().join("root-away");
+    std::fs::rename(&w.root, &away).unwrap();
+    std::fs::create_dir(&w.root).unwrap();
+    let said = logged(&log, "waiting for it");
+    assert!(said.contains("fleet-root.json"), "{said}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(entries(&w.root), Vec::<String>::new());
+    let (code, out, err) = w.run(&["enqueue", "--target", "PC", "--", "true"]);
+    assert_eq!(code, 78, "{out}{err}");
+    assert!(err.contains("CONFIG"), "{err}");
+    assert!(err.contains("fleet-root.json"), "{err}");
+    assert!(err.contains(&w.root.display().to_string()), "{err}");
+    assert_eq!(entries(&w.root), Vec::<String>::new());
+
+    // Back: the listener goes on where it was.
+    std::fs::remove_dir(&w.root).unwrap();
+    std::fs::rename(&away, &w.root).unwrap();
+    let two = w.enqueue(&[], &kit(&["append", p(&side), "two"]));
+    assert_eq!(w.wait_result(&two, Duration::from_secs(10))["ok"], true);
+    assert_eq!(lines(&side), ["one", "two"]);
+    logged(&log, "is back");
+    drop(listener);
+}
+
+#[test]
+fn a_root_from_before_identities_gets_one_without_fuss() {
+    let w = World::with_target();
+    let side = scratch(&w, "side");
+    let id = w.enqueue(&[], &kit(&["append", p(&side), "ran"]));
+    assert!(w.root.join("fleet-root.json").exists());
+    assert_counters(&w.listen_once(&[]), &[("done", 1)]);
+    assert_eq!(lines(&side), ["ran"]);
+    assert_eq!(w.result(&id)["ok"], true);
+}
+
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "Windows refuses to rename a folder another process holds open"
+)]
+fn a_listener_started_in_a_vanished_root_waits_for_it() {
+    let w = World::with_target();
+    assert_counters(&w.listen_once(&[]), &[]);
+    let away = w.dir.path().join("root-away");
+    std::fs::rename(&w.root, &away).unwrap();
+    std::fs::create_dir(&w.root).unwrap();
+    // --once refuses; a loop listener waits, making nothing.
+    let (code, out, err) = w.run(&["listen", "--once"]);
+    assert_eq!(code, 78, "{out}{err}");
+    assert!(err.contains("fleet-root.json"), "{err}");
+    let log = w.dir.path().join("listener.err");
+    let listener = listener_logging_to(&w, &log);
+    logged(&log, "waiting for it");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(entries(&w.root), Vec::<String>::new());
+    std::fs::remove_dir(&w.root).unwrap();
+    std::fs::rename(&away, &w.root).unwrap();
+    logged(&log, "is back");
+    let hb = w.pc().join("listener.json");
+    wait_until(Duration::from_secs(10), || {
+        std::fs::read_to_string(&hb).is_ok_and(|t| t.contains("\"listening\""))
+    });
+    drop(listener);
 }
