@@ -42,8 +42,8 @@ use serde::Serialize;
 
 use crate::clock;
 use crate::error::Result;
-use crate::events::{Events, Hint};
-use crate::fsops::{Dir, Durability};
+use crate::events::{Events, Hint, Watching};
+use crate::fsops::{self, Dir, Durability};
 use crate::heartbeat::{self, Beat, Heartbeat};
 use crate::key::Key;
 use crate::layout::{DRAIN, Folders, Place, StateDirs, TargetDirs};
@@ -181,6 +181,8 @@ pub struct Listener {
     /// The watch failed once already (said once; tried again only when a
     /// folder is made anew).
     watch_failed: bool,
+    /// Where [`Self::record_watching`] writes, in the state directory.
+    watching: PathBuf,
     /// The root is not the one this listener knew (docs/protocol.md §3.6):
     /// said once, and again once it is back.
     root_gone: bool,
@@ -341,6 +343,7 @@ impl Listener {
             rewatch: false,
             watch_failed: false,
             root_gone: false,
+            watching: state.watching(),
             shutdown,
             beat,
             last_heartbeat: Instant::now(),
@@ -374,23 +377,41 @@ impl Listener {
     /// once on stderr; the poll goes on.
     fn watch_folders(&mut self) {
         self.events = None;
-        if !self.settings.watch || self.settings.once {
+        if self.settings.once {
+            return;
+        }
+        if !self.settings.watch {
+            self.record_watching(&Watching::Off);
             return;
         }
         let mail = self.mail.clone();
         let dirs = [self.dirs.inbox(), self.dirs.cancel()];
         match Events::watch(&dirs, &self.hint, move || mail.send(Control::Wake)) {
-            Ok(e) => self.events = Some(e),
-            Err(_) if self.watch_failed => {}
+            Ok(e) => {
+                self.events = Some(e);
+                self.record_watching(&Watching::Events);
+            }
             Err(e) => {
-                self.watch_failed = true;
-                eprintln!(
-                    "fleet-dispatch: cannot watch {} for changes ({e}); looking every {} instead",
-                    self.dirs.inbox().display(),
-                    clock::format_duration(self.settings.poll)
-                );
+                self.record_watching(&Watching::Unavailable(e.clone()));
+                if !std::mem::replace(&mut self.watch_failed, true) {
+                    eprintln!(
+                        "fleet-dispatch: cannot watch {} for changes ({e}); looking every {} instead",
+                        self.dirs.inbox().display(),
+                        clock::format_duration(self.settings.poll)
+                    );
+                }
             }
         }
+    }
+
+    /// Records how this listener learns of changes in its state directory,
+    /// where `doctor` reads it; a failed write is ignored.
+    fn record_watching(&self, how: &Watching) {
+        let _ = fsops::replace(
+            &self.watching,
+            how.to_line().as_bytes(),
+            fsops::Flush::Nothing,
+        );
     }
 
     /// The layout's folders for this pass, opened (and repaired) when the
