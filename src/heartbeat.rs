@@ -129,6 +129,26 @@ impl Beat {
 
     /// Who wrote it, for messages.
     pub fn who(&self) -> String {
+        format!("instance {} {}", self.instance, self.whereabouts())
+    }
+
+    /// Who wrote it, to a listener whose instance id is `own`: a beat
+    /// with our own instance id and another run is a copy of our state
+    /// directory (a cloned disk), and is named as such, by its run.
+    pub fn who_beside(&self, own: &str) -> String {
+        if self.instance != own {
+            return self.who();
+        }
+        format!(
+            "a copy of this listener's state directory (a cloned disk or a copied state folder: the same instance {}, run {}) {}",
+            self.instance,
+            self.run,
+            self.whereabouts()
+        )
+    }
+
+    /// `on HOST (pid N), last heartbeat AGE ago`.
+    fn whereabouts(&self) -> String {
         let host = if self.host.is_empty() {
             "an unnamed host"
         } else {
@@ -137,10 +157,7 @@ impl Beat {
         let age = self.age().map_or("at an unreadable time".to_string(), |a| {
             format!("{} ago", clock::human(a))
         });
-        format!(
-            "instance {} on {host} (pid {}), last heartbeat {age}",
-            self.instance, self.pid
-        )
+        format!("on {host} (pid {}), last heartbeat {age}", self.pid)
     }
 }
 
@@ -301,6 +318,11 @@ impl Heartbeat {
     /// listener's ([`is_rival`]).
     pub fn is_rival(&self, b: &Beat) -> bool {
         is_rival(b, &self.0.key, self.0.dirs.target(), &self.0.own)
+    }
+
+    /// This listener's instance id.
+    pub fn instance(&self) -> &str {
+        &self.0.own.instance
     }
 
     /// Whether `b` verifies under the fleet key this listener signs with.

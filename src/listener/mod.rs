@@ -266,6 +266,20 @@ impl Listener {
                     dirs.folder_lock().display()
                 )
             };
+            if other.instance == who.instance {
+                return Err(crate::error::Error::new(
+                    crate::error::Code::Busy,
+                    format!(
+                        "another listener serves {}: {}{whence}",
+                        dirs.target(),
+                        other.who_beside(&who.instance)
+                    ),
+                )
+                .hint(format!(
+                    "two listeners would run every job twice: stop the copy's, remove its {} (a new instance id is made at its next start) or give it its own state directory, then start them again",
+                    state.instance().display()
+                )));
+            }
             return Err(crate::error::Error::new(
                 crate::error::Code::Busy,
                 format!("another listener serves {}: {}{whence}", dirs.target(), other.who()),
