@@ -2173,3 +2173,35 @@ fn a_listener_started_in_a_vanished_root_waits_for_it() {
     });
     drop(listener);
 }
+
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "Windows refuses to rename a folder whose files a listener holds open"
+)]
+fn a_result_finished_while_the_root_is_away_is_placed_once_it_is_back() {
+    let w = World::with_target();
+    let log = w.dir.path().join("listener.err");
+    let listener = listener_logging_to(&w, &log);
+    wait_until(Duration::from_secs(10), || {
+        w.pc().join("listener.json").exists()
+    });
+    let side = scratch(&w, "side");
+    let id = w.enqueue(&[], &kit(&["sleep", "1", "append", p(&side), "ran"]));
+    wait_until(Duration::from_secs(10), || w.running(&id).exists());
+    let away = w.dir.path().join("root-away");
+    std::fs::rename(&w.root, &away).unwrap();
+    std::fs::create_dir(&w.root).unwrap();
+    // It ends while the root is away: nothing is placed in the folder left.
+    wait_until(Duration::from_secs(10), || lines(&side) == ["ran"]);
+    logged(&log, "waiting for it");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(entries(&w.root), Vec::<String>::new());
+    std::fs::remove_dir(&w.root).unwrap();
+    std::fs::rename(&away, &w.root).unwrap();
+    let r = w.wait_result(&id, Duration::from_secs(10));
+    assert_eq!(r["ok"], true, "{r}");
+    assert!(w.done(&id).exists());
+    assert!(!w.running(&id).exists());
+    drop(listener);
+}
