@@ -171,6 +171,18 @@ pub fn read(dirs: &TargetDirs) -> Option<Beat> {
     }
 }
 
+/// How long ago the heartbeat file in the target folder of `dirs` last
+/// changed, by this clock (the reader's half of [`seen_alive`]).
+pub fn changed(dirs: &TargetDirs) -> Option<Duration> {
+    let m = dirs
+        .open_base()
+        .ok()??
+        .entry(LISTENER_JSON)
+        .ok()?
+        .modified?;
+    std::time::SystemTime::now().duration_since(m).ok()
+}
+
 /// The largest heartbeat file read.
 pub const MAX_BYTES: u64 = 64 * 1024;
 

@@ -242,15 +242,13 @@ fn age_since(ts: &str) -> Option<Duration> {
 }
 
 fn listener(dirs: &TargetDirs, key: &Key) -> ListenerState {
-    let base = dirs.open_base().ok().flatten();
-    let beat = base.as_ref().map_or(FileRead::Missing, |b| {
-        b.read_limited(LISTENER_JSON, 64 * 1024)
-    });
-    // How long ago the file last changed, by this clock.
-    let changed = base
-        .as_ref()
-        .and_then(|b| b.entry(LISTENER_JSON).ok()?.modified)
-        .and_then(|m| SystemTime::now().duration_since(m).ok());
+    let beat = dirs
+        .open_base()
+        .ok()
+        .flatten()
+        .map_or(FileRead::Missing, |b| {
+            b.read_limited(LISTENER_JSON, 64 * 1024)
+        });
     let FileRead::Bytes(b) = beat else {
         return ListenerState::NotSeen {
             alive: false,
@@ -262,7 +260,8 @@ fn listener(dirs: &TargetDirs, key: &Key) -> ListenerState {
             let age = age_since(&beat.heartbeat_at);
             let verified = beat.verified(key, dirs.target());
             ListenerState::Beat {
-                alive: verified && heartbeat::seen_alive(&beat.state, age, changed),
+                alive: verified
+                    && heartbeat::seen_alive(&beat.state, age, heartbeat::changed(dirs)),
                 verified,
                 seen: true,
                 heartbeat_age_sec: age.map(|a| a.as_secs()),

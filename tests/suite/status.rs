@@ -100,6 +100,16 @@ fn a_listener_whose_clock_stepped_back_is_still_alive() {
     let (_, out, _) = w.run(&["doctor", "--target", "PC"]);
     assert!(out.contains("its file written"), "{out}");
     assert!(!out.contains("stale: the last heartbeat"), "{out}");
+    // Nor does `result` say of a job it holds that its listener is unheard of.
+    let id = uid("ahead");
+    let spec = serde_json::json!({"argv": ["true"]});
+    w.write_job("PC", &id, "PC", &ts_offset(3 * 3600), &spec);
+    let (code, out, err) = w.run(&["result", "--target", "all", "--job-id", &id]);
+    assert_eq!(code, 124, "{out}{err}");
+    assert!(
+        !format!("{out}{err}").contains("not been heard from"),
+        "{out}{err}"
+    );
     drop(l);
 }
 
