@@ -23,8 +23,7 @@ use crate::doc::{Job, Priority, Spec};
 use crate::error::{Error, Result};
 use crate::exit;
 use crate::http::client::{self, Url};
-use crate::key::Key;
-use crate::layout::{RootGuard, TargetDirs, is_target_list};
+use crate::layout::{TargetDirs, is_target_list};
 use crate::names::{self, JobId, Machine};
 use crate::output::{Follower, Streams};
 use crate::submit;
@@ -477,7 +476,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     // Through the folder only: a root that went away is not built again.
     let guard = via
         .is_none()
-        .then(|| known_root(ctx, &root, &key))
+        .then(|| super::known_root(ctx, &root, &key))
         .transpose()?;
     let dirs = ctx.target(&root, &req.targets)?;
     let dirs = match &guard {
@@ -590,13 +589,6 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
 /// signed for its target. Every target and id is checked before any copy
 /// is published; a copy that cannot be published stops the rest, and the
 /// error says which targets have the job.
-/// The root's identity (docs/protocol.md §3.6), checked before anything is
-/// written: a root whose mount went away, leaving a folder, is refused
-/// (`CONFIG`) rather than built again there.
-fn known_root(ctx: &Context, root: &Path, key: &Key) -> Result<RootGuard> {
-    crate::state::identify_root(root, ctx.state_dir(root).ok().as_deref(), key)
-}
-
 fn fan_out(
     ctx: &Context,
     args: &EnqueueArgs,
@@ -621,7 +613,7 @@ fn fan_out(
     let root = ctx.root()?;
     let key = ctx.key(Some(&root))?;
     let origin = ctx.machine()?;
-    let guard = known_root(ctx, &root, &key)?;
+    let guard = super::known_root(ctx, &root, &key)?;
     let targets: Vec<TargetDirs> = ctx
         .targets(&root, &req.targets)?
         .into_iter()

@@ -2121,6 +2121,9 @@ fn a_root_that_vanishes_under_a_listener_is_waited_for_not_rebuilt() {
     assert!(err.contains("CONFIG"), "{err}");
     assert!(err.contains("fleet-root.json"), "{err}");
     assert!(err.contains(&w.root.display().to_string()), "{err}");
+    let (code, out, err) = w.run(&["cancel", "--target", "PC", "--job-id", &one]);
+    assert_eq!(code, 78, "{out}{err}");
+    assert!(err.contains("fleet-root.json"), "{err}");
     assert_eq!(entries(&w.root), Vec::<String>::new());
 
     // Back: the listener goes on where it was.

@@ -72,7 +72,7 @@ pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> 
     let root = ctx.root()?;
     let key = ctx.key(Some(&root))?;
     let origin = ctx.machine()?;
-    let guard = super::known_root(ctx, &root, &key)?;
+    let guard = crate::cmd::known_root(ctx, &root, &key)?;
     // Each target list is resolved once; jobs are grouped by target in the
     // order targets first appear.
     let mut resolved: BTreeMap<String, Vec<TargetDirs>> = BTreeMap::new();
