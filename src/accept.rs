@@ -336,8 +336,13 @@ pub fn job(file_name: &str, read: FileRead, listener_target: &str, key: &Key) ->
     })
 }
 
-/// A job's age rule: `stale` when `createdAt` is older than `max_age` or more
-/// than an hour in the future (clocks of a fleet drift, but not by hours).
+/// How far ahead of the listener's clock a job may be dated and still run
+/// now: clocks of a fleet drift, but not by hours.
+pub const MAX_AHEAD: Duration = Duration::from_secs(3600);
+
+/// A job's age rule: `stale` when `createdAt` is older than `max_age`. A
+/// job dated in the future is never refused here ([`ahead`] holds it back):
+/// a clock stepped back must lose nothing.
 pub fn freshness(created: OffsetDateTime, now: OffsetDateTime, max_age: Duration) -> Verdicted<()> {
     let age = now - created;
     if age > max_age {
@@ -350,16 +355,25 @@ pub fn freshness(created: OffsetDateTime, now: OffsetDateTime, max_age: Duration
             ),
         ));
     }
-    if -age > time::Duration::HOUR {
-        return Err(Rejection::new(
-            Verdict::Stale,
-            format!(
-                "createdAt is {} in the future (more than 1h)",
-                crate::clock::human(age.unsigned_abs())
-            ),
-        ));
-    }
     Ok(())
+}
+
+/// How far a job created at `created` lies ahead of `now`, when that is
+/// more than [`MAX_AHEAD`]: the job is deferred (left queued and judged
+/// again each pass) until the clock comes within that much of it.
+pub fn ahead(created: OffsetDateTime, now: OffsetDateTime) -> Option<Duration> {
+    let ahead = (created - now).try_into().ok()?;
+    (ahead > MAX_AHEAD).then_some(ahead)
+}
+
+/// Why a job dated `ahead` in the future waits, for logs and views.
+pub fn ahead_reason(ahead: Duration) -> String {
+    format!(
+        "dated {} ahead of this clock, more than the {} allowed: it waits until the clock comes within {} of it",
+        crate::clock::human(ahead),
+        crate::clock::format_duration(MAX_AHEAD),
+        crate::clock::format_duration(MAX_AHEAD)
+    )
 }
 
 /// The replay rule: a job id seen in `results/`, `archive/done/` or the ledger
@@ -551,19 +565,21 @@ mod tests {
         let now = datetime!(2026-11-29 12:00 UTC);
         let week = Duration::from_secs(7 * 86400);
         assert!(freshness(now - time::Duration::days(6), now, week).is_ok());
-        assert!(freshness(now + time::Duration::minutes(59), now, week).is_ok());
         assert_eq!(
             freshness(now - time::Duration::days(8), now, week)
                 .unwrap_err()
                 .verdict,
             Verdict::Stale
         );
+        // Dated in the future: never stale, deferred beyond the hour.
+        assert!(freshness(now + time::Duration::hours(3), now, week).is_ok());
+        assert_eq!(ahead(now + time::Duration::minutes(59), now), None);
+        assert_eq!(ahead(now - time::Duration::days(1), now), None);
         assert_eq!(
-            freshness(now + time::Duration::minutes(61), now, week)
-                .unwrap_err()
-                .verdict,
-            Verdict::Stale
+            ahead(now + time::Duration::hours(3), now),
+            Some(Duration::from_secs(3 * 3600))
         );
+        assert!(ahead_reason(Duration::from_secs(3 * 3600)).contains("3h00m ahead"));
     }
 
     #[test]

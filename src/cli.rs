@@ -739,8 +739,9 @@ impl ConfigFileDoc {
 /// (docs/protocol.md §9.2), `VALIDATION_ERROR` whatever clap's reason, so
 /// a program reading stdout always gets a document whose code matches the
 /// exit status.
-pub fn refuse(err: clap::Error, args: &[std::ffi::OsString]) -> u8 {
+pub fn refuse(mut err: clap::Error, args: &[std::ffi::OsString]) -> u8 {
     use clap::error::ErrorKind;
+    plain_usage(&mut err, args);
     let kind = err.kind();
     if matches!(
         kind,
@@ -777,6 +778,32 @@ pub fn refuse(err: clap::Error, args: &[std::ffi::OsString]) -> u8 {
         eprintln!("hint: {h}");
     }
     crate::exit::USAGE
+}
+
+/// Puts the command's own usage line in `err`. Clap's lists the options
+/// given, and counts as given one that its environment variable set, so
+/// with `FLEET_DISPATCH_ROOT` exported a refused `result` read
+/// `Usage: fleet-dispatch result --target <T> --job-id <ID> --root <DIR>`,
+/// as if `--root` were required.
+fn plain_usage(err: &mut clap::Error, args: &[std::ffi::OsString]) {
+    use clap::error::{ContextKind, ContextValue};
+    if err.get(ContextKind::Usage).is_none() {
+        return;
+    }
+    let mut cli = Cli::command();
+    cli.build();
+    let named = args
+        .iter()
+        .skip(1)
+        .take_while(|a| *a != "--")
+        .filter_map(|a| a.to_str())
+        .find(|a| cli.find_subcommand(a).is_some())
+        .map(str::to_string);
+    let usage = match named.and_then(|n| cli.find_subcommand_mut(n)) {
+        Some(sub) => sub.render_usage(),
+        None => cli.render_usage(),
+    };
+    err.insert(ContextKind::Usage, ContextValue::StyledStr(usage));
 }
 
 /// What a command line missing its `--` is told.

@@ -61,6 +61,16 @@ pub fn parse(s: &str) -> Option<OffsetDateTime> {
     OffsetDateTime::parse(s, &Rfc3339).ok()
 }
 
+/// When something started at `started` (as [`format`] wrote it) ends after
+/// running `elapsed` by the monotonic clock: so a finish is never dated
+/// before its start, whatever the wall clock did meanwhile (stepped back
+/// by a time sync, or by hand). Now, when `started` does not parse.
+pub fn after(started: &str, elapsed: Duration) -> OffsetDateTime {
+    parse(started)
+        .and_then(|t| t.checked_add(time::Duration::try_from(elapsed).ok()?))
+        .unwrap_or_else(now)
+}
+
 /// Converts a file modification time to the same clock.
 pub fn from_system(t: std::time::SystemTime) -> OffsetDateTime {
     OffsetDateTime::from(t)
@@ -213,6 +223,17 @@ mod tests {
             parse("2026-11-29T20:31:00+01:00"),
             parse("2026-11-29T19:31:00Z")
         );
+    }
+
+    #[test]
+    fn a_finish_is_its_start_plus_the_monotonic_time() {
+        let start = "2026-11-29T19:31:00.000Z";
+        assert_eq!(
+            format(after(start, Duration::from_millis(2500))),
+            "2026-11-29T19:31:02.500Z"
+        );
+        // A start that does not parse: now.
+        assert!((now() - after("soon", Duration::ZERO)).abs() < time::Duration::seconds(5));
     }
 
     #[test]

@@ -72,6 +72,60 @@ impl Hint {
     }
 }
 
+/// How a loop listener learns of changes, as it records it in its state
+/// directory for `doctor` (docs/protocol.md §7.2): by events, or by its
+/// poll alone because watching is off or could not be set up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Watching {
+    /// File-system events wake it.
+    Events,
+    /// Off by the setting (`--no-watch`, `watch = false`).
+    Off,
+    /// The watch could not be set up (a watch limit, a file system that
+    /// has none): why, as the system said it.
+    Unavailable(String),
+}
+
+impl Watching {
+    /// Its line in the state directory: `events`, `off`, or
+    /// `unavailable <why>`.
+    pub fn to_line(&self) -> String {
+        match self {
+            Watching::Events => "events\n".to_string(),
+            Watching::Off => "off\n".to_string(),
+            Watching::Unavailable(why) => format!("unavailable {}\n", why.replace('\n', " ")),
+        }
+    }
+
+    /// Reads a line [`Watching::to_line`] wrote.
+    pub fn from_line(line: &str) -> Option<Watching> {
+        let line = line.trim_end();
+        match line.split_once(' ') {
+            Some(("unavailable", why)) => Some(Watching::Unavailable(why.to_string())),
+            _ if line == "events" => Some(Watching::Events),
+            _ if line == "off" => Some(Watching::Off),
+            _ => None,
+        }
+    }
+
+    /// True when a watch limit is the likely cause (Linux's inotify: too
+    /// many watches or instances for this user).
+    pub fn is_limit(&self) -> bool {
+        let Watching::Unavailable(why) = self else {
+            return false;
+        };
+        let why = why.to_ascii_lowercase();
+        [
+            "no space left",
+            "too many open files",
+            "max_user_watches",
+            "limit",
+        ]
+        .iter()
+        .any(|w| why.contains(w))
+    }
+}
+
 /// What one event means for a reader.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Change {
@@ -177,6 +231,23 @@ mod tests {
 
     fn of(kind: EventKind, path: &str) -> Change {
         classify(&kind, Some(Path::new(path)), &roots(), false)
+    }
+
+    #[test]
+    fn how_a_listener_watches_is_one_line_read_back() {
+        for w in [
+            Watching::Events,
+            Watching::Off,
+            Watching::Unavailable("OS file watch limit reached. about [\"/r/T/inbox\"]".into()),
+        ] {
+            assert_eq!(Watching::from_line(&w.to_line()), Some(w));
+        }
+        assert_eq!(Watching::from_line("what\n"), None);
+        // notify's word for inotify's ENOSPC, and the errno's own.
+        assert!(Watching::Unavailable("OS file watch limit reached.".into()).is_limit());
+        assert!(Watching::Unavailable("Too many open files (os error 24)".into()).is_limit());
+        assert!(!Watching::Unavailable("Operation not supported".into()).is_limit());
+        assert!(!Watching::Off.is_limit());
     }
 
     #[test]

@@ -129,6 +129,26 @@ impl Beat {
 
     /// Who wrote it, for messages.
     pub fn who(&self) -> String {
+        format!("instance {} {}", self.instance, self.whereabouts())
+    }
+
+    /// Who wrote it, to a listener whose instance id is `own`: a beat
+    /// with our own instance id and another run is a copy of our state
+    /// directory (a cloned disk), and is named as such, by its run.
+    pub fn who_beside(&self, own: &str) -> String {
+        if self.instance != own {
+            return self.who();
+        }
+        format!(
+            "a copy of this listener's state directory (a cloned disk or a copied state folder: the same instance {}, run {}) {}",
+            self.instance,
+            self.run,
+            self.whereabouts()
+        )
+    }
+
+    /// `on HOST (pid N), last heartbeat AGE ago`.
+    fn whereabouts(&self) -> String {
         let host = if self.host.is_empty() {
             "an unnamed host"
         } else {
@@ -137,10 +157,7 @@ impl Beat {
         let age = self.age().map_or("at an unreadable time".to_string(), |a| {
             format!("{} ago", clock::human(a))
         });
-        format!(
-            "instance {} on {host} (pid {}), last heartbeat {age}",
-            self.instance, self.pid
-        )
+        format!("on {host} (pid {}), last heartbeat {age}", self.pid)
     }
 }
 
@@ -152,6 +169,18 @@ pub fn read(dirs: &TargetDirs) -> Option<Beat> {
         FileRead::Bytes(b) => serde_json::from_slice(&b).ok(),
         _ => None,
     }
+}
+
+/// How long ago the heartbeat file in the target folder of `dirs` last
+/// changed, by this clock (the reader's half of [`seen_alive`]).
+pub fn changed(dirs: &TargetDirs) -> Option<Duration> {
+    let m = dirs
+        .open_base()
+        .ok()??
+        .entry(LISTENER_JSON)
+        .ok()?
+        .modified?;
+    std::time::SystemTime::now().duration_since(m).ok()
 }
 
 /// The largest heartbeat file read.
@@ -303,6 +332,11 @@ impl Heartbeat {
         is_rival(b, &self.0.key, self.0.dirs.target(), &self.0.own)
     }
 
+    /// This listener's instance id.
+    pub fn instance(&self) -> &str {
+        &self.0.own.instance
+    }
+
     /// Whether `b` verifies under the fleet key this listener signs with.
     pub fn verifies(&self, b: &Beat) -> bool {
         b.verified(&self.0.key, self.0.dirs.target())
@@ -377,6 +411,17 @@ pub fn alive(state: &str, age: Option<Duration>) -> bool {
     state != "stopped" && age.is_some_and(|a| a <= STALE_AFTER)
 }
 
+/// A reader's liveness rule (`status`, `doctor`): [`alive`] by the beat's
+/// own time (`age`) or by the file's last change (`changed`, how long ago
+/// its modification time is by this clock). A listener whose clock was
+/// stepped dates its beats hours off, but the file still changes every
+/// [`EVERY`]: its liveness is that change, not the wall time it writes.
+/// The one-listener rule (§7.1) keeps to the signed time alone: a file's
+/// time is anyone's to set.
+pub fn seen_alive(state: &str, age: Option<Duration>, changed: Option<Duration>) -> bool {
+    alive(state, age) || alive(state, changed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -391,6 +436,13 @@ mod tests {
         ));
         assert!(!alive("stopped", Some(Duration::ZERO)));
         assert!(!alive("listening", None));
+        // Dated hours off by a stepped clock, its file just written: alive.
+        let hours = Some(Duration::from_secs(3 * 3600));
+        let now = Some(Duration::from_secs(2));
+        assert!(seen_alive("listening", hours, now));
+        assert!(seen_alive("listening", None, now));
+        assert!(!seen_alive("listening", hours, hours));
+        assert!(!seen_alive("stopped", now, now));
     }
 
     fn key(b: u8) -> Key {

@@ -299,14 +299,21 @@ fn serve(
                         }
                     }
                     Err(e) => {
+                        // A root that went away is said once, by the
+                        // listener that waits for it (docs/protocol.md §3.6).
+                        let gone = e
+                            .as_ref()
+                            .is_some_and(|e| e.code == crate::error::Code::Config);
                         let why = e.map_or_else(String::new, |e| format!(": {e}"));
                         let mut s = lock();
                         // Unknown changes to the inbox: the listener lists it.
                         s.archiving = false;
-                        s.notes.push(format!(
-                            "could not place {} result(s) yet{why}; trying again",
-                            batch.len()
-                        ));
+                        if !gone {
+                            s.notes.push(format!(
+                                "could not place {} result(s) yet{why}; trying again",
+                                batch.len()
+                            ));
+                        }
                         carried = batch;
                     }
                 }

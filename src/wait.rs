@@ -298,7 +298,7 @@ pub fn listener_note(dirs: &TargetDirs, key: &Key) -> Option<String> {
             dirs.listener_json().display()
         ));
     }
-    if beat.alive() {
+    if heartbeat::seen_alive(&beat.state, beat.age(), heartbeat::changed(dirs)) {
         return None;
     }
     let age = beat.age().map_or("at an unreadable time".to_string(), |a| {

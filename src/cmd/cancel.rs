@@ -31,7 +31,16 @@ pub fn run(ctx: &Context, args: CancelArgs) -> Result<u8> {
     if crate::layout::is_target_list(&args.target) {
         return each(ctx, &root, &key, &origin, caller.as_ref(), &args);
     }
+    // Through the folder only: a root that went away is not built again.
+    let guard = via
+        .is_none()
+        .then(|| super::known_root(ctx, &root, &key))
+        .transpose()?;
     let dirs = ctx.target(&root, &args.target)?;
+    let dirs = match &guard {
+        Some(g) => dirs.guarded(g),
+        None => dirs,
+    };
     let id = super::job_ref(ctx, &root, &dirs, &key, &args.job_id)?;
     let marker = cancel::sign(&dirs, &id, &key, &origin, caller.as_ref())?;
     let status = client::deliver_marker(via.as_ref(), &dirs, &id, &key, &marker)?;
@@ -99,8 +108,12 @@ fn each(
             args.job_id
         )));
     }
+    let guard = super::known_root(ctx, root, key)?;
     let answers: Vec<Answer> = ctx
         .targets(root, list)?
+        .into_iter()
+        .map(|d| d.guarded(&guard))
+        .collect::<Vec<_>>()
         .iter()
         .map(|dirs| {
             let one = super::job_ref(ctx, root, dirs, key, &args.job_id).and_then(|id| {

@@ -494,7 +494,16 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     // folder behind.
     let key = ctx.key(Some(&root))?;
     let origin = ctx.machine()?;
+    // Through the folder only: a root that went away is not built again.
+    let guard = via
+        .is_none()
+        .then(|| super::known_root(ctx, &root, &key))
+        .transpose()?;
     let dirs = ctx.target(&root, &req.targets)?;
+    let dirs = match &guard {
+        Some(g) => dirs.guarded(g),
+        None => dirs,
+    };
     let interrupt = args
         .interrupt
         .as_deref()
@@ -628,7 +637,12 @@ fn fan_out(
     let root = ctx.root()?;
     let key = ctx.key(Some(&root))?;
     let origin = ctx.machine()?;
-    let listed = ctx.targets(&root, &req.targets)?;
+    let guard = super::known_root(ctx, &root, &key)?;
+    let listed: Vec<TargetDirs> = ctx
+        .targets(&root, &req.targets)?
+        .into_iter()
+        .map(|d| d.guarded(&guard))
+        .collect();
     let mut targets = Vec::with_capacity(listed.len());
     let mut passed_over: Vec<(usize, TargetDirs, Error)> = Vec::new();
     let mut specs = Vec::with_capacity(listed.len());

@@ -56,6 +56,49 @@ fn drain(ctx: &Context) -> Result<u8> {
     Ok(exit::SUCCESS)
 }
 
+/// The root's identity (docs/protocol.md §3.6). A root that is not the
+/// one this machine knew (its mount went away, leaving a folder) is waited
+/// for, said once on stderr, with nothing made there; `--once` refuses.
+/// `None` when stopped while waiting.
+fn root_identity(
+    ctx: &Context,
+    root: &std::path::Path,
+    key: &crate::key::Key,
+    settings: &Settings,
+    shutdown: &shutdown::Shutdown,
+) -> Result<Option<crate::layout::RootGuard>> {
+    let state = ctx.state_dir(root)?;
+    let mut said = false;
+    loop {
+        match crate::state::identify_root(root, Some(&state), key) {
+            Ok(guard) => {
+                if said {
+                    eprintln!(
+                        "fleet-dispatch: the dispatch root {} is back",
+                        root.display()
+                    );
+                }
+                return Ok(Some(guard));
+            }
+            Err(e) if e.code == crate::error::Code::Config && !settings.once => {
+                if !said {
+                    eprintln!(
+                        "fleet-dispatch: {}; waiting for it (looking every {})",
+                        e.message,
+                        crate::clock::format_duration(settings.poll)
+                    );
+                    said = true;
+                }
+                std::thread::sleep(settings.poll);
+                if shutdown.requested() {
+                    return Ok(None);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Runs `listen`.
 pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
     if args.drain {
@@ -85,6 +128,10 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
     let key = ctx.key(Some(&root))?;
     let key_path = ctx.key_path()?;
     let state = ctx.state(&root, &machine)?;
+    let shutdown = shutdown::install()?;
+    let Some(guard) = root_identity(ctx, &root, &key, &settings, &shutdown)? else {
+        return Ok(exit::INTERRUPTED);
+    };
     // This machine's own folder keeps the spelling it already has.
     let dirs = match crate::layout::find_target(&root, &machine)? {
         Some(existing) => crate::layout::TargetDirs::new(
@@ -92,8 +139,8 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
             &crate::names::Machine::parse(&existing, "target")?,
         ),
         None => crate::layout::TargetDirs::new(&root, &machine),
-    };
-    let shutdown = shutdown::install()?;
+    }
+    .guarded(&guard);
     let verbose = settings.verbose;
     let listener = Listener::start(root, dirs, state, key, key_path, settings, shutdown)?;
     // After the lock: a second listener must say BUSY, not "address in use".

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use crate::accept;
 use crate::cli::StatusArgs;
 use crate::clock;
 use crate::config::Context;
@@ -102,6 +103,12 @@ fn human(t: &TargetStatus, mine: &str) -> String {
             lines.push(format!(
                 "        held: waits for {}",
                 q.waits_for.join(", ")
+            ));
+        }
+        if let Some(ahead) = q.ahead_sec {
+            lines.push(format!(
+                "        deferred: {}",
+                accept::ahead_reason(Duration::from_secs(ahead))
             ));
         }
     }

@@ -18,6 +18,7 @@ use super::{
     RootFacts, RootState, Shape, TargetFacts, holds_layout,
 };
 use crate::clock;
+use crate::events::Watching;
 use crate::fsops::{Child, Dir};
 use crate::heartbeat;
 use crate::key::Key;
@@ -389,6 +390,9 @@ fn local(i: &Inputs<'_>) -> LocalFacts {
         facts.targets.push(LocalTarget {
             ledger_bytes: std::fs::metadata(s.ledger()).ok().map(|m| m.len()),
             lock: lock_holder(&s.lock_file()),
+            watching: std::fs::read_to_string(s.watching())
+                .ok()
+                .and_then(|l| Watching::from_line(&l)),
             name: n,
         });
     }

@@ -25,6 +25,7 @@ use serde::Serialize;
 use time::OffsetDateTime;
 
 use crate::clock;
+use crate::events::Watching;
 use crate::heartbeat::{self, Beat};
 use crate::key::MIN_KEY_BYTES;
 use crate::observe::TargetStatus;
@@ -477,6 +478,8 @@ pub struct LocalTarget {
     pub ledger_bytes: Option<u64>,
     /// The lock.
     pub lock: LockHolder,
+    /// How its listener learns of changes, as it last recorded it.
+    pub watching: Option<Watching>,
 }
 
 /// The local state and the settings' sources.
@@ -490,6 +493,33 @@ pub struct LocalFacts {
     pub targets: Vec<LocalTarget>,
     /// Where each setting came from, as `config` says it.
     pub config: Vec<String>,
+}
+
+/// The running listener's way of learning of changes: events, or its poll
+/// alone (docs/protocol.md §7.2). Off by the setting is a choice; a watch
+/// that could not be set up is said with what fixes it.
+pub fn judge_watching(w: &Watching) -> Check {
+    match w {
+        Watching::Events => Check::ok("events", "the listener is woken by file-system events"),
+        Watching::Off => Check::ok(
+            "events",
+            "off (--no-watch, or watch = false): the listener polls, so a job waits up to a poll interval",
+        ),
+        Watching::Unavailable(why) if w.is_limit() => Check::warn(
+            "events",
+            format!(
+                "watching unavailable ({why}): the OS watch limit is reached, and the listener polls, so a job waits up to a poll interval"
+            ),
+            "raise the limits, e.g. `sysctl fs.inotify.max_user_watches=524288 fs.inotify.max_user_instances=1024` (kept in /etc/sysctl.d/), then restart the listener",
+        ),
+        Watching::Unavailable(why) => Check::warn(
+            "events",
+            format!(
+                "watching unavailable ({why}): the listener polls, so a job waits up to a poll interval"
+            ),
+            "a folder on a network share has no events, and the poll covers it; on Linux a watch limit is raised with `sysctl fs.inotify.max_user_watches=… fs.inotify.max_user_instances=…`, then restart the listener",
+        ),
+    }
 }
 
 fn size(n: u64) -> String {
@@ -533,6 +563,9 @@ pub fn judge_local(l: &LocalFacts) -> Vec<Check> {
             LockHolder::Unknown(e) => format!("lock not readable: {e}"),
         };
         checks.push(Check::ok("state", format!("{ledger}; {lock}")).on(&t.name));
+        if let (LockHolder::Held(_), Some(w)) = (&t.lock, &t.watching) {
+            checks.push(judge_watching(w).on(&t.name));
+        }
     }
     checks.push(Check::ok("config", l.config.join("; ")));
     checks

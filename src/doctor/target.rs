@@ -132,16 +132,28 @@ fn judge_listener(t: &TargetFacts, ours: Option<&str>, now: OffsetDateTime) -> V
         beat.pid
     );
     let age = age_secs(&beat.heartbeat_at, now);
-    let alive = heartbeat::alive(
-        &beat.state,
-        age.and_then(|a| u64::try_from(a).ok())
-            .map(Duration::from_secs),
-    );
+    let since = |a: Option<i64>| {
+        a.and_then(|a| u64::try_from(a).ok())
+            .map(Duration::from_secs)
+    };
+    let changed = modified.map(|m| (now - m).whole_seconds());
+    let by_time = heartbeat::alive(&beat.state, since(age));
+    let alive = heartbeat::seen_alive(&beat.state, since(age), since(changed));
     let mut checks = vec![match age {
         None => Check::warn(
             "heartbeat",
             format!("heartbeatAt {:?} is not a time ({who})", beat.heartbeat_at),
             start.clone(),
+        ),
+        // A stepped clock dates the beat off, while its file keeps changing.
+        Some(_) if alive && !by_time => Check::ok(
+            "heartbeat",
+            format!(
+                "{}, its file written {} ago, though it is dated {:?} by the listener's clock (see the clock check) ({who})",
+                beat.state,
+                human_secs(changed.unwrap_or(0)),
+                beat.heartbeat_at
+            ),
         ),
         Some(a) if a < 0 => Check::warn(
             "heartbeat",
@@ -240,6 +252,20 @@ fn judge_queue(name: &str, s: &TargetStatus, now: OffsetDateTime) -> Check {
             ),
             format!(
                 "`fleet-dispatch status --target {name}` and archive/rejected/ say why, once the listener has judged them"
+            ),
+        );
+    }
+    // Jobs dated too far ahead wait for this clock (docs/protocol.md §6.3).
+    if let Some(ahead) = s.queued.iter().filter_map(|q| q.ahead_sec).max() {
+        let n = s.queued.iter().filter(|q| q.ahead_sec.is_some()).count();
+        return Check::warn(
+            "queue",
+            format!(
+                "{msg}; {n} deferred, the furthest {}",
+                crate::accept::ahead_reason(Duration::from_secs(ahead))
+            ),
+            format!(
+                "set the senders' clocks and {name}'s to network time (Windows: `w32tm /resync`; Linux: enable timesyncd or chrony); nothing is lost meanwhile"
             ),
         );
     }

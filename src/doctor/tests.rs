@@ -313,3 +313,44 @@ fn failures_come_first_and_decide_the_outcome() {
     assert_eq!(order, ["b", "a", "c"]);
     assert!(Report::new(vec![Check::ok("a", "fine")], None).ok);
 }
+
+#[test]
+fn a_listener_that_fell_back_to_polling_is_a_warning_naming_the_fix() {
+    let local = |watching| LocalFacts {
+        state_dir: Some(PathBuf::from("/state")),
+        inside_root: false,
+        targets: vec![LocalTarget {
+            name: "pc".into(),
+            ledger_bytes: Some(10),
+            lock: LockHolder::Held(Some(42)),
+            watching: Some(watching),
+        }],
+        config: Vec::new(),
+    };
+    let events = |l: &LocalFacts| {
+        judge_local(l)
+            .into_iter()
+            .find(|c| c.check.contains("events"))
+            .expect("an events check")
+    };
+    // The watch limit reached: a warning, with the sysctl that fixes it.
+    let c = events(&local(Watching::Unavailable(
+        "OS file watch limit reached. about [\"/r/PC/inbox\"]".into(),
+    )));
+    assert_eq!(c.status, Status::Warn, "{c:?}");
+    assert!(c.message.contains("watching unavailable"), "{}", c.message);
+    let hint = c.hint.as_deref().unwrap_or("");
+    assert!(hint.contains("fs.inotify.max_user_watches"), "{hint}");
+    assert!(hint.contains("fs.inotify.max_user_instances"), "{hint}");
+    // Off by the setting is said, not warned; events are said too.
+    assert_eq!(events(&local(Watching::Off)).status, Status::Ok);
+    assert_eq!(events(&local(Watching::Events)).status, Status::Ok);
+    // A listener that no longer runs says nothing of how it watched.
+    let mut gone = local(Watching::Unavailable("x".into()));
+    gone.targets[0].lock = LockHolder::Free;
+    assert!(
+        judge_local(&gone)
+            .iter()
+            .all(|c| !c.check.contains("events"))
+    );
+}

@@ -43,6 +43,11 @@ impl StateDirs {
     pub fn last_beat(&self) -> PathBuf {
         self.base.join("last-heartbeat")
     }
+    /// How the running listener learns of changes (by events, or by its
+    /// poll alone, and why), for `doctor`.
+    pub fn watching(&self) -> PathBuf {
+        self.base.join("watching")
+    }
     /// A request to the running listener (`listen --drain`): finish the
     /// running job, start no new one, and exit.
     pub fn drain_request(&self) -> PathBuf {

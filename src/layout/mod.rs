@@ -10,9 +10,14 @@ use crate::fsops::{Child, Dir, not_a_folder};
 use crate::names::{JobId, Machine};
 
 mod local;
+mod root;
 mod targets;
 
 pub use local::{DRAIN, StateDirs, default_key_file, default_root, default_state_dir, is_inside};
+pub use root::{
+    Identity, Pending, ROOT_FILE, RootGuard, has_layout, identity_canonical, known_identity,
+    not_the_root, read_identity, root_key,
+};
 pub use targets::{
     check_addressable, existing_targets, find_target, is_all, is_target_list, pick_target,
     resolve_target, resolve_targets,
@@ -183,6 +188,9 @@ impl Folders {
 pub struct TargetDirs {
     base: PathBuf,
     name: Machine,
+    /// The root's identity a writer checked: folders are made only while
+    /// the root still holds it ([`TargetDirs::guarded`]).
+    guard: Option<RootGuard>,
 }
 
 impl TargetDirs {
@@ -191,7 +199,21 @@ impl TargetDirs {
         TargetDirs {
             base: root.join(target.as_str()),
             name: target.clone(),
+            guard: None,
         }
+    }
+
+    /// The same folder, whose missing folders are made only while the
+    /// root holds `guard`'s identity (docs/protocol.md §3.6): a root whose
+    /// mount went away, leaving an empty folder, is never built again.
+    pub fn guarded(mut self, guard: &RootGuard) -> TargetDirs {
+        self.guard = Some(guard.clone());
+        self
+    }
+
+    /// `Ok` unless guarded by an identity `root` no longer holds.
+    fn check_root(&self, root: &Dir) -> Result<()> {
+        self.guard.as_ref().map_or(Ok(()), |g| g.check(root))
     }
 
     /// The folder of `other` in the same root, spelled as it exists there
@@ -206,6 +228,7 @@ impl TargetDirs {
         Ok(find_target(root, other)?.map(|name| TargetDirs {
             base: root.join(&name),
             name: Machine::parse(&name, "target").unwrap_or_else(|_| other.clone()),
+            guard: self.guard.clone(),
         }))
     }
 
@@ -219,7 +242,10 @@ impl TargetDirs {
         Ok(existing_targets(root)?
             .into_iter()
             .filter_map(|name| Machine::parse(&name, "target").ok())
-            .map(|name| TargetDirs::new(root, &name))
+            .map(|name| TargetDirs {
+                guard: self.guard.clone(),
+                ..TargetDirs::new(root, &name)
+            })
             .collect())
     }
 
@@ -295,6 +321,7 @@ impl TargetDirs {
         let root = self.open_root()?;
         let name = self.base_name();
         if make {
+            self.check_root(&root)?;
             return root.child_made(name).map(Some);
         }
         match root.child(name)? {
@@ -365,6 +392,7 @@ impl TargetDirs {
     /// See [`OpenFailure`].
     pub fn open_all(&self) -> std::result::Result<Folders, OpenFailure> {
         let root = self.open_root()?;
+        self.check_root(&root)?;
         let made = |dir: &Dir, name: &str, bad: &dyn Fn(&'static str) -> Bad| {
             for _ in 0..3 {
                 match dir.child(name)? {

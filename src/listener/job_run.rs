@@ -275,7 +275,7 @@ impl Listener {
         for note in std::mem::take(&mut watch.notes) {
             self.say(note);
         }
-        let finished_at = clock::format(clock::now());
+        let finished_at = clock::format(clock::after(started_at, report.duration));
         let outcome = detail::outcome_of(&self.key, job, started_at, report, &finished_at);
         let how = outcome.termination();
         match how {

@@ -43,8 +43,8 @@ use serde::Serialize;
 
 use crate::clock;
 use crate::error::Result;
-use crate::events::{Events, Hint};
-use crate::fsops::{Dir, Durability};
+use crate::events::{Events, Hint, Watching};
+use crate::fsops::{self, Dir, Durability};
 use crate::heartbeat::{self, Beat, Heartbeat};
 use crate::key::Key;
 use crate::layout::{DRAIN, Folders, Place, StateDirs, TargetDirs};
@@ -187,6 +187,11 @@ pub struct Listener {
     /// The watch failed once already (said once; tried again only when a
     /// folder is made anew).
     watch_failed: bool,
+    /// Where [`Self::record_watching`] writes, in the state directory.
+    watching: PathBuf,
+    /// The root is not the one this listener knew (docs/protocol.md §3.6):
+    /// said once, and again once it is back.
+    root_gone: bool,
     shutdown: Arc<Shutdown>,
     beat: Heartbeat,
     last_heartbeat: Instant,
@@ -267,6 +272,20 @@ impl Listener {
                     dirs.folder_lock().display()
                 )
             };
+            if other.instance == who.instance {
+                return Err(crate::error::Error::new(
+                    crate::error::Code::Busy,
+                    format!(
+                        "another listener serves {}: {}{whence}",
+                        dirs.target(),
+                        other.who_beside(&who.instance)
+                    ),
+                )
+                .hint(format!(
+                    "two listeners would run every job twice: stop the copy's, remove its {} (a new instance id is made at its next start) or give it its own state directory, then start them again",
+                    state.instance().display()
+                )));
+            }
             return Err(crate::error::Error::new(
                 crate::error::Code::Busy,
                 format!("another listener serves {}: {}{whence}", dirs.target(), other.who()),
@@ -345,6 +364,8 @@ impl Listener {
             listed_changes: 0,
             rewatch: false,
             watch_failed: false,
+            root_gone: false,
+            watching: state.watching(),
             shutdown,
             beat,
             last_heartbeat: Instant::now(),
@@ -378,23 +399,41 @@ impl Listener {
     /// once on stderr; the poll goes on.
     fn watch_folders(&mut self) {
         self.events = None;
-        if !self.settings.watch || self.settings.once {
+        if self.settings.once {
+            return;
+        }
+        if !self.settings.watch {
+            self.record_watching(&Watching::Off);
             return;
         }
         let mail = self.mail.clone();
         let dirs = [self.dirs.inbox(), self.dirs.cancel()];
         match Events::watch(&dirs, &self.hint, move || mail.send(Control::Wake)) {
-            Ok(e) => self.events = Some(e),
-            Err(_) if self.watch_failed => {}
+            Ok(e) => {
+                self.events = Some(e);
+                self.record_watching(&Watching::Events);
+            }
             Err(e) => {
-                self.watch_failed = true;
-                eprintln!(
-                    "fleet-dispatch: cannot watch {} for changes ({e}); looking every {} instead",
-                    self.dirs.inbox().display(),
-                    clock::format_duration(self.settings.poll)
-                );
+                self.record_watching(&Watching::Unavailable(e.clone()));
+                if !std::mem::replace(&mut self.watch_failed, true) {
+                    eprintln!(
+                        "fleet-dispatch: cannot watch {} for changes ({e}); looking every {} instead",
+                        self.dirs.inbox().display(),
+                        clock::format_duration(self.settings.poll)
+                    );
+                }
             }
         }
+    }
+
+    /// Records how this listener learns of changes in its state directory,
+    /// where `doctor` reads it; a failed write is ignored.
+    fn record_watching(&self, how: &Watching) {
+        let _ = fsops::replace(
+            &self.watching,
+            how.to_line().as_bytes(),
+            fsops::Flush::Nothing,
+        );
     }
 
     /// The layout's folders for this pass, opened (and repaired) when the
@@ -559,7 +598,22 @@ impl Listener {
             self.folders = None;
         }
         let f = match self.folders() {
-            Ok(f) => f,
+            Ok(f) => {
+                if std::mem::take(&mut self.root_gone) {
+                    eprintln!(
+                        "fleet-dispatch: the dispatch root {} is back",
+                        self.root.display()
+                    );
+                }
+                f
+            }
+            Err(e) if e.code == crate::error::Code::Config => {
+                // The root went away: nothing is made in what stands there.
+                if !std::mem::replace(&mut self.root_gone, true) {
+                    eprintln!("fleet-dispatch: {}; waiting for it", e.message);
+                }
+                return Ok(false);
+            }
             Err(e) => {
                 self.say(format!(
                     "cannot open the folders of {}: {e}; trying again",

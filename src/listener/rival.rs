@@ -44,7 +44,7 @@ impl Listener {
             Some(b) => self.say(format!(
                 "not starting jobs: another listener serves {}: {}; stop one of them",
                 self.dirs.target(),
-                b.who()
+                b.who_beside(self.beat.instance())
             )),
             None if self.rival_was_said => {
                 self.say("the other listener is gone; starting jobs again");

@@ -16,8 +16,8 @@ impl Listener {
     /// Walks the queue in drain order and acts on the first job that can
     /// start or end: replay guard → age → cancel check (before the governor,
     /// so a cancelled job never sits deferred under RED) → dependencies (a
-    /// held job is passed over, so the jobs behind it still run) →
-    /// governor → run.
+    /// held job is passed over, so the jobs behind it still run) → a date
+    /// too far ahead of this clock → governor → run.
     ///
     /// With slots, every job that can start now, up to the free slots, is
     /// started at once, their start lines sharing one flush; a job that
@@ -83,6 +83,16 @@ impl Listener {
                     self.inbox.note_own_change(f.inbox());
                     return Ok(true);
                 }
+            }
+            // Dated too far ahead (this clock stepped back, or the sender's
+            // is wrong): left queued until the clock reaches it, never refused.
+            if let Some(ahead) = accept::ahead(self.inbox.jobs[i].job.created, clock::now()) {
+                if self.deferred.insert(id.clone()) {
+                    self.counters.deferred += 1;
+                    self.say(format!("deferred {id}: {}", accept::ahead_reason(ahead)));
+                }
+                i += 1;
+                continue;
             }
             if !tier.admits(self.inbox.jobs[i].job.spec.priority) {
                 if self.deferred.insert(id.clone()) {

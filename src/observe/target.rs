@@ -162,6 +162,12 @@ pub struct QueuedJob {
     /// dependency (docs/protocol.md §7.13); absent otherwise.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub waits_for: Vec<String>,
+    /// How far its `createdAt` lies ahead of this machine's clock, in
+    /// seconds, when that is beyond the skew allowed
+    /// ([`accept::MAX_AHEAD`]): it is deferred until the clock comes
+    /// within the skew of it; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ahead_sec: Option<u64>,
 }
 
 /// A marker in `cancel/`.
@@ -258,7 +264,8 @@ fn listener(dirs: &TargetDirs, key: &Key) -> ListenerState {
             let age = age_since(&beat.heartbeat_at);
             let verified = beat.verified(key, dirs.target());
             ListenerState::Beat {
-                alive: verified && heartbeat::alive(&beat.state, age),
+                alive: verified
+                    && heartbeat::seen_alive(&beat.state, age, heartbeat::changed(dirs)),
                 verified,
                 seen: true,
                 heartbeat_age_sec: age.map(|a| a.as_secs()),
@@ -461,6 +468,7 @@ fn queued_job(dirs: &TargetDirs, key: &Key, j: &Job) -> QueuedJob {
             .iter()
             .map(ToString::to_string)
             .collect(),
+        ahead_sec: accept::ahead(j.created, clock::now()).map(|a| a.as_secs()),
     }
 }
 

@@ -8,7 +8,8 @@
 //! spawned, so a start-up that finds a started job without a result knows
 //! the last listener died mid-job. Its line format, the older one it still
 //! reads, and what the lines add up to at start-up are in the `line`
-//! submodule.
+//! submodule; which root a writer is in, by the identity this machine
+//! remembers for it, in `root`.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions, TryLockError};
@@ -26,8 +27,10 @@ use crate::layout::{FOLDER_LOCK, Place, StateDirs, TargetDirs};
 use crate::rejected;
 
 mod line;
+mod root;
 
 use line::{Line, replay};
+pub use root::identify_root;
 
 /// The held listener lock; dropping it releases the lock.
 #[derive(Debug)]

@@ -1168,3 +1168,25 @@ fn enqueue_with_a_state_directory_it_cannot_use_sends_the_job_and_says_last_is_n
         "nothing of the state was made in the root"
     );
 }
+
+#[test]
+fn a_usage_line_never_lists_an_option_its_variable_set_as_required() {
+    // The world sets FLEET_DISPATCH_ROOT, _KEY_FILE, _STATE_DIR and _MACHINE.
+    let w = World::new();
+    for args in [
+        &["result", "--target", "PC"][..],
+        &["cancel", "--job-id", "x"],
+        &["logs"],
+    ] {
+        let (code, out, err) = w.run(args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        let usage = err
+            .lines()
+            .find(|l| l.starts_with("Usage:"))
+            .unwrap_or_else(|| panic!("{args:?}: no usage line: {err}"));
+        assert!(usage.contains("[OPTIONS]"), "{usage}");
+        for set in ["--root", "--key-file", "--state-dir", "--machine"] {
+            assert!(!usage.contains(set), "{args:?}: {usage}");
+        }
+    }
+}

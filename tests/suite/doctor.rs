@@ -352,3 +352,86 @@ fn the_sync_engine_is_named_from_its_folder_mark() {
     let m = check(&v, "sync engine", None)["message"].as_str().unwrap();
     assert!(m.starts_with("Syncthing (.stfolder in "), "{m}");
 }
+
+/// The `events` check of `PC` in doctor's JSON, when there is one.
+fn events_check(v: &Value) -> Option<Value> {
+    v["checks"]
+        .as_array()?
+        .iter()
+        .find(|c| c["check"] == "events" && c["target"] == "pc")
+        .cloned()
+}
+
+#[test]
+fn doctor_says_a_running_listener_polls_when_events_are_off() {
+    let w = World::with_target();
+    let listener = w.spawn_listener(&["--no-watch"]);
+    let (_, v) = doctor_json(&w, &[]);
+    let c = events_check(&v).unwrap_or_else(|| panic!("no events check: {v}"));
+    assert_eq!(c["status"], "ok", "{c}");
+    assert!(c["message"].as_str().unwrap().contains("polls"), "{c}");
+    drop(listener);
+    let (_, v) = doctor_json(&w, &[]);
+    assert_eq!(events_check(&v), None, "a stopped listener's way: {v}");
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn doctor_names_the_sysctl_when_the_watch_limit_left_the_listener_polling() {
+    // The real condition, kept to one user namespace: there the inotify
+    // instance limit is 0, so the listener's watch fails as at a full limit.
+    let w = World::with_target();
+    let probe = std::process::Command::new("unshare")
+        .args([
+            "-U",
+            "-r",
+            "sh",
+            "-c",
+            "echo 0 > /proc/sys/user/max_inotify_instances",
+        ])
+        .output();
+    if !probe.as_ref().is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: no user namespace to lower the inotify limit in ({probe:?})");
+        return;
+    }
+    let listen = w.bg_cmd();
+    let mut c = std::process::Command::new("unshare");
+    c.args([
+        "-U",
+        "-r",
+        "sh",
+        "-c",
+        "echo 0 > /proc/sys/user/max_inotify_instances && exec \"$0\" \"$@\"",
+    ])
+    .arg(listen.get_program())
+    .args(["listen", "--poll-interval", "100ms"])
+    .env_clear()
+    .envs(listen.get_envs().filter_map(|(k, v)| Some((k, v?))));
+    let hb = w.pc().join("listener.json");
+    let listener = ListenerGuard::spawn(&mut c);
+    wait_until(Duration::from_secs(10), || hb.exists());
+    // It fell back to polling: doctor says so, and what fixes it.
+    let (code, v) = doctor_json(&w, &[]);
+    let c = events_check(&v).unwrap_or_else(|| panic!("no events check: {v}"));
+    assert_eq!(c["status"], "warn", "{c}");
+    assert_ne!(code, 0, "{v}");
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap()
+            .contains("watching unavailable"),
+        "{c}"
+    );
+    let hint = c["hint"].as_str().unwrap();
+    assert!(hint.contains("fs.inotify.max_user_watches"), "{hint}");
+    assert!(hint.contains("fs.inotify.max_user_instances"), "{hint}");
+    let (code, out, _) = doctor(&w, &[]);
+    assert_ne!(code, 0);
+    assert!(!out.contains("all checks pass"), "{out}");
+    // It still runs jobs, by its poll.
+    let side = scratch(&w, "side");
+    let id = w.enqueue(&[], &kit(&["append", p(&side), "ran"]));
+    assert_eq!(w.wait_result(&id, Duration::from_secs(10))["ok"], true);
+    let (_, _, err) = listener.stop(&w, libc::SIGTERM, Duration::from_secs(10));
+    assert!(err.contains("cannot watch"), "{err}");
+}

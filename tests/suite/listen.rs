@@ -734,7 +734,9 @@ fn max_job_age_sets_the_staleness_limit() {
 }
 
 #[test]
-fn a_job_created_more_than_an_hour_in_the_future_is_stale() {
+fn a_job_dated_hours_ahead_is_deferred_not_rejected() {
+    // As after this machine's clock stepped back three hours: the job
+    // waits in the inbox, counted and shown as deferred, never refused.
     let w = World::with_target();
     let side = scratch(&w, "side");
     let far = uid("future");
@@ -742,10 +744,10 @@ fn a_job_created_more_than_an_hour_in_the_future_is_stale() {
         "PC",
         &far,
         "PC",
-        &ts_offset(2 * 3600),
+        &ts_offset(3 * 3600),
         &appends(&side, "far"),
     );
-    // Clock drift under an hour is tolerated.
+    // Clock drift under an hour runs at once.
     let near = uid("drift");
     w.write_job(
         "PC",
@@ -754,10 +756,56 @@ fn a_job_created_more_than_an_hour_in_the_future_is_stale() {
         &ts_offset(30 * 60),
         &appends(&side, "near"),
     );
-    assert_counters(&w.listen_once(&[]), &[("done", 1), ("rejected", 1)]);
-    assert_rejected(&w, &format!("{far}.json"), "stale");
-    assert_never_ran(&w, &far);
+    assert_counters(&w.listen_once(&[]), &[("done", 1), ("deferred", 1)]);
     assert_eq!(lines(&side), ["near"]);
+    assert_never_ran(&w, &far);
+    assert!(w.inbox(&far).exists(), "{:?}", files(&w.pc()));
+    assert!(!w.rejected(&format!("{far}.json")).exists());
+    // A second pass defers it again: nothing is lost.
+    assert_counters(&w.listen_once(&[]), &[("deferred", 1)]);
+    assert!(w.inbox(&far).exists());
+
+    let (_, out, _) = w.run(&["--json", "status", "--target", "PC"]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let q = &v["targets"][0]["queued"][0];
+    assert_eq!(q["jobId"], far.as_str(), "{v}");
+    let ahead = q["aheadSec"].as_u64().unwrap_or(0);
+    assert!((3 * 3600 - 60..=3 * 3600).contains(&ahead), "{q}");
+    let (_, out, _) = w.run(&["status", "--target", "PC"]);
+    assert!(
+        out.contains("deferred: dated 2h59m ahead of this clock, more than the 1h allowed"),
+        "{out}"
+    );
+    let (code, out, err) = w.run(&["doctor", "--target", "PC"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("1 deferred, the furthest dated 2h59m ahead of this clock"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_job_dated_just_past_the_skew_runs_once_the_clock_reaches_it() {
+    let w = World::with_target();
+    let side = scratch(&w, "side");
+    let id = uid("soon");
+    w.write_job(
+        "PC",
+        &id,
+        "PC",
+        &ts_offset(3600 + 4),
+        &appends(&side, "ran"),
+    );
+    let listener = w.spawn_listener(&[]);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_never_ran(&w, &id);
+    assert!(w.inbox(&id).exists(), "{:?}", files(&w.pc()));
+    let r = w.wait_result(&id, Duration::from_secs(10));
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(lines(&side), ["ran"]);
+    // The finish is the start plus the time it ran, by the monotonic clock.
+    assert!(r["finishedAt"].as_str() >= r["startedAt"].as_str(), "{r}");
+    drop(listener);
 }
 
 #[test]
@@ -1432,6 +1480,7 @@ fn a_listener_keeps_the_spelling_of_its_existing_folder() {
     let mut targets: Vec<String> = std::fs::read_dir(&w.root)
         .unwrap()
         .flatten()
+        .filter(|e| e.path().is_dir())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     targets.sort();
@@ -2049,4 +2098,154 @@ fn unparseable_files_waiting_to_settle_are_not_read_again_at_each_pass() {
     w.wait_result(&id, Duration::from_secs(20));
     assert!(w.inbox("junk-0000").exists());
     assert!(!w.rejected("junk-0000.json").exists());
+}
+
+/// The entries of `dir`, folders included.
+fn entries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// A loop listener whose stderr goes to `log`, to be read while it runs.
+fn listener_logging_to(w: &World, log: &Path) -> ListenerGuard {
+    let err = std::fs::File::create(log).unwrap();
+    let child = w
+        .bg_cmd()
+        .args(["listen", "--poll-interval", "100ms"])
+        .stdout(Stdio::null())
+        .stderr(err)
+        .start();
+    ListenerGuard { child: Some(child) }
+}
+
+/// Waits until `log` holds `text`, and returns it.
+fn logged(log: &Path, text: &str) -> String {
+    wait_until(Duration::from_secs(10), || {
+        std::fs::read_to_string(log).is_ok_and(|t| t.contains(text))
+    });
+    std::fs::read_to_string(log).unwrap()
+}
+
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "Windows refuses to rename a folder whose files a listener holds open"
+)]
+fn a_root_that_vanishes_under_a_listener_is_waited_for_not_rebuilt() {
+    // A brand-new empty root: the listener's first start identifies it.
+    let w = World::new();
+    let log = w.dir.path().join("listener.err");
+    let listener = listener_logging_to(&w, &log);
+    wait_until(Duration::from_secs(10), || {
+        w.pc().join("listener.json").exists()
+    });
+    assert!(w.root.join("fleet-root.json").exists());
+    let side = scratch(&w, "side");
+    let one = w.enqueue(&[], &kit(&["append", p(&side), "one"]));
+    assert_eq!(w.wait_result(&one, Duration::from_secs(10))["ok"], true);
+
+    // Its mount goes away (a sync client moves it): an empty folder stands
+    // in its place, and stays empty.
+    let away = w.dir.path().join("root-away");
+    std::fs::rename(&w.root, &away).unwrap();
+    std::fs::create_dir(&w.root).unwrap();
+    let said = logged(&log, "waiting for it");
+    assert!(said.contains("fleet-root.json"), "{said}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(entries(&w.root), Vec::<String>::new());
+    let (code, out, err) = w.run(&["enqueue", "--target", "PC", "--", "true"]);
+    assert_eq!(code, 78, "{out}{err}");
+    assert!(err.contains("CONFIG"), "{err}");
+    assert!(err.contains("fleet-root.json"), "{err}");
+    assert!(err.contains(&w.root.display().to_string()), "{err}");
+    let (code, out, err) = w.run(&["cancel", "--target", "PC", "--job-id", &one]);
+    assert_eq!(code, 78, "{out}{err}");
+    assert!(err.contains("fleet-root.json"), "{err}");
+    assert_eq!(entries(&w.root), Vec::<String>::new());
+
+    // Back: the listener goes on where it was.
+    std::fs::remove_dir(&w.root).unwrap();
+    std::fs::rename(&away, &w.root).unwrap();
+    let two = w.enqueue(&[], &kit(&["append", p(&side), "two"]));
+    assert_eq!(w.wait_result(&two, Duration::from_secs(10))["ok"], true);
+    assert_eq!(lines(&side), ["one", "two"]);
+    logged(&log, "is back");
+    drop(listener);
+}
+
+#[test]
+fn a_root_from_before_identities_gets_one_without_fuss() {
+    let w = World::with_target();
+    let side = scratch(&w, "side");
+    let id = w.enqueue(&[], &kit(&["append", p(&side), "ran"]));
+    assert!(w.root.join("fleet-root.json").exists());
+    assert_counters(&w.listen_once(&[]), &[("done", 1)]);
+    assert_eq!(lines(&side), ["ran"]);
+    assert_eq!(w.result(&id)["ok"], true);
+}
+
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "Windows refuses to rename a folder another process holds open"
+)]
+fn a_listener_started_in_a_vanished_root_waits_for_it() {
+    let w = World::with_target();
+    assert_counters(&w.listen_once(&[]), &[]);
+    let away = w.dir.path().join("root-away");
+    std::fs::rename(&w.root, &away).unwrap();
+    std::fs::create_dir(&w.root).unwrap();
+    // --once refuses; a loop listener waits, making nothing.
+    let (code, out, err) = w.run(&["listen", "--once"]);
+    assert_eq!(code, 78, "{out}{err}");
+    assert!(err.contains("fleet-root.json"), "{err}");
+    let log = w.dir.path().join("listener.err");
+    let listener = listener_logging_to(&w, &log);
+    logged(&log, "waiting for it");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(entries(&w.root), Vec::<String>::new());
+    std::fs::remove_dir(&w.root).unwrap();
+    std::fs::rename(&away, &w.root).unwrap();
+    logged(&log, "is back");
+    let hb = w.pc().join("listener.json");
+    wait_until(Duration::from_secs(10), || {
+        std::fs::read_to_string(&hb).is_ok_and(|t| t.contains("\"listening\""))
+    });
+    drop(listener);
+}
+
+#[test]
+#[cfg_attr(
+    windows,
+    ignore = "Windows refuses to rename a folder whose files a listener holds open"
+)]
+fn a_result_finished_while_the_root_is_away_is_placed_once_it_is_back() {
+    let w = World::with_target();
+    let log = w.dir.path().join("listener.err");
+    let listener = listener_logging_to(&w, &log);
+    wait_until(Duration::from_secs(10), || {
+        w.pc().join("listener.json").exists()
+    });
+    let side = scratch(&w, "side");
+    let id = w.enqueue(&[], &kit(&["sleep", "1", "append", p(&side), "ran"]));
+    wait_until(Duration::from_secs(10), || w.running(&id).exists());
+    let away = w.dir.path().join("root-away");
+    std::fs::rename(&w.root, &away).unwrap();
+    std::fs::create_dir(&w.root).unwrap();
+    // It ends while the root is away: nothing is placed in the folder left.
+    wait_until(Duration::from_secs(10), || lines(&side) == ["ran"]);
+    logged(&log, "waiting for it");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(entries(&w.root), Vec::<String>::new());
+    std::fs::remove_dir(&w.root).unwrap();
+    std::fs::rename(&away, &w.root).unwrap();
+    let r = w.wait_result(&id, Duration::from_secs(10));
+    assert_eq!(r["ok"], true, "{r}");
+    assert!(w.done(&id).exists());
+    assert!(!w.running(&id).exists());
+    drop(listener);
 }

@@ -82,6 +82,38 @@ fn status_says_when_the_listener_has_stopped() {
 }
 
 #[test]
+fn a_listener_whose_clock_stepped_back_is_still_alive() {
+    // A running listener's clock reads three hours early: its beats are
+    // dated so, but its file keeps changing. Liveness is that change.
+    let w = World::new();
+    let l = w.spawn_listener(&[]);
+    let path = w.pc().join("listener.json");
+    let mut beat: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    beat["heartbeatAt"] = Value::String(ts_offset(-3 * 3600));
+    std::fs::write(&path, signed_beat(beat).to_string()).unwrap();
+    let v = status_json(&w, &["--target", "PC"]);
+    let listener = &v["targets"][0]["listener"];
+    assert_eq!(listener["verified"], true, "{listener}");
+    assert_eq!(listener["alive"], true, "{listener}");
+    let (_, out, _) = w.run(&["status", "--target", "PC"]);
+    assert!(out.contains("listener alive"), "{out}");
+    let (_, out, _) = w.run(&["doctor", "--target", "PC"]);
+    assert!(out.contains("its file written"), "{out}");
+    assert!(!out.contains("stale: the last heartbeat"), "{out}");
+    // Nor does `result` say of a job it holds that its listener is unheard of.
+    let id = uid("ahead");
+    let spec = serde_json::json!({"argv": ["true"]});
+    w.write_job("PC", &id, "PC", &ts_offset(3 * 3600), &spec);
+    let (code, out, err) = w.run(&["result", "--target", "all", "--job-id", &id]);
+    assert_eq!(code, 124, "{out}{err}");
+    assert!(
+        !format!("{out}{err}").contains("not been heard from"),
+        "{out}{err}"
+    );
+    drop(l);
+}
+
+#[test]
 fn status_flags_forged_results_and_invalid_inbox_files() {
     let w = World::with_target();
     std::fs::write(w.inbox("forged"), br#"{"jobId":"forged"}"#).unwrap();

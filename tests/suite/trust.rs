@@ -894,3 +894,37 @@ fn a_forged_result_ends_no_wait_and_the_genuine_outcome_does() {
         assert!(result_sig_ok(&w.result(id)));
     }
 }
+
+#[test]
+fn a_clone_of_this_state_directory_is_named_as_such_by_its_run() {
+    let w = World::with_target();
+    assert_eq!(w.listen_once(&[])["done"], 0);
+    let instance = std::fs::read_to_string(state_of(&w.state).join("instance")).unwrap();
+    let instance = instance.trim();
+    // The clone's beat: our instance id, its own run.
+    Beat {
+        instance: instance.to_string(),
+        run: "feedfacefeedface".to_string(),
+        ..Beat::aged("listening", 3)
+    }
+    .write(&w);
+    let (code, out, err) = w.run(&["listen", "--once"]);
+    assert_eq!(code, 75, "{out}{err}");
+    assert!(
+        err.contains("a copy of this listener's state directory"),
+        "{err}"
+    );
+    assert!(err.contains("run feedfacefeedface"), "{err}");
+    let instance_file = state_of(&w.state).join("instance");
+    assert!(err.contains(&instance_file.display().to_string()), "{err}");
+    // Another instance is still another listener.
+    Beat {
+        instance: "0123456789abcdef".to_string(),
+        ..Beat::aged("listening", 3)
+    }
+    .write(&w);
+    let (code, out, err) = w.run(&["listen", "--once"]);
+    assert_eq!(code, 75, "{out}{err}");
+    assert!(!err.contains("copy of this"), "{err}");
+    assert!(err.contains("instance 0123456789abcdef"), "{err}");
+}

@@ -113,6 +113,29 @@ fn ts(t: std::time::SystemTime) -> String {
     )
 }
 
+/// [`ts`] read back: `YYYY-MM-DDTHH:MM:SS.mmmZ` as a time.
+fn parse_ts(s: &str) -> Option<std::time::SystemTime> {
+    let b = s.as_bytes();
+    if b.len() != 24 || b[23] != b'Z' {
+        return None;
+    }
+    let n = |from: usize, to: usize| s.get(from..to)?.parse::<i64>().ok();
+    let (y, m, d) = (n(0, 4)?, n(5, 7)?, n(8, 10)?);
+    let (hh, mm, ss, ms) = (n(11, 13)?, n(14, 16)?, n(17, 19)?, n(20, 23)?);
+    // Days-from-civil (Howard Hinnant), the inverse of `ts`.
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146097 + doe - 719468;
+    let ms = ((days * 86400 + hh * 3600 + mm * 60 + ss) * 1000 + ms)
+        .try_into()
+        .ok()?;
+    Some(std::time::UNIX_EPOCH + Duration::from_millis(ms))
+}
+
 /// A scratch world: a dispatch root, a key file (the vector key, mode 600)
 /// and a state directory, all in one temp dir. The machine is `PC`.
 pub struct World {
@@ -938,10 +961,19 @@ impl Beat {
         signed_beat(self.fields())
     }
 
-    /// Writes it as `PC/listener.json`; returns the path.
+    /// Writes it as `PC/listener.json`, dated as a listener would have
+    /// written it: the file's modification time is its `heartbeatAt`
+    /// (readers judge liveness by either). Returns the path.
     pub fn write(&self, w: &World) -> PathBuf {
         let path = w.pc().join("listener.json");
         std::fs::write(&path, self.doc().to_string()).unwrap();
+        if let Some(at) = parse_ts(&self.heartbeat_at) {
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .and_then(|f| f.set_modified(at))
+                .unwrap();
+        }
         path
     }
 }

@@ -72,6 +72,7 @@ pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> 
     let root = ctx.root()?;
     let key = ctx.key(Some(&root))?;
     let origin = ctx.machine()?;
+    let guard = crate::cmd::known_root(ctx, &root, &key)?;
     // Each target list is resolved once; jobs are grouped by target in the
     // order targets first appear.
     let mut resolved: BTreeMap<String, Vec<TargetDirs>> = BTreeMap::new();
@@ -97,6 +98,7 @@ pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> 
     for (n, req) in &lines {
         if !resolved.contains_key(&req.targets) {
             let t = ctx.targets(&root, &req.targets).map_err(at(*n))?;
+            let t = t.into_iter().map(|d| d.guarded(&guard)).collect();
             resolved.insert(req.targets.clone(), t);
         }
         for dirs in &resolved[&req.targets] {
