@@ -74,8 +74,19 @@ pub fn examine(i: &Inputs<'_>) -> Report {
     // The folders a root one level off would offer as targets are not
     // targets: the layout check says where the root is.
     let targets = if root.shape.off() { &[] } else { i.targets };
+    // What the root's queued jobs wait for, read once for every target
+    // (each target's sweep plan read every inbox of the root again).
+    let awaited = targets.first().and_then(|d| prune::Awaited::read(d).ok());
     for (dirs, beat) in targets.iter().zip(beats) {
-        let facts = target(dirs, beat, key.as_ref(), &hosts, now, i.retention);
+        let facts = target(
+            dirs,
+            beat,
+            key.as_ref(),
+            &hosts,
+            now,
+            i.retention,
+            awaited.as_ref(),
+        );
         checks.extend(super::judge_target(
             &facts,
             fingerprint.as_deref(),
@@ -275,6 +286,7 @@ fn target(
     hosts: &[String],
     now: OffsetDateTime,
     retention: std::time::Duration,
+    awaited: Option<&prune::Awaited>,
 ) -> TargetFacts {
     let history = observe::History {
         count: 0,
@@ -312,7 +324,11 @@ fn target(
         marker: prune::MARKER_MAX_AGE,
         retention,
     };
-    let prunable = prune::plan(dirs, ages).map_or(0, |p| p.len());
+    let plan = match awaited {
+        Some(a) => prune::plan_with(dirs, ages, a),
+        None => prune::plan(dirs, ages),
+    };
+    let prunable = plan.map_or(0, |p| p.len());
     let beat_verified = match (&beat, key) {
         (BeatFile::Beat(b, _), Some(k)) => Some(b.verified(k, dirs.target())),
         _ => None,

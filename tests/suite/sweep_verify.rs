@@ -613,9 +613,15 @@ fn verify_marker_judges_a_consumed_marker_under_its_cancel_name() {
 /// its exit status.
 #[cfg(target_os = "linux")]
 fn sweep_reading(w: &World, args: &[&str]) -> (u64, i32) {
+    reading(w, "sweep", args)
+}
+
+/// What the command `cmd` read in bytes (`/proc/<pid>/io`), and its status.
+#[cfg(target_os = "linux")]
+fn reading(w: &World, cmd: &str, args: &[&str]) -> (u64, i32) {
     let mut child = w
         .bg_cmd()
-        .arg("sweep")
+        .arg(cmd)
         .args(args)
         .stdout(std::process::Stdio::null())
         .spawn()
@@ -667,4 +673,34 @@ fn sweep_all_reads_each_inbox_once_whatever_the_number_of_targets() {
     for t in &targets {
         assert!(w.root.join(t).join("inbox/big-3.json").exists());
     }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn doctor_all_reads_what_the_roots_jobs_wait_for_once_whatever_the_number_of_targets() {
+    let w = World::new();
+    // As above: a 256 KiB queued job linked four times into ten inboxes.
+    let big = json!({"argv": ["true", "x".repeat(256 * 1024)]});
+    let targets: Vec<String> = (0..10).map(|t| format!("T{t}")).collect();
+    w.make_target(&targets[0]);
+    let first = w.write_job(&targets[0], "big-0", &targets[0], &now_text(), &big);
+    let size = std::fs::metadata(&first).unwrap().len();
+    for t in &targets {
+        w.make_target(t);
+        for j in 0..4 {
+            let path = w.root.join(t).join("inbox").join(format!("big-{j}.json"));
+            if path != first {
+                std::fs::hard_link(&first, path).unwrap();
+            }
+        }
+    }
+    let inboxes = size * 4 * targets.len() as u64;
+    // Each target's own queue is read for its status (once over all), and
+    // the sweep plan's jobs waited for once more: twice the inboxes, where
+    // a plan per target read the whole root again (eleven times).
+    let (read, _) = reading(&w, "doctor", &["--all", "--json"]);
+    assert!(
+        read < 4 * inboxes,
+        "doctor --all read {read} bytes; the inboxes hold {inboxes}"
+    );
 }
