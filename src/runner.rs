@@ -372,6 +372,7 @@ impl Running {
                 stop = Some(Stop {
                     reason,
                     grace_expired,
+                    main_killed: !exited,
                 });
             }
         }

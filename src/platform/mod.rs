@@ -95,8 +95,9 @@ pub struct Entry {
 // environment, is given when other jobs run beside it, so that its stops
 // never touch their processes), `id()` (the id the journal records), `leader_exited()`,
 // `signal(Signal)` (the whole tree), `others()` (its live processes but the
-// leader) and `release(self)` (after the leader was reaped). Unix: a process
-// group, plus on Linux the descendants that left it, found through the
+// leader) and `release(self)` (after the leader was reaped). Unix: the
+// leader and its descendants, each signalled by its pid, never by a process
+// group (a job can move into another job's); on Linux found through the
 // subreaper and `/proc`; on macOS those found through `libproc` while their
 // parents back to the listener live (no subreaper: an orphan goes to
 // launchd). Windows: a Job Object that allows no breakaway.
@@ -288,8 +289,9 @@ fn std_command(s: &JobSpawn<'_>) -> Command {
 }
 
 /// Kills the tree recorded under `id` ([`Tree::id`]) at once, as a second
-/// Ctrl-C must; unknown ids are ignored. Unix: SIGKILL to the process
-/// group. Windows: `TerminateJobObject` on the live job with that leader.
+/// Ctrl-C must; unknown ids are ignored. Unix: SIGKILL to the leader, by
+/// its pid while it is unreaped, and to each process a walk of its tree
+/// finds. Windows: `TerminateJobObject` on the live job with that leader.
 pub fn kill_tree_now(id: i32) {
     imp::kill_tree_now(id)
 }

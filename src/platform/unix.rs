@@ -1,9 +1,12 @@
 //! Unix: `renameat2(RENAME_NOREPLACE)` (`renameatx_np(RENAME_EXCL)` on
 //! macOS, or a hard link) for moves, mode bits for the key, process groups
 //! and signals for jobs, and on Linux a child subreaper plus `/proc` so
-//! nothing a job started can escape its stop. macOS finds the same things
-//! through `kqueue` and `libproc` (`macos.rs`), without a subreaper; other
-//! Unixes signal the job's process group and look for its exit every 20 ms.
+//! nothing a job started can escape its stop: every process is signalled by
+//! its pid, never by a group a job could have moved into. macOS finds the
+//! same things through `kqueue` and `libproc` (`macos.rs`), without a
+//! subreaper; other Unixes, with no process table to walk, signal the job's
+//! main process and the group it was started in, and look for its exit
+//! every 20 ms.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -271,15 +274,27 @@ impl JobProcess {
             return Ok(status);
         }
         let mut raw = 0;
-        loop {
-            // SAFETY: waitpid on our own child, into a valid int.
-            if unsafe { libc::waitpid(self.pid, &mut raw, 0) } == self.pid {
+        // An exited leader leaves the list of running jobs as it is reaped,
+        // under the list's lock (see `LIVE`); one still running (only
+        // when its stop failed) is waited for first.
+        while let Err(e) = peek_exit(self.pid, 0) {
+            if e.kind() != io::ErrorKind::Interrupted {
                 break;
             }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
+        }
+        {
+            let mut running = live();
+            loop {
+                // SAFETY: waitpid on our own child, into a valid int.
+                if unsafe { libc::waitpid(self.pid, &mut raw, 0) } == self.pid {
+                    break;
+                }
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
             }
+            running.retain(|l| l.leader != self.pid);
         }
         let status = std::process::ExitStatus::from_raw(raw);
         self.status = Some(status);
@@ -288,7 +303,8 @@ impl JobProcess {
 }
 
 /// The process tree of one job: its main process (leader of its own process
-/// group) and everything started under it, including processes that left the
+/// group, which it may leave: the group is never signalled, each process is,
+/// by its pid) and everything started under it, including processes that left the
 /// group with `setsid` (found through the subreaper and `/proc` on Linux; on
 /// macOS through `libproc` while their line of parents back to the
 /// listener lives, as there is no subreaper to keep an orphan below us).
@@ -308,14 +324,35 @@ pub struct Tree {
     exited: Arc<AtomicBool>,
 }
 
-/// The leaders of the jobs running beside each other (slots), each with
-/// the thread that spawned it (whose `children` list holds it): a walk
-/// for one job passes the others' leaders by, and orphans are reaped
-/// without reaping one of them. Jobs alone are never listed.
-static BESIDE: std::sync::Mutex<Vec<(i32, i32)>> = std::sync::Mutex::new(Vec::new());
+/// A running job's tree, as every walk and stop needs it from any thread.
+#[derive(Debug)]
+struct Live {
+    leader: i32,
+    /// The thread that spawned it (whose `children` list holds it).
+    spawner: i32,
+    /// Its mark, when it runs beside others (see [`Tree`]).
+    mark: Option<String>,
+}
 
-fn beside() -> std::sync::MutexGuard<'static, Vec<(i32, i32)>> {
-    BESIDE.lock().unwrap_or_else(|p| p.into_inner())
+/// The jobs running now: a walk for one job passes the others' leaders
+/// by, orphans are reaped without reaping one of them, and a second
+/// Ctrl-C finds each tree from the signal handler's thread. A leader
+/// leaves the list, under its lock, as its owner reaps it: a pid listed
+/// here is still that leader's, so signalling it can never reach a
+/// process that took the pid over.
+static LIVE: std::sync::Mutex<Vec<Live>> = std::sync::Mutex::new(Vec::new());
+
+fn live() -> std::sync::MutexGuard<'static, Vec<Live>> {
+    LIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The leaders of the jobs running beside others (slots).
+fn leaders_beside() -> Vec<i32> {
+    live()
+        .iter()
+        .filter(|l| l.mark.is_some())
+        .map(|l| l.leader)
+        .collect()
 }
 
 /// This process's id, asked once: a job's end looks for its processes
@@ -346,9 +383,11 @@ impl Tree {
     /// started, in the thread that started it.
     pub fn adopt(child: &JobProcess, mark: Option<String>) -> io::Result<Tree> {
         let leader = i32::try_from(child.id()).map_err(|_| io::Error::other("pid out of range"))?;
-        if mark.is_some() {
-            beside().push((leader, thread_id()));
-        }
+        live().push(Live {
+            leader,
+            spawner: thread_id(),
+            mark: mark.clone(),
+        });
         Ok(Tree {
             leader,
             mark,
@@ -370,22 +409,43 @@ impl Tree {
         self.exited.load(Ordering::Relaxed)
     }
 
-    /// Signals the whole tree: the group and every descendant.
+    /// Signals the whole tree by what the listener knows for certain: the
+    /// leader by its pid (our unreaped child: the pid is still its own),
+    /// then every other process the walk finds. Never a process group: a
+    /// job can move into any group of its session, another job's included,
+    /// and leave its own empty. A forced stop walks again until it finds
+    /// no process it has not killed, so a child forked during a walk is
+    /// killed too.
     pub fn signal(&self, sig: Signal) {
-        signal_group(self.leader, sig);
-        signal_pids(&self.others(), sig);
+        signal_pids(&[self.leader], sig);
+        #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+        // No process table to walk: the group it was started in is all
+        // there is to reach its descendants by.
+        // SAFETY: kill(2) with a negative pid signals a process group.
+        unsafe {
+            libc::kill(-self.leader, sig.number());
+        }
+        let exited = self.leader_exited();
+        let mut sent = Vec::new();
+        for _ in 0..FORCED_WALKS {
+            let fresh: Vec<i32> = tree_processes(self.leader, self.mark.as_deref(), exited)
+                .into_iter()
+                .filter(|p| !sent.contains(p))
+                .collect();
+            if fresh.is_empty() {
+                break;
+            }
+            signal_pids(&fresh, sig);
+            sent.extend(fresh);
+            if sig == Signal::Term {
+                break;
+            }
+        }
     }
 
     /// Live processes of the tree other than the leader.
     pub fn others(&self) -> Vec<i32> {
-        // An exited leader has no children left (they were re-parented to
-        // us, the subreaper): its part of the walk can be skipped.
-        let exited = self.leader_exited();
-        let found = match &self.mark {
-            None => job_processes(own_pid(), self.leader, exited),
-            Some(mark) => shared_job_processes(self.leader, mark, exited),
-        };
-        found.into_iter().filter(|&p| p != self.leader).collect()
+        tree_processes(self.leader, self.mark.as_deref(), self.leader_exited())
     }
 
     /// Called after the leader was reaped: collects adopted orphans (a job
@@ -397,21 +457,40 @@ impl Tree {
     }
 }
 
+/// How many walks a forced stop makes at most, each killing what the last
+/// did not find (a tree that forks faster than it is killed).
+const FORCED_WALKS: usize = 16;
+
+/// The live processes of the tree led by `leader` (with `mark` when it
+/// runs beside others), the leader left out; `exited` when the leader
+/// has exited (its part of the walk is skipped: its children were handed
+/// to us, the subreaper).
+fn tree_processes(leader: i32, mark: Option<&str>, exited: bool) -> Vec<i32> {
+    let found = match mark {
+        None => job_processes(own_pid(), leader, exited),
+        Some(mark) => shared_job_processes(leader, mark, exited),
+    };
+    found.into_iter().filter(|&p| p != leader).collect()
+}
+
 impl Drop for Tree {
     fn drop(&mut self) {
-        // Off the list once its owner is done with it (at its release, or
-        // when its runner failed: then anyone may reap the leader).
-        if self.mark.is_some() {
-            beside().retain(|&(l, _)| l != self.leader);
-        }
+        // Off the list once its owner is done with it (reaped, or its
+        // runner failed: then anyone may reap the leader).
+        forget(self.leader);
     }
+}
+
+/// Takes `leader` off the list of running jobs.
+fn forget(leader: i32) {
+    live().retain(|l| l.leader != leader);
 }
 
 /// Reaps exited children that are not the leader of a job running beside
 /// others (its owner reaps it): the orphans jobs left, adopted as
 /// subreaper. With no such job running, every exited child.
 pub(super) fn reap_orphans_beside() {
-    let leaders: Vec<i32> = beside().iter().map(|&(l, _)| l).collect();
+    let leaders = leaders_beside();
     if leaders.is_empty() {
         reap_orphans();
     } else {
@@ -426,9 +505,21 @@ pub(super) fn reap_orphans_beside() {
     }
 }
 
-/// Kills the tree recorded under `id` at once (a second Ctrl-C).
+/// Kills the tree recorded under `id` at once (a second Ctrl-C): its
+/// leader by pid while it is listed (unreaped), then what a walk finds.
 pub(super) fn kill_tree_now(id: i32) {
-    signal_group(id, Signal::Kill);
+    let mark = {
+        let running = live();
+        let Some(entry) = running.iter().find(|l| l.leader == id) else {
+            return;
+        };
+        signal_pids(&[id], Signal::Kill);
+        entry.mark.clone()
+    };
+    signal_pids(
+        &tree_processes(id, mark.as_deref(), has_exited(id)),
+        Signal::Kill,
+    );
 }
 
 impl Signal {
@@ -462,22 +553,6 @@ pub(super) fn signal_name(sig: i32) -> String {
 pub(super) fn exit_signal(status: &std::process::ExitStatus) -> Option<i32> {
     use std::os::unix::process::ExitStatusExt;
     status.signal()
-}
-
-/// Sends `sig` to the process group `pgid` (continuing it first for a
-/// graceful stop, so a stopped job can act on SIGTERM). Never signals a group
-/// id ≤ 1, which would mean "every process" or init.
-fn signal_group(pgid: i32, sig: Signal) {
-    if pgid <= 1 {
-        return;
-    }
-    // SAFETY: kill(2) with a negative pid signals a process group.
-    unsafe {
-        if sig == Signal::Term {
-            libc::kill(-pgid, libc::SIGCONT);
-        }
-        libc::kill(-pgid, sig.number());
-    }
 }
 
 /// Sends `sig` to single processes (escaped descendants), never pid ≤ 1.
@@ -671,16 +746,7 @@ fn descendants(root: i32, skip: Option<i32>) -> Option<Vec<i32>> {
     let mut frontier = vec![root];
     while let Some(parent) = frontier.pop() {
         let tasks: Vec<String> = if parent == me {
-            // Our own children are the calling thread's (it spawned the
-            // job) and the main thread's (a subreaper adopts orphans into
-            // its first live thread, the main one); no other thread of ours
-            // starts processes.
-            let tid = thread_id();
-            let mut t = vec![me];
-            if tid != me {
-                t.push(tid);
-            }
-            t.into_iter().filter_map(task_children).collect()
+            own_tasks().into_iter().filter_map(task_children).collect()
         } else {
             // A process or thread that ends meanwhile simply has no children.
             let Ok(dir) = std::fs::read_dir(format!("/proc/{parent}/task")) else {
@@ -712,16 +778,7 @@ fn own_children() -> Option<Vec<i32>> {
     if !children_supported() {
         return None;
     }
-    // The main thread's (a subreaper adopts orphans into its first live
-    // thread, the main one) and those of the threads that spawned the
-    // running jobs; no other thread of ours starts processes.
-    let me = own_pid();
-    let mut tasks = vec![me];
-    for &(_, spawner) in beside().iter() {
-        if !tasks.contains(&spawner) {
-            tasks.push(spawner);
-        }
-    }
+    let tasks = own_tasks();
     let mut found = Vec::new();
     for task in tasks {
         // A thread that ends meanwhile simply has no children.
@@ -736,6 +793,22 @@ fn own_children() -> Option<Vec<i32>> {
     Some(found)
 }
 
+/// The threads of ours that may have children: the main one (a subreaper
+/// adopts orphans into its first live thread, the main one), the calling
+/// one, and those that spawned the running jobs; no other thread of ours
+/// starts processes.
+#[cfg(target_os = "linux")]
+fn own_tasks() -> Vec<i32> {
+    let mut tasks = vec![own_pid()];
+    let spawners = live().iter().map(|l| l.spawner).collect::<Vec<_>>();
+    for t in std::iter::once(thread_id()).chain(spawners) {
+        if !tasks.contains(&t) {
+            tasks.push(t);
+        }
+    }
+    tasks
+}
+
 /// True where the kernel has `/proc/<pid>/task/<tid>/children`.
 #[cfg(target_os = "linux")]
 fn children_supported() -> bool {
@@ -746,19 +819,24 @@ fn children_supported() -> bool {
     })
 }
 
-/// True when live process `pid`, a child of ours, is one of the job's with
-/// `mark` and group `pgid`: not another job's leader, and in the group or
-/// carrying the mark in its environment.
+/// True when live process `pid`, an orphan we adopted, is one of the job's
+/// with `mark` (`NAME=id`) and group `pgid`: not another job's leader, and
+/// carrying the mark in its environment, or, carrying no job's mark at all,
+/// in the group. One that carries another job's mark is that job's.
 #[cfg(target_os = "linux")]
 fn marked(pid: i32, pgid: i32, mark: &str) -> bool {
-    if beside().iter().any(|&(l, _)| l == pid) {
+    if live().iter().any(|l| l.leader == pid) {
         return false;
     }
-    proc_row(pid).is_some_and(|p| {
-        p.pgrp == pgid
-            || std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == mark.as_bytes()))
-    })
+    let Some(row) = proc_row(pid) else {
+        return false;
+    };
+    let name = &mark.as_bytes()[..mark.find('=').map_or(mark.len(), |i| i + 1)];
+    let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    match env.split(|&b| b == 0).find(|kv| kv.starts_with(name)) {
+        Some(kv) => kv == mark.as_bytes(),
+        None => row.pgrp == pgid,
+    }
 }
 
 /// The live processes of one job among several running at once (see
