@@ -98,7 +98,8 @@ pub struct Entry {
 // leader) and `release(self)` (after the leader was reaped). Unix: the
 // leader and its descendants, each signalled by its pid, never by a process
 // group (a job can move into another job's); on Linux found through the
-// subreaper and `/proc`; on macOS those found through `libproc` while their
+// subreaper and `/proc`, beside other jobs below the job's keeper (see
+// `JobSpawn::keeper`), which is then the leader the journal records; on macOS those found through `libproc` while their
 // parents back to the listener live (no subreaper: an orphan goes to
 // launchd). Windows: a Job Object that allows no breakaway.
 pub use imp::Tree;
@@ -249,6 +250,11 @@ pub struct JobSpawn<'a> {
     /// Variables added to the listener's environment, replacing any of
     /// the same name.
     pub env: &'a [(String, String)],
+    /// Under a keeper of its own (Linux; ignored elsewhere): a child
+    /// subreaper that is the main process's parent, so every orphan of the
+    /// job stays below it. For jobs beside others, whose orphans would
+    /// otherwise mix at the listener.
+    pub keeper: bool,
 }
 
 // A job's started process: `id()`, `kill()`, `wait()` (which alone reaps
@@ -337,8 +343,9 @@ pub fn become_subreaper() {
 /// After a crash, the live processes of the job a dead listener was
 /// running, for recovery to stop. Linux and macOS: processes whose
 /// environment holds every entry of `Orphaned::env` (`/proc/<pid>/environ`;
-/// `sysctl(KERN_PROCARGS2)` on macOS), and the recorded group unless its id
-/// was visibly reused; other Unixes: the recorded group. Windows: normally none
+/// `sysctl(KERN_PROCARGS2)` on macOS), and, unless the recorded pid was
+/// visibly reused, the recorded group and every process below that pid (a
+/// job's keeper holds all of its orphans); other Unixes: the recorded group. Windows: normally none
 /// (the kill-on-close job ended them), else the recorded leader if it is
 /// the same process (started when the job did).
 pub fn orphans(o: &Orphaned<'_>) -> Vec<i32> {

@@ -221,7 +221,76 @@ pub struct JobProcess {
     /// its exit is seen (see [`JobIo`], which takes them): a reader of the
     /// pipes without a `JobIo` drops them first, or never sees their end.
     pub(super) writers: Vec<std::os::fd::OwnedFd>,
+    /// Under a keeper (Linux, jobs beside others): the process started is
+    /// the keeper, and this the job's main process below it.
+    pub(super) kept: Option<Arc<Kept>>,
     status: Option<std::process::ExitStatus>,
+}
+
+/// A job's main process started under a keeper, a child subreaper of
+/// ours that is its parent (`spawn_linux.rs`): its pid, and its end as the
+/// keeper reports it on its status pipe.
+#[derive(Debug)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub struct Kept {
+    pub(super) main: i32,
+    /// The status pipe's read end, non-blocking.
+    report: std::os::fd::OwnedFd,
+    /// The main process's wait status once reported; `Some(None)` when the
+    /// keeper ended without reporting it (it was killed).
+    ended: std::sync::Mutex<Option<Option<i32>>>,
+}
+
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+impl Kept {
+    pub(super) fn new(main: i32, report: std::os::fd::OwnedFd) -> Kept {
+        Kept {
+            main,
+            report,
+            ended: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// True once the main process's end was reported (or can no longer
+    /// be); reads what the keeper wrote, without waiting.
+    fn exited(&self) -> bool {
+        #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
+        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        #[cfg(target_os = "linux")]
+        if ended.is_none() {
+            use std::os::fd::AsRawFd;
+            match super::spawn_linux::read_report(&self.report) {
+                Some((super::spawn_linux::KEPT_EXITED, raw)) => *ended = Some(Some(raw)),
+                Some(_) => {}
+                // Nothing to read: the keeper has not said yet, or is gone.
+                None if !pipe_has_writer(self.report.as_raw_fd()) => *ended = Some(None),
+                None => {}
+            }
+        }
+        ended.is_some()
+    }
+
+    /// The main process's raw wait status, when the keeper reported it.
+    fn status(&self) -> Option<i32> {
+        self.ended
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .flatten()
+    }
+}
+
+/// True while the pipe whose read end is `fd` has a writer: a `poll` for
+/// reading says POLLHUP once none is left.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn pipe_has_writer(fd: i32) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no wait.
+    unsafe { libc::poll(&mut p, 1, 0) };
+    p.revents & libc::POLLHUP == 0
 }
 
 impl JobProcess {
@@ -233,6 +302,7 @@ impl JobProcess {
             stderr,
             exit_fd: None,
             writers: Vec::new(),
+            kept: None,
             status: None,
         }
     }
@@ -255,9 +325,15 @@ impl JobProcess {
         self.pid as u32
     }
 
-    /// SIGKILL, unless it was reaped already.
+    /// SIGKILL, unless it was reaped already (under a keeper, the main
+    /// process first).
     pub fn kill(&mut self) -> io::Result<()> {
         if self.status.is_none() {
+            if let Some(kept) = &self.kept
+                && !kept.exited()
+            {
+                signal_pids(&[kept.main], Signal::Kill);
+            }
             // SAFETY: kill takes a pid and a signal number; our child is
             // unreaped, so the pid is still its own.
             if unsafe { libc::kill(self.pid, libc::SIGKILL) } != 0 {
@@ -274,6 +350,18 @@ impl JobProcess {
             return Ok(status);
         }
         let mut raw = 0;
+        if self.kept.is_some() {
+            // A keeper ends once nothing of the job is left below it: a
+            // moment after the stop of what the main process left. One
+            // that does not is killed (what it kept goes to us).
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
+            while !has_exited(self.pid) && std::time::Instant::now() < until {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            if !has_exited(self.pid) {
+                signal_pids(&[self.pid], Signal::Kill);
+            }
+        }
         // An exited leader leaves the list of running jobs as it is reaped,
         // under the list's lock (see `LIVE`); one still running (only
         // when its stop failed) is waited for first.
@@ -295,6 +383,15 @@ impl JobProcess {
                 }
             }
             running.retain(|l| l.leader != self.pid);
+        }
+        // Under a keeper, the status is the main process's as reported;
+        // the keeper's own only when it was killed before it could say.
+        if let Some(main) = self.kept.as_ref().and_then(|k| {
+            // What it said before it ended, if nobody read it yet.
+            k.exited();
+            k.status()
+        }) {
+            raw = main;
         }
         let status = std::process::ExitStatus::from_raw(raw);
         self.status = Some(status);
@@ -319,6 +416,8 @@ impl JobProcess {
 pub struct Tree {
     leader: i32,
     mark: Option<String>,
+    /// Under a keeper (then `leader` is the keeper): its main process.
+    kept: Option<Arc<Kept>>,
     /// Set once the leader is known to have exited (it stays so until it
     /// is reaped), by the tree or by the job's [`JobIo`]: not asked again.
     exited: Arc<AtomicBool>,
@@ -332,6 +431,8 @@ struct Live {
     spawner: i32,
     /// Its mark, when it runs beside others (see [`Tree`]).
     mark: Option<String>,
+    /// True when the leader is a keeper (see [`Kept`]).
+    keeper: bool,
 }
 
 /// The jobs running now: a walk for one job passes the others' leaders
@@ -346,11 +447,11 @@ fn live() -> std::sync::MutexGuard<'static, Vec<Live>> {
     LIVE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The leaders of the jobs running beside others (slots).
+/// The leaders (or keepers) of the jobs running beside others (slots).
 fn leaders_beside() -> Vec<i32> {
     live()
         .iter()
-        .filter(|l| l.mark.is_some())
+        .filter(|l| l.mark.is_some() || l.keeper)
         .map(|l| l.leader)
         .collect()
 }
@@ -387,10 +488,12 @@ impl Tree {
             leader,
             spawner: thread_id(),
             mark: mark.clone(),
+            keeper: child.kept.is_some(),
         });
         Ok(Tree {
             leader,
             mark,
+            kept: child.kept.clone(),
             exited: Arc::default(),
         })
     }
@@ -403,7 +506,11 @@ impl Tree {
     /// True once the leader has exited (it stays unreaped until its owner
     /// waits for it, keeping the group id reserved).
     pub fn leader_exited(&self) -> bool {
-        if !self.exited.load(Ordering::Relaxed) && has_exited(self.leader) {
+        let exited = || match &self.kept {
+            Some(kept) => kept.exited(),
+            None => has_exited(self.leader),
+        };
+        if !self.exited.load(Ordering::Relaxed) && exited() {
             self.exited.store(true, Ordering::Relaxed);
         }
         self.exited.load(Ordering::Relaxed)
@@ -417,6 +524,12 @@ impl Tree {
     /// no process it has not killed, so a child forked during a walk is
     /// killed too.
     pub fn signal(&self, sig: Signal) {
+        if self.kept.is_some() {
+            // Everything below the keeper, the main process first; never
+            // the keeper, which must outlive what it keeps.
+            signal_kept(self.leader, sig);
+            return;
+        }
         signal_pids(&[self.leader], sig);
         #[cfg(not(any(target_os = "linux", target_os = "macos")))]
         // No process table to walk: the group it was started in is all
@@ -445,6 +558,11 @@ impl Tree {
 
     /// Live processes of the tree other than the leader.
     pub fn others(&self) -> Vec<i32> {
+        if let Some(kept) = &self.kept {
+            let mut below = kept_processes(self.leader);
+            below.retain(|&p| p != kept.main);
+            return below;
+        }
         tree_processes(self.leader, self.mark.as_deref(), self.leader_exited())
     }
 
@@ -453,6 +571,40 @@ impl Tree {
     pub fn release(self) {
         if self.mark.is_none() {
             reap_orphans();
+        }
+    }
+}
+
+/// Every live process below `keeper`, in the order of the walk (parents
+/// before their children): all of its job's, as every orphan of the job
+/// lands with the keeper.
+fn kept_processes(keeper: i32) -> Vec<i32> {
+    #[cfg(target_os = "linux")]
+    if let Some(below) = descendants(keeper, None) {
+        return below
+            .into_iter()
+            .filter(|&p| p > 1 && proc_row(p).is_some())
+            .collect();
+    }
+    tree_in_table(&process_table(), keeper, 0)
+}
+
+/// Signals every process below `keeper`; a forced stop walks again until
+/// it finds none it has not killed.
+fn signal_kept(keeper: i32, sig: Signal) {
+    let mut sent = Vec::new();
+    for _ in 0..FORCED_WALKS {
+        let fresh: Vec<i32> = kept_processes(keeper)
+            .into_iter()
+            .filter(|p| !sent.contains(p))
+            .collect();
+        if fresh.is_empty() {
+            break;
+        }
+        signal_pids(&fresh, sig);
+        sent.extend(fresh);
+        if sig == Signal::Term {
+            break;
         }
     }
 }
@@ -513,6 +665,13 @@ pub(super) fn kill_tree_now(id: i32) {
         let Some(entry) = running.iter().find(|l| l.leader == id) else {
             return;
         };
+        if entry.keeper {
+            // What it keeps first, then the keeper itself (while it is
+            // listed, it is unreaped: the pid is its own).
+            signal_kept(id, Signal::Kill);
+            signal_pids(&[id], Signal::Kill);
+            return;
+        }
         signal_pids(&[id], Signal::Kill);
         entry.mark.clone()
     };
@@ -949,9 +1108,19 @@ pub(super) fn orphans(o: &super::Orphaned<'_>) -> Vec<i32> {
         .iter()
         .any(|p| p.pid == o.group && !started_near(p.pid, o.started));
     if o.group > 1 && !reused {
-        for p in table.iter().filter(|p| p.pgrp == o.group && p.pid != me) {
-            if !found.contains(&p.pid) {
-                found.push(p.pid);
+        // Its group, and everything below its leader when that lives: a
+        // job beside others ran under a keeper (the recorded pid), which
+        // still holds every orphan of the job, whatever it did to its
+        // environment and group.
+        let below = if table.iter().any(|p| p.pid == o.group) {
+            tree_in_table(&table, o.group, 0)
+        } else {
+            Vec::new()
+        };
+        let members = table.iter().filter(|p| p.pgrp == o.group).map(|p| p.pid);
+        for p in members.chain(below) {
+            if p != me && !found.contains(&p) {
+                found.push(p);
             }
         }
     }
@@ -1128,6 +1297,8 @@ pub struct JobIo {
     exit_fd: Option<std::os::fd::OwnedFd>,
     writers: Vec<std::os::fd::OwnedFd>,
     leader: i32,
+    /// Under a keeper: the main process's end comes on its status pipe.
+    kept: Option<Arc<Kept>>,
     exited: bool,
     /// The tree's flag, set here when the exit is seen.
     leader_gone: Arc<AtomicBool>,
@@ -1140,9 +1311,13 @@ impl JobIo {
         JobIo {
             out: child.stdout.take(),
             err: child.stderr.take(),
-            exit_fd: child.exit_fd.take().or_else(|| exit_fd(tree.leader)),
+            exit_fd: match &tree.kept {
+                Some(_) => None,
+                None => child.exit_fd.take().or_else(|| exit_fd(tree.leader)),
+            },
             writers: std::mem::take(&mut child.writers),
             leader: tree.leader,
+            kept: tree.kept.clone(),
             exited: false,
             leader_gone: Arc::clone(&tree.exited),
             bell: bell.clone(),
@@ -1161,10 +1336,20 @@ impl JobIo {
         use std::io::Read;
         use std::os::fd::AsRawFd;
         loop {
-            let look = self.exit_fd.is_none() || EXIT_BACKSTOP.is_some();
-            if !self.exited && look && has_exited(self.leader) {
-                return self.exit_seen();
+            if let Some(kept) = &self.kept {
+                if !self.exited && kept.exited() {
+                    return self.exit_seen();
+                }
+            } else {
+                let look = self.exit_fd.is_none() || EXIT_BACKSTOP.is_some();
+                if !self.exited && look && has_exited(self.leader) {
+                    return self.exit_seen();
+                }
             }
+            let exit_watch = match &self.kept {
+                Some(kept) => Some(kept.report.as_raw_fd()),
+                None => self.exit_fd.as_ref().map(|p| p.as_raw_fd()),
+            };
             let none = -1;
             let fd = |o: Option<i32>| libc::pollfd {
                 fd: o.unwrap_or(none),
@@ -1174,11 +1359,7 @@ impl JobIo {
             let mut fds = [
                 fd(self.out.as_ref().map(|p| p.as_raw_fd())),
                 fd(self.err.as_ref().map(|p| p.as_raw_fd())),
-                fd(self
-                    .exit_fd
-                    .as_ref()
-                    .filter(|_| !self.exited)
-                    .map(|p| p.as_raw_fd())),
+                fd(exit_watch.filter(|_| !self.exited)),
                 fd(Some(self.bell.ends.0.as_raw_fd())),
             ];
             let now = std::time::Instant::now();
@@ -1186,7 +1367,7 @@ impl JobIo {
                 return IoEvent::Timeout;
             }
             let mut wait = until - now;
-            if !self.exited && self.exit_fd.is_none() {
+            if !self.exited && exit_watch.is_none() {
                 wait = wait.min(std::time::Duration::from_millis(20));
             } else if let Some(every) = EXIT_BACKSTOP.filter(|_| !self.exited) {
                 wait = wait.min(every);
@@ -1220,9 +1401,13 @@ impl JobIo {
                 return IoEvent::Closed;
             }
             if ready(2) {
-                #[cfg(target_os = "linux")]
-                await_zombie(self.leader);
-                return self.exit_seen();
+                // Under a keeper, the report is read at the loop's top.
+                if self.kept.is_none() {
+                    #[cfg(target_os = "linux")]
+                    await_zombie(self.leader);
+                    return self.exit_seen();
+                }
+                continue;
             }
             if ready(3) {
                 self.bell.drain();

@@ -211,8 +211,9 @@ fn a_stop_during_a_cancels_grace_caps_what_is_left_of_it() {
 // ------------------------------------------------ stops that cannot be escaped
 
 /// The job of the escape tests (python3), by its first argument:
-/// - `sibling NOTES PIDFILE GO`: writes its pid (its group's id), waits
-///   for GO, exits 0; a SIGTERM is noted in NOTES and ends it.
+/// - `sibling NOTES PIDFILE GO`: writes its group's id to PIDFILE.group and
+///   its pid to PIDFILE, waits for GO, exits 0; a SIGTERM is noted in
+///   NOTES and ends it.
 /// - `own NOTES PIDFILE STAY`: forks a child into a group of its own, then
 ///   moves itself into that group; writes both pids.
 /// - `join NOTES PIDFILE STAY GROUPFILE`: moves itself into the group whose
@@ -235,6 +236,7 @@ def write(path, text):
         f.write(text)
     os.rename(path + ".tmp", path)
 if role == "sibling":
+    write(pidfile + ".group", str(os.getpgid(0)))
     write(pidfile, str(os.getpid()))
     while not os.path.exists(sys.argv[4]):
         time.sleep(0.05)
@@ -353,7 +355,8 @@ fn escapes_are_stopped(how: How) {
         );
         let _other = (!beside).then(|| listener_of(&w, "PC2", &[]));
         let mut l = Some(w.spawn_listener(&["--slots", slots, "--stop-grace", "1s"]));
-        let sibling_group = read_pid(&sibling_pid, LIMIT);
+        let sibling_main = read_pid(&sibling_pid, LIMIT);
+        let sibling_group = sibling_pid.with_extension("pid.group");
         let timeout: &[&str] = if how == How::Timeout {
             &["--timeout", "1s", "--grace", "1s"]
         } else {
@@ -372,7 +375,7 @@ fn escapes_are_stopped(how: How) {
         for kind in kinds {
             let pidfile = scratch(&w, &format!("{kind}.pid"));
             let mut args = vec![kind, p(&notes), p(&pidfile), STAY];
-            args.extend((*kind == "join").then_some(p(&sibling_pid)));
+            args.extend((*kind == "join").then_some(p(&sibling_group)));
             moved.push((kind, enqueue_python(&w, "PC", timeout, &args), pidfile));
         }
         for (at, (kind, id, pidfile)) in moved.iter().enumerate() {
@@ -428,7 +431,7 @@ fn escapes_are_stopped(how: How) {
         }
         // The sibling was never signalled, and still runs to its own end.
         assert!(
-            alive(sibling_group),
+            alive(sibling_main),
             "slots {slots}, {how:?}: the sibling died"
         );
         let noted = std::fs::read_to_string(&notes).unwrap_or_default();
@@ -488,7 +491,13 @@ fn a_sibling_jobs_stop_never_reaches_a_job_that_joined_its_group() {
             &w,
             "PC",
             &[],
-            &["join", p(&notes), p(&pidfile), "4", p(&sibling_pid)],
+            &[
+                "join",
+                p(&notes),
+                p(&pidfile),
+                "4",
+                p(&sibling_pid.with_extension("pid.group")),
+            ],
         );
         let pids = moved_pids(&pidfile);
         let (code, out, err) = w.run(&["cancel", "--target", sibling_target, "--job-id", &sibling]);
@@ -571,4 +580,93 @@ fn a_second_ctrl_c_kills_a_job_that_left_its_group() {
     }
     let left: Vec<i32> = pids.iter().copied().filter(|&p| alive(p)).collect();
     assert!(left.is_empty(), "{left:?} outlived the second Ctrl-C");
+}
+
+/// `sh -c` for a job that starts a daemon (a new session, its job id
+/// removed from its environment, its standard streams closed, its parent
+/// gone at once), writes the daemon's pid to `pidfile`, then sleeps
+/// `then` seconds and exits 0.
+#[cfg(unix)]
+fn daemonising(pidfile: &std::path::Path, then: &str) -> Vec<String> {
+    let script = format!(
+        "( setsid env -u FLEET_DISPATCH_JOB_ID sh -c 'echo $$ > {}.tmp; mv {0}.tmp {0}; exec sleep 300' </dev/null >/dev/null 2>&1 & ); sleep {then}",
+        pidfile.display()
+    );
+    vec!["sh".into(), "-c".into(), script]
+}
+
+/// With slots, a job's daemonised orphan is stopped when its job ends,
+/// within a second, while a job in another slot runs on untouched.
+#[cfg(unix)]
+#[test]
+fn a_daemonised_orphan_is_stopped_with_its_job_beside_another_slot() {
+    let w = World::with_target();
+    let notes = scratch(&w, "notes");
+    let go = scratch(&w, "go");
+    let sibling_pid = scratch(&w, "sibling.pid");
+    let sibling = enqueue_python(
+        &w,
+        "PC",
+        &[],
+        &["sibling", p(&notes), p(&sibling_pid), p(&go)],
+    );
+    let _l = w.spawn_listener(&["--slots", "2"]);
+    let sibling_main = read_pid(&sibling_pid, LIMIT);
+    let pidfile = scratch(&w, "daemon.pid");
+    let id = w.enqueue(&["--grace", "5s"], &daemonising(&pidfile, "0.5"));
+    let daemon = read_pid(&pidfile, LIMIT);
+    let r = w.wait_result(&id, LIMIT);
+    assert_eq!(r["ok"], true, "{r}");
+    let ended = std::time::Instant::now();
+    while alive(daemon) && ended.elapsed() < Duration::from_secs(1) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!alive(daemon), "the daemon {daemon} outlived its job");
+    assert_eq!(w.detail(&id)["leftoversStopped"], 1);
+    assert!(alive(sibling_main), "the job beside it was stopped");
+    assert!(
+        !std::fs::read_to_string(&notes)
+            .unwrap_or_default()
+            .contains("TERM")
+    );
+    std::fs::write(&go, "").unwrap();
+    let r = w.wait_result(&sibling, LIMIT);
+    assert_eq!(r["ok"], true, "{r}");
+}
+
+/// After the listener is killed (`kill -9`) while a job beside another ran
+/// with a daemon it started, the next start stops that daemon too.
+#[cfg(unix)]
+#[test]
+fn a_daemonised_orphan_of_a_job_beside_another_is_stopped_after_a_crash() {
+    let w = World::with_target();
+    let notes = scratch(&w, "notes");
+    let go = scratch(&w, "go");
+    let sibling_pid = scratch(&w, "sibling.pid");
+    enqueue_python(
+        &w,
+        "PC",
+        &[],
+        &["sibling", p(&notes), p(&sibling_pid), p(&go)],
+    );
+    let l = w.spawn_listener(&["--slots", "2"]);
+    read_pid(&sibling_pid, LIMIT);
+    let pidfile = scratch(&w, "daemon.pid");
+    let id = w.enqueue(&[], &daemonising(&pidfile, "60"));
+    let daemon = read_pid(&pidfile, LIMIT);
+    wait_until(LIMIT, || wait_open_pids(&w) == 2);
+    kill_hard(l.pid());
+    let (code, _, _) = l.wait(LIMIT);
+    assert_ne!(code, 0);
+    assert!(alive(daemon), "the daemon died with the listener");
+    let c = w.listen_once(&["--slots", "2"]);
+    assert_eq!(c["failed"], 2, "{c}");
+    assert_eq!(w.result(&id)["error"], "interrupted");
+    wait_until(Duration::from_secs(5), || !alive(daemon));
+}
+
+/// How many jobs the ledger shows running with their pid noted.
+#[cfg(unix)]
+fn wait_open_pids(w: &World) -> usize {
+    open_jobs(w).iter().filter(|(_, pid)| *pid > 0).count()
 }
