@@ -2,6 +2,12 @@
 //! being stopped and its grace, a second kills it and leaves the folder
 //! saying the listener stopped; `listen --drain` lets the running job
 //! finish, starts no new one and stops the listener, for service managers.
+//!
+//! A job's stop cannot be escaped: a main process that moves itself into
+//! another process group is stopped by its pid, a sibling job's stop never
+//! reaches it, a daemon a job beside others leaves is stopped with it
+//! (under its keeper), and the result says what the main process died of.
+//! A spawn at the process limit is `spawn-failed` and the listener goes on.
 
 use std::time::Duration;
 
@@ -669,4 +675,136 @@ fn a_daemonised_orphan_of_a_job_beside_another_is_stopped_after_a_crash() {
 #[cfg(unix)]
 fn wait_open_pids(w: &World) -> usize {
     open_jobs(w).iter().filter(|(_, pid)| *pid > 0).count()
+}
+
+// ------------------------------------------------ a spawn at the process limit
+
+/// The user a listener runs as for `RLIMIT_NPROC`, which binds no root.
+#[cfg(target_os = "linux")]
+const NOBODY: u32 = 65534;
+
+/// Makes the world `nobody`'s, so a listener can run as that user.
+#[cfg(target_os = "linux")]
+fn give_to_nobody(w: &World) {
+    fn walk(p: &std::path::Path) {
+        std::os::unix::fs::lchown(p, Some(NOBODY), Some(NOBODY)).unwrap();
+        if p.is_dir() && !p.is_symlink() {
+            for e in std::fs::read_dir(p).unwrap().flatten() {
+                walk(&e.path());
+            }
+        }
+    }
+    walk(w.dir.path());
+}
+
+/// `fleet-dispatch ARGS…` as `nobody`, to its end: (status, stdout, stderr).
+#[cfg(target_os = "linux")]
+fn as_nobody(w: &World, args: &[&str]) -> (i32, String, String) {
+    use std::os::unix::process::CommandExt;
+    let out = w
+        .bg_cmd()
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// How many tasks (threads included, as `RLIMIT_NPROC` counts them) the
+/// user `nobody` has on this machine now.
+#[cfg(target_os = "linux")]
+fn tasks_of_nobody() -> u64 {
+    let mut n = 0;
+    for pid in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(tasks) = std::fs::read_dir(pid.path().join("task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+            let uid = status.lines().find_map(|l| l.strip_prefix("Uid:"));
+            if uid.and_then(|u| u.split_whitespace().next()) == Some("65534") {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+/// A listener whose user reached its process limit (`RLIMIT_NPROC`) when a
+/// job is spawned, alone and with slots (where the spawn forks a keeper
+/// first): the job is `spawn-failed`, saying why and after how many tries,
+/// nothing of it ran, and the listener goes on to run the next job once
+/// the user has processes to spare again.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_spawn_at_the_process_limit_is_spawn_failed_and_the_listener_goes_on() {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: only root can run a listener as another user here");
+        return;
+    }
+    for slots in ["1", "2"] {
+        let w = World::with_target();
+        let side = scratch(&w, "side");
+        give_to_nobody(&w);
+        // Room for the listener's threads and a command or two beside it.
+        let most = tasks_of_nobody() + 24;
+        let mut c = w.bg_cmd();
+        c.uid(NOBODY)
+            .gid(NOBODY)
+            .args(["listen", "--poll-interval", "100ms", "--slots", slots]);
+        // SAFETY: setrlimit only, between the fork and the exec.
+        unsafe {
+            c.pre_exec(move || {
+                let limit = libc::rlimit {
+                    rlim_cur: most,
+                    rlim_max: most,
+                };
+                if libc::setrlimit(libc::RLIMIT_NPROC, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let _l = ListenerGuard::spawn(&mut c);
+        wait_until(LIMIT, || w.pc().join("listener.json").exists());
+        let enqueue = |word: &str| {
+            let argv = kit(&["append", p(&side), word]);
+            let mut args = vec!["enqueue", "--target", "PC", "--"];
+            args.extend(argv.iter().map(String::as_str));
+            let (code, out, err) = as_nobody(&w, &args);
+            assert_eq!(code, 0, "{out}{err}");
+            out.trim().to_string()
+        };
+        // The user's other processes take what is left of its limit.
+        let mut fillers = Vec::new();
+        while tasks_of_nobody() < most {
+            let mut f = std::process::Command::new("sleep");
+            f.arg("60").uid(NOBODY).gid(NOBODY);
+            fillers.push(f.spawn().unwrap());
+        }
+        let stuck = enqueue("stuck");
+        let r = w.wait_result(&stuck, LIMIT);
+        assert_eq!(r["error"], "spawn-failed", "slots {slots}: {r}");
+        let why = w.detail(&stuck)["spawnError"].as_str().unwrap().to_string();
+        assert!(
+            why.contains("Resource temporarily unavailable") && why.contains("(4 tries)"),
+            "slots {slots}: {why}"
+        );
+        assert!(lines(&side).is_empty(), "slots {slots}: it ran");
+        for mut f in fillers {
+            let _ = f.kill();
+            let _ = f.wait();
+        }
+        let next = enqueue("next");
+        let r = w.wait_result(&next, LIMIT);
+        assert_eq!(r["ok"], true, "slots {slots}: {r}");
+        assert_eq!(lines(&side), ["next"], "slots {slots}");
+    }
 }
