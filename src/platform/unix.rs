@@ -354,9 +354,22 @@ impl JobProcess {
             // A keeper ends once nothing of the job is left below it: a
             // moment after the stop of what the main process left. One
             // that does not is killed (what it kept goes to us).
-            let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
-            while !has_exited(self.pid) && std::time::Instant::now() < until {
-                std::thread::sleep(std::time::Duration::from_millis(5));
+            if !has_exited(self.pid)
+                && let Some(fd) = exit_fd(self.pid)
+            {
+                use std::os::fd::AsRawFd;
+                let mut p = libc::pollfd {
+                    fd: fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
+                let mut left = until - std::time::Instant::now();
+                // SAFETY: one valid pollfd; its pidfd is readable once the
+                // keeper exits. A signal only cuts the wait short.
+                while unsafe { libc::poll(&mut p, 1, left.as_millis() as i32) } < 0 {
+                    left = until.saturating_duration_since(std::time::Instant::now());
+                }
             }
             if !has_exited(self.pid) {
                 signal_pids(&[self.pid], Signal::Kill);
@@ -428,6 +441,7 @@ pub struct Tree {
 struct Live {
     leader: i32,
     /// The thread that spawned it (whose `children` list holds it).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     spawner: i32,
     /// Its mark, when it runs beside others (see [`Tree`]).
     mark: Option<String>,
