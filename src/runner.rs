@@ -167,6 +167,9 @@ pub fn start(req: Request, bell: &platform::Bell) -> std::result::Result<Running
         argv: &req.argv,
         cwd: req.cwd.as_deref(),
         env: &req.env,
+        // Beside others, a job's orphans would mix at the listener: a
+        // keeper of its own holds them.
+        keeper: req.mark.is_some(),
     };
     let mut tries = 0;
     let mut child = loop {
@@ -371,6 +374,7 @@ impl Running {
                 stop = Some(Stop {
                     reason,
                     grace_expired,
+                    main_killed: !exited,
                 });
             }
         }

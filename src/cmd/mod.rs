@@ -100,8 +100,12 @@ pub fn result_human(o: &Outcome) -> String {
             clock::human(std::time::Duration::from_millis(ms))
         ));
     }
-    if let Some(sig) = &d.signal {
-        s.push_str(&format!(", ended by {sig}"));
+    // A process that exited with a code after a stop signal was not ended
+    // by it: say what happened in that order.
+    match (&d.signal, d.exit_code_after_signal) {
+        (Some(sig), Some(c)) => s.push_str(&format!(", exited {c} after {sig}")),
+        (Some(sig), None) => s.push_str(&format!(", ended by {sig}")),
+        _ => {}
     }
     if let Some(m) = &d.marker {
         s.push_str(&format!(", cancel from {}", m.origin));

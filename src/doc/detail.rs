@@ -181,16 +181,11 @@ pub fn outcome_of(
             d.spawn_error = Some(clip(msg, SPAWN_ERROR_BYTES));
             (Termination::SpawnFailed, None)
         }
-        (_, Some(stop)) => {
+        (exit, Some(stop)) => {
             d.grace_expired = Some(stop.grace_expired);
-            let signal = if stop.grace_expired {
-                "SIGKILL"
-            } else {
-                "SIGTERM"
-            };
-            d.signal = Some(signal.to_string());
-            if let Exit::Code(c) = r.exit {
-                d.exit_code_after_signal = Some(c);
+            d.signal = Some(stop_signal(exit, stop.main_killed));
+            if let Exit::Code(c) = exit {
+                d.exit_code_after_signal = Some(*c);
             }
             let how = match &stop.reason {
                 StopReason::Cancel(m) => {
@@ -223,6 +218,20 @@ pub fn outcome_of(
         finished_at,
         &d,
     )
+}
+
+/// The signal a stopped job's result names: the one its main process died
+/// of, as its wait status tells it; for one that exited with a code (and on
+/// Windows, where every end is a code), the last stop signal it was sent
+/// while it ran: `SIGKILL` only when the forced kill was sent to it
+/// (`main_killed`), never for one that had exited before the grace ran
+/// out on what it left behind.
+fn stop_signal(exit: &Exit, main_killed: bool) -> String {
+    match exit {
+        Exit::Signal(s) => platform::signal_name(*s),
+        _ if main_killed => "SIGKILL".to_string(),
+        _ => "SIGTERM".to_string(),
+    }
 }
 
 /// The signed result of a job cancelled by `marker` before it started.

@@ -40,6 +40,10 @@ pub struct Stop {
     pub reason: StopReason,
     /// True when the grace ran out and the tree was killed.
     pub grace_expired: bool,
+    /// True when the forced kill was sent to the main process itself,
+    /// still running at the grace's end (the grace can also run out on
+    /// processes it left behind after it exited).
+    pub main_killed: bool,
 }
 
 /// Everything the listener needs to write a result.

@@ -95,9 +95,11 @@ pub struct Entry {
 // environment, is given when other jobs run beside it, so that its stops
 // never touch their processes), `id()` (the id the journal records), `leader_exited()`,
 // `signal(Signal)` (the whole tree), `others()` (its live processes but the
-// leader) and `release(self)` (after the leader was reaped). Unix: a process
-// group, plus on Linux the descendants that left it, found through the
-// subreaper and `/proc`; on macOS those found through `libproc` while their
+// leader) and `release(self)` (after the leader was reaped). Unix: the
+// leader and its descendants, each signalled by its pid, never by a process
+// group (a job can move into another job's); on Linux found through the
+// subreaper and `/proc`, beside other jobs below the job's keeper (see
+// `JobSpawn::keeper`), which is then the leader the journal records; on macOS those found through `libproc` while their
 // parents back to the listener live (no subreaper: an orphan goes to
 // launchd). Windows: a Job Object that allows no breakaway.
 pub use imp::Tree;
@@ -248,6 +250,11 @@ pub struct JobSpawn<'a> {
     /// Variables added to the listener's environment, replacing any of
     /// the same name.
     pub env: &'a [(String, String)],
+    /// Under a keeper of its own (Linux; ignored elsewhere): a child
+    /// subreaper that is the main process's parent, so every orphan of the
+    /// job stays below it. For jobs beside others, whose orphans would
+    /// otherwise mix at the listener.
+    pub keeper: bool,
 }
 
 // A job's started process: `id()`, `kill()`, `wait()` (which alone reaps
@@ -288,8 +295,9 @@ fn std_command(s: &JobSpawn<'_>) -> Command {
 }
 
 /// Kills the tree recorded under `id` ([`Tree::id`]) at once, as a second
-/// Ctrl-C must; unknown ids are ignored. Unix: SIGKILL to the process
-/// group. Windows: `TerminateJobObject` on the live job with that leader.
+/// Ctrl-C must; unknown ids are ignored. Unix: SIGKILL to the leader, by
+/// its pid while it is unreaped, and to each process a walk of its tree
+/// finds. Windows: `TerminateJobObject` on the live job with that leader.
 pub fn kill_tree_now(id: i32) {
     imp::kill_tree_now(id)
 }
@@ -335,8 +343,9 @@ pub fn become_subreaper() {
 /// After a crash, the live processes of the job a dead listener was
 /// running, for recovery to stop. Linux and macOS: processes whose
 /// environment holds every entry of `Orphaned::env` (`/proc/<pid>/environ`;
-/// `sysctl(KERN_PROCARGS2)` on macOS), and the recorded group unless its id
-/// was visibly reused; other Unixes: the recorded group. Windows: normally none
+/// `sysctl(KERN_PROCARGS2)` on macOS), and, unless the recorded pid was
+/// visibly reused, the recorded group and every process below that pid (a
+/// job's keeper holds all of its orphans); other Unixes: the recorded group. Windows: normally none
 /// (the kill-on-close job ended them), else the recorded leader if it is
 /// the same process (started when the job did).
 pub fn orphans(o: &Orphaned<'_>) -> Vec<i32> {

@@ -13,6 +13,13 @@
 //! so the child resets those alone (6 system calls a job where glibc
 //! makes 121). The child also runs on a stack in the spawning frame, as
 //! musl's does, not on one mapped and unmapped at each spawn.
+//!
+//! A job beside others (listener slots) is started under a keeper
+//! ([`keeper`]): a fork of the listener (a `clone` without `CLONE_VM`)
+//! that makes itself a child subreaper and starts the job's main process
+//! with the same vfork-style clone, in its own copy of the plan, then
+//! reports on a pipe the main process's pid (or why it could not start)
+//! and, later, its wait status. The serial drain never pays for it.
 
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::fs::File;
@@ -187,7 +194,19 @@ struct Plan<'a> {
     default: libc::sigaction,
     /// Set by the child when it fails: the error number, its exec not made.
     error: c_int,
+    /// False under a keeper: the main process stays in the keeper's group.
+    own_group: bool,
+    /// With a keeper: its status pipe's write end, and the top of the
+    /// stack the main process is cloned on from the keeper.
+    keeper: Option<(RawFd, *mut c_void)>,
 }
+
+/// What a keeper tells the listener through its status pipe, each a pair
+/// of native ints, tag then value: the main process started (its pid), it
+/// could not be started (the error number), it ended (its wait status).
+pub(super) const KEPT_STARTED: c_int = 1;
+const KEPT_FAILED: c_int = 2;
+pub(super) const KEPT_EXITED: c_int = 3;
 
 /// The child's stack (it needs a few hundred bytes), in the spawning frame:
 /// the spawning thread is suspended until the child's exec or exit.
@@ -229,6 +248,7 @@ fn spawn_with(s: &JobSpawn<'_>, null: &File) -> io::Result<JobProcess> {
 
     let (out_read, out_write) = pipe()?;
     let (err_read, err_write) = pipe()?;
+    let status = if s.keeper { Some(pipe()?) } else { None };
     // SAFETY: an all-zero sigaction is SIG_DFL with no flags and an empty mask.
     let default: libc::sigaction = unsafe { MaybeUninit::zeroed().assume_init() };
     let mut plan = Plan {
@@ -244,8 +264,17 @@ fn spawn_with(s: &JobSpawn<'_>, null: &File) -> io::Result<JobProcess> {
         signals: to_default(),
         default,
         error: 0,
+        own_group: status.is_none(),
+        keeper: None,
     };
     let mut stack = MaybeUninit::<[u128; CHILD_STACK / 16]>::uninit();
+    if let Some((_, write)) = &status {
+        // The keeper runs on the stack's top half, in its own copy of our
+        // memory; the main process on the lower half of that copy.
+        // SAFETY: the middle of the stack buffer.
+        let middle = unsafe { stack.as_mut_ptr().cast::<u8>().add(CHILD_STACK / 2) };
+        plan.keeper = Some((write.as_raw_fd(), middle.cast()));
+    }
     let (all, mut before): (u64, u64) = (!0, 0);
     // The child's pidfd, made by the clone itself (Linux 5.2+; an older
     // kernel ignores the flag and leaves -1, and the runner opens one).
@@ -263,13 +292,23 @@ fn spawn_with(s: &JobSpawn<'_>, null: &File) -> io::Result<JobProcess> {
             &mut before,
             8,
         );
-        let pid = libc::clone(
-            child,
-            top.cast(),
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD,
-            std::ptr::addr_of_mut!(plan).cast(),
-            &mut pidfd as *mut c_int,
-        );
+        let pid = if plan.keeper.is_some() {
+            // A fork, not a vfork: the keeper lives as long as the job.
+            libc::clone(
+                keeper,
+                top.cast(),
+                libc::SIGCHLD,
+                std::ptr::addr_of_mut!(plan).cast(),
+            )
+        } else {
+            libc::clone(
+                child,
+                top.cast(),
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD,
+                std::ptr::addr_of_mut!(plan).cast(),
+                &mut pidfd as *mut c_int,
+            )
+        };
         let cloned = io::Error::last_os_error();
         let none: *mut u64 = std::ptr::null_mut();
         libc::syscall(
@@ -284,6 +323,10 @@ fn spawn_with(s: &JobSpawn<'_>, null: &File) -> io::Result<JobProcess> {
         }
         pid
     };
+    if let Some((read, write)) = status {
+        drop(write);
+        return kept_started(pid, read, out_read, err_read);
+    }
     // SAFETY: the child has exited or exec'd: `plan.error` is final.
     let error = unsafe { std::ptr::read_volatile(&plan.error) };
     let mut started = JobProcess::new(pid, Some(out_read.into()), Some(err_read.into()));
@@ -299,6 +342,152 @@ fn spawn_with(s: &JobSpawn<'_>, null: &File) -> io::Result<JobProcess> {
         return Err(io::Error::from_raw_os_error(error));
     }
     Ok(started)
+}
+
+/// The keeper `pid` just cloned has started the main process, or failed
+/// to: its first report on `status` says which. A failure is the error
+/// the main process's spawn met, as without a keeper.
+fn kept_started(pid: c_int, status: OwnedFd, out: OwnedFd, err: OwnedFd) -> io::Result<JobProcess> {
+    let mut started = JobProcess::new(pid, Some(out.into()), Some(err.into()));
+    let report = read_report(&status);
+    match report {
+        Some((KEPT_STARTED, main)) => {
+            // SAFETY: F_SETFL on our own descriptor.
+            unsafe { libc::fcntl(status.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+            started.kept = Some(std::sync::Arc::new(super::unix::Kept::new(main, status)));
+            Ok(started)
+        }
+        other => {
+            // Reaped here: a keeper that started nothing is not the job's.
+            let _ = started.wait();
+            let errno = match other {
+                Some((KEPT_FAILED, e)) => e,
+                _ => libc::EIO,
+            };
+            Err(io::Error::from_raw_os_error(errno))
+        }
+    }
+}
+
+/// One report of a keeper (tag, value), read whole; None at the end of
+/// the pipe (the keeper is gone) or on a failure.
+pub(super) fn read_report(status: &OwnedFd) -> Option<(c_int, c_int)> {
+    let mut pair = [0 as c_int; 2];
+    loop {
+        // SAFETY: reads at most the pair's size into it. A report is
+        // smaller than PIPE_BUF, so it is written and read whole.
+        let n = unsafe {
+            libc::read(
+                status.as_raw_fd(),
+                pair.as_mut_ptr().cast(),
+                std::mem::size_of_val(&pair),
+            )
+        };
+        if n == std::mem::size_of_val(&pair) as isize {
+            return Some((pair[0], pair[1]));
+        }
+        if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+            continue;
+        }
+        return None;
+    }
+}
+
+/// The keeper of a job beside others: a child subreaper, so every orphan
+/// of the job lands with it (not with the listener, where the jobs' orphans
+/// mix), and the parent of the job's main process, which it starts as
+/// the listener would. It reports on its status pipe, then reaps every
+/// process left to it until none is left, and exits. It keeps no
+/// descriptor of the listener's but that pipe (not its lock, its ledger,
+/// nor the job's output pipes), and every signal it can block stays
+/// blocked (they were all blocked around the clone): a stop of the job
+/// never stops it before the job.
+///
+/// It runs in its own copy of the listener's memory, with one thread:
+/// system calls only, as in [`child`].
+extern "C" fn keeper(plan: *mut c_void) -> c_int {
+    // SAFETY: our copy of the parent's `Plan`, ours alone.
+    let plan = unsafe { &mut *plan.cast::<Plan<'_>>() };
+    let Some((status, top)) = plan.keeper else {
+        // SAFETY: ends this process alone.
+        unsafe { libc::_exit(127) }
+    };
+    let report = |tag: c_int, value: c_int| {
+        let pair = [tag, value];
+        // SAFETY: writes the pair from a valid buffer to our pipe.
+        unsafe { libc::write(status, pair.as_ptr().cast(), std::mem::size_of_val(&pair)) };
+    };
+    let errno = || {
+        io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO)
+    };
+    // SAFETY (all below): system calls on the plan's values; the main
+    // process runs on the lower half of our copy of the stack until its
+    // exec or exit, which the clone waits for.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        libc::setpgid(0, 0);
+        let main = libc::clone(
+            child,
+            top,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (plan as *mut Plan<'_>).cast(),
+        );
+        if main < 0 {
+            report(KEPT_FAILED, errno());
+            libc::_exit(0);
+        }
+        let error = std::ptr::read_volatile(&plan.error);
+        if error != 0 {
+            let mut raw = 0;
+            libc::waitpid(main, &mut raw, 0);
+            report(KEPT_FAILED, error);
+            libc::_exit(0);
+        }
+        close_all_but(status);
+        report(KEPT_STARTED, main);
+        loop {
+            let mut raw = 0;
+            let pid = libc::waitpid(-1, &mut raw, libc::__WALL);
+            if pid == main {
+                report(KEPT_EXITED, raw);
+            } else if pid < 0 && errno() != libc::EINTR {
+                // No child left: nothing of the job is left to keep.
+                libc::_exit(0);
+            }
+        }
+    }
+}
+
+/// Closes every descriptor but `keep` (`close_range`, Linux 5.9+; one by
+/// one up to the descriptor limit before that).
+///
+/// # Safety
+///
+/// Only in a process whose descriptors are its own: the keeper.
+unsafe fn close_all_but(keep: RawFd) {
+    let close_range = |first: u32, last: u32| {
+        // SAFETY: closes descriptors of this process only.
+        unsafe { libc::syscall(libc::SYS_close_range, first, last, 0) == 0 }
+    };
+    let keep = keep as u32;
+    let below = keep == 0 || close_range(0, keep - 1);
+    if below && close_range(keep + 1, u32::MAX) {
+        return;
+    }
+    let mut limit = MaybeUninit::<libc::rlimit>::zeroed();
+    // SAFETY: getrlimit fills the struct; close on any number is harmless.
+    unsafe {
+        let most = if libc::getrlimit(libc::RLIMIT_NOFILE, limit.as_mut_ptr()) == 0 {
+            limit.assume_init().rlim_cur.min(1 << 20) as u32
+        } else {
+            1024
+        };
+        for fd in (0..most).filter(|&fd| fd != keep) {
+            libc::close(fd as c_int);
+        }
+    }
 }
 
 /// The child: what `posix_spawn` does with our attributes and file
@@ -329,7 +518,7 @@ unsafe fn prepare_and_exec(plan: &Plan<'_>) -> c_int {
                 return errno();
             }
         }
-        if libc::setpgid(0, 0) != 0 {
+        if plan.own_group && libc::setpgid(0, 0) != 0 {
             return errno();
         }
         for (target, &fd) in plan.stdio.iter().enumerate() {
@@ -379,6 +568,7 @@ mod tests {
             argv: &argv,
             cwd,
             env: &env,
+            keeper: false,
         };
         let mut p = spawn(&s).expect("served here").expect("started");
         // Read without a JobIo: the held write ends would keep it open.
@@ -424,6 +614,60 @@ mod tests {
         assert_eq!(ignored & (1 << 12), 0, "{out}");
     }
 
+    fn kept(argv: &[&str]) -> io::Result<JobProcess> {
+        let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
+        let s = JobSpawn {
+            argv: &argv,
+            cwd: None,
+            env: &[],
+            keeper: true,
+        };
+        spawn(&s).expect("served here")
+    }
+
+    #[test]
+    fn a_kept_job_ends_and_fails_to_start_as_it_would_without_a_keeper() {
+        use std::os::unix::process::ExitStatusExt;
+        let mut p = kept(&["sh", "-c", "echo hi; exit 3"]).unwrap();
+        let mut out = String::new();
+        p.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        assert_eq!((out.as_str(), p.wait().unwrap().code()), ("hi\n", Some(3)));
+        let mut p = kept(&["sh", "-c", "kill -9 $$"]).unwrap();
+        assert_eq!(p.wait().unwrap().signal(), Some(libc::SIGKILL));
+        let e = kept(&["fleet-dispatch-no-such-program"]).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn a_keeper_holds_the_jobs_orphans_but_not_its_output_and_outlives_them_only() {
+        let mut p = kept(&["sh", "-c", "sleep 30 </dev/null >/dev/null 2>&1 & echo $!"]).unwrap();
+        let keeper = p.id() as i32;
+        let mut out = String::new();
+        // The output ends with the main process: the keeper holds no end of it.
+        p.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        let orphan: i32 = out.trim().parse().unwrap();
+        let main = p.kept.as_ref().unwrap().main;
+        assert_ne!(main, keeper);
+        // The main process ends; its orphan is the keeper's now.
+        let parent = |pid: i32| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let rest = stat
+                .rsplit_once(") ")
+                .map(|(_, r)| r.to_string())
+                .unwrap_or_default();
+            rest.split(' ').nth(1).and_then(|f| f.parse::<i32>().ok())
+        };
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while parent(orphan) != Some(keeper) && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(parent(orphan), Some(keeper));
+        // Once it is gone, the keeper ends by itself, with the main
+        // process's status.
+        unsafe { libc::kill(orphan, libc::SIGKILL) };
+        assert_eq!(p.wait().unwrap().code(), Some(0));
+    }
+
     #[test]
     fn a_missing_program_or_folder_is_the_error_std_gives() {
         let argv = vec!["fleet-dispatch-no-such-program".to_string()];
@@ -431,6 +675,7 @@ mod tests {
             argv: &argv,
             cwd: None,
             env: &[],
+            keeper: false,
         };
         let e = spawn(&s).unwrap().unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::NotFound);
@@ -440,6 +685,7 @@ mod tests {
             argv: &argv,
             cwd: Some(gone),
             env: &[],
+            keeper: false,
         };
         assert_eq!(
             spawn(&s).unwrap().unwrap_err().kind(),
@@ -450,6 +696,7 @@ mod tests {
             argv: &argv,
             cwd: None,
             env: &[],
+            keeper: false,
         };
         assert_eq!(
             spawn(&s).unwrap().unwrap_err().kind(),
@@ -472,6 +719,7 @@ mod tests {
             argv: &argv,
             cwd,
             env: &env,
+            keeper: false,
         };
         let mut p = spawn(&s).expect("served here")?;
         // Read without a JobIo: the held write ends would keep it open.

@@ -1,9 +1,12 @@
 //! Unix: `renameat2(RENAME_NOREPLACE)` (`renameatx_np(RENAME_EXCL)` on
 //! macOS, or a hard link) for moves, mode bits for the key, process groups
 //! and signals for jobs, and on Linux a child subreaper plus `/proc` so
-//! nothing a job started can escape its stop. macOS finds the same things
-//! through `kqueue` and `libproc` (`macos.rs`), without a subreaper; other
-//! Unixes signal the job's process group and look for its exit every 20 ms.
+//! nothing a job started can escape its stop: every process is signalled by
+//! its pid, never by a group a job could have moved into. macOS finds the
+//! same things through `kqueue` and `libproc` (`macos.rs`), without a
+//! subreaper; other Unixes, with no process table to walk, signal the job's
+//! main process and the group it was started in, and look for its exit
+//! every 20 ms.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -218,7 +221,76 @@ pub struct JobProcess {
     /// its exit is seen (see [`JobIo`], which takes them): a reader of the
     /// pipes without a `JobIo` drops them first, or never sees their end.
     pub(super) writers: Vec<std::os::fd::OwnedFd>,
+    /// Under a keeper (Linux, jobs beside others): the process started is
+    /// the keeper, and this the job's main process below it.
+    pub(super) kept: Option<Arc<Kept>>,
     status: Option<std::process::ExitStatus>,
+}
+
+/// A job's main process started under a keeper, a child subreaper of
+/// ours that is its parent (`spawn_linux.rs`): its pid, and its end as the
+/// keeper reports it on its status pipe.
+#[derive(Debug)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub struct Kept {
+    pub(super) main: i32,
+    /// The status pipe's read end, non-blocking.
+    report: std::os::fd::OwnedFd,
+    /// The main process's wait status once reported; `Some(None)` when the
+    /// keeper ended without reporting it (it was killed).
+    ended: std::sync::Mutex<Option<Option<i32>>>,
+}
+
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+impl Kept {
+    pub(super) fn new(main: i32, report: std::os::fd::OwnedFd) -> Kept {
+        Kept {
+            main,
+            report,
+            ended: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// True once the main process's end was reported (or can no longer
+    /// be); reads what the keeper wrote, without waiting.
+    fn exited(&self) -> bool {
+        #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
+        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        #[cfg(target_os = "linux")]
+        if ended.is_none() {
+            use std::os::fd::AsRawFd;
+            match super::spawn_linux::read_report(&self.report) {
+                Some((super::spawn_linux::KEPT_EXITED, raw)) => *ended = Some(Some(raw)),
+                Some(_) => {}
+                // Nothing to read: the keeper has not said yet, or is gone.
+                None if !pipe_has_writer(self.report.as_raw_fd()) => *ended = Some(None),
+                None => {}
+            }
+        }
+        ended.is_some()
+    }
+
+    /// The main process's raw wait status, when the keeper reported it.
+    fn status(&self) -> Option<i32> {
+        self.ended
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .flatten()
+    }
+}
+
+/// True while the pipe whose read end is `fd` has a writer: a `poll` for
+/// reading says POLLHUP once none is left.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn pipe_has_writer(fd: i32) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no wait.
+    unsafe { libc::poll(&mut p, 1, 0) };
+    p.revents & libc::POLLHUP == 0
 }
 
 impl JobProcess {
@@ -230,6 +302,7 @@ impl JobProcess {
             stderr,
             exit_fd: None,
             writers: Vec::new(),
+            kept: None,
             status: None,
         }
     }
@@ -252,9 +325,15 @@ impl JobProcess {
         self.pid as u32
     }
 
-    /// SIGKILL, unless it was reaped already.
+    /// SIGKILL, unless it was reaped already (under a keeper, the main
+    /// process first).
     pub fn kill(&mut self) -> io::Result<()> {
         if self.status.is_none() {
+            if let Some(kept) = &self.kept
+                && !kept.exited()
+            {
+                signal_pids(&[kept.main], Signal::Kill);
+            }
             // SAFETY: kill takes a pid and a signal number; our child is
             // unreaped, so the pid is still its own.
             if unsafe { libc::kill(self.pid, libc::SIGKILL) } != 0 {
@@ -271,15 +350,61 @@ impl JobProcess {
             return Ok(status);
         }
         let mut raw = 0;
-        loop {
-            // SAFETY: waitpid on our own child, into a valid int.
-            if unsafe { libc::waitpid(self.pid, &mut raw, 0) } == self.pid {
+        if self.kept.is_some() {
+            // A keeper ends once nothing of the job is left below it: a
+            // moment after the stop of what the main process left. One
+            // that does not is killed (what it kept goes to us).
+            if !has_exited(self.pid)
+                && let Some(fd) = exit_fd(self.pid)
+            {
+                use std::os::fd::AsRawFd;
+                let mut p = libc::pollfd {
+                    fd: fd.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
+                let mut left = until - std::time::Instant::now();
+                // SAFETY: one valid pollfd; its pidfd is readable once the
+                // keeper exits. A signal only cuts the wait short.
+                while unsafe { libc::poll(&mut p, 1, left.as_millis() as i32) } < 0 {
+                    left = until.saturating_duration_since(std::time::Instant::now());
+                }
+            }
+            if !has_exited(self.pid) {
+                signal_pids(&[self.pid], Signal::Kill);
+            }
+        }
+        // An exited leader leaves the list of running jobs as it is reaped,
+        // under the list's lock (see `LIVE`); one still running (only
+        // when its stop failed) is waited for first.
+        while let Err(e) = peek_exit(self.pid, 0) {
+            if e.kind() != io::ErrorKind::Interrupted {
                 break;
             }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
+        }
+        {
+            let mut running = live();
+            loop {
+                // SAFETY: waitpid on our own child, into a valid int.
+                if unsafe { libc::waitpid(self.pid, &mut raw, 0) } == self.pid {
+                    break;
+                }
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
             }
+            running.retain(|l| l.leader != self.pid);
+        }
+        // Under a keeper, the status is the main process's as reported;
+        // the keeper's own only when it was killed before it could say.
+        if let Some(main) = self.kept.as_ref().and_then(|k| {
+            // What it said before it ended, if nobody read it yet.
+            k.exited();
+            k.status()
+        }) {
+            raw = main;
         }
         let status = std::process::ExitStatus::from_raw(raw);
         self.status = Some(status);
@@ -288,7 +413,8 @@ impl JobProcess {
 }
 
 /// The process tree of one job: its main process (leader of its own process
-/// group) and everything started under it, including processes that left the
+/// group, which it may leave: the group is never signalled, each process is,
+/// by its pid) and everything started under it, including processes that left the
 /// group with `setsid` (found through the subreaper and `/proc` on Linux; on
 /// macOS through `libproc` while their line of parents back to the
 /// listener lives, as there is no subreaper to keep an orphan below us).
@@ -303,19 +429,45 @@ impl JobProcess {
 pub struct Tree {
     leader: i32,
     mark: Option<String>,
+    /// Under a keeper (then `leader` is the keeper): its main process.
+    kept: Option<Arc<Kept>>,
     /// Set once the leader is known to have exited (it stays so until it
     /// is reaped), by the tree or by the job's [`JobIo`]: not asked again.
     exited: Arc<AtomicBool>,
 }
 
-/// The leaders of the jobs running beside each other (slots), each with
-/// the thread that spawned it (whose `children` list holds it): a walk
-/// for one job passes the others' leaders by, and orphans are reaped
-/// without reaping one of them. Jobs alone are never listed.
-static BESIDE: std::sync::Mutex<Vec<(i32, i32)>> = std::sync::Mutex::new(Vec::new());
+/// A running job's tree, as every walk and stop needs it from any thread.
+#[derive(Debug)]
+struct Live {
+    leader: i32,
+    /// The thread that spawned it (whose `children` list holds it).
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    spawner: i32,
+    /// Its mark, when it runs beside others (see [`Tree`]).
+    mark: Option<String>,
+    /// True when the leader is a keeper (see [`Kept`]).
+    keeper: bool,
+}
 
-fn beside() -> std::sync::MutexGuard<'static, Vec<(i32, i32)>> {
-    BESIDE.lock().unwrap_or_else(|p| p.into_inner())
+/// The jobs running now: a walk for one job passes the others' leaders
+/// by, orphans are reaped without reaping one of them, and a second
+/// Ctrl-C finds each tree from the signal handler's thread. A leader
+/// leaves the list, under its lock, as its owner reaps it: a pid listed
+/// here is still that leader's, so signalling it can never reach a
+/// process that took the pid over.
+static LIVE: std::sync::Mutex<Vec<Live>> = std::sync::Mutex::new(Vec::new());
+
+fn live() -> std::sync::MutexGuard<'static, Vec<Live>> {
+    LIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The leaders (or keepers) of the jobs running beside others (slots).
+fn leaders_beside() -> Vec<i32> {
+    live()
+        .iter()
+        .filter(|l| l.mark.is_some() || l.keeper)
+        .map(|l| l.leader)
+        .collect()
 }
 
 /// This process's id, asked once: a job's end looks for its processes
@@ -346,12 +498,16 @@ impl Tree {
     /// started, in the thread that started it.
     pub fn adopt(child: &JobProcess, mark: Option<String>) -> io::Result<Tree> {
         let leader = i32::try_from(child.id()).map_err(|_| io::Error::other("pid out of range"))?;
-        if mark.is_some() {
-            beside().push((leader, thread_id()));
-        }
+        live().push(Live {
+            leader,
+            spawner: thread_id(),
+            mark: mark.clone(),
+            keeper: child.kept.is_some(),
+        });
         Ok(Tree {
             leader,
             mark,
+            kept: child.kept.clone(),
             exited: Arc::default(),
         })
     }
@@ -364,28 +520,64 @@ impl Tree {
     /// True once the leader has exited (it stays unreaped until its owner
     /// waits for it, keeping the group id reserved).
     pub fn leader_exited(&self) -> bool {
-        if !self.exited.load(Ordering::Relaxed) && has_exited(self.leader) {
+        let exited = || match &self.kept {
+            Some(kept) => kept.exited(),
+            None => has_exited(self.leader),
+        };
+        if !self.exited.load(Ordering::Relaxed) && exited() {
             self.exited.store(true, Ordering::Relaxed);
         }
         self.exited.load(Ordering::Relaxed)
     }
 
-    /// Signals the whole tree: the group and every descendant.
+    /// Signals the whole tree by what the listener knows for certain: the
+    /// leader by its pid (our unreaped child: the pid is still its own),
+    /// then every other process the walk finds. Never a process group: a
+    /// job can move into any group of its session, another job's included,
+    /// and leave its own empty. A forced stop walks again until it finds
+    /// no process it has not killed, so a child forked during a walk is
+    /// killed too.
     pub fn signal(&self, sig: Signal) {
-        signal_group(self.leader, sig);
-        signal_pids(&self.others(), sig);
+        if self.kept.is_some() {
+            // Everything below the keeper, the main process first; never
+            // the keeper, which must outlive what it keeps.
+            signal_kept(self.leader, sig);
+            return;
+        }
+        signal_pids(&[self.leader], sig);
+        #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+        // No process table to walk: the group it was started in is all
+        // there is to reach its descendants by.
+        // SAFETY: kill(2) with a negative pid signals a process group.
+        unsafe {
+            libc::kill(-self.leader, sig.number());
+        }
+        let exited = self.leader_exited();
+        let mut sent = Vec::new();
+        for _ in 0..FORCED_WALKS {
+            let fresh: Vec<i32> = tree_processes(self.leader, self.mark.as_deref(), exited)
+                .into_iter()
+                .filter(|p| !sent.contains(p))
+                .collect();
+            if fresh.is_empty() {
+                break;
+            }
+            signal_pids(&fresh, sig);
+            sent.extend(fresh);
+            if sig == Signal::Term {
+                break;
+            }
+        }
     }
 
     /// Live processes of the tree other than the leader.
     pub fn others(&self) -> Vec<i32> {
-        // An exited leader has no children left (they were re-parented to
-        // us, the subreaper): its part of the walk can be skipped.
-        let exited = self.leader_exited();
-        let found = match &self.mark {
-            None => job_processes(own_pid(), self.leader, exited),
-            Some(mark) => shared_job_processes(self.leader, mark, exited),
-        };
-        found.into_iter().filter(|&p| p != self.leader).collect()
+        if let Some(kept) = &self.kept {
+            let mut below = kept_processes(self.leader);
+            below.retain(|&p| p != kept.main);
+            return below;
+        }
+        tree_processes(self.leader, self.mark.as_deref(), self.leader_exited())
     }
 
     /// Called after the leader was reaped: collects adopted orphans (a job
@@ -397,21 +589,74 @@ impl Tree {
     }
 }
 
-impl Drop for Tree {
-    fn drop(&mut self) {
-        // Off the list once its owner is done with it (at its release, or
-        // when its runner failed: then anyone may reap the leader).
-        if self.mark.is_some() {
-            beside().retain(|&(l, _)| l != self.leader);
+/// Every live process below `keeper`, in the order of the walk (parents
+/// before their children): all of its job's, as every orphan of the job
+/// lands with the keeper.
+fn kept_processes(keeper: i32) -> Vec<i32> {
+    #[cfg(target_os = "linux")]
+    if let Some(below) = descendants(keeper, None) {
+        return below
+            .into_iter()
+            .filter(|&p| p > 1 && proc_row(p).is_some())
+            .collect();
+    }
+    tree_in_table(&process_table(), keeper, 0)
+}
+
+/// Signals every process below `keeper`; a forced stop walks again until
+/// it finds none it has not killed.
+fn signal_kept(keeper: i32, sig: Signal) {
+    let mut sent = Vec::new();
+    for _ in 0..FORCED_WALKS {
+        let fresh: Vec<i32> = kept_processes(keeper)
+            .into_iter()
+            .filter(|p| !sent.contains(p))
+            .collect();
+        if fresh.is_empty() {
+            break;
+        }
+        signal_pids(&fresh, sig);
+        sent.extend(fresh);
+        if sig == Signal::Term {
+            break;
         }
     }
+}
+
+/// How many walks a forced stop makes at most, each killing what the last
+/// did not find (a tree that forks faster than it is killed).
+const FORCED_WALKS: usize = 16;
+
+/// The live processes of the tree led by `leader` (with `mark` when it
+/// runs beside others), the leader left out; `exited` when the leader
+/// has exited (its part of the walk is skipped: its children were handed
+/// to us, the subreaper).
+fn tree_processes(leader: i32, mark: Option<&str>, exited: bool) -> Vec<i32> {
+    let found = match mark {
+        None => job_processes(own_pid(), leader, exited),
+        Some(mark) => shared_job_processes(leader, mark, exited),
+    };
+    found.into_iter().filter(|&p| p != leader).collect()
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        // Off the list once its owner is done with it (reaped, or its
+        // runner failed: then anyone may reap the leader).
+        forget(self.leader);
+    }
+}
+
+/// Takes `leader` off the list of running jobs.
+fn forget(leader: i32) {
+    live().retain(|l| l.leader != leader);
 }
 
 /// Reaps exited children that are not the leader of a job running beside
 /// others (its owner reaps it): the orphans jobs left, adopted as
 /// subreaper. With no such job running, every exited child.
 pub(super) fn reap_orphans_beside() {
-    let leaders: Vec<i32> = beside().iter().map(|&(l, _)| l).collect();
+    let leaders = leaders_beside();
     if leaders.is_empty() {
         reap_orphans();
     } else {
@@ -426,9 +671,28 @@ pub(super) fn reap_orphans_beside() {
     }
 }
 
-/// Kills the tree recorded under `id` at once (a second Ctrl-C).
+/// Kills the tree recorded under `id` at once (a second Ctrl-C): its
+/// leader by pid while it is listed (unreaped), then what a walk finds.
 pub(super) fn kill_tree_now(id: i32) {
-    signal_group(id, Signal::Kill);
+    let mark = {
+        let running = live();
+        let Some(entry) = running.iter().find(|l| l.leader == id) else {
+            return;
+        };
+        if entry.keeper {
+            // What it keeps first, then the keeper itself (while it is
+            // listed, it is unreaped: the pid is its own).
+            signal_kept(id, Signal::Kill);
+            signal_pids(&[id], Signal::Kill);
+            return;
+        }
+        signal_pids(&[id], Signal::Kill);
+        entry.mark.clone()
+    };
+    signal_pids(
+        &tree_processes(id, mark.as_deref(), has_exited(id)),
+        Signal::Kill,
+    );
 }
 
 impl Signal {
@@ -462,22 +726,6 @@ pub(super) fn signal_name(sig: i32) -> String {
 pub(super) fn exit_signal(status: &std::process::ExitStatus) -> Option<i32> {
     use std::os::unix::process::ExitStatusExt;
     status.signal()
-}
-
-/// Sends `sig` to the process group `pgid` (continuing it first for a
-/// graceful stop, so a stopped job can act on SIGTERM). Never signals a group
-/// id ≤ 1, which would mean "every process" or init.
-fn signal_group(pgid: i32, sig: Signal) {
-    if pgid <= 1 {
-        return;
-    }
-    // SAFETY: kill(2) with a negative pid signals a process group.
-    unsafe {
-        if sig == Signal::Term {
-            libc::kill(-pgid, libc::SIGCONT);
-        }
-        libc::kill(-pgid, sig.number());
-    }
 }
 
 /// Sends `sig` to single processes (escaped descendants), never pid ≤ 1.
@@ -671,16 +919,7 @@ fn descendants(root: i32, skip: Option<i32>) -> Option<Vec<i32>> {
     let mut frontier = vec![root];
     while let Some(parent) = frontier.pop() {
         let tasks: Vec<String> = if parent == me {
-            // Our own children are the calling thread's (it spawned the
-            // job) and the main thread's (a subreaper adopts orphans into
-            // its first live thread, the main one); no other thread of ours
-            // starts processes.
-            let tid = thread_id();
-            let mut t = vec![me];
-            if tid != me {
-                t.push(tid);
-            }
-            t.into_iter().filter_map(task_children).collect()
+            own_tasks().into_iter().filter_map(task_children).collect()
         } else {
             // A process or thread that ends meanwhile simply has no children.
             let Ok(dir) = std::fs::read_dir(format!("/proc/{parent}/task")) else {
@@ -712,16 +951,7 @@ fn own_children() -> Option<Vec<i32>> {
     if !children_supported() {
         return None;
     }
-    // The main thread's (a subreaper adopts orphans into its first live
-    // thread, the main one) and those of the threads that spawned the
-    // running jobs; no other thread of ours starts processes.
-    let me = own_pid();
-    let mut tasks = vec![me];
-    for &(_, spawner) in beside().iter() {
-        if !tasks.contains(&spawner) {
-            tasks.push(spawner);
-        }
-    }
+    let tasks = own_tasks();
     let mut found = Vec::new();
     for task in tasks {
         // A thread that ends meanwhile simply has no children.
@@ -736,6 +966,22 @@ fn own_children() -> Option<Vec<i32>> {
     Some(found)
 }
 
+/// The threads of ours that may have children: the main one (a subreaper
+/// adopts orphans into its first live thread, the main one), the calling
+/// one, and those that spawned the running jobs; no other thread of ours
+/// starts processes.
+#[cfg(target_os = "linux")]
+fn own_tasks() -> Vec<i32> {
+    let mut tasks = vec![own_pid()];
+    let spawners = live().iter().map(|l| l.spawner).collect::<Vec<_>>();
+    for t in std::iter::once(thread_id()).chain(spawners) {
+        if !tasks.contains(&t) {
+            tasks.push(t);
+        }
+    }
+    tasks
+}
+
 /// True where the kernel has `/proc/<pid>/task/<tid>/children`.
 #[cfg(target_os = "linux")]
 fn children_supported() -> bool {
@@ -746,19 +992,24 @@ fn children_supported() -> bool {
     })
 }
 
-/// True when live process `pid`, a child of ours, is one of the job's with
-/// `mark` and group `pgid`: not another job's leader, and in the group or
-/// carrying the mark in its environment.
+/// True when live process `pid`, an orphan we adopted, is one of the job's
+/// with `mark` (`NAME=id`) and group `pgid`: not another job's leader, and
+/// carrying the mark in its environment, or, carrying no job's mark at all,
+/// in the group. One that carries another job's mark is that job's.
 #[cfg(target_os = "linux")]
 fn marked(pid: i32, pgid: i32, mark: &str) -> bool {
-    if beside().iter().any(|&(l, _)| l == pid) {
+    if live().iter().any(|l| l.leader == pid) {
         return false;
     }
-    proc_row(pid).is_some_and(|p| {
-        p.pgrp == pgid
-            || std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == mark.as_bytes()))
-    })
+    let Some(row) = proc_row(pid) else {
+        return false;
+    };
+    let name = &mark.as_bytes()[..mark.find('=').map_or(mark.len(), |i| i + 1)];
+    let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    match env.split(|&b| b == 0).find(|kv| kv.starts_with(name)) {
+        Some(kv) => kv == mark.as_bytes(),
+        None => row.pgrp == pgid,
+    }
 }
 
 /// The live processes of one job among several running at once (see
@@ -871,9 +1122,19 @@ pub(super) fn orphans(o: &super::Orphaned<'_>) -> Vec<i32> {
         .iter()
         .any(|p| p.pid == o.group && !started_near(p.pid, o.started));
     if o.group > 1 && !reused {
-        for p in table.iter().filter(|p| p.pgrp == o.group && p.pid != me) {
-            if !found.contains(&p.pid) {
-                found.push(p.pid);
+        // Its group, and everything below its leader when that lives: a
+        // job beside others ran under a keeper (the recorded pid), which
+        // still holds every orphan of the job, whatever it did to its
+        // environment and group.
+        let below = if table.iter().any(|p| p.pid == o.group) {
+            tree_in_table(&table, o.group, 0)
+        } else {
+            Vec::new()
+        };
+        let members = table.iter().filter(|p| p.pgrp == o.group).map(|p| p.pid);
+        for p in members.chain(below) {
+            if p != me && !found.contains(&p) {
+                found.push(p);
             }
         }
     }
@@ -1050,6 +1311,8 @@ pub struct JobIo {
     exit_fd: Option<std::os::fd::OwnedFd>,
     writers: Vec<std::os::fd::OwnedFd>,
     leader: i32,
+    /// Under a keeper: the main process's end comes on its status pipe.
+    kept: Option<Arc<Kept>>,
     exited: bool,
     /// The tree's flag, set here when the exit is seen.
     leader_gone: Arc<AtomicBool>,
@@ -1062,9 +1325,13 @@ impl JobIo {
         JobIo {
             out: child.stdout.take(),
             err: child.stderr.take(),
-            exit_fd: child.exit_fd.take().or_else(|| exit_fd(tree.leader)),
+            exit_fd: match &tree.kept {
+                Some(_) => None,
+                None => child.exit_fd.take().or_else(|| exit_fd(tree.leader)),
+            },
             writers: std::mem::take(&mut child.writers),
             leader: tree.leader,
+            kept: tree.kept.clone(),
             exited: false,
             leader_gone: Arc::clone(&tree.exited),
             bell: bell.clone(),
@@ -1083,10 +1350,20 @@ impl JobIo {
         use std::io::Read;
         use std::os::fd::AsRawFd;
         loop {
-            let look = self.exit_fd.is_none() || EXIT_BACKSTOP.is_some();
-            if !self.exited && look && has_exited(self.leader) {
-                return self.exit_seen();
+            if let Some(kept) = &self.kept {
+                if !self.exited && kept.exited() {
+                    return self.exit_seen();
+                }
+            } else {
+                let look = self.exit_fd.is_none() || EXIT_BACKSTOP.is_some();
+                if !self.exited && look && has_exited(self.leader) {
+                    return self.exit_seen();
+                }
             }
+            let exit_watch = match &self.kept {
+                Some(kept) => Some(kept.report.as_raw_fd()),
+                None => self.exit_fd.as_ref().map(|p| p.as_raw_fd()),
+            };
             let none = -1;
             let fd = |o: Option<i32>| libc::pollfd {
                 fd: o.unwrap_or(none),
@@ -1096,11 +1373,7 @@ impl JobIo {
             let mut fds = [
                 fd(self.out.as_ref().map(|p| p.as_raw_fd())),
                 fd(self.err.as_ref().map(|p| p.as_raw_fd())),
-                fd(self
-                    .exit_fd
-                    .as_ref()
-                    .filter(|_| !self.exited)
-                    .map(|p| p.as_raw_fd())),
+                fd(exit_watch.filter(|_| !self.exited)),
                 fd(Some(self.bell.ends.0.as_raw_fd())),
             ];
             let now = std::time::Instant::now();
@@ -1108,7 +1381,7 @@ impl JobIo {
                 return IoEvent::Timeout;
             }
             let mut wait = until - now;
-            if !self.exited && self.exit_fd.is_none() {
+            if !self.exited && exit_watch.is_none() {
                 wait = wait.min(std::time::Duration::from_millis(20));
             } else if let Some(every) = EXIT_BACKSTOP.filter(|_| !self.exited) {
                 wait = wait.min(every);
@@ -1142,9 +1415,13 @@ impl JobIo {
                 return IoEvent::Closed;
             }
             if ready(2) {
-                #[cfg(target_os = "linux")]
-                await_zombie(self.leader);
-                return self.exit_seen();
+                // Under a keeper, the report is read at the loop's top.
+                if self.kept.is_none() {
+                    #[cfg(target_os = "linux")]
+                    await_zombie(self.leader);
+                    return self.exit_seen();
+                }
+                continue;
             }
             if ready(3) {
                 self.bell.drain();

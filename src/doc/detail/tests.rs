@@ -57,6 +57,7 @@ fn stopped(exit: Exit, reason: StopReason, grace_expired: bool) -> Report {
         stop: Some(Stop {
             reason,
             grace_expired,
+            main_killed: grace_expired,
         }),
         ..report(exit)
     }
@@ -127,6 +128,30 @@ fn a_cancel_past_the_grace_is_sigkill() {
     assert_eq!(d.signal.as_deref(), Some("SIGKILL"));
     assert_eq!(d.grace_expired, Some(true));
     assert_eq!(d.exit_code_after_signal, None);
+}
+
+#[test]
+fn a_main_process_that_exited_within_the_grace_is_not_said_killed_when_its_leftovers_were() {
+    let mut r = stopped(Exit::Code(0), StopReason::Timeout, true);
+    r.stop.as_mut().unwrap().main_killed = false;
+    let (_, d) = run(&r);
+    assert_eq!(d.signal.as_deref(), Some("SIGTERM"));
+    assert_eq!(d.grace_expired, Some(true));
+    assert_eq!(d.exit_code_after_signal, Some(0));
+}
+
+#[test]
+fn the_signal_named_is_the_one_the_main_process_died_of() {
+    // A stop signal answered by a death from another (a handler that
+    // re-raised, say) names the signal the status shows.
+    let (_, d) = run(&stopped(Exit::Signal(6), StopReason::Timeout, false));
+    assert_eq!(d.signal, Some(platform::signal_name(6)));
+    assert_eq!(d.exit_code_after_signal, None);
+    // Killed, but its own exit won the race (or Windows, where a kill
+    // leaves a code): the kill sent, and the code it exited with.
+    let (_, d) = run(&stopped(Exit::Code(0), StopReason::Timeout, true));
+    assert_eq!(d.signal.as_deref(), Some("SIGKILL"));
+    assert_eq!(d.exit_code_after_signal, Some(0));
 }
 
 #[test]
@@ -298,6 +323,7 @@ fn the_largest_result_a_job_can_cause_stays_within_the_readers_limit() {
     r.stop = Some(Stop {
         reason: StopReason::Cancel(Box::new(marker())),
         grace_expired: true,
+        main_killed: true,
     });
     let o = outcome_of(&key(), &job(Some(&label)), STARTED, &r, FINISHED);
     let bytes = crate::doc::to_file_bytes(&o);
