@@ -12,11 +12,13 @@ use crate::cli::StatusArgs;
 use crate::clock;
 use crate::config::Context;
 use crate::doc::job::argv_summary;
+use crate::doctor;
 use crate::error::Result;
 use crate::exit;
+use crate::layout::StateDirs;
 use crate::layout::{self, TargetDirs};
 use crate::names::Machine;
-use crate::observe::{self, ListenerState, RecentResult, TargetStatus};
+use crate::observe::{self, GovernorHold, ListenerState, RecentResult, TargetStatus};
 use crate::out::{self, Tone};
 
 /// How many queued jobs the human view lists before summarising.
@@ -112,6 +114,21 @@ fn human(t: &TargetStatus, mine: &str) -> String {
             ));
         }
     }
+    if let Some(g) = &t.governor
+        && g.tier != "GREEN"
+    {
+        let holds = if g.tier == "RED" {
+            "no job starts"
+        } else {
+            "only `high` jobs start"
+        };
+        lines.push(format!(
+            "  {}  {} says {}: {holds} (write GREEN into it to lift the hold)",
+            out::paint("governor", Tone::Bad),
+            g.file,
+            g.tier
+        ));
+    }
     if t.queued.len() > SHOWN_QUEUED {
         lines.push(format!(
             "    … and {} more (--json lists them all)",
@@ -194,10 +211,21 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<u8> {
             None => layout::existing_targets(&root)?,
         }
     };
+    let state = ctx.state_dir(&root).ok();
     let targets: Vec<TargetStatus> = names
         .iter()
         .filter_map(|n| Machine::parse(n, "target").ok())
-        .map(|m| observe::target(&TargetDirs::new(&root, &m), &key, &history))
+        .map(|m| {
+            let mut t = observe::target(&TargetDirs::new(&root, &m), &key, &history);
+            t.governor = state
+                .as_deref()
+                .and_then(|s| doctor::running_governor(&StateDirs::new(s, &m)))
+                .map(|(file, tier)| GovernorHold {
+                    file,
+                    tier: tier.as_str().to_string(),
+                });
+            t
+        })
         .collect();
     let human_text = if targets.is_empty() {
         format!("no targets under {} yet", root.display())

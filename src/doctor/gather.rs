@@ -20,6 +20,7 @@ use super::{
 use crate::clock;
 use crate::events::Watching;
 use crate::fsops::{Child, Dir};
+use crate::governor::Tier;
 use crate::heartbeat;
 use crate::key::Key;
 use crate::layout::{self, ARCHIVE, LISTENER_JSON, Place, StateDirs, TargetDirs};
@@ -409,10 +410,32 @@ fn local(i: &Inputs<'_>) -> LocalFacts {
             watching: std::fs::read_to_string(s.watching())
                 .ok()
                 .and_then(|l| Watching::from_line(&l)),
+            governor: recorded_governor(&s),
             name: n,
         });
     }
     facts
+}
+
+/// The governor file the listener running here for `s`'s target obeys,
+/// with the tier it says now; None when no listener runs here or it has
+/// no governor.
+pub fn running_governor(s: &StateDirs) -> Option<(String, Tier)> {
+    match lock_holder(&s.lock_file()) {
+        LockHolder::Held(_) => recorded_governor(s),
+        _ => None,
+    }
+}
+
+/// The governor file a listener here recorded it obeys, with the tier it
+/// says now (read as the listener reads it).
+fn recorded_governor(s: &StateDirs) -> Option<(String, Tier)> {
+    let text = std::fs::read_to_string(s.governor()).ok()?;
+    let file = text.lines().next()?.trim();
+    if file.is_empty() {
+        return None;
+    }
+    Some((file.to_string(), Tier::read(Some(Path::new(file)))))
 }
 
 /// Whether a listener holds the lock at `path`: a shared lock is tried

@@ -26,13 +26,14 @@ use time::OffsetDateTime;
 
 use crate::clock;
 use crate::events::Watching;
+use crate::governor::Tier;
 use crate::heartbeat::{self, Beat};
 use crate::key::MIN_KEY_BYTES;
 use crate::observe::TargetStatus;
 use crate::platform::Residency;
 use crate::rejected::Reason;
 
-pub use gather::{Inputs, examine};
+pub use gather::{Inputs, examine, running_governor};
 
 /// The number of files in one folder past which a sync engine slows down:
 /// OneDrive documents degraded syncing beyond about 300,000 items, and
@@ -480,6 +481,8 @@ pub struct LocalTarget {
     pub lock: LockHolder,
     /// How its listener learns of changes, as it last recorded it.
     pub watching: Option<Watching>,
+    /// The governor file its listener obeys, and the tier it says now.
+    pub governor: Option<(String, Tier)>,
 }
 
 /// The local state and the settings' sources.
@@ -520,6 +523,30 @@ pub fn judge_watching(w: &Watching) -> Check {
             "a folder on a network share has no events, and the poll covers it; on Linux a watch limit is raised with `sysctl fs.inotify.max_user_watches=… fs.inotify.max_user_instances=…`, then restart the listener",
         ),
     }
+}
+
+/// The running listener's governor (docs/protocol.md §7): a tier that
+/// holds jobs back is said with what it holds and how to lift it, as
+/// otherwise it shows only as jobs that stay queued.
+pub fn judge_governor(file: &str, tier: Tier) -> Check {
+    let held = match tier {
+        Tier::Green => {
+            return Check::ok(
+                "governor",
+                format!("{file} says GREEN: every job may start"),
+            );
+        }
+        Tier::Yellow => "only `high` jobs start, the rest stay queued",
+        Tier::Red => "no job starts, every job stays queued",
+    };
+    Check::warn(
+        "governor",
+        format!(
+            "{file} says {} (a missing file is GREEN; one unreadable or without GREEN, YELLOW or RED is YELLOW): {held}",
+            tier.as_str()
+        ),
+        format!("write GREEN into {file} when this machine may take every job again"),
+    )
 }
 
 fn size(n: u64) -> String {
@@ -565,6 +592,9 @@ pub fn judge_local(l: &LocalFacts) -> Vec<Check> {
         checks.push(Check::ok("state", format!("{ledger}; {lock}")).on(&t.name));
         if let (LockHolder::Held(_), Some(w)) = (&t.lock, &t.watching) {
             checks.push(judge_watching(w).on(&t.name));
+        }
+        if let (LockHolder::Held(_), Some((file, tier))) = (&t.lock, &t.governor) {
+            checks.push(judge_governor(file, *tier).on(&t.name));
         }
     }
     checks.push(Check::ok("config", l.config.join("; ")));

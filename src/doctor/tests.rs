@@ -324,6 +324,7 @@ fn a_listener_that_fell_back_to_polling_is_a_warning_naming_the_fix() {
             ledger_bytes: Some(10),
             lock: LockHolder::Held(Some(42)),
             watching: Some(watching),
+            governor: None,
         }],
         config: Vec::new(),
     };

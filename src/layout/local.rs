@@ -48,6 +48,11 @@ impl StateDirs {
     pub fn watching(&self) -> PathBuf {
         self.base.join("watching")
     }
+    /// The governor file the running listener obeys (its path, one line),
+    /// for `doctor` and `status` on this machine; absent without one.
+    pub fn governor(&self) -> PathBuf {
+        self.base.join("governor")
+    }
     /// A request to the running listener (`listen --drain`): finish the
     /// running job, start no new one, and exit.
     pub fn drain_request(&self) -> PathBuf {

@@ -378,6 +378,7 @@ impl Listener {
             _folder_lock: folder_lock,
         };
         l.repaired(repairs);
+        l.record_governor(&state);
         l.watch_folders();
         l.recover(unfinished)?;
         l.heartbeat(None, "listening");
@@ -422,6 +423,24 @@ impl Listener {
                         clock::format_duration(self.settings.poll)
                     );
                 }
+            }
+        }
+    }
+
+    /// Records which governor file this listener obeys in its state
+    /// directory (or that it obeys none), where `doctor` and `status` read
+    /// it: a hold is otherwise seen only as jobs that stay queued. A failed
+    /// write is ignored.
+    fn record_governor(&self, state: &StateDirs) {
+        let at = state.governor();
+        match &self.settings.governor {
+            Some(file) => {
+                let file = std::path::absolute(file).unwrap_or_else(|_| file.clone());
+                let line = format!("{}\n", file.display());
+                let _ = fsops::replace(&at, line.as_bytes(), fsops::Flush::Nothing);
+            }
+            None => {
+                let _ = std::fs::remove_file(&at);
             }
         }
     }

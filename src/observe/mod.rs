@@ -8,8 +8,8 @@
 mod target;
 
 pub use target::{
-    History, ListenerState, PendingCancel, QueuedJob, RECENT, RecentResult, RejectedJob,
-    RunningJob, TargetStatus, target,
+    GovernorHold, History, ListenerState, PendingCancel, QueuedJob, RECENT, RecentResult,
+    RejectedJob, RunningJob, TargetStatus, target,
 };
 
 use crate::accept;

@@ -48,6 +48,20 @@ pub struct TargetStatus {
     pub recent: Vec<RecentResult>,
     /// The last job files its listener rejected, newest first.
     pub rejected: Vec<RejectedJob>,
+    /// The governor its listener obeys, when that listener runs on this
+    /// machine (the hold is a setting of its machine, not in the folder).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub governor: Option<GovernorHold>,
+}
+
+/// A running listener's governor file and the tier it says now.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GovernorHold {
+    /// The file.
+    pub file: String,
+    /// GREEN, YELLOW or RED.
+    pub tier: String,
 }
 
 /// A job file the listener rejected.
@@ -495,5 +509,6 @@ pub fn target(dirs: &TargetDirs, key: &Key, history: &History) -> TargetStatus {
                 key_fingerprint: r.key_fingerprint,
             })
             .collect(),
+        governor: None,
     }
 }

@@ -435,3 +435,67 @@ fn doctor_names_the_sysctl_when_the_watch_limit_left_the_listener_polling() {
     let (_, _, err) = listener.stop(&w, libc::SIGTERM, Duration::from_secs(10));
     assert!(err.contains("cannot watch"), "{err}");
 }
+
+fn governor_check(v: &Value) -> Option<Value> {
+    v["checks"]
+        .as_array()?
+        .iter()
+        .find(|c| c["check"] == "governor" && c["target"] == "pc")
+        .cloned()
+}
+
+#[test]
+fn doctor_and_status_say_what_the_running_listeners_governor_holds_back_and_how_to_lift_it() {
+    let w = World::with_target();
+    let gov = w.dir.path().join("governor.txt");
+    std::fs::write(&gov, "RED\n").unwrap();
+    let listener = w.spawn_listener(&["--governor-file", gov.to_str().unwrap()]);
+    let id = w.enqueue(&[], &kit(&[]));
+    let (code, v) = doctor_json(&w, &[]);
+    let c = governor_check(&v).unwrap_or_else(|| panic!("no governor check: {v}"));
+    assert_eq!(c["status"], "warn", "{c}");
+    let message = c["message"].as_str().unwrap();
+    assert!(message.contains("RED"), "{c}");
+    assert!(message.contains("governor.txt"), "{c}");
+    assert!(message.contains("no job starts"), "{c}");
+    assert!(c["hint"].as_str().unwrap().contains("GREEN"), "{c}");
+    assert_eq!(code, 1, "a hold is a warning: {v}");
+    assert!(w.inbox(&id).exists(), "the job stays queued under RED");
+    // status on this machine says so too, in words and in JSON.
+    let (code, out, err) = w.run(&["status"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("governor") && out.contains("says RED: no job starts"),
+        "{out}"
+    );
+    let (_, out, _) = w.run(&["--json", "status"]);
+    let st: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(st["targets"][0]["governor"]["tier"], "RED", "{st}");
+
+    // Lifted as the hint says: the job runs, and doctor says GREEN.
+    std::fs::write(&gov, "GREEN\n").unwrap();
+    w.wait_result(&id, Duration::from_secs(20));
+    let (_, v) = doctor_json(&w, &[]);
+    let c = governor_check(&v).unwrap_or_else(|| panic!("no governor check: {v}"));
+    assert_eq!(c["status"], "ok", "{c}");
+    drop(listener);
+    let (_, v) = doctor_json(&w, &[]);
+    assert_eq!(
+        governor_check(&v),
+        None,
+        "a stopped listener's governor: {v}"
+    );
+}
+
+#[test]
+fn doctor_has_no_governor_check_for_a_listener_without_one() {
+    let w = World::with_target();
+    let gov = w.dir.path().join("governor.txt");
+    std::fs::write(&gov, "RED\n").unwrap();
+    // A listener that had one, then one that has none: the record goes.
+    drop(w.spawn_listener(&["--governor-file", gov.to_str().unwrap()]));
+    let listener = w.spawn_listener(&[]);
+    let (_, v) = doctor_json(&w, &[]);
+    assert_eq!(governor_check(&v), None, "{v}");
+    drop(listener);
+}
