@@ -553,21 +553,9 @@ impl Tree {
             libc::kill(-self.leader, sig.number());
         }
         let exited = self.leader_exited();
-        let mut sent = Vec::new();
-        for _ in 0..FORCED_WALKS {
-            let fresh: Vec<i32> = tree_processes(self.leader, self.mark.as_deref(), exited)
-                .into_iter()
-                .filter(|p| !sent.contains(p))
-                .collect();
-            if fresh.is_empty() {
-                break;
-            }
-            signal_pids(&fresh, sig);
-            sent.extend(fresh);
-            if sig == Signal::Term {
-                break;
-            }
-        }
+        signal_walked(sig, || {
+            tree_processes(self.leader, self.mark.as_deref(), exited)
+        });
     }
 
     /// Live processes of the tree other than the leader.
@@ -606,12 +594,16 @@ fn kept_processes(keeper: i32) -> Vec<i32> {
 /// Signals every process below `keeper`; a forced stop walks again until
 /// it finds none it has not killed.
 fn signal_kept(keeper: i32, sig: Signal) {
+    signal_walked(sig, || kept_processes(keeper));
+}
+
+/// Signals every process `walk` finds; a forced stop walks again (up to
+/// [`FORCED_WALKS`] times) until it finds none it has not killed, so a
+/// child forked during a walk is killed too.
+fn signal_walked(sig: Signal, walk: impl Fn() -> Vec<i32>) {
     let mut sent = Vec::new();
     for _ in 0..FORCED_WALKS {
-        let fresh: Vec<i32> = kept_processes(keeper)
-            .into_iter()
-            .filter(|p| !sent.contains(p))
-            .collect();
+        let fresh: Vec<i32> = walk().into_iter().filter(|p| !sent.contains(p)).collect();
         if fresh.is_empty() {
             break;
         }

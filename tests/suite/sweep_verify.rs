@@ -643,9 +643,11 @@ fn reading(w: &World, cmd: &str, args: &[&str]) -> (u64, i32) {
     (rchar, status)
 }
 
+/// A root of ten targets, each inbox holding one queued job file of
+/// 256 KiB (a long argv) four times (hard links): the world, the targets
+/// and the bytes the inboxes hold.
 #[cfg(target_os = "linux")]
-#[test]
-fn sweep_all_reads_each_inbox_once_whatever_the_number_of_targets() {
+fn ten_big_inboxes() -> (World, Vec<String>, u64) {
     let w = World::new();
     // One queued job file of 256 KiB (a long argv), linked into each
     // target's inbox four times.
@@ -664,6 +666,13 @@ fn sweep_all_reads_each_inbox_once_whatever_the_number_of_targets() {
         }
     }
     let inboxes = size * 4 * targets.len() as u64;
+    (w, targets, inboxes)
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn sweep_all_reads_each_inbox_once_whatever_the_number_of_targets() {
+    let (w, targets, inboxes) = ten_big_inboxes();
     let (read, status) = sweep_reading(&w, &["--all"]);
     assert_eq!(status, 0);
     assert!(
@@ -678,23 +687,7 @@ fn sweep_all_reads_each_inbox_once_whatever_the_number_of_targets() {
 #[cfg(target_os = "linux")]
 #[test]
 fn doctor_all_reads_what_the_roots_jobs_wait_for_once_whatever_the_number_of_targets() {
-    let w = World::new();
-    // As above: a 256 KiB queued job linked four times into ten inboxes.
-    let big = json!({"argv": ["true", "x".repeat(256 * 1024)]});
-    let targets: Vec<String> = (0..10).map(|t| format!("T{t}")).collect();
-    w.make_target(&targets[0]);
-    let first = w.write_job(&targets[0], "big-0", &targets[0], &now_text(), &big);
-    let size = std::fs::metadata(&first).unwrap().len();
-    for t in &targets {
-        w.make_target(t);
-        for j in 0..4 {
-            let path = w.root.join(t).join("inbox").join(format!("big-{j}.json"));
-            if path != first {
-                std::fs::hard_link(&first, path).unwrap();
-            }
-        }
-    }
-    let inboxes = size * 4 * targets.len() as u64;
+    let (w, _, inboxes) = ten_big_inboxes();
     // Each target's own queue is read for its status (once over all), and
     // the sweep plan's jobs waited for once more: twice the inboxes, where
     // a plan per target read the whole root again (eleven times).
