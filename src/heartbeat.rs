@@ -368,6 +368,17 @@ impl Heartbeat {
         } else {
             (slots, state)
         };
+        self.write_beat(running_jobs, state);
+    }
+
+    /// The last beat of a listener a second signal stops at once: `stopped`,
+    /// naming the jobs it killed, which no result records until the next
+    /// start (so views say so instead of calling them queued).
+    pub fn write_killed(&self, killed: &[String]) {
+        self.write_beat(killed.to_vec(), "stopped");
+    }
+
+    fn write_beat(&self, running_jobs: Vec<String>, state: &str) {
         let beat = Beat {
             target: self.0.target.clone(),
             pid: std::process::id(),

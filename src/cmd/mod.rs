@@ -213,6 +213,14 @@ pub fn no_result(
                 Observed::Queued => crate::observe::held_on(dirs, id, key),
                 _ => Vec::new(),
             };
+            if matches!(seen, Observed::Queued)
+                && crate::observe::killed_with_listener(dirs, key)
+                    .iter()
+                    .any(|k| *k == id.as_str())
+            {
+                msg.push_str(" (it was running when its listener was killed: it is recorded as interrupted when the listener next starts)");
+                out["killedWithListener"] = json!(true);
+            }
             if !held.is_empty() {
                 let names: Vec<String> = held.iter().map(ToString::to_string).collect();
                 msg.push_str(&format!(" (held: it waits for {})", names.join(", ")));

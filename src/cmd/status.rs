@@ -107,6 +107,12 @@ fn human(t: &TargetStatus, mine: &str) -> String {
                 q.waits_for.join(", ")
             ));
         }
+        if q.killed_with_listener {
+            lines.push(
+                "        killed with its listener (a second Ctrl-C): recorded as interrupted when the listener next starts"
+                    .to_string(),
+            );
+        }
         if let Some(ahead) = q.ahead_sec {
             lines.push(format!(
                 "        deferred: {}",

@@ -326,7 +326,7 @@ impl Listener {
                     let _ = running.remove(&format!("{id}.json"));
                 }
             }
-            last_beat.write(None, "stopped");
+            last_beat.write_killed(killed);
         });
         let drain = Dir::open_trusted(state.base())?;
         // A request left from an earlier run is not for this one.

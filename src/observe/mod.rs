@@ -9,7 +9,7 @@ mod target;
 
 pub use target::{
     GovernorHold, History, ListenerState, PendingCancel, QueuedJob, RECENT, RecentResult,
-    RejectedJob, RunningJob, TargetStatus, target,
+    RejectedJob, RunningJob, TargetStatus, killed_with_listener, target,
 };
 
 use crate::accept;

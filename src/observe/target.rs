@@ -182,6 +182,10 @@ pub struct QueuedJob {
     /// within the skew of it; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ahead_sec: Option<u64>,
+    /// True when it was running as its listener was killed (a second
+    /// Ctrl-C): it is recorded `interrupted` when the listener next starts.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub killed_with_listener: bool,
 }
 
 /// A marker in `cancel/`.
@@ -257,6 +261,24 @@ fn read(dir: Option<&Dir>, name: &str, limit: u64) -> FileRead {
 fn age_since(ts: &str) -> Option<Duration> {
     let t = clock::parse(ts)?;
     (clock::now() - t).try_into().ok()
+}
+
+/// The jobs a listener killed as a second signal stopped it at once, as
+/// its last verified beat (`stopped`) names them: they have no result
+/// until the listener next starts and records each `interrupted`.
+pub fn killed_with_listener(dirs: &TargetDirs, key: &Key) -> Vec<String> {
+    let Ok(Some(base)) = dirs.open_base() else {
+        return Vec::new();
+    };
+    let FileRead::Bytes(b) = base.read_limited(LISTENER_JSON, 64 * 1024) else {
+        return Vec::new();
+    };
+    match serde_json::from_slice::<Beat>(&b) {
+        Ok(beat) if beat.state == "stopped" && beat.verified(key, dirs.target()) => {
+            beat.running_jobs
+        }
+        _ => Vec::new(),
+    }
 }
 
 fn listener(dirs: &TargetDirs, key: &Key) -> ListenerState {
@@ -466,8 +488,9 @@ fn recent(dirs: &TargetDirs, key: &Key, history: &History) -> Vec<RecentResult> 
         .collect()
 }
 
-fn queued_job(dirs: &TargetDirs, key: &Key, j: &Job) -> QueuedJob {
+fn queued_job(dirs: &TargetDirs, key: &Key, j: &Job, killed: &[String]) -> QueuedJob {
     QueuedJob {
+        killed_with_listener: killed.iter().any(|k| *k == j.id.as_str()),
         job_id: j.id.to_string(),
         priority: if j.spec.priority == Priority::High {
             "high"
@@ -495,7 +518,12 @@ pub fn target(dirs: &TargetDirs, key: &Key, history: &History) -> TargetStatus {
         listener: listener(dirs, key),
         running: running(dirs, key),
         queued_count: jobs.len(),
-        queued: jobs.iter().map(|j| queued_job(dirs, key, j)).collect(),
+        queued: {
+            let killed = killed_with_listener(dirs, key);
+            jobs.iter()
+                .map(|j| queued_job(dirs, key, j, &killed))
+                .collect()
+        },
         invalid_in_inbox: invalid,
         cancel_pending: pending_cancels(dirs, key),
         recent: recent(dirs, key, history),

@@ -1437,9 +1437,33 @@ fn a_second_sigint_kills_the_job_at_once_and_the_restart_records_it_interrupted(
     assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
     wait_until(Duration::from_secs(3), || tree.iter().all(|&p| !alive(p)));
 
+    // Until the next start records it, the views say what happened to it,
+    // not that it is queued.
+    let (code, out, err) = w.run(&["status"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("killed with its listener") && out.contains(&id),
+        "{out}"
+    );
+    let (_, out, _) = w.run(&["--json", "status"]);
+    let st: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        st["targets"][0]["queued"][0]["killedWithListener"], true,
+        "{st}"
+    );
+    let (code, out, err) = w.run(&["result", "--target", "PC", "--job-id", &id]);
+    assert_eq!(code, 124, "{out}{err}");
+    assert!(
+        err.contains("recorded as interrupted when the listener next starts"),
+        "{out}{err}"
+    );
+
     assert_counters(&w.listen_once(&[]), &[("failed", 1)]);
     assert_eq!(w.result(&id)["error"], "interrupted");
     assert_eq!(lines(&side).len(), 1, "the job ran again");
+    // Recorded: no longer said.
+    let (_, out, _) = w.run(&["status"]);
+    assert!(!out.contains("killed with its listener"), "{out}");
 }
 
 #[test]
