@@ -161,7 +161,11 @@ impl Held {
             None => true,
             Some(l) => {
                 let since = l.at.elapsed();
-                since >= NET || (since >= poll && stamp != l.stamp)
+                // Windows' folder times are not trusted to move with every
+                // entry (as for the markers' listing, `listing.rs`): there
+                // a listing is made at each poll.
+                let moved = stamp != l.stamp || cfg!(windows);
+                since >= NET || (since >= poll && moved)
             }
         }
     }
