@@ -526,7 +526,7 @@ fn file_id(meta: &std::fs::Metadata) -> Option<FileId> {
 }
 
 /// Windows: std gives no file index on stable Rust; a replaced log is told
-/// by its length and by the result alone (README, Reliability).
+/// by its length and by the result alone (SECURITY.md, Reliability).
 #[cfg(not(unix))]
 fn file_id(_: &std::fs::Metadata) -> Option<FileId> {
     None

@@ -28,7 +28,7 @@
 //! apply to both doors by construction, and one job id runs once whichever
 //! door it came through. A marker is placed in `cancel/` as `cancel` would,
 //! then handed straight to the runner, which stops the job if it is the one
-//! running. No TLS: the README says what travels in clear text.
+//! running. No TLS: SECURITY.md says what travels in clear text.
 
 pub mod auth;
 pub mod client;

@@ -214,8 +214,8 @@ pub struct Listener {
 /// verified heartbeat of another listener backs it. Still `BUSY`: the
 /// holder may be a genuine listener that has not written its first
 /// heartbeat yet, and on one file system the lock is what keeps two
-/// listeners started at one instant from both starting a job (README
-/// "Security" states the residual risk). Said plainly, so a squatter is
+/// listeners started at one instant from both starting a job (SECURITY.md
+/// states the residual risk). Said plainly, so a squatter is
 /// found rather than waited for.
 fn held_unbacked(dirs: &TargetDirs) -> crate::error::Error {
     crate::error::Error::new(

@@ -26,7 +26,7 @@ use super::Observed;
 /// How many recent results are shown.
 pub const RECENT: usize = 5;
 
-/// One target's status (the `status --json` shape the README documents).
+/// One target's status (the `status --json` shape docs/guide.md documents).
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TargetStatus {

@@ -650,7 +650,7 @@ fn a_marker_landing_after_cancel_was_listed_still_cancels_the_queued_job_before_
 #[cfg(unix)]
 #[test]
 fn a_marker_hidden_by_setting_the_cancel_folders_time_back_still_stops_the_job_once_it_runs() {
-    // The README's Security promise: who sets cancel/'s time back to the
+    // SECURITY.md's promise: who sets cancel/'s time back to the
     // value listed hides a new marker from the before-start check alone.
     let w = World::with_target();
     let started = scratch(&w, "started");

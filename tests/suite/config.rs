@@ -421,7 +421,7 @@ fn a_zero_max_job_age_is_refused_as_flag_and_in_the_file() {
     assert!(!w.pc().exists(), "a refused listener created its folder");
 }
 
-/// The README's promise, key by key: every key the file accepts, given a bad
+/// The configuration promise (README, Configuration), key by key: every key the file accepts, given a bad
 /// value, is a `CONFIG` error naming the file and the key (or, for a value
 /// of the wrong type, its line), whichever command reads it; never a
 /// `VALIDATION_ERROR` naming a flag.

@@ -869,11 +869,11 @@ fn install_cmd_registers_both_tasks_filling_in_the_placeholder_the_xml_carries()
     }
     // Both READMEs that register the XML by hand say to replace the
     // placeholder first, naming it exactly.
-    let top = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let top = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/operations.md");
     for (rel, md) in [
         (README.to_string(), read(README)),
         (
-            "../README.md".to_string(),
+            "../docs/operations.md".to_string(),
             std::fs::read_to_string(&top).unwrap(),
         ),
     ] {

@@ -1,5 +1,5 @@
 //! Man pages and shell completions are generated from the clap definition,
-//! the README's exit-status table from `src/exit.rs`, and its table of
+//! the user guide's exit-status table from `src/exit.rs`, and its table of
 //! where each test module runs from the test sources. These tests
 //! regenerate them and fail, with a diff and the command to refresh them,
 //! when the committed files are out of date. Run
@@ -175,7 +175,7 @@ fn man_page(cmd: clap::Command, title: &str, parent: Option<&str>, pages: &[Stri
         .map(|p| format!("{p}(1)"))
         .collect();
     out.push_str(&roff(&format!(
-        "{}, and the README for the protocol and deployment recipes",
+        "{}, docs/protocol.md for the protocol and docs/operations.md for running it as a service",
         others.join(", ")
     )));
     out.push('\n');
@@ -398,7 +398,7 @@ fn the_readme_and_the_protocol_carry_the_one_exit_status_table() {
         "<!-- exit statuses: generated from src/exit.rs -->\n",
         "<!-- end of exit statuses -->",
     );
-    for rel in ["README.md", "docs/protocol.md"] {
+    for rel in ["docs/guide.md", "docs/protocol.md"] {
         check_block(
             rel,
             MARKS,
@@ -589,7 +589,7 @@ fn test_attributes(source: &str) -> Vec<String> {
         if (t.starts_with("mod ") || t.starts_with("pub mod ")) && t.ends_with('{') && i > 0 {
             assert!(
                 !lines[i - 1].trim().starts_with("#[cfg"),
-                "a gated inline module ({t}): count it in the README test table by hand"
+                "a gated inline module ({t}): count it in the CONTRIBUTING.md test table by hand"
             );
         }
         if t != "#[test]" {
@@ -643,7 +643,7 @@ fn suite_counts() -> Vec<(String, Counts)> {
     out
 }
 
-/// The README's table of where the integration tests run: the counts from
+/// CONTRIBUTING.md's table of where the integration tests run: the counts from
 /// the sources, the reasons (the last column) kept from `old`.
 fn where_tests_run(old: &str) -> String {
     let reasons: std::collections::HashMap<&str, &str> = old
@@ -686,7 +686,7 @@ fn the_readme_says_where_each_test_module_runs() {
         "<!-- end of test counts -->",
     );
     let want = check_block(
-        "README.md",
+        "CONTRIBUTING.md",
         MARKS,
         "the table of where the tests run differs from tests/suite",
         where_tests_run,
@@ -697,7 +697,7 @@ fn the_readme_says_where_each_test_module_runs() {
         let left_out = cells[3] != "0" || cells[4] != "0";
         assert!(
             !left_out || !row.ends_with("| |"),
-            "README.md, where the tests run: say why beside {row}"
+            "CONTRIBUTING.md, where the tests run: say why beside {row}"
         );
     }
 }

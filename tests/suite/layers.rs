@@ -1,6 +1,6 @@
 //! The architecture holds: `src/lib.rs` lists the modules in layers, and
 //! every module imports only from its own layer or the ones before it, with
-//! no cycle anywhere, and no command imports another; the README's
+//! no cycle anywhere, and no command imports another; CONTRIBUTING.md's
 //! Dependencies table names every crate where it is used. A change that makes a
 //! rule layer call up into a front end fails here, naming the import.
 
@@ -251,15 +251,16 @@ fn declared_crates() -> BTreeMap<String, bool> {
     out
 }
 
-/// The README's Dependencies table: crate → the places its "used in" column
+/// CONTRIBUTING.md's Dependencies table: crate → the places its "used in" column
 /// names (files or folders, relative to the repository).
 fn dependency_table() -> BTreeMap<String, Vec<String>> {
     let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("CONTRIBUTING.md"))
+            .unwrap();
     let section = readme
         .split("\n## Dependencies\n")
         .nth(1)
-        .expect("README has a Dependencies section");
+        .expect("CONTRIBUTING.md has a Dependencies section");
     let mut out = BTreeMap::new();
     for row in section.lines().take_while(|l| !l.starts_with("## ")) {
         let cells: Vec<&str> = row.split(" | ").collect();
@@ -317,7 +318,7 @@ fn the_readme_dependency_table_lists_every_crate_where_it_is_used() {
     assert_eq!(
         declared.keys().collect::<BTreeSet<_>>(),
         listed,
-        "Cargo.toml's crates vs README's Dependencies table"
+        "Cargo.toml's crates vs CONTRIBUTING.md's Dependencies table"
     );
     let mut wrong = Vec::new();
     for (krate, places) in &table {
@@ -355,7 +356,7 @@ fn the_readme_dependency_table_lists_every_crate_where_it_is_used() {
     }
     assert!(
         wrong.is_empty(),
-        "README Dependencies table:\n{}",
+        "CONTRIBUTING.md Dependencies table:\n{}",
         wrong.join("\n")
     );
 }

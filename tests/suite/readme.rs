@@ -1,4 +1,4 @@
-//! The README's Security section names, for each promise, the test that
+//! SECURITY.md's Security section names, for each promise, the test that
 //! tries to break it: every name it gives must be a test in the suite, so
 //! a renamed or deleted test cannot leave a promise unproved in silence.
 
@@ -35,7 +35,7 @@ fn only_test_functions_count_as_tests() {
 #[test]
 fn every_test_the_security_section_names_exists() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(root.join("SECURITY.md")).unwrap();
     let start = readme.find("\n## Security\n").expect("a Security section");
     let section = &readme[start + 1..];
     let section = &section[..section[1..].find("\n## ").map_or(section.len(), |i| i + 1)];

@@ -1,4 +1,4 @@
-//! The trust boundary (README "Security"): a folder writer without the key
+//! The trust boundary (SECURITY.md): a folder writer without the key
 //! cannot suppress a job with a forged result, and cannot keep a genuine
 //! cancel from landing by filling the marker's place — through `cancel`,
 //! `enqueue --interrupt` and the listener's own watch.
