@@ -343,24 +343,6 @@ fn enqueue_refuses_bad_after_values_naming_them() {
     assert!(!out.contains("come after `--`"), "{out}");
 }
 
-/// The `after` list signed into job `id`'s spec, as `TARGET:ID` texts.
-fn signed_after(w: &World, id: &str) -> Vec<String> {
-    let job: Value = serde_json::from_str(&std::fs::read_to_string(w.inbox(id)).unwrap()).unwrap();
-    let spec: Value = serde_json::from_str(job["spec"].as_str().unwrap()).unwrap();
-    spec["after"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| {
-            format!(
-                "{}:{}",
-                a["target"].as_str().unwrap(),
-                a["jobId"].as_str().unwrap()
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn after_names_a_job_as_every_command_does_and_an_unknown_target_is_not_found() {
     let w = World::with_target();

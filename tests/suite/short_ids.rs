@@ -14,24 +14,6 @@ fn plant(w: &World, name: &str) {
     std::fs::write(w.inbox(name), "planted, not a job").unwrap();
 }
 
-/// The `after` list signed into queued job `id`, as `TARGET:ID` texts.
-fn signed_after(w: &World, id: &str) -> Vec<String> {
-    let job: Value = serde_json::from_str(&std::fs::read_to_string(w.inbox(id)).unwrap()).unwrap();
-    let spec: Value = serde_json::from_str(job["spec"].as_str().unwrap()).unwrap();
-    spec["after"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| {
-            format!(
-                "{}:{}",
-                a["target"].as_str().unwrap(),
-                a["jobId"].as_str().unwrap()
-            )
-        })
-        .collect()
-}
-
 #[test]
 fn after_a_job_not_here_yet_is_not_captured_by_a_planted_name() {
     let w = World::with_target();

@@ -1130,3 +1130,22 @@ pub fn cpu_seconds(pid: i32) -> f64 {
     // SAFETY: sysconf has no preconditions.
     ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
 }
+
+/// The `after` list signed into queued job `id`'s spec, as `TARGET:ID`
+/// texts.
+pub fn signed_after(w: &World, id: &str) -> Vec<String> {
+    let job: Value = serde_json::from_str(&std::fs::read_to_string(w.inbox(id)).unwrap()).unwrap();
+    let spec: Value = serde_json::from_str(job["spec"].as_str().unwrap()).unwrap();
+    spec["after"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            format!(
+                "{}:{}",
+                a["target"].as_str().unwrap(),
+                a["jobId"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
