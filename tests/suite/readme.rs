@@ -75,3 +75,30 @@ fn every_test_the_security_section_names_exists() {
     }
     assert!(named >= 10, "only {named} tests named");
 }
+
+/// The README is what a newcomer reads first: at most 15 KB, the rest in
+/// `docs/` by reader, and each of those pages reachable from it.
+#[test]
+fn the_readme_stays_short_and_links_every_page_by_reader() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(
+        readme.len() <= 15 * 1024,
+        "README.md is {} bytes: move what is not for a newcomer to docs/",
+        readme.len()
+    );
+    for page in [
+        "docs/guide.md",
+        "docs/operations.md",
+        "docs/protocol.md",
+        "SECURITY.md",
+        "CONTRIBUTING.md",
+        "bench/README.md",
+    ] {
+        assert!(root.join(page).is_file(), "{page} is missing");
+        assert!(
+            readme.contains(&format!("]({page}")),
+            "README.md does not link {page}"
+        );
+    }
+}
