@@ -170,6 +170,7 @@ pub fn start(req: Request, bell: &platform::Bell) -> std::result::Result<Running
         // Beside others, a job's orphans would mix at the listener: a
         // keeper of its own holds them.
         keeper: req.mark.is_some(),
+        pauses: &SPAWN_RETRIES,
     };
     let mut tries = 0;
     let mut child = loop {
@@ -182,30 +183,11 @@ pub fn start(req: Request, bell: &platform::Bell) -> std::result::Result<Running
             .get(tries - 1)
             .filter(|_| platform::spawn_may_pass(&e));
         if let Some(pause) = pause {
-            // Said whatever the verbosity, as a shell's `fork: retry` is.
-            eprintln!(
-                "job {}: cannot start {:?} yet ({e}); trying again in {} ms",
-                req.job_id,
-                req.argv[0],
-                pause.as_millis()
-            );
+            say_retry(&req, &e, tries);
             std::thread::sleep(*pause);
             continue;
         }
-        let place = req
-            .cwd
-            .as_ref()
-            .map(|c| format!(" in {}", c.display()))
-            .unwrap_or_default();
-        let tried = if tries > 1 {
-            format!(" ({tries} tries)")
-        } else {
-            String::new()
-        };
-        return Err(blank(Exit::SpawnFailed(format!(
-            "cannot start {:?}{place}: {e}{tried}",
-            req.argv[0]
-        ))));
+        return Err(blank(spawn_failed(&req, &e, tries)));
     };
     let tree = match platform::Tree::adopt(&child, req.mark.clone()) {
         Ok(t) => t,
@@ -231,6 +213,33 @@ pub fn start(req: Request, bell: &platform::Bell) -> std::result::Result<Running
         exited: false,
         buf: take_buffer(),
     })
+}
+
+/// A start that failed for a shortage, tried again after its pause:
+/// said whatever the verbosity, as a shell's `fork: retry` is.
+fn say_retry(req: &Request, e: &std::io::Error, tries: usize) {
+    let pause = SPAWN_RETRIES.get(tries - 1).copied().unwrap_or_default();
+    eprintln!(
+        "job {}: cannot start {:?} yet ({e}); trying again in {} ms",
+        req.job_id,
+        req.argv[0],
+        pause.as_millis()
+    );
+}
+
+/// A job whose process could not be started after `tries` tries.
+fn spawn_failed(req: &Request, e: &std::io::Error, tries: usize) -> Exit {
+    let place = req
+        .cwd
+        .as_ref()
+        .map(|c| format!(" in {}", c.display()))
+        .unwrap_or_default();
+    let tried = if tries > 1 {
+        format!(" ({tries} tries)")
+    } else {
+        String::new()
+    };
+    Exit::SpawnFailed(format!("cannot start {:?}{place}: {e}{tried}", req.argv[0]))
 }
 
 /// Bytes read from an output pipe at once.
@@ -327,6 +336,23 @@ impl Running {
     /// marker, its timeout or a shutdown met on `rx`, and reports how it
     /// went.
     pub fn wait(mut self, rx: &Receiver<Control>, watch: &mut Watch) -> Report {
+        let mut tries = 1;
+        let req = &self.req;
+        let start = platform::await_start(&self.child, &mut |e, told| {
+            say_retry(req, e, told);
+            tries = told + 1;
+        });
+        if let Err(e) = start {
+            // A keeper that started nothing has ended or is ending: reaped
+            // here, as the spawn's own failure would have been.
+            let _ = self.child.wait();
+            shutdown::job_ended(self.tree.id());
+            let exit = spawn_failed(&self.req, &e, tries);
+            let Running { tree, buf, .. } = self;
+            SPARE_BUFFER.set(buf);
+            tree.release();
+            return Report::not_started(exit);
+        }
         let deadline = self.req.timeout.map(|t| self.started + t);
         let mut stop: Option<Stop> = None;
         let mut raced = None;

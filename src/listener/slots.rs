@@ -4,7 +4,10 @@
 //! serial drain ([`Listener::begin`], [`Listener::spawned`]); the started
 //! job is then handed to a thread of its own, which waits for it with its
 //! own mailbox, bell and cancel watch ([`runner::Running::wait`]) and sends
-//! [`Control::Ended`] back. The end is recorded here again
+//! [`Control::Ended`] back. On Linux the spawn here only forks the job's
+//! keeper; the main process's start (its exec, or the error it met) is
+//! waited for in the job's thread ([`platform::await_start`]), so the
+//! dispatcher starts the next job meanwhile. The end is recorded here again
 //! ([`Listener::end`]), so the ledger has one writer.
 //!
 //! The dispatcher routes control: a cancel to the slot running that job, a

@@ -255,6 +255,10 @@ pub struct JobSpawn<'a> {
     /// job stays below it. For jobs beside others, whose orphans would
     /// otherwise mix at the listener.
     pub keeper: bool,
+    /// The pauses before each new try of a start that failed for a
+    /// shortage that passes ([`spawn_may_pass`]): a keeper makes them
+    /// itself, reporting each ([`await_start`]).
+    pub pauses: &'a [std::time::Duration],
 }
 
 // A job's started process: `id()`, `kill()`, `wait()` (which alone reaps
@@ -275,6 +279,19 @@ pub use imp::JobProcess;
 /// the child where five have handlers (about 27 µs more).
 pub fn spawn_job(s: &JobSpawn<'_>) -> io::Result<JobProcess> {
     imp::spawn_job(s)
+}
+
+/// Waits until the job's main process has started, for a job started
+/// under a keeper: the spawn returns once the keeper is forked, so the
+/// thread that spawns never waits for the main process's exec; the job's
+/// own thread waits here instead. The error is the one the main process's
+/// start met, after the keeper's own tries (each said to `retrying`, with
+/// its error and the number of tries made so far). At once otherwise.
+pub fn await_start(
+    child: &JobProcess,
+    retrying: &mut dyn FnMut(&io::Error, usize),
+) -> io::Result<()> {
+    imp::await_start(child, retrying)
 }
 
 /// std's command for `s`, set up as [`spawn_job`] says.

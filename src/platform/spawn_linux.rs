@@ -199,14 +199,23 @@ struct Plan<'a> {
     /// With a keeper: its status pipe's write end, and the top of the
     /// stack the main process is cloned on from the keeper.
     keeper: Option<(RawFd, *mut c_void)>,
+    /// A keeper's pauses before each new try of a start that failed with
+    /// `EAGAIN`, in milliseconds.
+    pauses: [u32; MAX_TRIES],
 }
+
+/// The most tries a keeper makes after the first.
+const MAX_TRIES: usize = 4;
 
 /// What a keeper tells the listener through its status pipe, each a pair
 /// of native ints, tag then value: the main process started (its pid), it
-/// could not be started (the error number), it ended (its wait status).
+/// could not be started (the error number), it ended (its wait status), a
+/// try failed for a shortage and is made again after its pause (the error
+/// number).
 pub(super) const KEPT_STARTED: c_int = 1;
-const KEPT_FAILED: c_int = 2;
+pub(super) const KEPT_FAILED: c_int = 2;
 pub(super) const KEPT_EXITED: c_int = 3;
+pub(super) const KEPT_RETRY: c_int = 4;
 
 /// The child's stack (it needs a few hundred bytes), in the spawning frame:
 /// the spawning thread is suspended until the child's exec or exit.
@@ -266,7 +275,11 @@ fn spawn_with(s: &JobSpawn<'_>, null: &File) -> io::Result<JobProcess> {
         error: 0,
         own_group: status.is_none(),
         keeper: None,
+        pauses: [0; MAX_TRIES],
     };
+    for (slot, pause) in plan.pauses.iter_mut().zip(s.pauses) {
+        *slot = pause.as_millis().min(u32::MAX as u128) as u32;
+    }
     let mut stack = MaybeUninit::<[u128; CHILD_STACK / 16]>::uninit();
     if let Some((_, write)) = &status {
         // The keeper runs on the stack's top half, in its own copy of our
@@ -325,7 +338,13 @@ fn spawn_with(s: &JobSpawn<'_>, null: &File) -> io::Result<JobProcess> {
     };
     if let Some((read, write)) = status {
         drop(write);
-        return kept_started(pid, read, out_read, err_read);
+        // The main process's start is the job thread's to wait for
+        // (`await_start`): this one goes on at once.
+        // SAFETY: F_SETFL on our own descriptor.
+        unsafe { libc::fcntl(read.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+        let mut started = JobProcess::new(pid, Some(out_read.into()), Some(err_read.into()));
+        started.kept = Some(std::sync::Arc::new(super::unix::Kept::new(read)));
+        return Ok(started);
     }
     // SAFETY: the child has exited or exec'd: `plan.error` is final.
     let error = unsafe { std::ptr::read_volatile(&plan.error) };
@@ -342,31 +361,6 @@ fn spawn_with(s: &JobSpawn<'_>, null: &File) -> io::Result<JobProcess> {
         return Err(io::Error::from_raw_os_error(error));
     }
     Ok(started)
-}
-
-/// The keeper `pid` just cloned has started the main process, or failed
-/// to: its first report on `status` says which. A failure is the error
-/// the main process's spawn met, as without a keeper.
-fn kept_started(pid: c_int, status: OwnedFd, out: OwnedFd, err: OwnedFd) -> io::Result<JobProcess> {
-    let mut started = JobProcess::new(pid, Some(out.into()), Some(err.into()));
-    let report = read_report(&status);
-    match report {
-        Some((KEPT_STARTED, main)) => {
-            // SAFETY: F_SETFL on our own descriptor.
-            unsafe { libc::fcntl(status.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
-            started.kept = Some(std::sync::Arc::new(super::unix::Kept::new(main, status)));
-            Ok(started)
-        }
-        other => {
-            // Reaped here: a keeper that started nothing is not the job's.
-            let _ = started.wait();
-            let errno = match other {
-                Some((KEPT_FAILED, e)) => e,
-                _ => libc::EIO,
-            };
-            Err(io::Error::from_raw_os_error(errno))
-        }
-    }
 }
 
 /// One report of a keeper (tag, value), read whole; None at the end of
@@ -428,23 +422,45 @@ extern "C" fn keeper(plan: *mut c_void) -> c_int {
     unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
         libc::setpgid(0, 0);
-        let main = libc::clone(
-            child,
-            top,
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            (plan as *mut Plan<'_>).cast(),
-        );
-        if main < 0 {
-            report(KEPT_FAILED, errno());
-            libc::_exit(0);
-        }
-        let error = std::ptr::read_volatile(&plan.error);
-        if error != 0 {
-            let mut raw = 0;
-            libc::waitpid(main, &mut raw, 0);
-            report(KEPT_FAILED, error);
-            libc::_exit(0);
-        }
+        let mut tries = 0;
+        let main = loop {
+            plan.error = 0;
+            let main = libc::clone(
+                child,
+                top,
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                (plan as *mut Plan<'_>).cast(),
+            );
+            let error = if main < 0 {
+                errno()
+            } else {
+                std::ptr::read_volatile(&plan.error)
+            };
+            if error == 0 {
+                break main;
+            }
+            if main >= 0 {
+                let mut raw = 0;
+                libc::waitpid(main, &mut raw, 0);
+            }
+            // A shortage that may pass (as `spawn_may_pass` says) is tried
+            // again after its pause: nothing ran, so nothing runs twice.
+            match plan.pauses.get(tries).filter(|&&ms| ms > 0) {
+                Some(&ms) if error == libc::EAGAIN => {
+                    report(KEPT_RETRY, error);
+                    let pause = libc::timespec {
+                        tv_sec: (ms / 1000) as libc::time_t,
+                        tv_nsec: ((ms % 1000) * 1_000_000) as libc::c_long,
+                    };
+                    libc::nanosleep(&pause, std::ptr::null_mut());
+                    tries += 1;
+                }
+                _ => {
+                    report(KEPT_FAILED, error);
+                    libc::_exit(0);
+                }
+            }
+        };
         close_all_but(status);
         report(KEPT_STARTED, main);
         loop {
@@ -569,6 +585,7 @@ mod tests {
             cwd,
             env: &env,
             keeper: false,
+            pauses: &[],
         };
         let mut p = spawn(&s).expect("served here").expect("started");
         // Read without a JobIo: the held write ends would keep it open.
@@ -621,8 +638,11 @@ mod tests {
             cwd: None,
             env: &[],
             keeper: true,
+            pauses: &[],
         };
-        spawn(&s).expect("served here")
+        let p = spawn(&s).expect("served here")?;
+        super::super::await_start(&p, &mut |_, _| {})?;
+        Ok(p)
     }
 
     #[test]
@@ -646,7 +666,7 @@ mod tests {
         // The output ends with the main process: the keeper holds no end of it.
         p.stdout.take().unwrap().read_to_string(&mut out).unwrap();
         let orphan: i32 = out.trim().parse().unwrap();
-        let main = p.kept.as_ref().unwrap().main;
+        let main = p.kept.as_ref().unwrap().started(&mut |_, _| {}).unwrap();
         assert_ne!(main, keeper);
         // The main process ends; its orphan is the keeper's now.
         let parent = |pid: i32| {
@@ -676,6 +696,7 @@ mod tests {
             cwd: None,
             env: &[],
             keeper: false,
+            pauses: &[],
         };
         let e = spawn(&s).unwrap().unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::NotFound);
@@ -686,6 +707,7 @@ mod tests {
             cwd: Some(gone),
             env: &[],
             keeper: false,
+            pauses: &[],
         };
         assert_eq!(
             spawn(&s).unwrap().unwrap_err().kind(),
@@ -697,6 +719,7 @@ mod tests {
             cwd: None,
             env: &[],
             keeper: false,
+            pauses: &[],
         };
         assert_eq!(
             spawn(&s).unwrap().unwrap_err().kind(),
@@ -720,6 +743,7 @@ mod tests {
             cwd,
             env: &env,
             keeper: false,
+            pauses: &[],
         };
         let mut p = spawn(&s).expect("served here")?;
         // Read without a JobIo: the held write ends would keep it open.

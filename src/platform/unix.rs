@@ -228,54 +228,135 @@ pub struct JobProcess {
 }
 
 /// A job's main process started under a keeper, a child subreaper of
-/// ours that is its parent (`spawn_linux.rs`): its pid, and its end as the
-/// keeper reports it on its status pipe.
+/// ours that is its parent (`spawn_linux.rs`): what the keeper reports on
+/// its status pipe, read as it comes (its start, then its end).
 #[derive(Debug)]
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub struct Kept {
-    pub(super) main: i32,
     /// The status pipe's read end, non-blocking.
     report: std::os::fd::OwnedFd,
+    heard: std::sync::Mutex<Heard>,
+}
+
+/// What a keeper has reported so far.
+#[derive(Debug, Default)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+struct Heard {
+    /// The main process's pid, once started.
+    main: Option<i32>,
+    /// Its start's error number, when it could not be started.
+    failed: Option<i32>,
+    /// The error numbers of the tries that failed for a shortage, each
+    /// tried again; passed on once.
+    retries: Vec<i32>,
+    retries_told: usize,
     /// The main process's wait status once reported; `Some(None)` when the
-    /// keeper ended without reporting it (it was killed).
-    ended: std::sync::Mutex<Option<Option<i32>>>,
+    /// keeper ended without reporting it (it was killed, or its start
+    /// failed).
+    ended: Option<Option<i32>>,
 }
 
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 impl Kept {
-    pub(super) fn new(main: i32, report: std::os::fd::OwnedFd) -> Kept {
+    /// A keeper just forked, its status pipe's read end non-blocking.
+    pub(super) fn new(report: std::os::fd::OwnedFd) -> Kept {
         Kept {
-            main,
             report,
-            ended: std::sync::Mutex::new(None),
+            heard: std::sync::Mutex::new(Heard::default()),
         }
+    }
+
+    fn heard(&self) -> std::sync::MutexGuard<'_, Heard> {
+        self.heard.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Reads every report waiting, without waiting; notes a keeper gone
+    /// without a word as ended.
+    #[cfg(target_os = "linux")]
+    fn read_waiting(&self, heard: &mut Heard) {
+        use super::spawn_linux::{KEPT_EXITED, KEPT_FAILED, KEPT_RETRY, KEPT_STARTED, read_report};
+        use std::os::fd::AsRawFd;
+        while heard.ended.is_none() {
+            match read_report(&self.report) {
+                Some((KEPT_STARTED, main)) => heard.main = Some(main),
+                Some((KEPT_RETRY, errno)) => heard.retries.push(errno),
+                Some((KEPT_FAILED, errno)) => {
+                    heard.failed = Some(errno);
+                    heard.ended = Some(None);
+                }
+                Some((KEPT_EXITED, raw)) => heard.ended = Some(Some(raw)),
+                Some(_) => {}
+                // Nothing to read: the keeper has not said yet, or is gone.
+                None if !pipe_has_writer(self.report.as_raw_fd()) => heard.ended = Some(None),
+                None => return,
+            }
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn read_waiting(&self, _heard: &mut Heard) {}
+
+    /// Waits for the keeper's word on the main process's start: its pid,
+    /// or the error its start met (each try that failed for a shortage
+    /// told to `retrying` first).
+    pub(super) fn started(&self, retrying: &mut dyn FnMut(&io::Error, usize)) -> io::Result<i32> {
+        use std::os::fd::AsRawFd;
+        loop {
+            let mut heard = self.heard();
+            self.read_waiting(&mut heard);
+            while heard.retries_told < heard.retries.len() {
+                heard.retries_told += 1;
+                let e = io::Error::from_raw_os_error(heard.retries[heard.retries_told - 1]);
+                retrying(&e, heard.retries_told);
+            }
+            if let Some(main) = heard.main {
+                return Ok(main);
+            }
+            if heard.ended.is_some() {
+                return Err(io::Error::from_raw_os_error(
+                    heard.failed.unwrap_or(libc::EIO),
+                ));
+            }
+            drop(heard);
+            let mut p = libc::pollfd {
+                fd: self.report.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd; a signal only cuts the wait short.
+            unsafe { libc::poll(&mut p, 1, -1) };
+        }
+    }
+
+    /// The main process's pid, once its start was reported.
+    fn main(&self) -> Option<i32> {
+        let mut heard = self.heard();
+        self.read_waiting(&mut heard);
+        heard.main
     }
 
     /// True once the main process's end was reported (or can no longer
     /// be); reads what the keeper wrote, without waiting.
     fn exited(&self) -> bool {
-        #[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
-        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
-        #[cfg(target_os = "linux")]
-        if ended.is_none() {
-            use std::os::fd::AsRawFd;
-            match super::spawn_linux::read_report(&self.report) {
-                Some((super::spawn_linux::KEPT_EXITED, raw)) => *ended = Some(Some(raw)),
-                Some(_) => {}
-                // Nothing to read: the keeper has not said yet, or is gone.
-                None if !pipe_has_writer(self.report.as_raw_fd()) => *ended = Some(None),
-                None => {}
-            }
-        }
-        ended.is_some()
+        let mut heard = self.heard();
+        self.read_waiting(&mut heard);
+        heard.ended.is_some()
     }
 
     /// The main process's raw wait status, when the keeper reported it.
     fn status(&self) -> Option<i32> {
-        self.ended
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .flatten()
+        self.heard().ended.flatten()
+    }
+}
+
+/// See [`super::await_start`].
+pub(super) fn await_start(
+    child: &JobProcess,
+    retrying: &mut dyn FnMut(&io::Error, usize),
+) -> io::Result<()> {
+    match &child.kept {
+        Some(kept) => kept.started(retrying).map(drop),
+        None => Ok(()),
     }
 }
 
@@ -332,7 +413,10 @@ impl JobProcess {
             if let Some(kept) = &self.kept
                 && !kept.exited()
             {
-                signal_pids(&[kept.main], Signal::Kill);
+                // Its start is reported within moments of the fork.
+                if let Ok(main) = kept.started(&mut |_, _| {}) {
+                    signal_pids(&[main], Signal::Kill);
+                }
             }
             // SAFETY: kill takes a pid and a signal number; our child is
             // unreaped, so the pid is still its own.
@@ -562,7 +646,8 @@ impl Tree {
     pub fn others(&self) -> Vec<i32> {
         if let Some(kept) = &self.kept {
             let mut below = kept_processes(self.leader);
-            below.retain(|&p| p != kept.main);
+            let main = kept.main();
+            below.retain(|&p| Some(p) != main);
             return below;
         }
         tree_processes(self.leader, self.mark.as_deref(), self.leader_exited())

@@ -542,6 +542,15 @@ pub(super) fn spawn_may_pass(e: &io::Error) -> bool {
 pub type JobProcess = std::process::Child;
 
 /// See [`super::spawn_job`].
+/// See [`super::await_start`]: a job here has no keeper, and has
+/// started once spawned.
+pub(super) fn await_start(
+    _child: &JobProcess,
+    _retrying: &mut dyn FnMut(&io::Error, usize),
+) -> io::Result<()> {
+    Ok(())
+}
+
 pub(super) fn spawn_job(s: &super::JobSpawn<'_>) -> io::Result<JobProcess> {
     super::std_command(s).spawn()
 }

@@ -417,27 +417,32 @@ fn a_job_killed_by_a_signal_it_did_not_get_from_us_has_exit_code_minus_one() {
     assert_eq!(w.detail(&id)["signal"], "SIGKILL");
 }
 
+/// Alone, and beside others (where the job's start is reported by its
+/// keeper to the job's own thread, after the dispatcher went on).
 #[test]
 fn a_program_that_does_not_exist_is_spawn_failed_with_an_empty_start() {
-    let w = World::with_target();
-    let id = uid("nospawn");
-    let spec = json!({"argv": ["/nonexistent/fleet-dispatch-no-such-program", "x"]});
-    w.write_job("PC", &id, "PC", &now_text(), &spec);
-    assert_counters(&w.listen_once(&[]), &[("failed", 1)]);
-    let r = w.result(&id);
-    assert_signed(&r);
-    assert_eq!(r["error"], "spawn-failed");
-    assert_eq!(r["ok"], false);
-    assert_eq!(r["exitCode"], -1);
-    assert_eq!(r["startedAt"], "");
-    assert!(is_spec_time(r["finishedAt"].as_str().unwrap()), "{r}");
-    let why = w.detail(&id)["spawnError"].as_str().unwrap().to_string();
-    assert!(
-        !why.contains("tries"),
-        "a missing program is not tried again: {why}"
-    );
-    assert!(w.done(&id).exists(), "a spawn failure is still processed");
-    assert!(!w.inbox(&id).exists());
+    for slots in ["1", "2"] {
+        let w = World::with_target();
+        let id = uid("nospawn");
+        let spec = json!({"argv": ["/nonexistent/fleet-dispatch-no-such-program", "x"]});
+        w.write_job("PC", &id, "PC", &now_text(), &spec);
+        assert_counters(&w.listen_once(&["--slots", slots]), &[("failed", 1)]);
+        let r = w.result(&id);
+        assert_signed(&r);
+        assert_eq!(r["error"], "spawn-failed", "slots {slots}");
+        assert_eq!(r["ok"], false);
+        assert_eq!(r["exitCode"], -1);
+        assert_eq!(r["startedAt"], "", "slots {slots}: {r}");
+        assert!(is_spec_time(r["finishedAt"].as_str().unwrap()), "{r}");
+        let why = w.detail(&id)["spawnError"].as_str().unwrap().to_string();
+        assert!(
+            why.contains("No such file") && !why.contains("tries"),
+            "slots {slots}: a missing program is not tried again: {why}"
+        );
+        assert!(w.done(&id).exists(), "a spawn failure is still processed");
+        assert!(!w.inbox(&id).exists());
+        assert!(!w.pc().join("running").join(format!("{id}.json")).exists());
+    }
 }
 
 /// A pids cgroup holding one process, limited to the tasks it has: its
