@@ -281,6 +281,8 @@ pub struct EnqueueArgs {
     /// A short description shown by status and results
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
+    // The help text's `[TARGET:]ID` is not a link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     /// Start only once this job has succeeded: [TARGET:]ID, the job's own target when none is named (with a target list, each copy's own) (repeatable, up to 64); if it fails, this job ends `dependency-failed` without running
     #[arg(long, value_name = "[TARGET:]ID")]
     pub after: Vec<String>,

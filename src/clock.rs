@@ -61,7 +61,7 @@ pub fn parse(s: &str) -> Option<OffsetDateTime> {
     OffsetDateTime::parse(s, &Rfc3339).ok()
 }
 
-/// When something started at `started` (as [`format`] wrote it) ends after
+/// When something started at `started` (as [`format()`] wrote it) ends after
 /// running `elapsed` by the monotonic clock: so a finish is never dated
 /// before its start, whatever the wall clock did meanwhile (stepped back
 /// by a time sync, or by hand). Now, when `started` does not parse.

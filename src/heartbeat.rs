@@ -266,7 +266,7 @@ pub fn run_id() -> String {
 }
 
 /// Writes heartbeats for one listener; cheap to clone into a thread (each
-/// job's watch takes one): the clones share one [`Writer`], and with it the
+/// job's watch takes one): the clones share one `Writer`, and with it the
 /// list of jobs running in slots.
 #[derive(Clone, Debug)]
 pub struct Heartbeat(Arc<Writer>);

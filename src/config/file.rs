@@ -73,7 +73,7 @@ pub fn config_path() -> Option<(PathBuf, bool)> {
 /// Parses config file text; `path` names the file in errors. A file that is
 /// not TOML, holds an unknown key or a value of the wrong type is refused
 /// naming its line and column; a value that breaks its setting's rule
-/// ([`super::rules`]) is refused naming its key, so every bad value in the
+/// (`config::rules`) is refused naming its key, so every bad value in the
 /// file is a `CONFIG` error whichever command reads it.
 pub fn parse_config(text: &str, path: &Path) -> Result<FileConfig> {
     let mut cfg: FileConfig = toml::from_str(text).map_err(|e| {

@@ -23,7 +23,7 @@ pub const MAX_BYTES: u64 = 1024 * 1024;
 /// for it.
 const MAX_SECONDS: f64 = 10.0 * 365.0 * 86400.0;
 
-/// [`MAX_SECONDS`] as a duration.
+/// `MAX_SECONDS` (ten years) as a duration.
 pub const MAX_DURATION: Duration = Duration::from_secs(MAX_SECONDS as u64);
 
 /// Drain priority.

@@ -6,7 +6,7 @@
 //! cancels, recent rejections, file counts and conflict copies, and the
 //! local state (ledger, lock, where the settings came from).
 //!
-//! [`gather`] reads the facts, through held folder handles as every reader
+//! `gather` reads the facts, through held folder handles as every reader
 //! of the root does; the judgements below are plain functions over those
 //! facts and a given `now`, unit-tested without a disk. A target's queue
 //! and heartbeat are read as `status` reads them ([`crate::observe`],

@@ -1,8 +1,8 @@
 //! The endpoints of the HTTP intake, each a thin door onto the library
 //! functions the folder path uses: a job is judged by [`accept::job`] and
 //! the replay guard, then published into `inbox/` like any other; a marker
-//! is judged by [`accept::marker`] and placed by [`cmd::place_marker`]; the
-//! GETs answer from [`observe::job`] and [`cmd::target_status`].
+//! is judged by [`accept::marker`] and placed by [`crate::cancel::place_marker`];
+//! the GETs answer from [`observe::job`] and [`observe::target`].
 //!
 //! Routing and the verdict-to-status table are pure functions; the
 //! handlers are the effects.

@@ -92,13 +92,13 @@ pub fn resolve_target(root: &Path, name: &str, fleet: &[String]) -> Result<Targe
 pub const ALL_TARGETS: &str = "all";
 
 /// True when `text` names more than one target: a comma list, or
-/// [`ALL_TARGETS`].
+/// `all`.
 pub fn is_target_list(text: &str) -> bool {
     text.contains(',') || text.eq_ignore_ascii_case(ALL_TARGETS)
 }
 
 /// Refuses `machine` as the name of a target a listener serves when no
-/// `--target` could ever name it: [`ALL_TARGETS`], in any case, always
+/// `--target` could ever name it: `all`, in any case, always
 /// means every target (docs/protocol.md §2.2).
 pub fn check_addressable(machine: &Machine) -> Result<()> {
     if !is_all(machine.as_str()) {
@@ -110,14 +110,14 @@ pub fn check_addressable(machine: &Machine) -> Result<()> {
     .hint("give it another name: --machine NAME, FLEET_DISPATCH_MACHINE, or `machine` in the config file"))
 }
 
-/// True when `text` is [`ALL_TARGETS`]: every target folder this machine
+/// True when `text` is `all`: every target folder this machine
 /// sees, which a folder writer can add to, so a fan-out to them passes over
 /// one that cannot take a job rather than stop at it.
 pub fn is_all(text: &str) -> bool {
     text.eq_ignore_ascii_case(ALL_TARGETS)
 }
 
-/// Resolves a target list (`A,B,C`, or [`ALL_TARGETS`] for every target
+/// Resolves a target list (`A,B,C`, or `all` for every target
 /// folder under `root`) by [`resolve_target`], in the order given. A name
 /// given twice (in any case) or an empty entry is `VALIDATION_ERROR`: a
 /// fan-out publishes one copy per target, never two to one; for the same

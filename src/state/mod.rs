@@ -193,7 +193,7 @@ pub struct Unfinished {
 /// after the last one that did not reach `results/`.
 ///
 /// Lines are written over zeroed space the file already has (see
-/// [`GROW_BY`]), so the file may end in zero bytes: readers take them for
+/// `GROW_BY`), so the file may end in zero bytes: readers take them for
 /// line ends, and a clean stop cuts them off.
 #[derive(Debug)]
 pub struct Ledger {
