@@ -15,7 +15,8 @@ pub use job::{Job, Priority, Spec};
 pub use marker::Marker;
 pub use outcome::{Outcome, Termination};
 
-/// Serialises a document for writing: compact JSON and a trailing newline.
+/// Serialises a document for writing: indented JSON (a person reading the
+/// shared folder reads it as is) and a trailing newline.
 pub fn to_file_bytes<T: serde::Serialize>(doc: &T) -> Vec<u8> {
     // Serialising plain structs of strings and numbers cannot fail.
     let mut out = serde_json::to_vec_pretty(doc).expect("documents serialise");
