@@ -298,7 +298,7 @@ fn a_wait_says_when_the_targets_heartbeat_is_stale_and_how_old() {
         "{err}"
     );
     assert!(
-        err.contains("ago (its machine may be off, or sync lags)"),
+        err.contains("s (its machine may be off, or sync lags)"),
         "{err}"
     );
     assert!(!err.contains("no listener has ever run"), "{err}");
