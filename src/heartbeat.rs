@@ -1,8 +1,9 @@
 //! The listener heartbeat, `<root>/<TARGET>/listener.json` (docs/protocol.md
 //! §7.11): written by the listener while it lives (idle or running a job),
 //! signed with the fleet key, read by `status` to say whether a target's
-//! listener is alive and by other listeners for the one-listener rule
-//! (§7.1). Only a beat that verifies counts for that rule: a folder writer
+//! listener is alive ([`seen_alive`], one look), by a wait that watches it
+//! over time ([`Tracker`]: new beats on the watcher's own clock), and by
+//! other listeners for the one-listener rule (§7.1). Only a beat that verifies counts for that rule: a folder writer
 //! without the key cannot stop a lane by writing one. A failed write never
 //! stops a listener.
 
@@ -430,7 +431,16 @@ pub fn alive(state: &str, age: Option<Duration>) -> bool {
 /// The one-listener rule (§7.1) keeps to the signed time alone: a file's
 /// time is anyone's to set.
 pub fn seen_alive(state: &str, age: Option<Duration>, changed: Option<Duration>) -> bool {
-    alive(state, age) || alive(state, changed)
+    alive(state, younger(age, changed))
+}
+
+/// The younger of a beat's age by its own time and by its file's change:
+/// the age [`seen_alive`] judges.
+fn younger(age: Option<Duration>, changed: Option<Duration>) -> Option<Duration> {
+    match (age, changed) {
+        (Some(a), Some(c)) => Some(a.min(c)),
+        (a, c) => a.or(c),
+    }
 }
 
 /// What a reader knows of a target's listener: [`Tracker::see`]'s answer.
@@ -477,13 +487,9 @@ impl Sight {
         if !beat.verified(key, dirs.target()) {
             return Sight::Unverified;
         }
-        let age = match (beat.age(), changed(dirs)) {
-            (Some(a), Some(c)) => Some(a.min(c)),
-            (a, c) => a.or(c),
-        };
         Sight::Beat {
             stopped: beat.state == "stopped",
-            age,
+            age: younger(beat.age(), changed(dirs)),
             mark: (beat.run, beat.heartbeat_at),
         }
     }

@@ -518,7 +518,9 @@ pub fn ahead_of(dirs: &TargetDirs, key: &Key, job: &Job) -> (usize, usize) {
     let queued = jobs
         .iter()
         .take_while(|j| j.drain_order(job).is_lt())
-        .filter(|j| accept::ahead(j.created, now).is_none() && super::waits_for(dirs, j, key).is_empty())
+        .filter(|j| {
+            accept::ahead(j.created, now).is_none() && super::waits_for(dirs, j, key).is_empty()
+        })
         .count();
     (running(dirs, key).len(), queued)
 }

@@ -130,9 +130,10 @@ fn a_wait_that_runs_out_behind_queued_jobs_says_how_many() {
     assert!(!line.contains("listener"), "{line}");
     // A high-priority job drains first: nothing ahead of it.
     let high = w.enqueue(&["--priority", "high"], &["true"]);
-    let (code, out, _) = output(w.cmd().args([
-        "--json", "result", "--target", "PC", "--job-id", &high,
-    ]));
+    let (code, out, _) = output(
+        w.cmd()
+            .args(["--json", "result", "--target", "PC", "--job-id", &high]),
+    );
     assert_eq!(code, 124, "{out}");
     let v: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["queuedBehind"]["queued"], 0, "{v}");
@@ -323,12 +324,7 @@ fn a_wait_calls_a_listener_whose_heartbeat_stopped_changing_not_heard_from() {
     // no wall time says it is old, only that no new beat comes.
     beat_skewed(&w.pc(), 3 * 3600, None);
     let id = w.enqueue(&[], &["true"]);
-    let (code, out, err) = wait_for(
-        &w,
-        &id,
-        "3s",
-        &[("FLEET_DISPATCH_WAIT_STALE_AFTER", "1s")],
-    );
+    let (code, out, err) = wait_for(&w, &id, "3s", &[("FLEET_DISPATCH_WAIT_STALE_AFTER", "1s")]);
     assert_eq!(code, 124, "{out}{err}");
     assert!(
         err.contains("fleet-dispatch: PC's listener has not been heard from for 1."),
@@ -339,7 +335,12 @@ fn a_wait_calls_a_listener_whose_heartbeat_stopped_changing_not_heard_from() {
         "{err}"
     );
     // The setting is a duration, or the wait is refused.
-    let (code, _, err) = wait_for(&w, &id, "1s", &[("FLEET_DISPATCH_WAIT_STALE_AFTER", "soon")]);
+    let (code, _, err) = wait_for(
+        &w,
+        &id,
+        "1s",
+        &[("FLEET_DISPATCH_WAIT_STALE_AFTER", "soon")],
+    );
     assert_eq!(code, 64, "{err}");
     assert!(err.contains("FLEET_DISPATCH_WAIT_STALE_AFTER"), "{err}");
 }
