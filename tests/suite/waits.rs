@@ -300,12 +300,8 @@ fn a_wait_sees_a_listener_alive_whose_clock_is_hours_off() {
         beat_skewed(&w.pc(), skew, None);
         let id = w.enqueue(&[], &["true"]);
         let (on, beats) = keep_beating(&w, skew);
-        let (code, out, err) = wait_for(
-            &w,
-            &id,
-            "3s",
-            &[("FLEET_DISPATCH_WAIT_STALE_AFTER", "1500ms")],
-        );
+        let (code, out, err) =
+            wait_for(&w, &id, "3s", &[("FLEET_DISPATCH_WAIT_STALE_AFTER", "2s")]);
         on.store(false, Ordering::SeqCst);
         beats.join().unwrap();
         assert_eq!(code, 124, "{out}{err}");
@@ -327,7 +323,8 @@ fn a_wait_calls_a_listener_whose_heartbeat_stopped_changing_not_heard_from() {
     let (code, out, err) = wait_for(&w, &id, "3s", &[("FLEET_DISPATCH_WAIT_STALE_AFTER", "1s")]);
     assert_eq!(code, 124, "{out}{err}");
     assert!(
-        err.contains("fleet-dispatch: PC's listener has not been heard from for 1."),
+        err.lines()
+            .any(|l| l.starts_with("fleet-dispatch: PC's listener has not been heard from for ")),
         "{err}"
     );
     assert!(
