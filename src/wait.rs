@@ -54,19 +54,24 @@ const BEAT_LOOK: Duration = Duration::from_secs(1);
 /// one-listener rule keeps its own.
 pub const STALE_VAR: &str = "FLEET_DISPATCH_WAIT_STALE_AFTER";
 
-/// The staleness [`STALE_VAR`] sets.
-///
-/// # Errors
-///
-/// `VALIDATION` when it is set but not a duration.
-fn stale_after() -> Result<Duration> {
-    match std::env::var(STALE_VAR) {
-        Err(std::env::VarError::NotPresent) => Ok(heartbeat::STALE_AFTER),
-        Ok(v) => clock::parse_duration(&v)
-            .map_err(|e| Error::validation(format!("{STALE_VAR}: {}", e.message))),
-        Err(std::env::VarError::NotUnicode(_)) => Err(Error::validation(format!(
-            "{STALE_VAR} is not text: write a duration (90s, 5m)"
-        ))),
+/// The staleness [`STALE_VAR`] sets. A value that is not a duration is
+/// named in a warning and the default used: the wait may begin after the
+/// job was sent (`enqueue --wait`), when a refusal would leave it sent and
+/// unwatched.
+fn stale_after() -> Duration {
+    let Some(v) = std::env::var_os(STALE_VAR) else {
+        return heartbeat::STALE_AFTER;
+    };
+    match v.to_str().map(clock::parse_duration) {
+        Some(Ok(d)) => d,
+        _ => {
+            eprintln!(
+                "fleet-dispatch: warning: {STALE_VAR}={} is not a duration (90s, 5m); the wait uses {}",
+                v.to_string_lossy(),
+                clock::format_duration(heartbeat::STALE_AFTER)
+            );
+            heartbeat::STALE_AFTER
+        }
     }
 }
 
@@ -156,7 +161,7 @@ pub fn for_result(
     mut follow: Option<&mut Follower>,
 ) -> Result<Waited> {
     let start = Instant::now();
-    let mut tracker = Tracker::new(stale_after()?);
+    let mut tracker = Tracker::new(stale_after());
     let mut beat_looked: Option<Instant> = None;
     let mut listener: Option<Liveness> = None;
     // The progress line would tangle with the job's streamed stderr.
