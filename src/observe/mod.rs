@@ -3,7 +3,9 @@
 //! not seen yet (sync may lag). The
 //! one answer to "what state is this job in?", for `result`, `cancel`,
 //! `enqueue --interrupt`, the waiting loop, `status` and the HTTP intake;
-//! [`target`] looks at a whole target the same way.
+//! for a job still waiting, what holds it ([`hold`]) and whether a cancel
+//! of it is pending ([`cancel_pending`]); [`target`] looks at a whole
+//! target the same way.
 
 mod target;
 
