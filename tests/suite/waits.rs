@@ -116,9 +116,16 @@ fn a_wait_that_runs_out_behind_queued_jobs_says_how_many() {
     // A fresh heartbeat: the listener counts as running, so the queue is
     // all that holds the job.
     Beat::aged("listening", 0).write(&w);
-    for _ in 0..3 {
+    let first = w.enqueue(&[], &["true"]);
+    for _ in 0..2 {
         w.enqueue(&[], &["true"]);
     }
+    // Neither a job held by another nor one with a cancel pending is
+    // ahead of it: neither may start.
+    w.enqueue(&["--after", &first], &["true"]);
+    let cancelled = w.enqueue(&[], &["true"]);
+    let (code, out, err) = w.run(&["cancel", "--target", "PC", "--job-id", &cancelled]);
+    assert_eq!(code, 0, "{out}{err}");
     let low = w.enqueue(&[], &["true"]);
     let (code, out, err) = wait_for(&w, &low, "500ms", &[]);
     assert_eq!(code, 124, "{out}{err}");
