@@ -1,9 +1,11 @@
 //! The one waiting loop behind `enqueue --wait`, `result --wait` and
 //! `cancel --wait`: poll the folder until a verified result appears, the
 //! target rejects the job, or the wait times out, showing a one-line
-//! progress indicator on a terminal. A wait says at once, and again as it
-//! changes, when the target's listener has never run, has stopped or has
-//! gone quiet, since that, not the job, is then what it waits on; liveness
+//! progress indicator on a terminal. A wait says (on its progress line at
+//! once, in a line of its own after a few seconds without progress, and
+//! again as it changes) when the target's listener has never run, has
+//! stopped or has gone quiet, since that, not the job, is then what it
+//! waits on; liveness
 //! is judged by whether the signed heartbeat changes, on this process's own
 //! clock ([`heartbeat::Tracker`]), so a listener whose clock is hours off
 //! is still seen alive. A wait that ends without a result says why the job
@@ -164,6 +166,7 @@ pub fn for_result(
     let mut tracker = Tracker::new(stale_after());
     let mut beat_looked: Option<Instant> = None;
     let mut listener: Option<Liveness> = None;
+    let mut announced = None;
     // The progress line would tangle with the job's streamed stderr.
     let show = !quiet && follow.is_none() && std::io::stderr().is_terminal();
     end_on_interrupt(dirs, id, show);
@@ -227,21 +230,29 @@ pub fn for_result(
             last_word = seen.word();
             progress = Instant::now();
         }
-        // The heartbeat is looked at about once a second, not on every poll.
+        // The heartbeat is looked at about once a second, not on every
+        // poll: often enough to time each new beat.
         if beat_looked.is_none_or(|t| t.elapsed() >= BEAT_LOOK) {
             let now = Instant::now();
             beat_looked = Some(now);
-            let live = tracker.see(Sight::read(dirs, key), now);
-            let changed = listener
-                .as_ref()
-                .is_none_or(|l| std::mem::discriminant(l) != std::mem::discriminant(&live));
-            if changed && (listener.is_some() || live != Liveness::Alive) {
+            listener = Some(tracker.see(Sight::read(dirs, key), now));
+        }
+        // The progress line shows the listener's state at once; a line of
+        // its own waits for a quiet spell (a listener about to take the
+        // job needs no word), then comes at each change.
+        if progress.elapsed() >= QUIET
+            && let Some(live) = &listener
+        {
+            let kind = std::mem::discriminant(live);
+            if announced.is_some_and(|k| k != kind)
+                || (announced.is_none() && *live != Liveness::Alive)
+            {
                 clear();
-                let note = listener_note(dirs, &live)
+                let note = listener_note(dirs, live)
                     .unwrap_or_else(|| format!("{}'s listener is running", dirs.target()));
                 eprintln!("fleet-dispatch: {note}");
             }
-            listener = Some(live);
+            announced = Some(kind);
         }
         // What holds the job is read once per quiet spell.
         if progress.elapsed() >= QUIET

@@ -1,4 +1,4 @@
-//! Waiting says why it waits (docs/guide.md, "Waiting for a result"): every
+//! Waiting says why it waits (docs/guide.md, "Why a wait waits"): every
 //! wait, single or over several targets, names the listener's state when it
 //! is not running, and a wait that runs out says what holds the job —
 //! queued behind others, held by a dependency, a cancel pending, or the
@@ -60,14 +60,6 @@ fn a_single_target_wait_names_a_target_that_never_had_a_listener() {
         Duration::from_secs(30),
     );
     assert_eq!(code, 124, "{out}{err}");
-    // Said at once, not after a quiet spell, and in the verdict.
-    assert!(
-        err.lines()
-            .next()
-            .unwrap()
-            .contains("no listener has ever run for PC"),
-        "{err}"
-    );
     assert!(
         gave_up(&err).contains("; no listener has ever run for PC"),
         "{err}"
@@ -329,11 +321,6 @@ fn a_wait_calls_a_listener_whose_heartbeat_stopped_changing_not_heard_from() {
     let id = w.enqueue(&[], &["true"]);
     let (code, out, err) = wait_for(&w, &id, "3s", &[("FLEET_DISPATCH_WAIT_STALE_AFTER", "1s")]);
     assert_eq!(code, 124, "{out}{err}");
-    assert!(
-        err.lines()
-            .any(|l| l.starts_with("fleet-dispatch: PC's listener has not been heard from for ")),
-        "{err}"
-    );
     assert!(
         gave_up(&err).contains("; PC's listener has not been heard from for "),
         "{err}"
