@@ -1,8 +1,9 @@
 //! The listener heartbeat, `<root>/<TARGET>/listener.json` (docs/protocol.md
 //! §7.11): written by the listener while it lives (idle or running a job),
 //! signed with the fleet key, read by `status` to say whether a target's
-//! listener is alive and by other listeners for the one-listener rule
-//! (§7.1). Only a beat that verifies counts for that rule: a folder writer
+//! listener is alive ([`seen_alive`], one look), by a wait that watches it
+//! over time ([`Tracker`]: new beats on the watcher's own clock), and by
+//! other listeners for the one-listener rule (§7.1). Only a beat that verifies counts for that rule: a folder writer
 //! without the key cannot stop a lane by writing one. A failed write never
 //! stops a listener.
 
@@ -430,7 +431,135 @@ pub fn alive(state: &str, age: Option<Duration>) -> bool {
 /// The one-listener rule (§7.1) keeps to the signed time alone: a file's
 /// time is anyone's to set.
 pub fn seen_alive(state: &str, age: Option<Duration>, changed: Option<Duration>) -> bool {
-    alive(state, age) || alive(state, changed)
+    alive(state, younger(age, changed))
+}
+
+/// The younger of a beat's age by its own time and by its file's change:
+/// the age [`seen_alive`] judges.
+fn younger(age: Option<Duration>, changed: Option<Duration>) -> Option<Duration> {
+    match (age, changed) {
+        (Some(a), Some(c)) => Some(a.min(c)),
+        (a, c) => a.or(c),
+    }
+}
+
+/// What a reader knows of a target's listener: [`Tracker::see`]'s answer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Liveness {
+    /// No heartbeat file, or none that parses: no listener has run there.
+    Never,
+    /// A heartbeat that does not verify under the reader's key.
+    Unverified,
+    /// Its beats come: it runs.
+    Alive,
+    /// Its last beat says it stopped, this long ago (when known).
+    Stopped(Option<Duration>),
+    /// No new beat for this long (when known): its machine may be off, or
+    /// sync lags.
+    Quiet(Option<Duration>),
+}
+
+/// One look at a target's heartbeat file, for a [`Tracker`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum Sight {
+    /// No heartbeat file, or none that parses.
+    Missing,
+    /// A beat that does not verify.
+    Unverified,
+    /// A verified beat.
+    Beat {
+        /// Its `run` and `heartbeatAt`: a new pair is a new beat.
+        mark: (String, String),
+        /// It says `stopped`.
+        stopped: bool,
+        /// How old it is by [`seen_alive`]'s rule (its own time or the
+        /// file's change, whichever is younger), when either is known.
+        age: Option<Duration>,
+    },
+}
+
+impl Sight {
+    /// Reads the heartbeat in `dirs`' target folder, judged under `key`.
+    pub fn read(dirs: &TargetDirs, key: &Key) -> Sight {
+        let Some(beat) = read(dirs) else {
+            return Sight::Missing;
+        };
+        if !beat.verified(key, dirs.target()) {
+            return Sight::Unverified;
+        }
+        Sight::Beat {
+            stopped: beat.state == "stopped",
+            age: younger(beat.age(), changed(dirs)),
+            mark: (beat.run, beat.heartbeat_at),
+        }
+    }
+}
+
+/// How many beats a [`Tracker`] remembers: a replay of one of them is no
+/// sign of life.
+const REMEMBERED: usize = 64;
+
+/// A watcher's liveness rule (the wait): a listener lives while its
+/// verified beats keep changing, timed on the watcher's own monotonic
+/// clock, so neither clock's wall time decides. A listener whose clock is
+/// hours off still writes a new beat every [`EVERY`] and is alive; one that
+/// stopped writing is quiet after `stale_after` without a new beat,
+/// whatever time its last one bears. A beat counts as new when this
+/// tracker has not seen its `run` and `heartbeatAt` before: a clock
+/// stepped back dates a new beat earlier, and a copy of an old beat put
+/// back is not new. Only the first beat seen is judged by its age (the
+/// one-shot rule, [`seen_alive`]): nothing else is known of it yet.
+#[derive(Clone, Debug)]
+pub struct Tracker {
+    stale_after: Duration,
+    /// Beats seen, oldest first.
+    seen: std::collections::VecDeque<(String, String)>,
+    /// When the newest beat was first seen, and how old it was then.
+    since: Option<(std::time::Instant, Option<Duration>)>,
+}
+
+impl Tracker {
+    /// A tracker that calls a listener quiet after `stale_after` without a
+    /// new beat ([`STALE_AFTER`] unless a wait is told otherwise).
+    pub fn new(stale_after: Duration) -> Tracker {
+        Tracker {
+            stale_after,
+            seen: std::collections::VecDeque::new(),
+            since: None,
+        }
+    }
+
+    /// Takes in `sight`, made at `now`, and says what is known of the
+    /// listener.
+    pub fn see(&mut self, sight: Sight, now: std::time::Instant) -> Liveness {
+        let (mark, stopped, age) = match sight {
+            Sight::Missing => return Liveness::Never,
+            Sight::Unverified => return Liveness::Unverified,
+            Sight::Beat { mark, stopped, age } => (mark, stopped, age),
+        };
+        if !self.seen.contains(&mark) {
+            let age = if self.since.is_none() {
+                age
+            } else {
+                Some(Duration::ZERO)
+            };
+            self.since = Some((now, age));
+            if self.seen.len() == REMEMBERED {
+                self.seen.pop_front();
+            }
+            self.seen.push_back(mark);
+        }
+        let quiet = self
+            .since
+            .and_then(|(t, age)| age.map(|a| a + now.saturating_duration_since(t)));
+        if stopped {
+            Liveness::Stopped(quiet)
+        } else if quiet.is_some_and(|q| q <= self.stale_after) {
+            Liveness::Alive
+        } else {
+            Liveness::Quiet(quiet)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -454,6 +583,84 @@ mod tests {
         assert!(seen_alive("listening", None, now));
         assert!(!seen_alive("listening", hours, hours));
         assert!(!seen_alive("stopped", now, now));
+    }
+
+    fn sight(run: &str, at: &str, age: Option<u64>) -> Sight {
+        Sight::Beat {
+            mark: (run.into(), at.into()),
+            stopped: false,
+            age: age.map(Duration::from_secs),
+        }
+    }
+
+    #[test]
+    fn a_tracker_judges_by_new_beats_on_its_own_clock() {
+        let t0 = std::time::Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut t = Tracker::new(STALE_AFTER);
+        // First seen: judged by its age, as a one-shot reader would.
+        assert_eq!(t.see(sight("r1", "a", Some(5)), at(0)), Liveness::Alive);
+        // The same beat, STALE_AFTER later by this clock: quiet since.
+        assert_eq!(
+            t.see(sight("r1", "a", Some(5)), at(90)),
+            Liveness::Quiet(Some(Duration::from_secs(95)))
+        );
+        // A new beat, whatever time it bears (hours behind): alive again.
+        assert_eq!(t.see(sight("r1", "b", None), at(91)), Liveness::Alive);
+        assert_eq!(
+            t.see(sight("r1", "b", None), at(91 + 91)),
+            Liveness::Quiet(Some(Duration::from_secs(91)))
+        );
+        // An old beat put back is not new.
+        assert_eq!(
+            t.see(sight("r1", "a", Some(0)), at(91 + 92)),
+            Liveness::Quiet(Some(Duration::from_secs(92)))
+        );
+        // A new run is.
+        assert_eq!(t.see(sight("r2", "a", None), at(200)), Liveness::Alive);
+        // A first beat already old, or of no known age: not alive.
+        let mut t = Tracker::new(STALE_AFTER);
+        assert_eq!(
+            t.see(sight("r1", "a", Some(600)), at(0)),
+            Liveness::Quiet(Some(Duration::from_secs(600)))
+        );
+        let mut t = Tracker::new(STALE_AFTER);
+        assert_eq!(t.see(sight("r1", "a", None), at(0)), Liveness::Quiet(None));
+        assert_eq!(t.see(sight("r1", "x", None), at(1)), Liveness::Alive);
+        // Stopped, with how long ago by this clock; missing; unverified.
+        let stopped = Sight::Beat {
+            mark: ("r1".into(), "z".into()),
+            stopped: true,
+            age: Some(Duration::from_secs(3)),
+        };
+        assert_eq!(
+            t.see(stopped, at(11)),
+            Liveness::Stopped(Some(Duration::ZERO))
+        );
+        assert_eq!(t.see(Sight::Missing, at(12)), Liveness::Never);
+        assert_eq!(t.see(Sight::Unverified, at(12)), Liveness::Unverified);
+        // A shorter staleness, as a wait may be told.
+        let mut t = Tracker::new(Duration::from_secs(2));
+        assert_eq!(t.see(sight("r1", "a", Some(0)), at(0)), Liveness::Alive);
+        assert!(matches!(
+            t.see(sight("r1", "a", Some(0)), at(3)),
+            Liveness::Quiet(_)
+        ));
+    }
+
+    #[test]
+    fn a_tracker_forgets_only_its_oldest_beats() {
+        let t0 = std::time::Instant::now();
+        let mut t = Tracker::new(STALE_AFTER);
+        for i in 0..REMEMBERED + 1 {
+            t.see(sight("r", &i.to_string(), Some(0)), t0);
+        }
+        let late = t0 + STALE_AFTER + Duration::from_secs(1);
+        // The last one is remembered: not new, so quiet by now.
+        assert!(matches!(
+            t.see(sight("r", &REMEMBERED.to_string(), Some(0)), late),
+            Liveness::Quiet(_)
+        ));
     }
 
     fn key(b: u8) -> Key {

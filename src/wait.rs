@@ -1,9 +1,15 @@
 //! The one waiting loop behind `enqueue --wait`, `result --wait` and
 //! `cancel --wait`: poll the folder until a verified result appears, the
 //! target rejects the job, or the wait times out, showing a one-line
-//! progress indicator on a terminal. A wait that makes no progress for a
-//! few seconds says when the target's listener has never run or has gone
-//! quiet, since that, not the job, is then what it waits on.
+//! progress indicator on a terminal. A wait says (on its progress line at
+//! once, in a line of its own after a few seconds without progress, and
+//! again as it changes) when the target's listener has never run, has
+//! stopped or has gone quiet, since that, not the job, is then what it
+//! waits on; liveness
+//! is judged by whether the signed heartbeat changes, on this process's own
+//! clock ([`heartbeat::Tracker`]), so a listener whose clock is hours off
+//! is still seen alive. A wait that ends without a result says why the job
+//! has none ([`Why`]): the same words `result` uses for an unfinished job.
 //!
 //! File-system events on `results/` ([`crate::events`]) end a poll's sleep
 //! early, so a result that lands or syncs in is reported at once; they are
@@ -15,15 +21,17 @@ use std::io::{IsTerminal, Write};
 use std::sync::{Mutex, Once, mpsc};
 use std::time::{Duration, Instant};
 
+use serde_json::{Value, json};
+
 use crate::clock;
-use crate::doc::Outcome;
+use crate::doc::{Marker, Outcome};
 use crate::error::{Error, Result};
 use crate::events::{Events, Hint};
-use crate::heartbeat;
+use crate::heartbeat::{self, Liveness, Sight, Tracker};
 use crate::key::Key;
 use crate::layout::TargetDirs;
 use crate::names::JobId;
-use crate::observe::{self, Observed};
+use crate::observe::{self, Hold, Observed};
 use crate::output::Follower;
 use crate::rejected::Reason;
 
@@ -34,8 +42,40 @@ const POLL: Duration = Duration::from_millis(200);
 /// lane placing many results wakes it at most 50 times a second.
 const EARLIEST: Duration = Duration::from_millis(20);
 
-/// How long a wait goes without progress before it looks at the listener.
+/// How long a wait goes without progress before it says what holds the
+/// job.
 const QUIET: Duration = Duration::from_secs(5);
+
+/// The most time between two looks at the target's heartbeat: well within
+/// the staleness, so a new beat is timed to about a second.
+const BEAT_LOOK: Duration = Duration::from_secs(1);
+
+/// Sets how long a wait sees no new heartbeat before it calls the target's
+/// listener not heard from ([`heartbeat::STALE_AFTER`] when unset). It
+/// changes only what a wait says, never what a listener does: the
+/// one-listener rule keeps its own.
+pub const STALE_VAR: &str = "FLEET_DISPATCH_WAIT_STALE_AFTER";
+
+/// The staleness [`STALE_VAR`] sets. A value that is not a duration is
+/// named in a warning and the default used: the wait may begin after the
+/// job was sent (`enqueue --wait`), when a refusal would leave it sent and
+/// unwatched.
+fn stale_after() -> Duration {
+    let Some(v) = std::env::var_os(STALE_VAR) else {
+        return heartbeat::STALE_AFTER;
+    };
+    match v.to_str().map(clock::parse_duration) {
+        Some(Ok(d)) => d,
+        _ => {
+            eprintln!(
+                "fleet-dispatch: warning: {STALE_VAR}={} is not a duration (90s, 5m); the wait uses {}",
+                v.to_string_lossy(),
+                clock::format_duration(heartbeat::STALE_AFTER)
+            );
+            heartbeat::STALE_AFTER
+        }
+    }
+}
 
 /// How a wait ended.
 pub enum Waited {
@@ -43,8 +83,9 @@ pub enum Waited {
     Done(Box<Outcome>),
     /// The target's listener rejected the job file, and why.
     Rejected(Box<Reason>),
-    /// Still not finished when the wait ran out; the last state seen.
-    TimedOut(Observed),
+    /// Still not finished when the wait ran out: the last state seen, and
+    /// why.
+    TimedOut(Box<Why>),
 }
 
 /// Copies what `follow` has gained to this process's stdout and stderr. A
@@ -122,6 +163,10 @@ pub fn for_result(
     mut follow: Option<&mut Follower>,
 ) -> Result<Waited> {
     let start = Instant::now();
+    let mut tracker = Tracker::new(stale_after());
+    let mut beat_looked: Option<Instant> = None;
+    let mut listener: Option<Liveness> = None;
+    let mut announced = None;
     // The progress line would tangle with the job's streamed stderr.
     let show = !quiet && follow.is_none() && std::io::stderr().is_terminal();
     end_on_interrupt(dirs, id, show);
@@ -185,12 +230,36 @@ pub fn for_result(
             last_word = seen.word();
             progress = Instant::now();
         }
-        // The heartbeat is read once per quiet spell, not on every poll.
+        // The heartbeat is looked at about once a second, not on every
+        // poll: often enough to time each new beat.
+        if beat_looked.is_none_or(|t| t.elapsed() >= BEAT_LOOK) {
+            let now = Instant::now();
+            beat_looked = Some(now);
+            listener = Some(tracker.see(Sight::read(dirs, key), now));
+        }
+        // The progress line shows the listener's state at once; a line of
+        // its own waits for a quiet spell (a listener about to take the
+        // job needs no word), then comes at each change.
+        if progress.elapsed() >= QUIET
+            && let Some(live) = &listener
+        {
+            let kind = std::mem::discriminant(live);
+            if announced.is_some_and(|k| k != kind)
+                || (announced.is_none() && *live != Liveness::Alive)
+            {
+                clear();
+                let note = listener_note(dirs, live)
+                    .unwrap_or_else(|| format!("{}'s listener is running", dirs.target()));
+                eprintln!("fleet-dispatch: {note}");
+            }
+            announced = Some(kind);
+        }
+        // What holds the job is read once per quiet spell.
         if progress.elapsed() >= QUIET
             && looked.is_none_or(|t| t.elapsed() >= QUIET)
             && let Some(note) = {
                 looked = Some(Instant::now());
-                listener_note(dirs, key).or_else(|| held_note(dirs, id, key, &seen))
+                held_note(dirs, id, key, &seen)
             }
             && said.as_deref() != Some(note.as_str())
         {
@@ -199,8 +268,9 @@ pub fn for_result(
             said = Some(note);
         }
         if show {
+            let aside = listener.as_ref().map_or("", short);
             eprint!(
-                "\r\x1b[2K{id}: {} {}",
+                "\r\x1b[2K{id}: {} {}{aside}",
                 seen.word(),
                 clock::human(start.elapsed())
             );
@@ -210,7 +280,10 @@ pub fn for_result(
             if show {
                 eprintln!();
             }
-            return Ok(Waited::TimedOut(seen));
+            let live = listener.unwrap_or(Liveness::Never);
+            return Ok(Waited::TimedOut(Box::new(Why::look(
+                dirs, id, key, seen, live,
+            ))));
         }
         if woken.recv_timeout(POLL).is_ok() {
             std::thread::sleep(EARLIEST.saturating_sub(look.elapsed()));
@@ -281,41 +354,59 @@ fn end_on_interrupt(dirs: &TargetDirs, id: &JobId, show: bool) {
     });
 }
 
-/// What is wrong with the target's listener, if anything: it never ran,
-/// its heartbeat does not verify under `key`, or it is stale or says it
-/// stopped.
-pub fn listener_note(dirs: &TargetDirs, key: &Key) -> Option<String> {
+/// What is wrong with the target's listener, as `live` says, if anything.
+fn listener_note(dirs: &TargetDirs, live: &Liveness) -> Option<String> {
     let target = dirs.target();
-    let Some(beat) = heartbeat::read(dirs) else {
-        return Some(format!(
+    let ago = |a: &Option<Duration>| {
+        a.map_or("at an unreadable time".to_string(), |a| {
+            format!("{} ago", clock::human(a))
+        })
+    };
+    Some(match live {
+        Liveness::Alive => return None,
+        Liveness::Never => format!(
             "no listener has ever run for {target} (no {}): start `fleet-dispatch listen` on it",
             dirs.listener_json().display()
-        ));
-    };
-    if !beat.verified(key, target) {
-        return Some(format!(
+        ),
+        Liveness::Unverified => format!(
             "{target}'s heartbeat ({}) is not signed with this machine's key, so whether its listener runs is unknown (an older version, another key, or a folder writer wrote it)",
             dirs.listener_json().display()
-        ));
-    }
-    if heartbeat::seen_alive(&beat.state, beat.age(), heartbeat::changed(dirs)) {
-        return None;
-    }
-    let age = beat.age().map_or("at an unreadable time".to_string(), |a| {
-        format!("{} ago", clock::human(a))
-    });
-    Some(if beat.state == "stopped" {
-        format!("{target}'s listener stopped {age}; nothing runs until it is started again")
-    } else {
-        format!(
-            "{target}'s listener has not been heard from since {age} (its machine may be off, or sync lags)"
-        )
+        ),
+        Liveness::Stopped(a) => format!(
+            "{target}'s listener stopped {}; nothing runs until it is started again",
+            ago(a)
+        ),
+        Liveness::Quiet(Some(a)) => format!(
+            "{target}'s listener has not been heard from for {} (its machine may be off, or sync lags)",
+            clock::human(*a)
+        ),
+        Liveness::Quiet(None) => format!(
+            "{target}'s listener has not been heard from (its heartbeat bears no readable time; its machine may be off, or sync lags)"
+        ),
     })
 }
 
-/// What a queued job held by a dependency waits for (docs/protocol.md
-/// §7.13), if it is.
+/// The progress line's word on the listener, when it is not running.
+fn short(live: &Liveness) -> &'static str {
+    match live {
+        Liveness::Alive => "",
+        Liveness::Never => " (no listener)",
+        Liveness::Unverified => " (listener unverified)",
+        Liveness::Stopped(_) => " (listener stopped)",
+        Liveness::Quiet(_) => " (listener not heard from)",
+    }
+}
+
+/// What a queued or running job waits on that a look at its own files
+/// tells at little cost: a cancel not yet acted upon, or the jobs it is
+/// held on (docs/protocol.md §7.13).
 fn held_note(dirs: &TargetDirs, id: &JobId, key: &Key, seen: &Observed) -> Option<String> {
+    if !matches!(seen, Observed::Queued | Observed::Running) {
+        return None;
+    }
+    if let Some(m) = observe::cancel_pending(dirs, id, key) {
+        return Some(format!("{id} {}", cancel_words(seen, &m)));
+    }
     if *seen != Observed::Queued {
         return None;
     }
@@ -323,15 +414,155 @@ fn held_note(dirs: &TargetDirs, id: &JobId, key: &Key, seen: &Observed) -> Optio
     if held.is_empty() {
         return None;
     }
-    let names: Vec<String> = held.iter().map(ToString::to_string).collect();
-    Some(format!("{id} is held: it waits for {}", names.join(", ")))
+    Some(format!("{id} is held: it waits for {}", names(&held)))
 }
 
-/// The error printed when a wait ran out.
-pub fn timed_out_message(id: &JobId, seen: &Observed, limit: Duration) -> String {
+fn names(after: &[crate::doc::job::After]) -> String {
+    let names: Vec<String> = after.iter().map(ToString::to_string).collect();
+    names.join(", ")
+}
+
+/// `has a cancel pending (…)`: what becomes of a job seen `seen` whose
+/// marker `m` its listener has not acted on yet.
+fn cancel_words(seen: &Observed, m: &Marker) -> String {
+    let then = if *seen == Observed::Running {
+        "its listener stops it"
+    } else {
+        "its listener records it cancelled without running it"
+    };
     format!(
-        "gave up waiting for {id} after {}: it is still {}",
-        clock::format_duration(limit),
-        seen.word()
+        "has a cancel pending (asked by {} at {}): {then} when it next looks",
+        m.origin, m.created_at
     )
+}
+
+/// Why a job has no result yet: its state, what holds it, and what is
+/// wrong with its target's listener — one wording for every wait that
+/// ends without a result and for `result` of an unfinished job.
+#[derive(Debug)]
+pub struct Why {
+    /// The job's state.
+    pub seen: Observed,
+    target: String,
+    listener: Option<String>,
+    cancel: Option<Marker>,
+    hold: Option<Hold>,
+    killed_with_listener: bool,
+}
+
+impl Why {
+    /// Looks at what holds `id`, seen `seen`, whose listener is `live`.
+    pub fn look(dirs: &TargetDirs, id: &JobId, key: &Key, seen: Observed, live: Liveness) -> Why {
+        let waiting = matches!(seen, Observed::Queued | Observed::Running);
+        let cancel = waiting
+            .then(|| observe::cancel_pending(dirs, id, key))
+            .flatten();
+        let queued = seen == Observed::Queued;
+        Why {
+            hold: (queued && cancel.is_none())
+                .then(|| observe::hold(dirs, id, key))
+                .flatten(),
+            killed_with_listener: queued
+                && observe::killed_with_listener(dirs, key)
+                    .iter()
+                    .any(|k| *k == id.as_str()),
+            listener: listener_note(dirs, &live),
+            target: dirs.target().to_string(),
+            cancel,
+            seen,
+        }
+    }
+
+    /// [`Why::look`] once, the listener judged as `status` judges it
+    /// ([`heartbeat::seen_alive`]'s rule): for a command that does not
+    /// wait.
+    pub fn now(dirs: &TargetDirs, id: &JobId, key: &Key, seen: Observed) -> Why {
+        let live = Tracker::new(heartbeat::STALE_AFTER).see(Sight::read(dirs, key), Instant::now());
+        Why::look(dirs, id, key, seen, live)
+    }
+
+    /// `queued behind 2 jobs (…)`, `queued (held by …)`, `running`, and
+    /// what is wrong with the listener.
+    pub fn state(&self) -> String {
+        let mut s = self.seen.word().to_string();
+        if let Some(m) = &self.cancel {
+            s.push_str(&format!(" and {}", cancel_words(&self.seen, m)));
+        }
+        match &self.hold {
+            Some(Hold::After(after)) => {
+                let by = if after.len() == 1 {
+                    "a dependency"
+                } else {
+                    "dependencies"
+                };
+                s.push_str(&format!(" (held by {by}: it waits for {})", names(after)));
+            }
+            Some(Hold::Deferred(ahead)) => s.push_str(&format!(
+                " (held by its date, deferred: {})",
+                crate::accept::ahead_reason(*ahead)
+            )),
+            Some(Hold::Behind { running, queued }) => {
+                s.push_str(&match running + queued {
+                    0 => " with nothing ahead of it".to_string(),
+                    n => format!(
+                        " behind {n} job{} ({running} running, {queued} queued before it)",
+                        if n == 1 { "" } else { "s" }
+                    ),
+                });
+            }
+            None => {}
+        }
+        if self.seen == Observed::NotSeen {
+            s.push_str(&format!(" on {} (sync may lag)", self.target));
+        }
+        if self.killed_with_listener {
+            s.push_str(" (it was running when its listener was killed: it is recorded as interrupted when the listener next starts)");
+        }
+        if let Some(note) = &self.listener {
+            s.push_str(&format!("; {note}"));
+        }
+        s
+    }
+
+    /// The error printed when a wait for `id` ran out after `limit`.
+    pub fn timed_out(&self, id: &JobId, limit: Duration) -> String {
+        format!(
+            "gave up waiting for {id} after {}: it is still {}",
+            clock::format_duration(limit),
+            self.state()
+        )
+    }
+
+    /// The error printed by `result` of `id` without `--wait`.
+    pub fn no_result(&self, id: &JobId) -> String {
+        format!(
+            "{id} has no result on {} yet: it is {}; add --wait to wait for it",
+            self.target,
+            self.state()
+        )
+    }
+
+    /// Adds what holds the job to `out`, the command's JSON answer.
+    pub fn add_json(&self, out: &mut Value) {
+        out["state"] = json!(self.seen.word());
+        if let Some(note) = &self.listener {
+            out["listener"] = json!(note);
+        }
+        if let Some(m) = &self.cancel {
+            out["cancelPending"] = json!({"origin": m.origin, "createdAt": m.created_at});
+        }
+        match &self.hold {
+            Some(Hold::After(after)) => {
+                out["waitsFor"] = after.iter().map(|a| json!(a.to_string())).collect();
+            }
+            Some(Hold::Deferred(ahead)) => out["aheadSec"] = json!(ahead.as_secs()),
+            Some(Hold::Behind { running, queued }) => {
+                out["queuedBehind"] = json!({"running": running, "queued": queued});
+            }
+            None => {}
+        }
+        if self.killed_with_listener {
+            out["killedWithListener"] = json!(true);
+        }
+    }
 }

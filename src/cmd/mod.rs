@@ -151,8 +151,9 @@ pub fn result_human(o: &Outcome) -> String {
 pub enum NoResult {
     /// The target's listener rejected the job file.
     Rejected(Box<Reason>),
-    /// Still queued, running or not seen; with the limit when a wait ran out.
-    Unfinished(Observed, Option<std::time::Duration>),
+    /// Still queued, running or not seen, and why; with the limit when a
+    /// wait ran out.
+    Unfinished(Box<crate::wait::Why>, Option<std::time::Duration>),
 }
 
 /// The result a wait came to; or, for a wait that ended without one (the
@@ -171,7 +172,7 @@ pub fn with_result(
     let why = match waited {
         Waited::Done(o) => return Ok(o),
         Waited::Rejected(r) => NoResult::Rejected(r),
-        Waited::TimedOut(seen) => NoResult::Unfinished(seen, limit),
+        Waited::TimedOut(why) => NoResult::Unfinished(why, limit),
     };
     Err(no_result(ctx, dirs, id, key, out.clone(), why))
 }
@@ -195,37 +196,15 @@ pub fn no_result(
                 crate::observe::rejection_sentence(dirs, id, &r, key),
             )
         }
-        NoResult::Unfinished(seen, limit) => {
-            out["state"] = json!(seen.word());
-            let mut msg = match limit {
+        NoResult::Unfinished(why, limit) => {
+            why.add_json(&mut out);
+            let msg = match limit {
                 Some(l) => {
                     out["timedOut"] = json!(true);
-                    crate::wait::timed_out_message(id, &seen, l)
+                    why.timed_out(id, l)
                 }
-                None => format!(
-                    "{id} has no result on {} yet: it is {}; add --wait to wait for it",
-                    dirs.target(),
-                    seen.word()
-                ),
+                None => why.no_result(id),
             };
-            // A queued job held on others says for which, as status does.
-            let held = match seen {
-                Observed::Queued => crate::observe::held_on(dirs, id, key),
-                _ => Vec::new(),
-            };
-            if matches!(seen, Observed::Queued)
-                && crate::observe::killed_with_listener(dirs, key)
-                    .iter()
-                    .any(|k| *k == id.as_str())
-            {
-                msg.push_str(" (it was running when its listener was killed: it is recorded as interrupted when the listener next starts)");
-                out["killedWithListener"] = json!(true);
-            }
-            if !held.is_empty() {
-                let names: Vec<String> = held.iter().map(ToString::to_string).collect();
-                msg.push_str(&format!(" (held: it waits for {})", names.join(", ")));
-                out["waitsFor"] = json!(names);
-            }
             (exit::UNFINISHED, msg)
         }
     };
@@ -311,13 +290,18 @@ pub fn results_each(
                 continue;
             }
         };
+        let mut why = None;
         let seen = match wait {
             Some(limit) => {
                 let left = limit.map(|l| l.saturating_sub(start.elapsed()));
                 match crate::wait::for_result(dirs, id, key, left, true, None) {
                     Ok(Waited::Done(o)) => Observed::Done(o),
                     Ok(Waited::Rejected(r)) => Observed::Rejected(r),
-                    Ok(Waited::TimedOut(seen)) => seen,
+                    Ok(Waited::TimedOut(w)) => {
+                        let seen = w.seen.clone();
+                        why = Some(w);
+                        seen
+                    }
                     Err(e) => {
                         answers.push(Answer::failed(dirs, &e));
                         continue;
@@ -338,17 +322,19 @@ pub fn results_each(
                 }
             },
         };
-        answers.push(answer_of(dirs, id, key, seen, wait));
+        answers.push(answer_of(dirs, id, key, seen, why, wait));
     }
     answers
 }
 
-/// One target's [`Answer`] from what was seen of `id` there.
+/// One target's [`Answer`] from what was seen of `id` there, and why it
+/// has no result when a wait ran out.
 fn answer_of(
     dirs: &TargetDirs,
     id: &JobId,
     key: &Key,
     seen: Observed,
+    why: Option<Box<crate::wait::Why>>,
     wait: Option<Option<std::time::Duration>>,
 ) -> Answer {
     let target = dirs.target().as_str();
@@ -376,18 +362,16 @@ fn answer_of(
             format!("no job {id} on {target} yet (not in its inbox, running or results)"),
         ),
         seen => {
-            let mut line = match wait {
+            // Which target never answered, and why it may not.
+            let why = why.unwrap_or_else(|| Box::new(crate::wait::Why::now(dirs, id, key, seen)));
+            why.add_json(&mut json);
+            let line = match wait {
                 Some(limit) => {
                     json["timedOut"] = json!(true);
-                    crate::wait::timed_out_message(id, &seen, limit.unwrap_or_default())
+                    why.timed_out(id, limit.unwrap_or_default())
                 }
-                None => format!("{id} has no result on {target} yet: it is {}", seen.word()),
+                None => format!("{id} has no result on {target} yet: it is {}", why.state()),
             };
-            // Which target never answered, and why it may not.
-            if let Some(note) = crate::wait::listener_note(dirs, key) {
-                line.push_str(&format!("; {note}"));
-                json["listener"] = json!(note);
-            }
             (exit::UNFINISHED, format!("{target}: {line}"))
         }
     };

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::key::Key;
 use crate::observe::{self, Observed};
 use crate::output::{Follower, Streams};
-use crate::wait;
+use crate::wait::{self, Why};
 
 use super::NoResult;
 
@@ -62,7 +62,7 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
                 .hint("sync may lag: add --wait to wait for it; a job older than the retention (30 days by default) may have been pruned by `sweep`"));
             }
             seen => {
-                let why = NoResult::Unfinished(seen, None);
+                let why = NoResult::Unfinished(Box::new(Why::now(&dirs, &id, &key, seen)), None);
                 return Ok(super::no_result(ctx, &dirs, &id, &key, out, why));
             }
         }

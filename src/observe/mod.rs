@@ -3,7 +3,9 @@
 //! not seen yet (sync may lag). The
 //! one answer to "what state is this job in?", for `result`, `cancel`,
 //! `enqueue --interrupt`, the waiting loop, `status` and the HTTP intake;
-//! [`target`] looks at a whole target the same way.
+//! for a job still waiting, what holds it ([`hold`]) and whether a cancel
+//! of it is pending ([`cancel_pending`]); [`target`] looks at a whole
+//! target the same way.
 
 mod target;
 
@@ -15,7 +17,7 @@ pub use target::{
 use crate::accept;
 use crate::dependency::Found;
 use crate::doc::job::After;
-use crate::doc::{Job, Outcome, outcome};
+use crate::doc::{Job, Marker, Outcome, outcome};
 use crate::fsops::Dir;
 use crate::key::Key;
 use crate::layout::{Place, TargetDirs};
@@ -250,6 +252,52 @@ pub fn held_on(dirs: &TargetDirs, id: &JobId, key: &Key) -> Vec<After> {
         Ok(job) => waits_for(dirs, &job, key),
         Err(_) => Vec::new(),
     }
+}
+
+/// The verified cancel marker for `id` in `dirs`' `cancel/`, if there is
+/// one: while the job has no result, a cancel its listener has not acted
+/// on yet. A file there that does not verify asks nothing.
+pub fn cancel_pending(dirs: &TargetDirs, id: &JobId, key: &Key) -> Option<Marker> {
+    let name = id.file_name();
+    let read = open(dirs, Place::Cancel)?.read_limited(&name, crate::doc::marker::MAX_BYTES);
+    accept::marker(&name, read, dirs.target().as_str(), key).ok()
+}
+
+/// What keeps a queued job from starting, as this machine sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Hold {
+    /// It waits for these jobs to end (docs/protocol.md §7.13).
+    After(Vec<After>),
+    /// It is dated this far ahead of this machine's clock, beyond the skew
+    /// allowed ([`accept::MAX_AHEAD`]): deferred until the clock catches up.
+    Deferred(std::time::Duration),
+    /// It may start, after the jobs running now and those queued before it
+    /// that may start too.
+    Behind {
+        /// Jobs running now.
+        running: usize,
+        /// Jobs queued before it in drain order, neither held nor deferred.
+        queued: usize,
+    },
+}
+
+/// What holds the queued job `id` of `dirs`' target ([`Hold`]); `None`
+/// when its file is not in the inbox or is not a valid job. Costs a read
+/// of every queued job, as `status` does.
+pub fn hold(dirs: &TargetDirs, id: &JobId, key: &Key) -> Option<Hold> {
+    let inbox = open(dirs, Place::Inbox)?;
+    let name = id.file_name();
+    let read = inbox.read_limited(&name, crate::doc::job::MAX_BYTES);
+    let job = accept::job(&name, read, dirs.target().as_str(), key).ok()?;
+    let after = waits_for(dirs, &job, key);
+    if !after.is_empty() {
+        return Some(Hold::After(after));
+    }
+    if let Some(ahead) = accept::ahead(job.created, crate::clock::now()) {
+        return Some(Hold::Deferred(ahead));
+    }
+    let (running, queued) = target::ahead_of(dirs, key, &job);
+    Some(Hold::Behind { running, queued })
 }
 
 /// The folder of `place`, opened without following links; `None` when it

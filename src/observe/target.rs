@@ -509,6 +509,28 @@ fn queued_job(dirs: &TargetDirs, key: &Key, j: &Job, killed: &[String]) -> Queue
     }
 }
 
+/// How many jobs `job` (queued on `dirs`' target) is behind: those
+/// running now, and those queued before it in drain order that may start
+/// (neither held by a dependency nor deferred, nor to be cancelled).
+pub fn ahead_of(dirs: &TargetDirs, key: &Key, job: &Job) -> (usize, usize) {
+    let (jobs, _) = queued(dirs, key);
+    let now = clock::now();
+    let marked: Vec<JobId> = entries(super::open(dirs, Place::Cancel).as_ref())
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    let queued = jobs
+        .iter()
+        .take_while(|j| j.drain_order(job).is_lt())
+        .filter(|j| {
+            accept::ahead(j.created, now).is_none()
+                && super::waits_for(dirs, j, key).is_empty()
+                && !(marked.contains(&j.id) && super::cancel_pending(dirs, &j.id, key).is_some())
+        })
+        .count();
+    (running(dirs, key).len(), queued)
+}
+
 /// Looks at the whole of `dirs`' target, with the past results `history`
 /// asks for.
 pub fn target(dirs: &TargetDirs, key: &Key, history: &History) -> TargetStatus {

@@ -498,7 +498,10 @@ fn result_of_a_held_job_says_what_it_waits_for_without_a_wait() {
     let (code, out, err) = w.run(&["result", "--target", "PC", "--job-id", "b"]);
     assert_ne!(code, 0, "{out}{err}");
     assert!(err.contains("it is queued"), "{err}");
-    assert!(err.contains("(held: it waits for PC:never-sent)"), "{err}");
+    assert!(
+        err.contains("(held by a dependency: it waits for PC:never-sent)"),
+        "{err}"
+    );
     let (_, out, _) = w.run(&["--json", "result", "--target", "PC", "--job-id", "b"]);
     let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["waitsFor"], json!(["PC:never-sent"]), "{v}");

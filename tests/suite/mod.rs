@@ -37,5 +37,6 @@ mod sweep_verify;
 mod sync_races;
 mod trust;
 mod vectors;
+mod waits;
 #[cfg(windows)]
 mod windows;

@@ -294,11 +294,11 @@ fn a_wait_says_when_the_targets_heartbeat_is_stale_and_how_old() {
     let (code, err) = wait_on_a_queued_job(&w);
     assert_eq!(code, 124, "{err}");
     assert!(
-        err.contains("PC's listener has not been heard from since 10m"),
+        err.contains("PC's listener has not been heard from for 10m"),
         "{err}"
     );
     assert!(
-        err.contains("ago (its machine may be off, or sync lags)"),
+        err.contains("s (its machine may be off, or sync lags)"),
         "{err}"
     );
     assert!(!err.contains("no listener has ever run"), "{err}");
