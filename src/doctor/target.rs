@@ -97,7 +97,11 @@ pub fn judge_target(
     checks.into_iter().map(|c| c.on(name)).collect()
 }
 
-fn judge_listener(t: &TargetFacts, ours: Option<&str>, now: OffsetDateTime) -> Vec<Check> {
+pub(super) fn judge_listener(
+    t: &TargetFacts,
+    ours: Option<&str>,
+    now: OffsetDateTime,
+) -> Vec<Check> {
     let name = t.name.as_str();
     let start = format!("start `fleet-dispatch listen` on {name} (contrib/ has service recipes)");
     let (beat, modified) = match &t.beat {
