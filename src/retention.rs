@@ -66,6 +66,8 @@ pub fn marker(age: Option<Duration>, max_age: Duration, waiting: bool) -> Decisi
         return Decision::Keep("its job is still queued or running");
     }
     match age {
+        // `--max-age 0`: every marker whose job no longer waits, now.
+        _ if max_age.is_zero() => Decision::Remove,
         Some(a) if a > max_age => Decision::Remove,
         Some(_) => Decision::Keep("younger than the max age"),
         None => Decision::Keep("its modification time is in the future"),
@@ -141,6 +143,10 @@ mod tests {
             Decision::Keep(_)
         ));
         assert!(matches!(marker(None, DAY, false), Decision::Keep(_)));
+        // A max age of 0 takes every marker whose job no longer waits.
+        assert_eq!(marker(Some(Duration::ZERO), Duration::ZERO, false), Decision::Remove);
+        assert_eq!(marker(None, Duration::ZERO, false), Decision::Remove);
+        assert!(matches!(marker(None, Duration::ZERO, true), Decision::Keep(_)));
     }
 
     #[test]

@@ -300,6 +300,7 @@ pub fn listener_warnings(dirs: &TargetDirs, key: &Key) -> Vec<Check> {
         rejected: Vec::new(),
         counts: Vec::new(),
         prunable: 0,
+        markers_due: None,
         conflicts: Vec::new(),
     };
     let checks = super::target::judge_listener(&facts, Some(&key.fingerprint()), clock::now());
@@ -368,10 +369,13 @@ fn target(
         retention,
     };
     let plan = match awaited {
-        Some(a) => prune::plan_with(dirs, ages, a),
-        None => prune::plan(dirs, ages),
+        Some(a) => prune::plan_kept(dirs, ages, a),
+        None => prune::Awaited::read(dirs).and_then(|a| prune::plan_kept(dirs, ages, &a)),
     };
-    let prunable = plan.map_or(0, |p| p.len());
+    let (prunable, markers_due) = plan.map_or((0, None), |(doomed, kept)| {
+        let due = kept.iter().filter_map(|k| k.removable_at).max();
+        (doomed.len(), due.map(clock::from_system))
+    });
     let beat_verified = match (&beat, key) {
         (BeatFile::Beat(b, _), Some(k)) => Some(b.verified(k, dirs.target())),
         _ => None,
@@ -384,6 +388,7 @@ fn target(
         rejected: rejected_since(dirs, now),
         counts,
         prunable,
+        markers_due,
         conflicts,
     }
 }

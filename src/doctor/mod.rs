@@ -385,7 +385,9 @@ pub fn judge_root(r: &RootFacts) -> Vec<Check> {
             return vec![Check::warn(
                 "root",
                 format!("dispatch root {shown} does not exist"),
-                "create it inside the shared folder, or fix --root / FLEET_DISPATCH_ROOT",
+                format!(
+                    "create it inside the shared folder (`mkdir {shown:?}`), or fix --root / FLEET_DISPATCH_ROOT"
+                ),
             )];
         }
         RootState::NotAFolder => {

@@ -34,6 +34,7 @@ fn beat(heartbeat_at: &str, fingerprint: &str) -> Beat {
 fn facts(beat: BeatFile) -> TargetFacts {
     TargetFacts {
         prunable: 0,
+        markers_due: None,
         name: "PC".into(),
         beat,
         beat_verified: None,
