@@ -508,7 +508,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     let interrupt = args
         .interrupt
         .as_deref()
-        .map(|text| interrupted(ctx, &root, &dirs, &key, text, args.force))
+        .map(|text| interrupted(ctx, &root, &dirs, &key, text, &req.id, args.force))
         .transpose()?;
     if let Some(old) = interrupt.as_ref().filter(|old| **old == req.id) {
         return Err(Error::validation(format!(
@@ -633,13 +633,15 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
 /// job the target runs now ([`crate::jobref::running`]), or a job named as
 /// any command names one, refused (`NOT_FOUND`) when neither the target nor
 /// this machine knows it, unless `force` (`--force`). Checked before the
-/// new job is published, so a mistake queues nothing.
+/// new job (`own`) is published, so a mistake queues nothing; `own` counts
+/// as known, for the caller to refuse as a job interrupting itself.
 fn interrupted(
     ctx: &Context,
     root: &Path,
     dirs: &TargetDirs,
     key: &Key,
     text: &str,
+    own: &JobId,
     force: bool,
 ) -> Result<JobId> {
     let refused = |mut e: Error| {
@@ -650,6 +652,7 @@ fn interrupted(
         return crate::jobref::running(dirs, key).map_err(refused);
     }
     let mut names = crate::jobref::Names::new(key, ctx.state_dir(root).ok());
+    names.add_own(dirs.target(), own);
     let id = names.resolve(dirs, text).map_err(refused)?;
     if !force {
         names.check_known(dirs, &id, "--force").map_err(refused)?;

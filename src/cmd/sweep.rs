@@ -4,7 +4,7 @@
 //! nothing to do; each entry is removed from the folder it was found in.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use serde_json::json;
 
@@ -37,7 +37,7 @@ fn minute(at: SystemTime) -> String {
 /// One line per target and reason a marker stays: "1 marker younger than
 /// 24h: c-123 (removable at 2026-12-03 14:02 UTC, or now with --max-age
 /// 0)".
-fn kept_lines(kept: &[(String, prune::KeptMarker)], max_age: Duration, several: bool) -> Vec<String> {
+fn kept_lines(kept: &[(String, prune::KeptMarker)], max_age: &str, several: bool) -> Vec<String> {
     let mut groups: Vec<((&str, &str), Vec<&prune::KeptMarker>)> = Vec::new();
     for (t, k) in kept {
         match groups.iter_mut().find(|(g, _)| *g == (t.as_str(), k.why)) {
@@ -59,7 +59,7 @@ fn kept_lines(kept: &[(String, prune::KeptMarker)], max_age: Duration, several: 
                 .collect();
             let why = match why {
                 "younger than the max age" => {
-                    format!("younger than {}", crate::clock::format_duration(max_age))
+                    format!("younger than {max_age}")
                 }
                 "its modification time is in the future" => {
                     "dated in the future (removed now with --max-age 0)".to_string()
@@ -172,13 +172,13 @@ pub fn run(ctx: &Context, args: SweepArgs) -> Result<u8> {
         if removed.is_empty() && failed.is_empty() {
             human.push(format!(
                 "nothing to remove: no marker older than {}, temp file of ours older than {}, or past job older than the retention {}",
-                crate::clock::format_duration(marker),
+                args.max_age,
                 crate::clock::format_duration(crate::retention::TEMP_MAX_AGE),
                 crate::clock::format_duration(retention)
             ));
         }
         let several = targets.len() > 1;
-        human.extend(kept_lines(&kept, marker, several));
+        human.extend(kept_lines(&kept, &args.max_age, several));
     }
     super::emit(
         ctx,
