@@ -574,6 +574,41 @@ mod tests {
     }
 
     #[test]
+    fn the_nearest_ids_are_by_edit_distance_then_common_start() {
+        assert_eq!(edit_distance("build-1243", "build-1234"), 2);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("same", "same"), 0);
+        let known = ["build-1234", "deploy-77", "build-9999", "build-124"];
+        assert_eq!(
+            nearest("build-1243", known.into_iter(), 2),
+            ["build-124", "build-1234"]
+        );
+        assert!(nearest("x", std::iter::empty(), 3).is_empty());
+    }
+
+    #[test]
+    fn an_id_is_known_by_its_folders_or_as_sent_from_here_and_refused_otherwise() {
+        let (d, dirs) = world();
+        let state = d.path().join("state");
+        let key = key();
+        let id = |s: &str| JobId::parse(s).unwrap();
+        let mut names = Names::new(&key, Some(state.clone()));
+        signed(&dirs.done(), "build-1234");
+        assert!(names.is_known(&dirs, &id("build-1234")));
+        let e = names
+            .check_known(&dirs, &id("build-1243"), "--force")
+            .unwrap_err();
+        assert_eq!(e.code, crate::error::Code::NotFound);
+        assert!(e.message.contains("build-1234"), "{}", e.message);
+        // Sent from here, not synced: known, and still after `last` moved on.
+        remember(&state, &dirs, &id("sent-1")).unwrap();
+        remember(&state, &dirs, &id("sent-2")).unwrap();
+        assert!(names.is_known(&dirs, &id("sent-1")));
+        let other = TargetDirs::new(d.path(), &Machine::parse("LAPTOP", "t").unwrap());
+        assert!(!names.is_known(&other, &id("sent-1")), "sent to PC only");
+    }
+
+    #[test]
     fn last_is_the_last_job_enqueued_to_that_target() {
         let (d, dirs) = world();
         let state = d.path().join("state");
