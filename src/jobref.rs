@@ -101,8 +101,7 @@ fn record_sent(state_dir: &Path, dirs: &TargetDirs, id: &JobId) -> Result<()> {
 
 /// The ids this machine sent to `target` (any case), oldest first.
 fn sent_to(state_dir: Option<&Path>, target: &Machine) -> Vec<String> {
-    let Some(text) = state_dir.and_then(|d| std::fs::read_to_string(d.join(SENT_FILE)).ok())
-    else {
+    let Some(text) = state_dir.and_then(|d| std::fs::read_to_string(d.join(SENT_FILE)).ok()) else {
         return Vec::new();
     };
     text.lines()
@@ -324,10 +323,12 @@ impl Names<'_> {
             return true;
         }
         let state = self.state_dir.as_deref();
-        sent_to(state, dirs.target()).iter().any(|s| s == id.as_str())
-            || state
-                .and_then(remembered)
-                .is_some_and(|(ts, last)| last == id.as_str() && ts.iter().any(|t| dirs.target().same(t)))
+        sent_to(state, dirs.target())
+            .iter()
+            .any(|s| s == id.as_str())
+            || state.and_then(remembered).is_some_and(|(ts, last)| {
+                last == id.as_str() && ts.iter().any(|t| dirs.target().same(t))
+            })
     }
 
     /// Refuses `id`, given as `text`, when neither `dirs`' target nor this
@@ -366,12 +367,20 @@ impl Names<'_> {
 pub fn nearest<'k>(id: &str, known: impl Iterator<Item = &'k str>, n: usize) -> Vec<String> {
     let mut scored: Vec<(usize, usize, &str)> = known
         .map(|k| {
-            let common = id.bytes().zip(k.bytes()).take_while(|(a, b)| a == b).count();
+            let common = id
+                .bytes()
+                .zip(k.bytes())
+                .take_while(|(a, b)| a == b)
+                .count();
             (edit_distance(id, k), usize::MAX - common, k)
         })
         .collect();
     scored.sort();
-    scored.into_iter().take(n).map(|(_, _, k)| k.to_string()).collect()
+    scored
+        .into_iter()
+        .take(n)
+        .map(|(_, _, k)| k.to_string())
+        .collect()
 }
 
 /// The Levenshtein distance between two ids (ASCII by §2).
@@ -409,7 +418,8 @@ pub fn running(dirs: &TargetDirs, key: &Key) -> Result<JobId> {
             "`fleet-dispatch doctor` says why; or give the job's id (`fleet-dispatch status --target {target}`)"
         )));
     };
-    let alive = crate::heartbeat::seen_alive(&beat.state, beat.age(), crate::heartbeat::changed(dirs));
+    let alive =
+        crate::heartbeat::seen_alive(&beat.state, beat.age(), crate::heartbeat::changed(dirs));
     if !alive {
         return Err(Error::not_found(format!(
             "`{RUNNING}` names the job {target} runs now, but its listener is not running ({} {}); nothing was written",

@@ -144,9 +144,15 @@ mod tests {
         ));
         assert!(matches!(marker(None, DAY, false), Decision::Keep(_)));
         // A max age of 0 takes every marker whose job no longer waits.
-        assert_eq!(marker(Some(Duration::ZERO), Duration::ZERO, false), Decision::Remove);
+        assert_eq!(
+            marker(Some(Duration::ZERO), Duration::ZERO, false),
+            Decision::Remove
+        );
         assert_eq!(marker(None, Duration::ZERO, false), Decision::Remove);
-        assert!(matches!(marker(None, Duration::ZERO, true), Decision::Keep(_)));
+        assert!(matches!(
+            marker(None, Duration::ZERO, true),
+            Decision::Keep(_)
+        ));
     }
 
     #[test]

@@ -132,9 +132,7 @@ fn each(
     let known: Vec<bool> = targets
         .iter()
         .zip(&ids)
-        .map(|(dirs, id)| {
-            args.force || id.as_ref().is_ok_and(|id| names.is_known(dirs, id))
-        })
+        .map(|(dirs, id)| args.force || id.as_ref().is_ok_and(|id| names.is_known(dirs, id)))
         .collect();
     if !known.contains(&true)
         && let Some((dirs, Ok(id))) = targets.iter().zip(&ids).find(|(_, id)| id.is_ok())

@@ -674,7 +674,11 @@ fn warn(ctx: &Context, out: &mut Value, warnings: &[crate::doctor::Check]) {
     }
     for w in warnings {
         let target = w.target.as_deref().unwrap_or_default();
-        let hint = w.hint.as_deref().map(|h| format!(" ({h})")).unwrap_or_default();
+        let hint = w
+            .hint
+            .as_deref()
+            .map(|h| format!(" ({h})"))
+            .unwrap_or_default();
         eprintln!(
             "fleet-dispatch: warning: {target}: {}{hint}; the job is queued",
             w.message

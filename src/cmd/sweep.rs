@@ -53,7 +53,11 @@ fn kept_lines(kept: &[(String, prune::KeptMarker)], max_age: &str, several: bool
             let ids: Vec<String> = list
                 .iter()
                 .map(|k| match k.removable_at {
-                    Some(at) => format!("{} (removable at {}, or now with --max-age 0)", k.job_id, minute(at)),
+                    Some(at) => format!(
+                        "{} (removable at {}, or now with --max-age 0)",
+                        k.job_id,
+                        minute(at)
+                    ),
                     None => k.job_id.clone(),
                 })
                 .collect();

@@ -373,7 +373,11 @@ fn a_root_holding_a_targets_folders_and_no_target_is_too_deep() {
         ..Shape::default()
     };
     let off = layout_off(Path::new("/s/PC"), &deep).unwrap();
-    assert!(off.message.contains("it holds inbox, cancel"), "{}", off.message);
+    assert!(
+        off.message.contains("it holds inbox, cancel"),
+        "{}",
+        off.message
+    );
     assert_eq!(off.root, Path::new("/s"));
     assert_eq!(layout_off(Path::new("/s"), &Shape::default()), None);
 }

@@ -55,7 +55,10 @@ fn doctors_hint_for_a_leftover_marker_clears_it_now() {
     let cmd = hinted_command(hint);
     assert_eq!(cmd, ["sweep", "--max-age", "0", "--target", "PC"], "{hint}");
     // When a plain sweep would act, too.
-    assert!(hint.contains("a plain daily `sweep` takes them from"), "{hint}");
+    assert!(
+        hint.contains("a plain daily `sweep` takes them from"),
+        "{hint}"
+    );
     // A plain sweep leaves it for a day: the finding would stay.
     let (code, out, err) = w.run(&["sweep", "--target", "PC"]);
     assert_eq!(code, 0, "{out}{err}");
@@ -78,7 +81,7 @@ fn sweep_max_age_0_never_takes_the_marker_of_a_job_still_queued() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("nothing to remove"), "{out}");
     assert!(
-        out.contains(&format!("1 marker kept: its job is still queued or running")),
+        out.contains("1 marker kept: its job is still queued or running"),
         "{out}"
     );
     assert!(out.contains(&id), "{out}");
@@ -93,7 +96,10 @@ fn sweep_dry_run_says_what_it_would_remove_or_why_nothing() {
     // Nothing at all.
     let (code, out, err) = w.run(&["sweep", "--target", "PC", "--dry-run"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.starts_with("nothing to remove: no marker older than 24h"), "{out}");
+    assert!(
+        out.starts_with("nothing to remove: no marker older than 24h"),
+        "{out}"
+    );
     // A marker younger than the max age: when it goes, and how now.
     let id = leftover_marker(&w);
     let (code, out, err) = w.run(&["sweep", "--target", "PC", "--dry-run"]);
@@ -154,7 +160,10 @@ fn doctors_hint_for_a_missing_root_makes_it() {
     let root = check(&doctor_json(&w, &["--root", p(&missing)]), "root", None);
     assert_eq!(root["status"], "warn", "{root}");
     let hint = root["hint"].as_str().unwrap();
-    assert!(hint.contains(&format!("`mkdir {:?}`", missing.display().to_string())), "{hint}");
+    assert!(
+        hint.contains(&format!("`mkdir {:?}`", missing.display().to_string())),
+        "{hint}"
+    );
     std::fs::create_dir(&missing).unwrap();
     let root = check(&doctor_json(&w, &["--root", p(&missing)]), "root", None);
     assert_eq!(root["status"], "ok", "{root}");

@@ -39,13 +39,7 @@ fn tree(dir: &Path) -> Vec<String> {
         .min_depth(1)
         .into_iter()
         .filter_map(Result::ok)
-        .map(|e| {
-            e.path()
-                .strip_prefix(dir)
-                .unwrap()
-                .display()
-                .to_string()
-        })
+        .map(|e| e.path().strip_prefix(dir).unwrap().display().to_string())
         .collect()
 }
 
@@ -241,7 +235,10 @@ fn cancel_of_a_job_this_machine_sent_is_accepted_before_it_syncs() {
     std::fs::remove_file(w.marker(&id)).unwrap();
     let (code, _, err) = output(
         w.cmd_as("LAPTOP")
-            .env("FLEET_DISPATCH_STATE_DIR", w.dir.path().join("laptop-state"))
+            .env(
+                "FLEET_DISPATCH_STATE_DIR",
+                w.dir.path().join("laptop-state"),
+            )
             .args(["cancel", "--target", "PC", "--job-id", &id]),
     );
     assert_eq!(code, 66, "{err}");

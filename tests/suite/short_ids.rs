@@ -37,9 +37,7 @@ fn cancel_of_a_job_on_its_way_marks_that_job_not_a_planted_one() {
     plant(&w, "nightly-x");
     // On its way from another machine: nothing here knows it, so it takes
     // --force (tests/suite/refusals.rs has the refusal without).
-    let (code, out, err) = w.run(&[
-        "cancel", "--target", "PC", "--job-id", "nightly", "--force",
-    ]);
+    let (code, out, err) = w.run(&["cancel", "--target", "PC", "--job-id", "nightly", "--force"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(w.marker("nightly").exists(), "{out}{err}");
     assert!(
