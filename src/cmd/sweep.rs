@@ -62,10 +62,8 @@ fn kept_lines(kept: &[(String, prune::KeptMarker)], max_age: &str, several: bool
                 })
                 .collect();
             let why = match why {
-                "younger than the max age" => {
-                    format!("younger than {max_age}")
-                }
-                "its modification time is in the future" => {
+                crate::retention::MARKER_YOUNG => format!("younger than {max_age}"),
+                crate::retention::MARKER_FUTURE => {
                     "dated in the future (removed now with --max-age 0)".to_string()
                 }
                 other => format!("kept: {other} (a machine offline must still find its cancel)"),
