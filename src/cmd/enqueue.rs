@@ -677,10 +677,10 @@ fn warn(ctx: &Context, out: &mut Value, warnings: &[crate::doctor::Check]) {
         let hint = w
             .hint
             .as_deref()
-            .map(|h| format!(" ({h})"))
+            .map(|h| format!("\nhint: {h}"))
             .unwrap_or_default();
         eprintln!(
-            "fleet-dispatch: warning: {target}: {}{hint}; the job is queued",
+            "fleet-dispatch: warning: {target}: {}; the job is queued{hint}",
             w.message
         );
     }

@@ -223,6 +223,7 @@ pub(super) fn shape(root: &Path) -> Shape {
     s.targets.sort();
     s.is_target = super::too_deep(&entries, s.targets.len());
     s.own_layout = super::layout_names(&entries);
+    s.own_layout.sort();
     // `<root>/<TARGET>/archive/done` is the deepest folder of a layout.
     s.inside_target = root
         .ancestors()
