@@ -289,9 +289,12 @@ pub struct EnqueueArgs {
     /// With --after: start once each of those jobs has ended, however it ended
     #[arg(long, requires = "after")]
     pub after_any: bool,
-    /// Stop and steer: queue this job at high priority, then cancel JOBID (an id, a unique prefix of one, or `last`)
+    /// Stop and steer: queue this job at high priority, then cancel JOBID (an id, a unique prefix of one, `last`, or `running`: the one job the target runs now)
     #[arg(long, value_name = "JOBID")]
     pub interrupt: Option<String>,
+    /// With --interrupt: cancel JOBID even though no folder of the target holds it and this machine never sent it (it may not have synced here yet)
+    #[arg(long, requires = "interrupt")]
+    pub force: bool,
     /// `--wait`, `--wait-timeout` and `--follow`.
     #[command(flatten)]
     pub waiting: WaitArgs,
@@ -441,6 +444,9 @@ pub struct CancelArgs {
     /// Send the marker to the target's `listen --http` at this URL (http://HOST:PORT); the shared folder is used only when it cannot be reached
     #[arg(long, value_name = "URL")]
     pub via: Option<String>,
+    /// Write the marker even though no folder of the target holds the job and this machine never sent it (it may not have synced here yet)
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `sweep`.
@@ -452,7 +458,7 @@ pub struct SweepArgs {
     /// Sweep every target under the root
     #[arg(long)]
     pub all: bool,
-    /// Remove markers whose file is older than this
+    /// Remove markers whose file is older than this (0: every marker whose job is no longer queued or running)
     #[arg(long, value_name = "D", default_value = "24h")]
     pub max_age: String,
     /// Prune processed jobs (job file, result, logs, consumed marker) and rejected files whose files are all older than this; never under the job max age plus a day [default: 30d]

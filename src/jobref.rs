@@ -2,7 +2,11 @@
 //! last job this machine enqueued, kept in the state directory), or any
 //! prefix of an id that only one verified job on the target has. One
 //! place, for every command that takes `--job-id`, `--interrupt` or
-//! `--after`, with one listing of a target per command.
+//! `--after`, with one listing of a target per command. Also whether a job
+//! is known at all ([`Names::check_known`]: a mistyped id must not leave a
+//! marker behind while the real job runs on), from the target's folders and
+//! the ids this machine sent (the `sent` file in the state directory), and
+//! `running`, the job a target runs now.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -19,6 +23,21 @@ pub const LAST: &str = "last";
 
 /// The file in the state directory that remembers it.
 const LAST_FILE: &str = "last-enqueued";
+
+/// The file in the state directory that lists the jobs this machine sent,
+/// one `TARGET ID` a line, newest last: an id sent from here is known even
+/// before sync has carried it to the target's folder.
+const SENT_FILE: &str = "sent";
+
+/// The size past which the sent list keeps only its newer half: thousands
+/// of ids, more than sync ever lags behind.
+const SENT_MAX_BYTES: u64 = 256 * 1024;
+
+/// The word `enqueue --interrupt` takes for the one job the target runs now.
+pub const RUNNING: &str = "running";
+
+/// How many nearest ids a refusal of an unknown id names.
+const NEAREST: usize = 3;
 
 /// How many candidates an ambiguous prefix lists.
 const SHOWN: usize = 10;
@@ -55,7 +74,41 @@ fn remember(state_dir: &Path, dirs: &TargetDirs, id: &JobId) -> Result<()> {
         &state_dir.join(LAST_FILE),
         text.as_bytes(),
         fsops::Flush::Nothing,
-    )
+    )?;
+    record_sent(state_dir, dirs, id)
+}
+
+/// Adds `id`, sent to `dirs`' target, to the sent list, keeping the list's
+/// newer half once it outgrows [`SENT_MAX_BYTES`].
+fn record_sent(state_dir: &Path, dirs: &TargetDirs, id: &JobId) -> Result<()> {
+    use std::io::Write;
+    let path = state_dir.join(SENT_FILE);
+    let line = format!("{} {id}\n", dirs.target());
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(line.as_bytes()))
+        .map_err(|e| Error::io("write", &path, &e))?;
+    if std::fs::metadata(&path).is_ok_and(|m| m.len() > SENT_MAX_BYTES) {
+        let text = std::fs::read_to_string(&path).map_err(|e| Error::io("read", &path, &e))?;
+        let lines: Vec<&str> = text.lines().collect();
+        let kept = lines[lines.len() / 2..].join("\n") + "\n";
+        fsops::replace(&path, kept.as_bytes(), fsops::Flush::Nothing)?;
+    }
+    Ok(())
+}
+
+/// The ids this machine sent to `target` (any case), oldest first.
+fn sent_to(state_dir: Option<&Path>, target: &Machine) -> Vec<String> {
+    let Some(text) = state_dir.and_then(|d| std::fs::read_to_string(d.join(SENT_FILE)).ok()) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(t, _)| target.same(t))
+        .map(|(_, id)| id.to_string())
+        .collect()
 }
 
 /// The folders whose file names are the job ids a target knows.
@@ -249,6 +302,154 @@ impl<'a> Names<'a> {
     }
 }
 
+impl Names<'_> {
+    /// True when `id` is a job `dirs`' target or this machine knows: a
+    /// file of its name in one of the target's folders (a marker for it
+    /// too: asking twice is the same), this command's own, or one this
+    /// machine sent there (sync may not have carried it yet).
+    pub fn is_known(&mut self, dirs: &TargetDirs, id: &JobId) -> bool {
+        let t = dirs.target().as_str().to_ascii_lowercase();
+        if self.own.get(&t).is_some_and(|o| o.contains(id)) {
+            return true;
+        }
+        let seen = self.seen.entry(t).or_insert_with(|| Seen::new(dirs));
+        if seen.holds(id)
+            || dirs
+                .open(Place::Cancel)
+                .ok()
+                .flatten()
+                .is_some_and(|d| d.exists(&id.file_name()))
+        {
+            return true;
+        }
+        let state = self.state_dir.as_deref();
+        sent_to(state, dirs.target())
+            .iter()
+            .any(|s| s == id.as_str())
+            || state.and_then(remembered).is_some_and(|(ts, last)| {
+                last == id.as_str() && ts.iter().any(|t| dirs.target().same(t))
+            })
+    }
+
+    /// Refuses `id`, given as `text`, when neither `dirs`' target nor this
+    /// machine knows it ([`Names::is_known`]): `NOT_FOUND`, naming the
+    /// nearest ids known there. `flag` is what says "write it anyway".
+    pub fn check_known(&mut self, dirs: &TargetDirs, id: &JobId, flag: &str) -> Result<()> {
+        if self.is_known(dirs, id) {
+            return Ok(());
+        }
+        let t = dirs.target().as_str().to_ascii_lowercase();
+        let mut known: BTreeSet<String> = sent_to(self.state_dir.as_deref(), dirs.target())
+            .into_iter()
+            .collect();
+        if let Some(seen) = self.seen.get_mut(&t) {
+            known.extend(seen.listed().keys().cloned());
+        }
+        let near = nearest(id.as_str(), known.iter().map(String::as_str), NEAREST);
+        let near = if near.is_empty() {
+            format!("no job is known on {} yet", dirs.target())
+        } else {
+            format!("the nearest known ids: {}", near.join(", "))
+        };
+        Err(Error::not_found(format!(
+            "no job {id} on {}: none of its folders holds it and this machine never sent it ({near}); nothing was written",
+            dirs.target()
+        ))
+        .hint(format!(
+            "check the id (`fleet-dispatch status --target {}` lists the jobs); if it was sent from another machine and has not synced here yet, repeat with {flag}",
+            dirs.target()
+        )))
+    }
+}
+
+/// The ids among `known` nearest to `id`, at most `n`: by edit distance,
+/// then by the longer common start, then in order.
+pub fn nearest<'k>(id: &str, known: impl Iterator<Item = &'k str>, n: usize) -> Vec<String> {
+    let mut scored: Vec<(usize, usize, &str)> = known
+        .map(|k| {
+            let common = id
+                .bytes()
+                .zip(k.bytes())
+                .take_while(|(a, b)| a == b)
+                .count();
+            (edit_distance(id, k), usize::MAX - common, k)
+        })
+        .collect();
+    scored.sort();
+    scored
+        .into_iter()
+        .take(n)
+        .map(|(_, _, k)| k.to_string())
+        .collect()
+}
+
+/// The Levenshtein distance between two ids (ASCII by §2).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let up = row[j + 1];
+            row[j + 1] = if ca == cb {
+                diag
+            } else {
+                1 + diag.min(up).min(row[j])
+            };
+            diag = up;
+        }
+    }
+    row[b.len()]
+}
+
+/// The one job `dirs`' target runs now, by its listener's heartbeat
+/// signed with `key` (docs/protocol.md §7): `NOT_FOUND` when its listener
+/// is not running or runs nothing, `VALIDATION_ERROR` listing them when it
+/// runs several (`listen --slots`).
+pub fn running(dirs: &TargetDirs, key: &Key) -> Result<JobId> {
+    let target = dirs.target();
+    let beat = crate::heartbeat::read(dirs).filter(|b| b.verified(key, target));
+    let Some(beat) = beat else {
+        return Err(Error::not_found(format!(
+            "`{RUNNING}` names the job {target} runs now, but {target} has no heartbeat signed with this key: no listener runs there that this machine can trust; nothing was written"
+        ))
+        .hint(format!(
+            "`fleet-dispatch doctor` says why; or give the job's id (`fleet-dispatch status --target {target}`)"
+        )));
+    };
+    let alive =
+        crate::heartbeat::seen_alive(&beat.state, beat.age(), crate::heartbeat::changed(dirs));
+    if !alive {
+        return Err(Error::not_found(format!(
+            "`{RUNNING}` names the job {target} runs now, but its listener is not running ({} {}); nothing was written",
+            beat.state,
+            beat.who()
+        ))
+        .hint(format!("start `fleet-dispatch listen` on {target}, or give the job's id")));
+    }
+    let mut ids = beat.running_jobs.clone();
+    if ids.is_empty() {
+        ids.extend(beat.running.clone());
+    }
+    match ids.as_slice() {
+        [] => Err(Error::not_found(format!(
+            "no job runs on {target} now (its listener is {}); nothing was written",
+            beat.state
+        ))
+        .hint(format!(
+            "queue the job without --interrupt, or name a queued job's id (`fleet-dispatch status --target {target}`)"
+        ))),
+        [one] => JobId::parse(one),
+        several => Err(Error::validation(format!(
+            "{} jobs run on {target} now: {}; `{RUNNING}` names one",
+            several.len(),
+            several.join(", ")
+        ))
+        .hint("give the id of the one to stop")),
+    }
+}
+
 /// The job `text` names on `dirs`' target, as [`Names::resolve`] says, for
 /// a command that names one job.
 pub fn resolve(
@@ -380,6 +581,41 @@ mod tests {
             names.resolve(&dirs, "nig").unwrap_err().code,
             crate::error::Code::Validation
         );
+    }
+
+    #[test]
+    fn the_nearest_ids_are_by_edit_distance_then_common_start() {
+        assert_eq!(edit_distance("build-1243", "build-1234"), 2);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("same", "same"), 0);
+        let known = ["build-1234", "deploy-77", "build-9999", "build-124"];
+        assert_eq!(
+            nearest("build-1243", known.into_iter(), 2),
+            ["build-124", "build-1234"]
+        );
+        assert!(nearest("x", std::iter::empty(), 3).is_empty());
+    }
+
+    #[test]
+    fn an_id_is_known_by_its_folders_or_as_sent_from_here_and_refused_otherwise() {
+        let (d, dirs) = world();
+        let state = d.path().join("state");
+        let key = key();
+        let id = |s: &str| JobId::parse(s).unwrap();
+        let mut names = Names::new(&key, Some(state.clone()));
+        signed(&dirs.done(), "build-1234");
+        assert!(names.is_known(&dirs, &id("build-1234")));
+        let e = names
+            .check_known(&dirs, &id("build-1243"), "--force")
+            .unwrap_err();
+        assert_eq!(e.code, crate::error::Code::NotFound);
+        assert!(e.message.contains("build-1234"), "{}", e.message);
+        // Sent from here, not synced: known, and still after `last` moved on.
+        remember(&state, &dirs, &id("sent-1")).unwrap();
+        remember(&state, &dirs, &id("sent-2")).unwrap();
+        assert!(names.is_known(&dirs, &id("sent-1")));
+        let other = TargetDirs::new(d.path(), &Machine::parse("LAPTOP", "t").unwrap());
+        assert!(!names.is_known(&other, &id("sent-1")), "sent to PC only");
     }
 
     #[test]

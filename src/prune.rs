@@ -86,9 +86,24 @@ pub struct Ages {
     pub retention: Duration,
 }
 
+/// A marker a sweep keeps, and why: what `sweep --dry-run` says when it
+/// would remove nothing.
+#[derive(Clone, Debug)]
+pub struct KeptMarker {
+    /// The job it names.
+    pub job_id: String,
+    /// Why it stays ([`retention::marker`]'s reason).
+    pub why: &'static str,
+    /// When a sweep with the same max age will take it: its file's time
+    /// plus the max age (none while its job waits, or with no file time).
+    pub removable_at: Option<SystemTime>,
+}
+
 /// What one walk of a target collects.
 struct Walk<'a> {
     ages: Ages,
+    /// The markers kept, with why.
+    kept_markers: Vec<KeptMarker>,
     /// Names in `inbox/` and `running/` (the jobs that wait or run), and
     /// of the jobs a queued job waits for.
     waiting: &'a HashSet<String>,
@@ -169,19 +184,31 @@ pub fn plan(dirs: &TargetDirs, ages: Ages) -> Result<Vec<Doomed>> {
 /// [`plan`] with the jobs waited for in the root already read: a command
 /// over several targets of one root reads its inboxes once.
 pub fn plan_with(dirs: &TargetDirs, ages: Ages, awaited: &Awaited) -> Result<Vec<Doomed>> {
+    Ok(plan_kept(dirs, ages, awaited)?.0)
+}
+
+/// [`plan_with`], and the markers it keeps with why.
+pub fn plan_kept(
+    dirs: &TargetDirs,
+    ages: Ages,
+    awaited: &Awaited,
+) -> Result<(Vec<Doomed>, Vec<KeptMarker>)> {
     let Some(base) = dirs.open_base()? else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     };
     let mut waiting = waiting_names(dirs)?;
     waiting.extend(awaited.of(dirs));
     let mut walk = Walk {
         ages,
+        kept_markers: Vec::new(),
         waiting: &waiting,
         out: Vec::new(),
         kept: HashMap::new(),
     };
     walk.dir(&base, 1, None, false);
     let kept = std::mem::take(&mut walk.kept);
+    let mut kept_markers = std::mem::take(&mut walk.kept_markers);
+    kept_markers.sort_by(|a, b| a.job_id.cmp(&b.job_id));
     let mut out = walk.out;
     prune_jobs(&kept, &waiting, ages.retention, &mut out);
     prune_rejected(
@@ -191,7 +218,7 @@ pub fn plan_with(dirs: &TargetDirs, ages: Ages, awaited: &Awaited) -> Result<Vec
         &mut out,
     );
     out.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(out)
+    Ok((out, kept_markers))
 }
 
 /// The place a folder met on the walk is: `name` at `depth` below the
@@ -234,8 +261,16 @@ impl Walk<'_> {
                         continue;
                     };
                     let waiting = self.waiting.contains(&id.file_name());
-                    if retention::marker(age, self.ages.marker, waiting) == Decision::Remove {
-                        self.doom(dir, name, MARKER);
+                    match retention::marker(age, self.ages.marker, waiting) {
+                        Decision::Remove => self.doom(dir, name, MARKER),
+                        Decision::Keep(why) => self.kept_markers.push(KeptMarker {
+                            job_id: id.to_string(),
+                            why,
+                            removable_at: meta
+                                .modified
+                                .filter(|_| !waiting)
+                                .and_then(|m| m.checked_add(self.ages.marker)),
+                        }),
                     }
                 }
                 Some(

@@ -50,6 +50,13 @@ pub fn retention(given: Option<Duration>, job_max_age: Duration) -> Result<Durat
     }
 }
 
+/// Why [`marker`] keeps a marker younger than the max age (`sweep
+/// --dry-run` says when it goes).
+pub const MARKER_YOUNG: &str = "younger than the max age";
+
+/// Why [`marker`] keeps a marker whose file is dated in the future.
+pub const MARKER_FUTURE: &str = "its modification time is in the future";
+
 /// The decision for one entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
@@ -66,9 +73,11 @@ pub fn marker(age: Option<Duration>, max_age: Duration, waiting: bool) -> Decisi
         return Decision::Keep("its job is still queued or running");
     }
     match age {
+        // `--max-age 0`: every marker whose job no longer waits, now.
+        _ if max_age.is_zero() => Decision::Remove,
         Some(a) if a > max_age => Decision::Remove,
-        Some(_) => Decision::Keep("younger than the max age"),
-        None => Decision::Keep("its modification time is in the future"),
+        Some(_) => Decision::Keep(MARKER_YOUNG),
+        None => Decision::Keep(MARKER_FUTURE),
     }
 }
 
@@ -141,6 +150,16 @@ mod tests {
             Decision::Keep(_)
         ));
         assert!(matches!(marker(None, DAY, false), Decision::Keep(_)));
+        // A max age of 0 takes every marker whose job no longer waits.
+        assert_eq!(
+            marker(Some(Duration::ZERO), Duration::ZERO, false),
+            Decision::Remove
+        );
+        assert_eq!(marker(None, Duration::ZERO, false), Decision::Remove);
+        assert!(matches!(
+            marker(None, Duration::ZERO, true),
+            Decision::Keep(_)
+        ));
     }
 
     #[test]

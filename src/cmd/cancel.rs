@@ -1,7 +1,10 @@
 //! `cancel`: write a signed marker asking a target to stop a job, running or
 //! still queued ([`crate::cancel`] decides). Never replaces a marker; writes
-//! nothing for a finished job. Over a target list (`A,B` or `all`), a
-//! marker for each target's copy, one line per target.
+//! nothing for a finished job, nor for an id neither the target nor this
+//! machine knows (`NOT_FOUND` with the nearest ids, unless `--force`: a
+//! mistyped id must not leave a marker while the real job runs on). Over a
+//! target list (`A,B` or `all`), a marker for each target's copy, one line
+//! per target.
 
 use serde_json::json;
 
@@ -10,6 +13,7 @@ use crate::cli::CancelArgs;
 use crate::config::Context;
 use crate::doc::Termination;
 use crate::error::{Error, Result};
+use crate::jobref::Names;
 use crate::key::Key;
 use crate::names::{JobId, Machine};
 
@@ -41,7 +45,11 @@ pub fn run(ctx: &Context, args: CancelArgs) -> Result<u8> {
         Some(g) => dirs.guarded(g),
         None => dirs,
     };
-    let id = super::job_ref(ctx, &root, &dirs, &key, &args.job_id)?;
+    let mut names = Names::new(&key, ctx.state_dir(&root).ok());
+    let id = names.resolve(&dirs, &args.job_id)?;
+    if !args.force {
+        names.check_known(&dirs, &id, "--force")?;
+    }
     let marker = cancel::sign(&dirs, &id, &key, &origin, caller.as_ref())?;
     let status = client::deliver_marker(via.as_ref(), &dirs, &id, &key, &marker)?;
     let mut out = status.to_json(&id);
@@ -109,14 +117,44 @@ fn each(
         )));
     }
     let guard = super::known_root(ctx, root, key)?;
-    let answers: Vec<Answer> = ctx
+    let targets: Vec<_> = ctx
         .targets(root, list)?
         .into_iter()
         .map(|d| d.guarded(&guard))
-        .collect::<Vec<_>>()
+        .collect();
+    let mut names = Names::new(key, ctx.state_dir(root).ok());
+    let ids: Vec<Result<JobId>> = targets
         .iter()
-        .map(|dirs| {
-            let one = super::job_ref(ctx, root, dirs, key, &args.job_id).and_then(|id| {
+        .map(|dirs| names.resolve(dirs, &args.job_id))
+        .collect();
+    // Each copy is known where it was sent; an id no target knows is a
+    // mistake, refused as a whole before anything is written.
+    let known: Vec<bool> = targets
+        .iter()
+        .zip(&ids)
+        .map(|(dirs, id)| args.force || id.as_ref().is_ok_and(|id| names.is_known(dirs, id)))
+        .collect();
+    if !known.contains(&true)
+        && let Some((dirs, Ok(id))) = targets.iter().zip(&ids).find(|(_, id)| id.is_ok())
+    {
+        names.check_known(dirs, id, "--force")?;
+    }
+    let answers: Vec<Answer> = targets
+        .iter()
+        .zip(ids)
+        .zip(known)
+        .map(|((dirs, id), known)| {
+            if let (Ok(id), false) = (id.as_ref(), known) {
+                return Answer {
+                    status: exit::SUCCESS,
+                    json: json!({"jobId": id.as_str(), "target": dirs.target().as_str(), "status": "unknown"}),
+                    line: format!(
+                        "{}: no job {id} there (never seen, not sent from here); nothing was written",
+                        dirs.target()
+                    ),
+                };
+            }
+            let one = id.and_then(|id| {
                 let marker = cancel::sign(dirs, &id, key, origin, caller)?;
                 Ok((client::deliver_marker(None, dirs, &id, key, &marker)?, id))
             });

@@ -26,6 +26,7 @@ use crate::http::client::{self, Url};
 use crate::key::Key;
 use crate::layout::{TargetDirs, is_target_list};
 use crate::names::{self, JobId, Machine};
+use crate::observe::Observed;
 use crate::output::{Follower, Streams};
 use crate::submit;
 use crate::wait;
@@ -507,7 +508,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     let interrupt = args
         .interrupt
         .as_deref()
-        .map(|text| super::job_ref(ctx, &root, &dirs, &key, text))
+        .map(|text| interrupted(ctx, &root, &dirs, &key, text, &req.id, args.force))
         .transpose()?;
     if let Some(old) = interrupt.as_ref().filter(|old| **old == req.id) {
         return Err(Error::validation(format!(
@@ -537,6 +538,11 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
         ctx.durability().enqueue_flush(),
     )?;
     crate::jobref::remember_on(ctx.state_dir(&root), &[&dirs], &id);
+    let warnings = if via.is_none() {
+        crate::doctor::listener_warnings(&dirs, &key)
+    } else {
+        Vec::new()
+    };
 
     // Steer: the new job is queued first, so a cancel that cannot land
     // leaves it simply waiting its turn.
@@ -557,6 +563,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     if let Some(p) = &parent {
         out["parentJobId"] = json!(p.as_str());
     }
+    warn(ctx, &mut out, &warnings);
     // Stdout carries only the answer, the id (`id=$(fleet-dispatch enqueue
     // …)`); what became of the interrupt is a note on stderr.
     let human = id.to_string();
@@ -566,6 +573,22 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
             let mut note = status.sentence(old);
             if !matches!(status, CancelStatus::Requested { .. }) {
                 note.push_str(&format!("; {id} waits its turn"));
+            }
+            let running = matches!(
+                status,
+                CancelStatus::Requested {
+                    observed: Observed::Running,
+                    ..
+                }
+            );
+            if args.interrupt.as_deref() == Some(crate::jobref::LAST) && !running {
+                // `last` is this machine's last job, not the one running:
+                // say so, or the steer reads as done.
+                note = format!(
+                    "--interrupt {} named {old}, the last job sent from here, which is not running: nothing running was interrupted ({note})",
+                    crate::jobref::LAST
+                );
+                out["interrupt"]["lastNotRunning"] = json!(true);
             }
             Some(note)
         }
@@ -604,6 +627,63 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
         crate::out::line(&super::result_human(&o));
     }
     Ok(o.wait_exit_status())
+}
+
+/// The job `--interrupt TEXT` names on `dirs`' target: `running`, the one
+/// job the target runs now ([`crate::jobref::running`]), or a job named as
+/// any command names one, refused (`NOT_FOUND`) when neither the target nor
+/// this machine knows it, unless `force` (`--force`). Checked before the
+/// new job (`own`) is published, so a mistake queues nothing; `own` counts
+/// as known, for the caller to refuse as a job interrupting itself.
+fn interrupted(
+    ctx: &Context,
+    root: &Path,
+    dirs: &TargetDirs,
+    key: &Key,
+    text: &str,
+    own: &JobId,
+    force: bool,
+) -> Result<JobId> {
+    let refused = |mut e: Error| {
+        e.message = format!("--interrupt {text}: {}", e.message);
+        e
+    };
+    if text == crate::jobref::RUNNING {
+        return crate::jobref::running(dirs, key).map_err(refused);
+    }
+    let mut names = crate::jobref::Names::new(key, ctx.state_dir(root).ok());
+    names.add_own(dirs.target(), own);
+    let id = names.resolve(dirs, text).map_err(refused)?;
+    if !force {
+        names.check_known(dirs, &id, "--force").map_err(refused)?;
+    }
+    Ok(id)
+}
+
+/// Adds what `doctor` warns of a target's listener ([`crate::doctor::listener_warnings`])
+/// to the answer `out` as `warnings`, and says it on stderr: the job is
+/// queued, but it will wait, or be refused, and the sender should know
+/// now rather than at the timeout.
+fn warn(ctx: &Context, out: &mut Value, warnings: &[crate::doctor::Check]) {
+    if warnings.is_empty() {
+        return;
+    }
+    out["warnings"] = json!(warnings);
+    if ctx.json() {
+        return;
+    }
+    for w in warnings {
+        let target = w.target.as_deref().unwrap_or_default();
+        let hint = w
+            .hint
+            .as_deref()
+            .map(|h| format!("\nhint: {h}"))
+            .unwrap_or_default();
+        eprintln!(
+            "fleet-dispatch: warning: {target}: {}; the job is queued{hint}",
+            w.message
+        );
+    }
 }
 
 /// `enqueue` to a target list: the same id to each target, each copy
@@ -726,6 +806,11 @@ fn fan_out(
     if !passed_over.is_empty() {
         out["passedOver"] = passed_over.iter().map(|(_, a)| a.json.clone()).collect();
     }
+    let warnings: Vec<_> = targets
+        .iter()
+        .flat_map(|d| crate::doctor::listener_warnings(d, &key))
+        .collect();
+    warn(ctx, &mut out, &warnings);
     if !args.waiting.wait {
         super::emit(ctx, &out, id.as_str());
         if !ctx.json() {

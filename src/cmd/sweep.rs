@@ -28,6 +28,56 @@ fn summary(counts: &BTreeMap<&'static str, usize>) -> String {
         .join(", ")
 }
 
+/// `2026-12-03 14:02 UTC`: when a kept marker goes, to the minute.
+fn minute(at: SystemTime) -> String {
+    let text = crate::clock::format(crate::clock::from_system(at));
+    format!("{} UTC", text.get(..16).unwrap_or(&text).replace('T', " "))
+}
+
+/// One line per target and reason a marker stays: "1 marker younger than
+/// 24h: c-123 (removable at 2026-12-03 14:02 UTC, or now with --max-age
+/// 0)".
+fn kept_lines(kept: &[(String, prune::KeptMarker)], max_age: &str, several: bool) -> Vec<String> {
+    let mut groups: Vec<((&str, &str), Vec<&prune::KeptMarker>)> = Vec::new();
+    for (t, k) in kept {
+        match groups.iter_mut().find(|(g, _)| *g == (t.as_str(), k.why)) {
+            Some((_, list)) => list.push(k),
+            None => groups.push(((t.as_str(), k.why), vec![k])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|((target, why), list)| {
+            let n = list.len();
+            let s = if n == 1 { "" } else { "s" };
+            let ids: Vec<String> = list
+                .iter()
+                .map(|k| match k.removable_at {
+                    Some(at) => format!(
+                        "{} (removable at {}, or now with --max-age 0)",
+                        k.job_id,
+                        minute(at)
+                    ),
+                    None => k.job_id.clone(),
+                })
+                .collect();
+            let why = match why {
+                crate::retention::MARKER_YOUNG => format!("younger than {max_age}"),
+                crate::retention::MARKER_FUTURE => {
+                    "dated in the future (removed now with --max-age 0)".to_string()
+                }
+                other => format!("kept: {other} (a machine offline must still find its cancel)"),
+            };
+            let on = if several {
+                format!("{target}: ")
+            } else {
+                String::new()
+            };
+            format!("{on}{n} marker{s} {why}: {}", ids.join(", "))
+        })
+        .collect()
+}
+
 /// Runs `sweep`.
 pub fn run(ctx: &Context, args: SweepArgs) -> Result<u8> {
     let marker = crate::clock::parse_duration(&args.max_age)
@@ -54,6 +104,7 @@ pub fn run(ctx: &Context, args: SweepArgs) -> Result<u8> {
     };
     let mut removed = Vec::new();
     let mut failed = Vec::new();
+    let mut kept: Vec<(String, prune::KeptMarker)> = Vec::new();
     // Every target is of one root: what its queued jobs wait for is read
     // once, not once per target.
     let mut awaited: Option<prune::Awaited> = None;
@@ -63,11 +114,14 @@ pub fn run(ctx: &Context, args: SweepArgs) -> Result<u8> {
             None => prune::Awaited::read(dirs),
         };
         let planned = match read.and_then(|a| {
-            let planned = prune::plan_with(dirs, ages, &a);
+            let planned = prune::plan_kept(dirs, ages, &a);
             awaited = Some(a);
             planned
         }) {
-            Ok(p) => p,
+            Ok((p, k)) => {
+                kept.extend(k.into_iter().map(|k| (dirs.target().to_string(), k)));
+                p
+            }
             Err(e) => {
                 let path = dirs.base().display().to_string();
                 failed.push(json!({"path": path, "error": e.message}));
@@ -114,6 +168,20 @@ pub fn run(ctx: &Context, args: SweepArgs) -> Result<u8> {
             crate::clock::format_duration(retention)
         ));
     }
+    // Asked what would go, a sweep also says what stays and when it goes:
+    // a marker kept for a day otherwise looks like a sweep that does nothing.
+    if args.dry_run {
+        if removed.is_empty() && failed.is_empty() {
+            human.push(format!(
+                "nothing to remove: no marker older than {}, temp file of ours older than {}, or past job older than the retention {}",
+                args.max_age,
+                crate::clock::format_duration(crate::retention::TEMP_MAX_AGE),
+                crate::clock::format_duration(retention)
+            ));
+        }
+        let several = targets.len() > 1;
+        human.extend(kept_lines(&kept, &args.max_age, several));
+    }
     super::emit(
         ctx,
         &json!({
@@ -122,6 +190,12 @@ pub fn run(ctx: &Context, args: SweepArgs) -> Result<u8> {
             "counts": counts,
             "removed": removed.iter().map(|(t, p, k)| json!({"target": t, "path": p.display().to_string(), "kind": k})).collect::<Vec<_>>(),
             "failed": failed,
+            "keptMarkers": kept.iter().map(|(t, k)| json!({
+                "target": t,
+                "jobId": k.job_id,
+                "reason": k.why,
+                "removableAt": k.removable_at.map(|at| crate::clock::format(crate::clock::from_system(at))),
+            })).collect::<Vec<_>>(),
         }),
         &human.join("\n"),
     );

@@ -190,15 +190,14 @@ fn writable(path: &Path) -> Result<(), String> {
     dir.check_writable("doctor").map_err(|e| e.message)
 }
 
-fn shape(root: &Path) -> Shape {
+/// The folders around `root` (an absolute path), as the layout rule
+/// ([`super::layout_off`]) judges them.
+pub(super) fn shape(root: &Path) -> Shape {
     let Ok(dir) = Dir::open_trusted(root) else {
         return Shape::default();
     };
     let entries = names(&dir);
-    let mut s = Shape {
-        is_target: holds_layout(&entries),
-        ..Shape::default()
-    };
+    let mut s = Shape::default();
     for n in entries.iter().filter(|n| !n.starts_with('.')).take(LOOK) {
         let Some(child) = folder(&dir, n) else {
             continue;
@@ -222,6 +221,9 @@ fn shape(root: &Path) -> Shape {
         }
     }
     s.targets.sort();
+    s.is_target = super::too_deep(&entries, s.targets.len());
+    s.own_layout = super::layout_names(&entries);
+    s.own_layout.sort();
     // `<root>/<TARGET>/archive/done` is the deepest folder of a layout.
     s.inside_target = root
         .ancestors()
@@ -277,6 +279,48 @@ fn beat(dirs: &TargetDirs) -> BeatFile {
     }
 }
 
+/// What `doctor` warns of `dirs`' listener that a sender about to queue a
+/// job there should hear (`enqueue`): a heartbeat that is stale, says the
+/// listener stopped, or is signed with another key than `key` (naming
+/// both fingerprints). Nothing when no listener has run there yet: a new
+/// target's first job is expected to wait for it.
+pub fn listener_warnings(dirs: &TargetDirs, key: &Key) -> Vec<Check> {
+    let beat = beat(dirs);
+    if beat == BeatFile::Missing {
+        return Vec::new();
+    }
+    let beat_verified = match &beat {
+        BeatFile::Beat(b, _) => Some(b.verified(key, dirs.target())),
+        _ => None,
+    };
+    let facts = TargetFacts {
+        name: dirs.target().to_string(),
+        beat,
+        beat_verified,
+        status: None,
+        rejected: Vec::new(),
+        counts: Vec::new(),
+        prunable: 0,
+        markers_due: None,
+        conflicts: Vec::new(),
+    };
+    let checks = super::target::judge_listener(&facts, Some(&key.fingerprint()), clock::now());
+    let other_key = checks
+        .iter()
+        .any(|c| c.check == "listener key" && c.status == super::Status::Warn);
+    checks
+        .into_iter()
+        .filter(|c| c.status == super::Status::Warn)
+        .filter(|c| match c.check {
+            "heartbeat" | "listener key" => true,
+            // Said already, and better, by the fingerprints.
+            "heartbeat signature" => !other_key,
+            _ => false,
+        })
+        .map(|c| c.on(dirs.target().as_str()))
+        .collect()
+}
+
 /// How the target folder itself is named among its folders' counts.
 const HERE: &str = "the target folder";
 
@@ -326,10 +370,13 @@ fn target(
         retention,
     };
     let plan = match awaited {
-        Some(a) => prune::plan_with(dirs, ages, a),
-        None => prune::plan(dirs, ages),
+        Some(a) => prune::plan_kept(dirs, ages, a),
+        None => prune::Awaited::read(dirs).and_then(|a| prune::plan_kept(dirs, ages, &a)),
     };
-    let prunable = plan.map_or(0, |p| p.len());
+    let (prunable, markers_due) = plan.map_or((0, None), |(doomed, kept)| {
+        let due = kept.iter().filter_map(|k| k.removable_at).max();
+        (doomed.len(), due.map(clock::from_system))
+    });
     let beat_verified = match (&beat, key) {
         (BeatFile::Beat(b, _), Some(k)) => Some(b.verified(k, dirs.target())),
         _ => None,
@@ -342,6 +389,7 @@ fn target(
         rejected: rejected_since(dirs, now),
         counts,
         prunable,
+        markers_due,
         conflicts,
     }
 }

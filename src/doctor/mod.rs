@@ -29,11 +29,12 @@ use crate::events::Watching;
 use crate::governor::Tier;
 use crate::heartbeat::{self, Beat};
 use crate::key::MIN_KEY_BYTES;
+use crate::layout::Place;
 use crate::observe::TargetStatus;
 use crate::platform::Residency;
 use crate::rejected::Reason;
 
-pub use gather::{Inputs, examine, running_governor};
+pub use gather::{Inputs, examine, listener_warnings, running_governor};
 
 /// The number of files in one folder past which a sync engine slows down:
 /// OneDrive documents degraded syncing beyond about 300,000 items, and
@@ -251,8 +252,10 @@ pub struct Shape {
     /// Its folders that hold no layout themselves but folders that do:
     /// each with the target folders found in it.
     pub nested: Vec<(String, Vec<String>)>,
-    /// True when the root itself holds a target's layout.
+    /// True when the root itself is a target folder ([`too_deep`]).
     pub is_target: bool,
+    /// The names of a target's layout the root itself holds.
+    pub own_layout: Vec<String>,
     /// The target folder the root lies inside, if any.
     pub inside_target: Option<PathBuf>,
 }
@@ -301,6 +304,35 @@ pub struct RootFacts {
 pub fn holds_layout(names: &[String]) -> bool {
     let has = |n: &str| names.iter().any(|x| x == n);
     has("inbox") && (has("results") || has("archive") || has(crate::layout::LISTENER_JSON))
+}
+
+/// The names a target folder holds (its places, `archive/`, its heartbeat
+/// and lock) that are among `names`.
+pub fn layout_names(names: &[String]) -> Vec<String> {
+    let own = Place::ALL
+        .into_iter()
+        .filter(|p| !p.in_archive())
+        .map(Place::name)
+        .chain([
+            crate::layout::ARCHIVE,
+            crate::layout::LISTENER_JSON,
+            crate::layout::FOLDER_LOCK,
+        ]);
+    let own: Vec<&str> = own.collect();
+    names
+        .iter()
+        .filter(|n| own.contains(&n.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// True when a folder whose entries are `names`, and that holds
+/// `targets` target folders, is itself a target folder: it holds a
+/// target's layout ([`holds_layout`]), or, holding no target folder, any
+/// name of one (a target whose listener never ran has only the `inbox/`
+/// and `cancel/` senders made).
+pub fn too_deep(names: &[String], targets: usize) -> bool {
+    holds_layout(names) || (targets == 0 && !layout_names(names).is_empty())
 }
 
 /// The engine that seems to own `root`: a Syncthing `.stfolder` or a
@@ -353,7 +385,9 @@ pub fn judge_root(r: &RootFacts) -> Vec<Check> {
             return vec![Check::warn(
                 "root",
                 format!("dispatch root {shown} does not exist"),
-                "create it inside the shared folder, or fix --root / FLEET_DISPATCH_ROOT",
+                format!(
+                    "create it inside the shared folder (`mkdir {shown:?}`), or fix --root / FLEET_DISPATCH_ROOT"
+                ),
             )];
         }
         RootState::NotAFolder => {
@@ -404,40 +438,88 @@ pub fn judge_root(r: &RootFacts) -> Vec<Check> {
     checks
 }
 
-fn judge_shape(root: &Path, s: &Shape) -> Check {
+/// A root one level off (too deep or too high): what is wrong, and the
+/// folder that is the root.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Off {
+    /// What the folders show.
+    pub message: String,
+    /// The folder to use as the root instead.
+    pub root: PathBuf,
+}
+
+/// The layout rule, for `doctor` and for every command about to write
+/// into the root ([`check_layout`]): `None` when `root`, whose folders are
+/// `s`, is where target folders belong.
+pub fn layout_off(root: &Path, s: &Shape) -> Option<Off> {
     let shown = root.display();
     if s.is_target {
-        let up = root.parent().unwrap_or(root);
-        return Check::warn(
-            "layout",
-            format!(
-                "{shown} is itself a target folder (it holds inbox/): the root is one level too deep"
+        let holds = if s.own_layout.is_empty() {
+            "inbox/".to_string()
+        } else {
+            s.own_layout.join(", ")
+        };
+        return Some(Off {
+            message: format!(
+                "{shown} is itself a target folder (it holds {holds}, and no target folder): the root is one level too deep"
             ),
-            format!("use the folder above it, {}, as the root", up.display()),
-        );
+            root: root.parent().unwrap_or(root).to_path_buf(),
+        });
     }
     if let Some(t) = &s.inside_target {
-        let up = t.parent().unwrap_or(t);
-        return Check::warn(
-            "layout",
-            format!(
+        return Some(Off {
+            message: format!(
                 "{shown} lies inside the target folder {}: the root is too deep",
                 t.display()
             ),
-            format!("use {} as the root", up.display()),
+            root: t.parent().unwrap_or(t).to_path_buf(),
+        });
+    }
+    if s.targets.is_empty()
+        && let Some((inner, found)) = s.nested.first()
+    {
+        return Some(Off {
+            message: format!(
+                "{shown} holds no target folders, but its folder {inner} holds {}: the root is one level too high",
+                found.join(", ")
+            ),
+            root: root.join(inner),
+        });
+    }
+    None
+}
+
+/// Refuses a root one level off ([`layout_off`]) before a command writes
+/// a target folder into it, where no listener would ever look (`CONFIG`,
+/// naming the root to use). An empty root, or one that holds only its
+/// identity file, is a new root and fine.
+pub fn check_layout(root: &Path) -> crate::error::Result<()> {
+    let abs = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    match layout_off(&abs, &gather::shape(&abs)) {
+        None => Ok(()),
+        Some(off) => Err(crate::error::Error::config(format!(
+            "{}; nothing was written",
+            off.message
+        ))
+        .hint(format!(
+            "did you mean --root {}? (or set FLEET_DISPATCH_ROOT, or `root` in the config file, to it; `fleet-dispatch doctor` checks the root)",
+            off.root.display()
+        ))),
+    }
+}
+
+fn judge_shape(root: &Path, s: &Shape) -> Check {
+    if let Some(off) = layout_off(root, s) {
+        return Check::warn(
+            "layout",
+            off.message,
+            format!(
+                "use --root {} (or set FLEET_DISPATCH_ROOT, or `root` in the config file, to it)",
+                off.root.display()
+            ),
         );
     }
     if s.targets.is_empty() {
-        if let Some((inner, found)) = s.nested.first() {
-            return Check::warn(
-                "layout",
-                format!(
-                    "{shown} holds no target folders, but its folder {inner} holds {}: the root is one level too high",
-                    found.join(", ")
-                ),
-                format!("use {} as the root", root.join(inner).display()),
-            );
-        }
         return Check::ok(
             "layout",
             "no target folders yet: a listener makes its own when it first starts",

@@ -36,6 +36,10 @@ pub struct TargetFacts {
     pub counts: Vec<(String, usize)>,
     /// How many entries a `sweep` with the default ages would remove now.
     pub prunable: usize,
+    /// When a plain `sweep` (markers after a day) will have taken every
+    /// marker it keeps now whose job no longer waits: the latest such
+    /// marker's time plus the day.
+    pub markers_due: Option<OffsetDateTime>,
     /// Conflict copies found: the path under the target folder and the
     /// engine whose naming it follows.
     pub conflicts: Vec<(String, Engine)>,
@@ -89,7 +93,7 @@ pub fn judge_target(
     let mut checks = judge_listener(t, ours, now);
     if let Some(s) = &t.status {
         checks.push(judge_queue(name, s, now));
-        checks.push(judge_cancels(name, s));
+        checks.push(judge_cancels(name, s, t.markers_due));
     }
     checks.push(judge_rejected(name, &t.rejected, ours));
     checks.push(judge_counts(name, &t.counts, t.prunable, limit));
@@ -97,7 +101,11 @@ pub fn judge_target(
     checks.into_iter().map(|c| c.on(name)).collect()
 }
 
-fn judge_listener(t: &TargetFacts, ours: Option<&str>, now: OffsetDateTime) -> Vec<Check> {
+pub(super) fn judge_listener(
+    t: &TargetFacts,
+    ours: Option<&str>,
+    now: OffsetDateTime,
+) -> Vec<Check> {
     let name = t.name.as_str();
     let start = format!("start `fleet-dispatch listen` on {name} (contrib/ has service recipes)");
     let (beat, modified) = match &t.beat {
@@ -281,7 +289,7 @@ fn judge_queue(name: &str, s: &TargetStatus, now: OffsetDateTime) -> Check {
     }
 }
 
-fn judge_cancels(name: &str, s: &TargetStatus) -> Check {
+fn judge_cancels(name: &str, s: &TargetStatus, due: Option<OffsetDateTime>) -> Check {
     if s.cancel_pending.is_empty() {
         return Check::ok("cancels", "none pending");
     }
@@ -310,7 +318,12 @@ fn judge_cancels(name: &str, s: &TargetStatus) -> Check {
             "cancels",
             msg,
             format!(
-                "markers for finished jobs are left over: `fleet-dispatch sweep --target {name}` removes stale ones"
+                "markers for finished jobs are left over: `fleet-dispatch sweep --max-age 0 --target {name}` removes them now (it never takes the marker of a job still queued or running){}",
+                due.map(|at| format!(
+                    "; a plain daily `sweep` takes them from {}",
+                    clock::format(at)
+                ))
+                .unwrap_or_default()
             ),
         );
     }
@@ -346,6 +359,19 @@ fn judge_rejected(name: &str, rejected: &[(String, Reason)], ours: Option<&str>)
             "`fleet-dispatch status --target {name}` lists them; each has a .reason.json in archive/rejected/"
         ),
     };
+    // Nothing removes a rejection's record before the retention: the check
+    // says when it falls out of its window instead.
+    let clears = rejected
+        .iter()
+        .filter_map(|(_, r)| clock::parse(&r.rejected_at))
+        .max()
+        .map(|at| {
+            format!(
+                "; once the cause is fixed, this check clears a day after the last rejection, at {}",
+                clock::format(at + REJECTED_WINDOW)
+            )
+        })
+        .unwrap_or_default();
     Check::warn(
         "rejected",
         format!(
@@ -353,7 +379,7 @@ fn judge_rejected(name: &str, rejected: &[(String, Reason)], ours: Option<&str>)
             rejected.len(),
             reasons.join("; ")
         ),
-        hint,
+        format!("{hint}{clears}"),
     )
 }
 

@@ -34,6 +34,7 @@ fn beat(heartbeat_at: &str, fingerprint: &str) -> Beat {
 fn facts(beat: BeatFile) -> TargetFacts {
     TargetFacts {
         prunable: 0,
+        markers_due: None,
         name: "PC".into(),
         beat,
         beat_verified: None,
@@ -354,4 +355,29 @@ fn a_listener_that_fell_back_to_polling_is_a_warning_naming_the_fix() {
             .iter()
             .all(|c| !c.check.contains("events"))
     );
+}
+
+#[test]
+fn a_root_holding_a_targets_folders_and_no_target_is_too_deep() {
+    let n = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // What senders alone make in a target whose listener never ran.
+    assert!(too_deep(&n(&["inbox", "cancel"]), 0));
+    assert!(too_deep(&n(&["inbox", "results", "PC"]), 1));
+    // A new root, one with its identity file, one with targets.
+    assert!(!too_deep(&n(&[]), 0));
+    assert!(!too_deep(&n(&["fleet-root.json", "PC"]), 1));
+    assert!(!too_deep(&n(&["cancel", "PC"]), 1));
+    let deep = Shape {
+        is_target: true,
+        own_layout: n(&["inbox", "cancel"]),
+        ..Shape::default()
+    };
+    let off = layout_off(Path::new("/s/PC"), &deep).unwrap();
+    assert!(
+        off.message.contains("it holds inbox, cancel"),
+        "{}",
+        off.message
+    );
+    assert_eq!(off.root, Path::new("/s"));
+    assert_eq!(layout_off(Path::new("/s"), &Shape::default()), None);
 }

@@ -207,9 +207,10 @@ fn cancel_of_a_running_job_stops_it_and_archives_job_and_marker() {
 fn cancel_writes_a_marker_signed_over_the_canonical_string() {
     let w = World::with_target();
     let id = "20261129-193000-00000000000000aa";
-    let (code, out, err) = cancel_as(&w, "LAPTOP", id, &[]);
+    let (code, out, err) = cancel_as(&w, "LAPTOP", id, &["--force"]);
     assert_eq!(code, 0, "{out}{err}");
-    // Sync may lag: a job this folder has not seen yet can still be cancelled.
+    // Sync may lag: a job this folder has not seen yet can still be
+    // cancelled, with --force.
     assert_eq!(
         out.trim(),
         format!("cancel of {id} requested (job not seen yet)")

@@ -1034,6 +1034,7 @@ fn via_reports_a_refusal_with_its_code_and_never_falls_back() {
                 "PC",
                 "--job-id",
                 "some-job",
+                "--force",
                 "--via",
                 &i.url(),
             ]),

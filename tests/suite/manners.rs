@@ -161,6 +161,7 @@ fn every_command_speaks_json() {
             "PC".into(),
             "--job-id".into(),
             "nope-1".into(),
+            "--force".into(),
         ],
         vec!["sweep".into(), "--target".into(), "PC".into()],
         vec!["verify-marker".into(), marker.display().to_string()],

@@ -1,5 +1,6 @@
 //! The test modules, one per area.
 
+mod advice;
 mod batch;
 mod cancel;
 mod cli;
@@ -23,6 +24,7 @@ mod operator;
 mod pickup;
 mod properties;
 mod readme;
+mod refusals;
 mod retention;
 mod short_ids;
 mod slots;

@@ -35,7 +35,9 @@ fn after_a_job_not_here_yet_is_not_captured_by_a_planted_name() {
 fn cancel_of_a_job_on_its_way_marks_that_job_not_a_planted_one() {
     let w = World::with_target();
     plant(&w, "nightly-x");
-    let (code, out, err) = w.run(&["cancel", "--target", "PC", "--job-id", "nightly"]);
+    // On its way from another machine: nothing here knows it, so it takes
+    // --force (tests/suite/refusals.rs has the refusal without).
+    let (code, out, err) = w.run(&["cancel", "--target", "PC", "--job-id", "nightly", "--force"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(w.marker("nightly").exists(), "{out}{err}");
     assert!(
@@ -61,6 +63,7 @@ fn interrupt_of_a_job_on_its_way_marks_that_job_not_a_planted_one() {
         "PC",
         "--interrupt",
         "nightly",
+        "--force",
         "--",
         "true",
     ]);

@@ -747,7 +747,8 @@ fn a_planted_longer_name_never_draws_a_cancel_of_a_job_still_on_its_way() {
     let rejected = w.pc().join("archive").join("rejected");
     std::fs::create_dir_all(&rejected).unwrap();
     std::fs::write(rejected.join(format!("{id}f.json")), b"x").unwrap();
-    let (code, out, err) = w.run(&["cancel", "--target", "PC", "--job-id", id]);
+    // Sent from elsewhere, so --force (an unknown id is refused without).
+    let (code, out, err) = w.run(&["cancel", "--target", "PC", "--job-id", id, "--force"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(w.marker(id).is_file(), "the marker has the job's own name");
     std::fs::write(w.inbox(&format!("{id}e")), b"x").unwrap();
