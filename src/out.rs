@@ -1,6 +1,6 @@
 //! Output manners: lines to stdout that end the program quietly when the
 //! reader has gone (`| head`), and colour only on a terminal and never when
-//! `NO_COLOR` is set.
+//! `NO_COLOR` is set or `TERM` is `dumb`.
 
 use std::io::{IsTerminal, Write};
 
@@ -15,9 +15,12 @@ pub enum Tone {
     Warn,
 }
 
-/// True when stdout is a terminal and `NO_COLOR` is unset or empty.
+/// True when stdout is a terminal that takes escape codes (not
+/// `TERM=dumb`) and `NO_COLOR` is unset or empty.
 pub fn colour() -> bool {
-    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        && std::io::stdout().is_terminal()
+        && !crate::screen::dumb_terminal()
 }
 
 /// `word` in its tone's colour when colour is on.

@@ -11,7 +11,7 @@
 //! Where the watch cannot be set up (no `results/` yet, a watch limit, a
 //! file system without events) each look still waits out the poll.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::sync::{Mutex, Once, mpsc};
 use std::time::{Duration, Instant};
 
@@ -123,7 +123,7 @@ pub fn for_result(
 ) -> Result<Waited> {
     let start = Instant::now();
     // The progress line would tangle with the job's streamed stderr.
-    let show = !quiet && follow.is_none() && std::io::stderr().is_terminal();
+    let show = !quiet && follow.is_none() && crate::screen::progress_line();
     end_on_interrupt(dirs, id, show);
     let clear = || {
         if show {

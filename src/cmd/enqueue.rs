@@ -601,7 +601,12 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
         out["result"] = super::result_json(&o);
         crate::out::line(&out.to_string());
     } else {
-        crate::out::line(&super::result_human(&o));
+        let followed = args.waiting.follow;
+        crate::out::line(&if followed {
+            super::result_followed(&o)
+        } else {
+            super::result_human(&o)
+        });
     }
     Ok(o.wait_exit_status())
 }

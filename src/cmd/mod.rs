@@ -85,27 +85,32 @@ pub fn result_json(o: &Outcome) -> Value {
 
 /// The human form of a verified result.
 pub fn result_human(o: &Outcome) -> String {
+    result_text(o, false)
+}
+
+/// [`result_human`] after its job's output was followed (`--wait
+/// --follow`): without the tails of the streams the follow showed whole,
+/// so no line is printed twice. A tail whose log lost part of the stream
+/// is kept: it holds what the follow could not show.
+pub fn result_followed(o: &Outcome) -> String {
+    result_text(o, true)
+}
+
+fn result_text(o: &Outcome, followed: bool) -> String {
     let d = o.detail();
     let word = o.termination().describe(o.ok);
     let mut s = format!(
-        "{} on {}: {} (exit {})",
+        "{} on {}: {} ({})",
         o.job_id,
         o.target,
         crate::out::paint(word, crate::out::outcome_tone(word)),
-        o.exit_code
+        o.exit_phrase()
     );
     if let Some(ms) = d.duration_ms {
         s.push_str(&format!(
             " after {}",
             clock::human(std::time::Duration::from_millis(ms))
         ));
-    }
-    // A process that exited with a code after a stop signal was not ended
-    // by it: say what happened in that order.
-    match (&d.signal, d.exit_code_after_signal) {
-        (Some(sig), Some(c)) => s.push_str(&format!(", exited {c} after {sig}")),
-        (Some(sig), None) => s.push_str(&format!(", ended by {sig}")),
-        _ => {}
     }
     if let Some(m) = &d.marker {
         s.push_str(&format!(", cancel from {}", m.origin));
@@ -126,6 +131,9 @@ pub fn result_human(o: &Outcome) -> String {
         let Some(t) = tail.as_deref().filter(|t| !t.is_empty()) else {
             continue;
         };
+        if followed && logged.is_none() {
+            continue;
+        }
         // The result carries only the end of each stream; say so, and
         // where the rest is, when there was more, and when the log lost
         // some of it.

@@ -67,11 +67,12 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
             }
         }
     };
-    super::emit(
-        ctx,
-        &super::result_json(&outcome),
-        &super::result_human(&outcome),
-    );
+    let human = if args.waiting.follow {
+        super::result_followed(&outcome)
+    } else {
+        super::result_human(&outcome)
+    };
+    super::emit(ctx, &super::result_json(&outcome), &human);
     // With or without --wait: the job's own exit code when it ran to its
     // end, 1 when it did not.
     Ok(outcome.wait_exit_status())

