@@ -120,3 +120,45 @@ fn a_dumb_terminal_gets_no_escape_codes() {
         assert!(!dumb.is_empty(), "{args}");
     }
 }
+
+/// `--key-file /etc/hostname`: a file that is not a key is answered as not
+/// a fleet key file, not with advice to make it private; a key others may
+/// read is still refused with that advice.
+#[test]
+fn a_file_that_is_not_a_key_is_named_so_before_any_permission_advice() {
+    let w = World::with_target();
+    let hostname = scratch(&w, "hostname");
+    let passwd = scratch(&w, "passwd");
+    let exposed_key = scratch(&w, "exposed.key");
+    std::fs::write(&hostname, "build-box\n").unwrap();
+    std::fs::write(
+        &passwd,
+        "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n",
+    )
+    .unwrap();
+    std::fs::write(&exposed_key, VECTOR_KEY).unwrap();
+    #[cfg(unix)]
+    for f in [&hostname, &passwd, &exposed_key] {
+        set_mode(f, 0o644);
+    }
+    // A file of several lines is told apart only when others may read it
+    // (Unix modes here); a short one always.
+    let mut cases = vec![(&hostname, "it holds 9 bytes")];
+    if cfg!(unix) {
+        cases.push((&passwd, "it holds 2 lines"));
+    }
+    for (file, why) in cases {
+        let got = w.run(&["--key-file", p(file), "status"]);
+        assert_eq!(got.0, 78, "{got:?}");
+        let wanted = format!("{} is not a fleet key file ({why}", file.display());
+        assert!(got.2.contains(&wanted), "{}", got.2);
+        assert!(!got.2.contains("chmod") && !got.2.contains("icacls"), "{}", got.2);
+    }
+    #[cfg(unix)]
+    {
+        let got = w.run(&["--key-file", p(&exposed_key), "status"]);
+        assert_eq!(got.0, 78, "{got:?}");
+        assert!(got.2.contains("chmod 600"), "{}", got.2);
+        assert!(!got.2.contains("not a fleet key file"), "{}", got.2);
+    }
+}
