@@ -185,7 +185,7 @@ pub enum Cmd {
     Sweep(SweepArgs),
     /// Show what is running, queued, cancelled and finished, per target
     #[command(
-        after_help = "Examples:\n  fleet-dispatch status             # this machine\n  fleet-dispatch status --all --json"
+        after_help = "Examples:\n  fleet-dispatch status             # this machine's jobs, or every target's from a sender\n  fleet-dispatch status --all --json"
     )]
     Status(StatusArgs),
     /// Explain whether a cancel marker would be accepted, and why
@@ -477,7 +477,7 @@ pub struct SweepArgs {
 /// `status`.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    /// Show this target [default: this machine, or every target if it has no folder]
+    /// Show this target [default: this machine while its listener runs; on a machine that only sends, every target]
     #[arg(long, short = 't', value_name = "T", conflicts_with = "all")]
     pub target: Option<String>,
     /// Show every target under the root

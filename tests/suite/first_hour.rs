@@ -162,3 +162,29 @@ fn a_file_that_is_not_a_key_is_named_so_before_any_permission_advice() {
         assert!(!got.2.contains("not a fleet key file"), "{}", got.2);
     }
 }
+
+/// Plain `status` on a machine that only sends shows every target, even
+/// when a folder of its own exists (a job once sent to it, a test run of
+/// its listener); on a machine whose listener runs, only its own.
+#[test]
+fn plain_status_on_a_sending_machine_shows_every_target() {
+    let w = World::with_target();
+    w.make_target("BUILD");
+    w.make_target("LAPTOP");
+    let targets = |machine: &str| -> Vec<String> {
+        let (code, out, err) = output(w.cmd_as(machine).args(["--json", "status"]));
+        assert_eq!(code, 0, "{out}{err}");
+        let v: Value = serde_json::from_str(out.trim()).unwrap();
+        v["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["target"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(targets("LAPTOP"), ["BUILD", "LAPTOP", "PC"]);
+    assert_eq!(targets("PHONE"), ["BUILD", "LAPTOP", "PC"]);
+    let _listener = w.spawn_listener(&[]);
+    assert_eq!(targets("PC"), ["PC"]);
+    assert_eq!(targets("LAPTOP"), ["BUILD", "LAPTOP", "PC"]);
+}
