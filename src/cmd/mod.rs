@@ -51,7 +51,7 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
 /// Prints `json` (with `--json`) or the human lines.
 pub fn emit(ctx: &Context, json: &serde_json::Value, human: &str) {
     if ctx.json() {
-        crate::out::line(&json.to_string());
+        crate::out::json(json);
     } else if !human.is_empty() {
         crate::out::line(human);
     }
@@ -238,7 +238,7 @@ pub fn no_result(
         }
     };
     if ctx.json() {
-        crate::out::line(&out.to_string());
+        crate::out::json(&out);
     } else {
         eprintln!("fleet-dispatch: {human}");
     }
