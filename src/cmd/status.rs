@@ -171,7 +171,7 @@ fn human(t: &TargetStatus, mine: &str) -> String {
             } => {
                 let padded = format!("{outcome:<22}");
                 lines.push(format!(
-                    "    {job_id}  {}  {:<8}  {:>7}  {}",
+                    "    {job_id}  {}  {:<16}  {:>7}  {}",
                     out::paint(&padded, out::outcome_tone(outcome)),
                     exit,
                     clock::human(Duration::from_millis(duration_ms.unwrap_or(0))),
