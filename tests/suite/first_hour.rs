@@ -188,3 +188,168 @@ fn plain_status_on_a_sending_machine_shows_every_target() {
     assert_eq!(targets("PC"), ["PC"]);
     assert_eq!(targets("LAPTOP"), ["BUILD", "LAPTOP", "PC"]);
 }
+
+/// The subcommands `fleet-dispatch --help` lists (all but `help`), so a
+/// new one is covered by the tests below as soon as it exists.
+fn subcommands() -> Vec<String> {
+    let out = std::process::Command::new(bin())
+        .arg("--help")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let names: Vec<String> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .filter(|n| n != "help")
+        .collect();
+    assert!(names.len() >= 10, "no Commands: section in --help: {text}");
+    names
+}
+
+/// What a command prints on stdout with `--json`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Form {
+    /// One JSON document.
+    Document,
+    /// JSON lines, one document each, as they come (the streaming forms:
+    /// `demo`, `logs --follow`).
+    Lines,
+}
+
+/// How each subcommand runs one-shot in `w` (a target `PC` with a finished
+/// job `done` and a queued job `queued`, a marker file `marker`): its
+/// arguments and its form. `listen` runs with `--once` (without it, it
+/// runs until stopped).
+fn invocations(
+    name: &str,
+    done: &str,
+    queued: &str,
+    marker: &str,
+    fresh_key: &str,
+) -> Vec<(Vec<String>, Form)> {
+    let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let doc = Form::Document;
+    match name {
+        "keygen" => vec![(args(&["--key-file", fresh_key, "keygen"]), doc)],
+        "enqueue" => vec![(args(&["enqueue", "--target", "PC", "--", "true"]), doc)],
+        "listen" => vec![(args(&["listen", "--once"]), doc)],
+        "result" => vec![(args(&["result", "--target", "PC", "--job-id", done]), doc)],
+        "logs" => vec![
+            (args(&["logs", "--target", "PC", "--job-id", done]), doc),
+            (
+                args(&["logs", "--target", "PC", "--job-id", done, "--follow"]),
+                Form::Lines,
+            ),
+            (args(&["logs", "--target", "PC", "--job-id", queued]), doc),
+        ],
+        "cancel" => vec![(args(&["cancel", "--target", "PC", "--job-id", queued]), doc)],
+        "sweep" => vec![(args(&["sweep", "--target", "PC", "--dry-run"]), doc)],
+        "status" => vec![(args(&["status"]), doc)],
+        "verify-marker" => vec![(args(&["verify-marker", marker]), doc)],
+        "demo" => vec![(args(&["demo"]), Form::Lines)],
+        "config" => vec![(args(&["config"]), doc)],
+        "doctor" => vec![(args(&["doctor"]), doc)],
+        "service" => vec![(args(&["service", "install", "--print"]), doc)],
+        other => panic!(
+            "add an invocation for {other} to `invocations` in tests/suite/first_hour.rs: \
+             every subcommand is run with --json"
+        ),
+    }
+}
+
+/// Every subcommand `--help` lists speaks JSON with `--json`: its stdout
+/// is one JSON document, or JSON lines for the streaming forms, and
+/// nothing else.
+#[test]
+fn every_subcommand_prints_json_with_json() {
+    let w = World::with_target();
+    let done = w.enqueue(&[], &kit(&["out", "from-the-job"]));
+    w.listen_once(&[]);
+    let queued = w.enqueue(&[], &kit(&[]));
+    let marker = w.write_marker("PC", "m1", "PC");
+    let fresh_key = scratch(&w, "keys2/fleet.key");
+    for name in subcommands() {
+        for (args, form) in invocations(&name, &done, &queued, p(&marker), p(&fresh_key)) {
+            let mut a = vec!["--json".to_string()];
+            a.extend(args);
+            let (code, out, err) = output_within(w.cmd().args(&a), Duration::from_secs(60));
+            assert!(code == 0 || code == 1, "{a:?}: exit {code}\n{out}{err}");
+            let docs: Vec<Value> = match form {
+                Form::Document => vec![serde_json::from_str(out.trim()).unwrap_or_else(|e| {
+                    panic!("{a:?}: stdout is not one JSON document ({e}): {out}")
+                })],
+                Form::Lines => out
+                    .lines()
+                    .map(|l| {
+                        serde_json::from_str(l)
+                            .unwrap_or_else(|e| panic!("{a:?}: not a JSON line ({e}): {l}"))
+                    })
+                    .collect(),
+            };
+            assert!(!docs.is_empty(), "{a:?}: nothing on stdout");
+            assert!(docs.iter().all(Value::is_object), "{a:?}: {out}");
+        }
+    }
+}
+
+/// With `--json`, `logs` carries the job's output in the document (and
+/// `--follow` in JSON lines), never as bare text; `demo` narrates in
+/// events.
+#[test]
+fn logs_and_demo_carry_their_text_inside_json() {
+    let w = World::with_target();
+    let id = w.enqueue(&[], &kit(&["out", "from-the-job", "err", "to-stderr"]));
+    w.listen_once(&[]);
+    let (code, out, err) = w.run(&["--json", "logs", "--target", "PC", "--job-id", &id]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["stdout"], "from-the-job\n", "{v}");
+    assert_eq!(v["stderr"], "to-stderr\n", "{v}");
+    assert_eq!(v["result"]["outcome"], "done", "{v}");
+    assert!(!err.contains("to-stderr"), "{err}");
+    let (_, out, _) = w.run(&[
+        "--json", "logs", "--target", "PC", "--job-id", &id, "--follow",
+    ]);
+    let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(
+        lines.contains(&serde_json::json!({"stream": "stdout", "text": "from-the-job\n"})),
+        "{out}"
+    );
+    assert_eq!(lines.last().unwrap()["result"]["jobId"], id.as_str(), "{out}");
+    let (code, out, err) = output_within(w.cmd().args(["--json", "demo"]), Duration::from_secs(60));
+    assert_eq!(code, 0, "{out}{err}");
+    let events: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(events[0]["event"], "start", "{out}");
+    assert_eq!(events.last().unwrap()["event"], "end", "{out}");
+    assert!(events.iter().any(|e| e["event"] == "command"), "{out}");
+}
+
+/// An error under `--json` is one JSON error document on stdout, for every
+/// subcommand that fails (here: a key file that is not there).
+#[test]
+fn an_error_under_json_is_a_json_error_document() {
+    let w = World::with_target();
+    let missing = scratch(&w, "no-such.key");
+    let marker = w.write_marker("PC", "m1", "PC");
+    for name in subcommands() {
+        for (args, _) in invocations(&name, "j-1", "j-2", p(&marker), p(&missing)) {
+            if name == "keygen" || name == "demo" || name == "config" || name == "doctor" {
+                continue; // these make a key, bring their own, or report its absence
+            }
+            let mut a = vec!["--json".to_string()];
+            a.extend(args);
+            let (code, out, err) =
+                output(w.cmd().env("FLEET_DISPATCH_KEY_FILE", &missing).args(&a));
+            if code == 0 {
+                continue;
+            }
+            let v: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| {
+                panic!("{a:?}: exit {code} without a JSON error ({e}): {out}{err}")
+            });
+            assert!(v["error"]["code"].is_string(), "{a:?}: {v}");
+        }
+    }
+}
