@@ -353,3 +353,43 @@ fn an_error_under_json_is_a_json_error_document() {
         }
     }
 }
+
+/// The examples of `--help` (the block under `Example…:`), as printed
+/// with `COLUMNS` set to `columns`.
+fn examples(sub: Option<&str>, columns: u32) -> Vec<String> {
+    let mut c = std::process::Command::new(bin());
+    c.env_clear().env("COLUMNS", columns.to_string());
+    if let Some(sub) = sub {
+        c.arg(sub);
+    }
+    let out = c.arg("--help").output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .skip_while(|l| !l.starts_with("Example"))
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// No `--help` example is broken across lines on an 80-column terminal:
+/// each prints as it does on a wide one, a command whole on its line.
+#[test]
+fn help_examples_fit_80_columns_without_a_break_mid_command() {
+    let mut subs: Vec<Option<String>> = vec![None];
+    subs.extend(subcommands().into_iter().map(Some));
+    for sub in subs {
+        let narrow = examples(sub.as_deref(), 80);
+        assert!(
+            sub.is_some() || !narrow.is_empty(),
+            "no examples in --help"
+        );
+        assert_eq!(
+            narrow,
+            examples(sub.as_deref(), 500),
+            "{sub:?}: an example wraps at 80 columns"
+        );
+        for line in &narrow {
+            assert!(line.chars().count() < 80, "{sub:?}: {line}");
+        }
+    }
+}
