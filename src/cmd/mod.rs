@@ -106,7 +106,7 @@ fn result_text(o: &Outcome, followed: bool) -> String {
         crate::out::paint(word, crate::out::outcome_tone(word)),
         o.exit_phrase()
     );
-    if let Some(ms) = d.duration_ms {
+    if let Some(ms) = d.duration_ms.filter(|_| !o.started_at.is_empty()) {
         s.push_str(&format!(
             " after {}",
             clock::human(std::time::Duration::from_millis(ms))

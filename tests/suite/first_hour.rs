@@ -393,3 +393,90 @@ fn help_examples_fit_80_columns_without_a_break_mid_command() {
         }
     }
 }
+
+/// A program that is not found says that jobs run with the listener's
+/// PATH (not the sender's), which PATH was searched, and what to do: the
+/// usual trap of a listener under cron or Task Scheduler.
+#[test]
+fn spawn_failed_names_the_program_and_the_listeners_path() {
+    let w = World::with_target();
+    let bare = w.enqueue(&[], &["no-such-program-for-fleet"]);
+    let own = w.enqueue(&["--env", "PATH=/opt/nowhere"], &["no-such-program-for-fleet"]);
+    let full = w.enqueue(&[], &[p(&scratch(&w, "missing/program"))]);
+    w.listen_once(&[]);
+    let listener_path = std::env::var("PATH").unwrap_or_default();
+    let shown: String = listener_path.chars().take(60).collect();
+    let (code, out, err) = w.run(&["result", "--target", "PC", "--job-id", &bare]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("spawn-failed (never started)"), "{out}");
+    assert!(
+        out.contains("\"no-such-program-for-fleet\" was looked for in the listener's PATH, not the sender's"),
+        "{out}"
+    );
+    assert!(out.contains(&shown), "the PATH searched: {out}");
+    assert!(out.contains("Task Scheduler"), "{out}");
+    let (_, out, _) = w.run(&["result", "--target", "PC", "--job-id", &own]);
+    assert!(out.contains("the job's PATH (its --env PATH=…): /opt/nowhere"), "{out}");
+    // A program given by its path was not looked for in any PATH.
+    let (_, out, _) = w.run(&["result", "--target", "PC", "--job-id", &full]);
+    assert!(out.contains("spawn-failed") && !out.contains("PATH"), "{out}");
+}
+
+/// `demo --keep` says how to point every command at the folder it kept:
+/// the flags it prints, given to `status`, show the demo's target and its
+/// results; with `--json` its last event carries the same flags and
+/// variables.
+#[test]
+fn demo_keep_says_how_to_reach_the_folder_it_kept() {
+    let w = World::new();
+    let tmp = scratch(&w, "tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let demo = |args: &[&str]| {
+        output_within(
+            w.cmd()
+                .env("TMPDIR", &tmp)
+                .env("TEMP", &tmp)
+                .env("TMP", &tmp)
+                .args(args),
+            Duration::from_secs(60),
+        )
+    };
+    let (code, out, err) = demo(&["demo", "--keep"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("kept the demo folder: "), "{out}");
+    let line = out
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("fleet-dispatch --root "))
+        .unwrap_or_else(|| panic!("no command line with the flags: {out}"));
+    let words: Vec<&str> = line.split_whitespace().skip(1).collect();
+    assert_eq!(words.last(), Some(&"status"), "{line}");
+    assert!(
+        words.contains(&"--key-file") && words.contains(&"--state-dir"),
+        "{line}"
+    );
+    let (code, status, err) = output(
+        assert_cmd::Command::new(bin())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &w.home)
+            .args(&words),
+    );
+    assert_eq!(code, 0, "{line}: {status}{err}");
+    assert!(status.contains("DEMO-PC:"), "{status}");
+    assert!(status.contains("cancelled-before-start"), "{status}");
+    #[cfg(unix)]
+    assert!(out.contains("export FLEET_DISPATCH_ROOT="), "{out}");
+
+    let (code, out, err) = demo(&["--json", "demo", "--keep"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let end: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(end["event"], "end", "{end}");
+    let kept = end["kept"].as_str().unwrap();
+    assert!(std::path::Path::new(kept).is_dir(), "{end}");
+    for var in ["FLEET_DISPATCH_ROOT", "FLEET_DISPATCH_KEY_FILE", "FLEET_DISPATCH_STATE_DIR"] {
+        let value = end["env"][var].as_str().unwrap();
+        assert!(value.starts_with(kept), "{var}: {end}");
+        assert!(std::path::Path::new(value).exists(), "{var}: {end}");
+    }
+}
