@@ -195,7 +195,10 @@ fn ids_of(root: &Path, target: &Machine, finished: bool) -> Vec<(Option<SystemTi
             .into_iter()
             .filter_map(|n| {
                 let id = JobId::from_file_name(&n)?;
-                Some((d.entry(&n).ok().and_then(|m| m.modified), id.as_str().to_string()))
+                Some((
+                    d.entry(&n).ok().and_then(|m| m.modified),
+                    id.as_str().to_string(),
+                ))
             })
             .collect()
     };

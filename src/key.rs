@@ -145,7 +145,10 @@ fn unlike_a_key(text: &[u8]) -> Option<String> {
     }
     text.iter()
         .any(|b| !(b.is_ascii_graphic() || *b == b' '))
-        .then(|| "it holds bytes that are not printable text; keygen writes 64 hex characters".to_string())
+        .then(|| {
+            "it holds bytes that are not printable text; keygen writes 64 hex characters"
+                .to_string()
+        })
 }
 
 /// Writes a new key file: 32 random bytes as 64 hex characters and a newline,

@@ -365,10 +365,12 @@ mod tests {
         assert!(!text.contains('\u{9b}'), "{text}");
         let texts: Vec<String> = text
             .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["text"]
-                .as_str()
-                .unwrap()
-                .to_string())
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["text"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
             .collect();
         assert_eq!(texts, ["é\u{9b}x", "€"]);
     }

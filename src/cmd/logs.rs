@@ -185,7 +185,9 @@ fn finished(
     }
     if form == Form::Lines {
         // The JSON lines are all in `out`, each stream's.
-        out.extend_from_slice(format!("{}\n", crate::out::json_text(&result_line(json, o))).as_bytes());
+        out.extend_from_slice(
+            format!("{}\n", crate::out::json_text(&result_line(json, o))).as_bytes(),
+        );
     }
     for (sink, bytes) in [
         (&mut std::io::stdout() as &mut dyn Write, out),

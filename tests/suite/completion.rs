@@ -431,7 +431,12 @@ fn stopping_completes_queued_and_running_jobs_newest_first() {
             .set_modified(t)
             .unwrap();
     }
-    let stoppable = ["newest-queued", "newer-queued", "running-now", "oldest-queued"];
+    let stoppable = [
+        "newest-queued",
+        "newer-queued",
+        "running-now",
+        "oldest-queued",
+    ];
     let cases = vec![
         case(&["cancel", "--target", "PC", "--job-id", ""]),
         case(&["enqueue", "--target", "PC", "--interrupt", ""]),

@@ -18,7 +18,10 @@ use crate::util::*;
 fn a_job_that_exits_143_by_itself_is_shown_as_exit_143() {
     let w = World::with_target();
     let id = w.enqueue(&[], &kit(&["exit", "143"]));
-    let listen = output(w.cmd().args(["listen", "--once", "--poll-interval", "100ms"]));
+    let listen = output(
+        w.cmd()
+            .args(["listen", "--once", "--poll-interval", "100ms"]),
+    );
     assert!(listen.1.contains("failed (exit 143,"), "{listen:?}");
     assert_eq!(w.result(&id)["exitCode"], 143);
     let (code, out, err) = w.run(&["result", "--target", "PC", "--job-id", &id]);
@@ -58,7 +61,9 @@ fn wait_follow_prints_each_output_line_once() {
     // `result --wait --follow` of a job that has finished.
     let id = w.enqueue(&[], &kit(&steps));
     w.listen_once(&[]);
-    let args = ["result", "--target", "PC", "--job-id", &id, "--wait", "--follow"];
+    let args = [
+        "result", "--target", "PC", "--job-id", &id, "--wait", "--follow",
+    ];
     let (code, out, err) = w.run(&args);
     assert_eq!(code, 3, "{out}{err}");
     assert_eq!(out.matches("first-line").count(), 1, "{out}");
@@ -152,7 +157,11 @@ fn a_file_that_is_not_a_key_is_named_so_before_any_permission_advice() {
         assert_eq!(got.0, 78, "{got:?}");
         let wanted = format!("{} is not a fleet key file ({why}", file.display());
         assert!(got.2.contains(&wanted), "{}", got.2);
-        assert!(!got.2.contains("chmod") && !got.2.contains("icacls"), "{}", got.2);
+        assert!(
+            !got.2.contains("chmod") && !got.2.contains("icacls"),
+            "{}",
+            got.2
+        );
     }
     #[cfg(unix)]
     {
@@ -313,15 +322,25 @@ fn logs_and_demo_carry_their_text_inside_json() {
     let (_, out, _) = w.run(&[
         "--json", "logs", "--target", "PC", "--job-id", &id, "--follow",
     ]);
-    let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert!(
         lines.contains(&serde_json::json!({"stream": "stdout", "text": "from-the-job\n"})),
         "{out}"
     );
-    assert_eq!(lines.last().unwrap()["result"]["jobId"], id.as_str(), "{out}");
+    assert_eq!(
+        lines.last().unwrap()["result"]["jobId"],
+        id.as_str(),
+        "{out}"
+    );
     let (code, out, err) = output_within(w.cmd().args(["--json", "demo"]), Duration::from_secs(60));
     assert_eq!(code, 0, "{out}{err}");
-    let events: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let events: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(events[0]["event"], "start", "{out}");
     assert_eq!(events.last().unwrap()["event"], "end", "{out}");
     assert!(events.iter().any(|e| e["event"] == "command"), "{out}");
@@ -379,10 +398,7 @@ fn help_examples_fit_80_columns_without_a_break_mid_command() {
     subs.extend(subcommands().into_iter().map(Some));
     for sub in subs {
         let narrow = examples(sub.as_deref(), 80);
-        assert!(
-            sub.is_some() || !narrow.is_empty(),
-            "no examples in --help"
-        );
+        assert!(sub.is_some() || !narrow.is_empty(), "no examples in --help");
         assert_eq!(
             narrow,
             examples(sub.as_deref(), 500),
@@ -401,7 +417,10 @@ fn help_examples_fit_80_columns_without_a_break_mid_command() {
 fn spawn_failed_names_the_program_and_the_listeners_path() {
     let w = World::with_target();
     let bare = w.enqueue(&[], &["no-such-program-for-fleet"]);
-    let own = w.enqueue(&["--env", "PATH=/opt/nowhere"], &["no-such-program-for-fleet"]);
+    let own = w.enqueue(
+        &["--env", "PATH=/opt/nowhere"],
+        &["no-such-program-for-fleet"],
+    );
     let full = w.enqueue(&[], &[p(&scratch(&w, "missing/program"))]);
     w.listen_once(&[]);
     let listener_path = std::env::var("PATH").unwrap_or_default();
@@ -410,16 +429,24 @@ fn spawn_failed_names_the_program_and_the_listeners_path() {
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("spawn-failed (never started)"), "{out}");
     assert!(
-        out.contains("\"no-such-program-for-fleet\" was looked for in the listener's PATH, not the sender's"),
+        out.contains(
+            "\"no-such-program-for-fleet\" was looked for in the listener's PATH, not the sender's"
+        ),
         "{out}"
     );
     assert!(out.contains(&shown), "the PATH searched: {out}");
     assert!(out.contains("Task Scheduler"), "{out}");
     let (_, out, _) = w.run(&["result", "--target", "PC", "--job-id", &own]);
-    assert!(out.contains("the job's PATH (its --env PATH=…): /opt/nowhere"), "{out}");
+    assert!(
+        out.contains("the job's PATH (its --env PATH=…): /opt/nowhere"),
+        "{out}"
+    );
     // A program given by its path was not looked for in any PATH.
     let (_, out, _) = w.run(&["result", "--target", "PC", "--job-id", &full]);
-    assert!(out.contains("spawn-failed") && !out.contains("PATH"), "{out}");
+    assert!(
+        out.contains("spawn-failed") && !out.contains("PATH"),
+        "{out}"
+    );
 }
 
 /// `demo --keep` says how to point every command at the folder it kept:
@@ -474,7 +501,11 @@ fn demo_keep_says_how_to_reach_the_folder_it_kept() {
     assert_eq!(end["event"], "end", "{end}");
     let kept = end["kept"].as_str().unwrap();
     assert!(std::path::Path::new(kept).is_dir(), "{end}");
-    for var in ["FLEET_DISPATCH_ROOT", "FLEET_DISPATCH_KEY_FILE", "FLEET_DISPATCH_STATE_DIR"] {
+    for var in [
+        "FLEET_DISPATCH_ROOT",
+        "FLEET_DISPATCH_KEY_FILE",
+        "FLEET_DISPATCH_STATE_DIR",
+    ] {
         let value = end["env"][var].as_str().unwrap();
         assert!(value.starts_with(kept), "{var}: {end}");
         assert!(std::path::Path::new(value).exists(), "{var}: {end}");
