@@ -83,7 +83,7 @@ pub struct Global {
         value_hint = ValueHint::DirPath
     )]
     pub state_dir: Option<PathBuf>,
-    /// Print one JSON document on stdout, for programs (JSON lines for demo and logs --follow)
+    /// Print one JSON document on stdout, for programs (JSON lines for demo and --follow)
     #[arg(long, global = true)]
     pub json: bool,
     /// How much reaches the disk before going on: full, or relaxed (a power loss may repeat or lose the last moments' work) [default: full]

@@ -155,6 +155,14 @@ fn result_text(o: &Outcome, followed: bool) -> String {
     s
 }
 
+/// The follower of `--wait --follow`: the job's output as it is, or with
+/// `--json` as JSON lines (`{"stream", "text"}`) before the command's own
+/// document, so stdout stays JSON.
+pub fn follower(ctx: &Context, dirs: &TargetDirs, id: &JobId) -> crate::output::Follower {
+    let f = crate::output::Follower::new(dirs, id, crate::output::Streams::Both);
+    if ctx.json() { f.json_lines() } else { f }
+}
+
 /// Why a job has no result to show.
 pub enum NoResult {
     /// The target's listener rejected the job file.

@@ -511,3 +511,32 @@ fn demo_keep_says_how_to_reach_the_folder_it_kept() {
         assert!(std::path::Path::new(value).exists(), "{var}: {end}");
     }
 }
+
+/// `--wait --follow --json` keeps stdout JSON: the output as JSON lines
+/// (`{"stream", "text"}`), then the command's own document, each once.
+#[test]
+fn wait_follow_under_json_streams_json_lines_then_the_result() {
+    let w = World::with_target();
+    let id = w.enqueue(&[], &kit(&["out", "first-line", "err", "second-line"]));
+    w.listen_once(&[]);
+    let args = [
+        "--json", "result", "--target", "PC", "--job-id", &id, "--wait", "--follow",
+    ];
+    let (code, out, err) = w.run(&args);
+    assert_eq!(code, 0, "{out}{err}");
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert_eq!(
+        lines[..2],
+        [
+            serde_json::json!({"stream": "stdout", "text": "first-line\n"}),
+            serde_json::json!({"stream": "stderr", "text": "second-line\n"}),
+        ],
+        "{out}"
+    );
+    assert_eq!(lines.len(), 3, "{out}");
+    assert_eq!(lines[2]["outcome"], "done", "{out}");
+    assert!(!err.contains("second-line"), "{err}");
+}
