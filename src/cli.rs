@@ -24,9 +24,9 @@ the target's listener runs it and writes back a signed result. Cancel markers st
 queued jobs. Folder access alone can never run, cancel or forge anything: every document is \
 signed with the fleet key, which never lives in the shared folder.",
     after_help = "Examples:\n  \
-fleet-dispatch demo                                   # the whole lane on a temporary folder\n  \
-fleet-dispatch listen                                 # on the machine that runs the jobs\n  \
-fleet-dispatch enqueue --target PC -- make test       # from any machine of the fleet\n  \
+fleet-dispatch demo                    # the whole lane in a temporary folder\n  \
+fleet-dispatch listen                  # on the machine that runs the jobs\n  \
+fleet-dispatch enqueue --target PC -- make test    # from any machine\n  \
 fleet-dispatch result --target PC --job-id last --wait\n\n\
 Settings come from a flag, else its FLEET_DISPATCH_* variable, else the config file \
 (see `fleet-dispatch config`), else the default."
@@ -83,7 +83,7 @@ pub struct Global {
         value_hint = ValueHint::DirPath
     )]
     pub state_dir: Option<PathBuf>,
-    /// Print one JSON document on stdout, for programs
+    /// Print one JSON document on stdout, for programs (JSON lines for demo and --follow)
     #[arg(long, global = true)]
     pub json: bool,
     /// How much reaches the disk before going on: full, or relaxed (a power loss may repeat or lose the last moments' work) [default: full]
@@ -150,22 +150,22 @@ pub fn given(matches: &ArgMatches) -> Vec<(String, Given)> {
 pub enum Cmd {
     /// Create the fleet key file (32 random bytes as 64 hex characters, mode 600)
     #[command(
-        after_help = "Example:\n  fleet-dispatch keygen\n  scp ~/.claude/fleet-dispatch.key laptop:.claude/   # out of band, never into the shared folder"
+        after_help = "Example:\n  fleet-dispatch keygen\n  # copy it out of band, never into the shared folder:\n  scp ~/.claude/fleet-dispatch.key laptop:.claude/"
     )]
     Keygen(KeygenArgs),
     /// Sign a job and drop it into a target's inbox; prints its id
     #[command(
-        after_help = "Examples:\n  fleet-dispatch enqueue --target PC -- claude -p \"fix the flaky test\"\n  fleet-dispatch enqueue --target PC --timeout 1h --label nightly --wait -- make test\n  fleet-dispatch enqueue --target PC --interrupt 20261129-193000-9f2c4e1ab37d5c08 -- claude -p \"do this instead\"\n  fleet-dispatch enqueue --target PC --via http://pc.lan:7070 -- make test   # straight to PC's listen --http\n  fleet-dispatch enqueue --target PC,LAPTOP -- make test   # the same job id on each\n  fleet-dispatch enqueue --batch jobs.jsonl --target PC   # one job per line: {\"argv\": [\"make\", \"test\"], \"label\": \"t\"}"
+        after_help = "Examples:\n  fleet-dispatch enqueue --target PC -- claude -p \"fix the flaky test\"\n  fleet-dispatch enqueue --target PC --timeout 1h --wait -- make test\n  # stop job 9f2c… and run this one first:\n  fleet-dispatch enqueue --target PC --interrupt 9f2c -- claude -p \"do this\"\n  # straight to PC's listen --http:\n  fleet-dispatch enqueue --target PC --via http://pc.lan:7070 -- make test\n  # the same job id on each target:\n  fleet-dispatch enqueue --target PC,LAPTOP -- make test\n  # one job per line, such as {\"argv\": [\"make\", \"test\"], \"label\": \"t\"}:\n  fleet-dispatch enqueue --batch jobs.jsonl --target PC"
     )]
     Enqueue(EnqueueArgs),
     /// Run this machine's jobs: drain its inbox, up to --slots at once
     #[command(
-        after_help = "Examples:\n  fleet-dispatch listen                 # forever, rescanning every 2 s\n  fleet-dispatch listen --once --json   # drain once, print the counters\n  fleet-dispatch listen --http 7070     # also take jobs and cancels over HTTP on 127.0.0.1:7070\n  fleet-dispatch listen --slots 4       # up to four jobs at once"
+        after_help = "Examples:\n  fleet-dispatch listen                 # forever, rescanning every 2 s\n  fleet-dispatch listen --once --json   # drain once, print the counters\n  fleet-dispatch listen --slots 4       # up to four jobs at once\n  # also take jobs and cancels over HTTP on 127.0.0.1:7070:\n  fleet-dispatch listen --http 7070"
     )]
     Listen(ListenArgs),
     /// Show a job's verified result
     #[command(
-        after_help = "Example:\n  fleet-dispatch result --target PC --job-id 20261129-193000-9f2c4e1ab37d5c08 --wait"
+        after_help = "Examples:\n  fleet-dispatch result --target PC --job-id last --wait\n  fleet-dispatch result --target PC --job-id 9f2c   # a prefix of its id"
     )]
     Result(ResultArgs),
     /// Print a job's captured output; --follow streams it while the job runs
@@ -175,7 +175,7 @@ pub enum Cmd {
     Logs(LogsArgs),
     /// Ask a target to stop a job (running or still queued)
     #[command(
-        after_help = "Examples:\n  fleet-dispatch cancel --target PC --job-id 20261129-193000-9f2c4e1ab37d5c08 --wait\n  fleet-dispatch cancel --target PC --job-id 20261129-193000-9f2c4e1ab37d5c08 --via http://pc.lan:7070"
+        after_help = "Examples:\n  fleet-dispatch cancel --target PC --job-id 9f2c --wait\n  fleet-dispatch cancel --target PC --job-id 9f2c --via http://pc.lan:7070"
     )]
     Cancel(CancelArgs),
     /// Remove stale markers and temp files, prune old job history (cron)
@@ -185,12 +185,12 @@ pub enum Cmd {
     Sweep(SweepArgs),
     /// Show what is running, queued, cancelled and finished, per target
     #[command(
-        after_help = "Examples:\n  fleet-dispatch status             # this machine\n  fleet-dispatch status --all --json"
+        after_help = "Examples:\n  fleet-dispatch status          # here, or every target from a sender\n  fleet-dispatch status --all --json"
     )]
     Status(StatusArgs),
     /// Explain whether a cancel marker would be accepted, and why
     #[command(
-        after_help = "Example:\n  fleet-dispatch verify-marker ~/OneDrive/fleet-dispatch/PC/cancel/20261129-193000-9f2c4e1ab37d5c08.json"
+        after_help = "Example:\n  cd ~/OneDrive/fleet-dispatch\n  fleet-dispatch verify-marker PC/cancel/20261129-193000-9f2c4e1ab37d5c08.json"
     )]
     VerifyMarker(VerifyMarkerArgs),
     /// Run the whole lane on a temporary folder and narrate each step
@@ -485,7 +485,7 @@ pub struct SweepArgs {
 /// `status`.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    /// Show this target [default: this machine, or every target if it has no folder]
+    /// Show this target [default: this machine while its listener runs; on a machine that only sends, every target]
     #[arg(long, short = 't', value_name = "T", conflicts_with = "all")]
     pub target: Option<String>,
     /// Show every target under the root

@@ -42,17 +42,14 @@ impl Key {
 
     /// A key from the text of a key file: trailing ASCII whitespace trimmed.
     pub fn from_file_text(text: &[u8]) -> Option<Key> {
-        let end = text
-            .iter()
-            .rposition(|b| !b.is_ascii_whitespace())
-            .map_or(0, |i| i + 1);
-        Key::from_bytes(&text[..end])
+        Key::from_bytes(&text[..trimmed_len(text)])
     }
 
     /// Loads the key file at `path`, refusing with `CONFIG` a missing or
     /// short one, anything but a regular file (a FIFO is never waited on, a
     /// device never read), one over [`MAX_KEY_FILE_BYTES`], and one others
-    /// may read (docs/protocol.md §4.2).
+    /// may read (docs/protocol.md §4.2): a key with the advice to make it
+    /// private, a file that does not look like a key as not a key file.
     pub fn load(path: &Path) -> Result<Key> {
         const POINT_AT_KEY: &str = "point --key-file, FLEET_DISPATCH_KEY_FILE or key_file at the key file `fleet-dispatch keygen` wrote";
         let text = match crate::fsops::read_local(path, MAX_KEY_FILE_BYTES) {
@@ -82,14 +79,26 @@ impl Key {
                 )));
             }
         };
-        crate::platform::check_key_permissions(path)?;
-        Key::from_file_text(&text).ok_or_else(|| {
+        // What the file holds is judged before who may read it: advice to
+        // make `/etc/hostname` private would protect nothing. A file that
+        // could be a key is still refused when others may read it.
+        let not_a_key = |why: String| {
             Error::config(format!(
-                "key file {} holds fewer than {MIN_KEY_BYTES} bytes",
+                "{} is not a fleet key file ({why})",
                 path.display()
             ))
-            .hint("run `fleet-dispatch keygen --force` to make a new key, and copy it to every machine")
-        })
+            .hint(format!("{POINT_AT_KEY}; or run `fleet-dispatch keygen --force` to make a new key there, and copy it to every machine"))
+        };
+        let Some(key) = Key::from_file_text(&text) else {
+            return Err(not_a_key(format!(
+                "it holds {} bytes; a key holds at least {MIN_KEY_BYTES}, and keygen writes 64 hex characters",
+                trimmed_len(&text)
+            )));
+        };
+        if let Err(exposed) = crate::platform::check_key_permissions(path) {
+            return Err(unlike_a_key(&text).map_or(exposed, not_a_key));
+        }
+        Ok(key)
     }
 
     /// A short name for this key, to tell two keys apart in messages: 8 hex
@@ -114,6 +123,32 @@ impl Key {
             Err(_) => false,
         }
     }
+}
+
+/// The length of a key file's text once its trailing whitespace is trimmed.
+fn trimmed_len(text: &[u8]) -> usize {
+    text.iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(0, |i| i + 1)
+}
+
+/// Why a file long enough to be a key looks like something else: a key is
+/// one line of printable text (keygen writes 64 hex characters), never a
+/// file of several lines or of bytes that are not text.
+fn unlike_a_key(text: &[u8]) -> Option<String> {
+    let text = &text[..trimmed_len(text)];
+    let lines = text.split(|b| *b == b'\n').count();
+    if lines > 1 {
+        return Some(format!(
+            "it holds {lines} lines; a key file holds one, as keygen writes it"
+        ));
+    }
+    text.iter()
+        .any(|b| !(b.is_ascii_graphic() || *b == b' '))
+        .then(|| {
+            "it holds bytes that are not printable text; keygen writes 64 hex characters"
+                .to_string()
+        })
 }
 
 /// Writes a new key file: 32 random bytes as 64 hex characters and a newline,

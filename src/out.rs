@@ -1,6 +1,6 @@
 //! Output manners: lines to stdout that end the program quietly when the
 //! reader has gone (`| head`), and colour only on a terminal and never when
-//! `NO_COLOR` is set.
+//! `NO_COLOR` is set or `TERM` is `dumb`.
 
 use std::io::{IsTerminal, Write};
 
@@ -15,9 +15,12 @@ pub enum Tone {
     Warn,
 }
 
-/// True when stdout is a terminal and `NO_COLOR` is unset or empty.
+/// True when stdout is a terminal that takes escape codes (not
+/// `TERM=dumb`) and `NO_COLOR` is unset or empty.
 pub fn colour() -> bool {
-    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        && std::io::stdout().is_terminal()
+        && !crate::screen::dumb_terminal()
 }
 
 /// `word` in its tone's colour when colour is on.
@@ -45,8 +48,36 @@ pub fn outcome_tone(word: &str) -> Tone {
 /// Prints one line to stdout. A closed pipe ends the program quietly with
 /// status 0: the reader asked for no more.
 pub fn line(text: &str) {
+    write_line(&crate::screen::screened(text));
+}
+
+/// Prints one JSON document on a line of its own, as [`line`] does.
+pub fn json(doc: &serde_json::Value) {
+    write_line(&json_text(doc));
+}
+
+/// `doc` as one line of JSON with every control character a JSON escape:
+/// serde leaves DEL and the C1 controls as they are, and [`line`]'s
+/// screening would make them text that is not JSON; `\u009b` is the same
+/// string, and drives no terminal.
+pub fn json_text(doc: &serde_json::Value) -> String {
+    let text = doc.to_string();
+    if !text.chars().any(char::is_control) {
+        return text;
+    }
+    let mut escaped = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if c.is_control() {
+            escaped.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            escaped.push(c);
+        }
+    }
+    escaped
+}
+
+fn write_line(text: &str) {
     let mut out = std::io::stdout().lock();
-    let text = crate::screen::screened(text);
     if let Err(e) = writeln!(out, "{text}").and_then(|_| out.flush())
         && e.kind() == std::io::ErrorKind::BrokenPipe
     {

@@ -127,6 +127,9 @@ struct Stream {
     file: Option<FileId>,
     /// The last bytes copied from the current file (for [`judge`]).
     end: VecDeque<u8>,
+    /// Bytes copied but not yet written as JSON: a character cut between
+    /// two reads waits for its end.
+    pending: Vec<u8>,
 }
 
 /// Where a job's output has been read up to.
@@ -142,6 +145,8 @@ pub struct Follower {
     looked: bool,
     /// What to say on this side's stderr (a file replaced while followed).
     notes: Vec<String>,
+    /// Write JSON lines ([`Self::json_lines`]) rather than the bytes.
+    json: bool,
 }
 
 impl Follower {
@@ -155,7 +160,26 @@ impl Follower {
             started: true,
             looked: false,
             notes: Vec::new(),
+            json: false,
         }
+    }
+
+    /// This follower writing JSON lines (`--json`): each piece of output as
+    /// `{"stream": "stdout", "text": …}` on the first sink, whichever its
+    /// stream, the text as UTF-8 (a byte that is not is replaced with
+    /// U+FFFD). [`Self::end_json`] writes what is left.
+    pub fn json_lines(mut self) -> Follower {
+        self.json = true;
+        self
+    }
+
+    /// Writes, as JSON lines, what [`Self::pump`] held back: the start of a
+    /// character whose end never came.
+    pub fn end_json(&mut self, out: &mut dyn Write) -> std::io::Result<()> {
+        for (i, word) in self.wanted() {
+            json_piece(word, &mut self.each[i].pending, out, true)?;
+        }
+        Ok(())
     }
 
     /// Notes the job's state, looked at just before a [`Self::pump`]: no
@@ -231,6 +255,11 @@ impl Follower {
                 s.end.extend(&piece.bytes);
                 let excess = s.end.len().saturating_sub(TAIL_BYTES);
                 s.end.drain(..excess);
+                if self.json {
+                    s.pending.extend_from_slice(&piece.bytes);
+                    json_piece(word, &mut s.pending, out, false)?;
+                    continue;
+                }
                 let sink: &mut dyn Write = if i == 0 { &mut *out } else { &mut *err };
                 sink.write_all(&piece.bytes)?;
                 sink.flush()?;
@@ -260,6 +289,29 @@ impl Follower {
             })
             .collect()
     }
+}
+
+/// Writes the text at the start of `pending` as one JSON line of `stream`,
+/// keeping back the start of a character cut short at its end unless
+/// `all`; control characters are JSON escapes, so none reaches a terminal.
+fn json_piece(
+    stream: &str,
+    pending: &mut Vec<u8>,
+    out: &mut dyn Write,
+    all: bool,
+) -> std::io::Result<()> {
+    let upto = match std::str::from_utf8(pending) {
+        Err(e) if !all && e.error_len().is_none() => e.valid_up_to(),
+        _ => pending.len(),
+    };
+    if upto == 0 {
+        return Ok(());
+    }
+    let text = String::from_utf8_lossy(&pending[..upto]).into_owned();
+    let line = crate::out::json_text(&serde_json::json!({"stream": stream, "text": text}));
+    pending.drain(..upto);
+    writeln!(out, "{line}")?;
+    out.flush()
 }
 
 #[cfg(test)]
@@ -298,5 +350,28 @@ mod tests {
         assert_eq!(wrote(None, Some("x"), false), None);
         assert_eq!(wrote(None, None, false), Some(0));
         assert_eq!(wrote(Some(3), None, true), Some(3));
+    }
+
+    #[test]
+    fn a_json_piece_keeps_a_cut_character_for_the_next_and_escapes_controls() {
+        let mut out = Vec::new();
+        let mut pending = "é\u{9b}x".as_bytes().to_vec();
+        pending.extend_from_slice(&"€".as_bytes()[..2]);
+        json_piece("stdout", &mut pending, &mut out, false).unwrap();
+        assert_eq!(pending, "€".as_bytes()[..2]);
+        pending.extend_from_slice(&"€".as_bytes()[2..]);
+        json_piece("stdout", &mut pending, &mut out, false).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(!text.contains('\u{9b}'), "{text}");
+        let texts: Vec<String> = text
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["text"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(texts, ["é\u{9b}x", "€"]);
     }
 }

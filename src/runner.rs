@@ -158,6 +158,41 @@ pub const SPAWN_RETRIES: [Duration; 3] = [
     Duration::from_millis(1600),
 ];
 
+/// The most of the searched `PATH` a spawn failure quotes.
+const PATH_SHOWN: usize = 400;
+
+/// What a program that was not found is told: a bare name is looked up in
+/// the listener's `PATH` (or the job's own `--env PATH=…`), not the
+/// sender's, and a service manager (cron, systemd, launchd, Task
+/// Scheduler) starts the listener with a short one: the usual trap.
+fn not_on_path(program: &str, env: &[(String, String)]) -> String {
+    if program.contains('/') || (cfg!(windows) && program.contains('\\')) {
+        return String::new();
+    }
+    let (path, whose) = match env.iter().find(|(k, _)| k == "PATH") {
+        Some((_, v)) => (v.clone(), "the job's PATH (its --env PATH=…)"),
+        None => (
+            std::env::var("PATH").unwrap_or_default(),
+            "the listener's PATH, not the sender's",
+        ),
+    };
+    let shown = if path.len() > PATH_SHOWN {
+        let mut end = PATH_SHOWN;
+        while !path.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}… ({} bytes)", &path[..end], path.len())
+    } else if path.is_empty() {
+        "(empty)".to_string()
+    } else {
+        path
+    };
+    let find = if cfg!(windows) { "where" } else { "command -v" };
+    format!(
+        "; {program:?} was looked for in {whose}: {shown}. A listener started by cron, systemd, launchd or Task Scheduler has a short PATH: give the program's full path (`{find} {program}` on the target), or set PATH where the listener starts, or send --env PATH=…"
+    )
+}
+
 /// Starts `req`'s process, or reports why it could not start: at once, or
 /// after the [`SPAWN_RETRIES`] of a shortage that did not pass.
 pub fn start(req: Request, bell: &platform::Bell) -> std::result::Result<Running, Box<Report>> {
@@ -239,7 +274,15 @@ fn spawn_failed(req: &Request, e: &std::io::Error, tries: usize) -> Exit {
     } else {
         String::new()
     };
-    Exit::SpawnFailed(format!("cannot start {:?}{place}: {e}{tried}", req.argv[0]))
+    let path_note = if e.kind() == std::io::ErrorKind::NotFound {
+        not_on_path(&req.argv[0], &req.env)
+    } else {
+        String::new()
+    };
+    Exit::SpawnFailed(format!(
+        "cannot start {:?}{place}: {e}{tried}{path_note}",
+        req.argv[0]
+    ))
 }
 
 /// Bytes read from an output pipe at once.

@@ -2,6 +2,21 @@
 //! from files anyone with folder access can write are
 //! [`tame`]d when read, and every line printed is [`screened`], so no
 //! file can drive the terminal of whoever looks at it or fake a line.
+//! Whether the terminal takes escape codes at all is decided here too.
+
+/// True when `TERM` says the terminal understands no escape codes (`dumb`:
+/// Emacs's shell, some CI logs): then nothing is coloured and no progress
+/// line is redrawn, whatever `isatty` says.
+pub fn dumb_terminal() -> bool {
+    std::env::var_os("TERM").is_some_and(|t| t == "dumb")
+}
+
+/// True when a progress line may be drawn, and redrawn in place, on
+/// stderr: a terminal that understands escape codes.
+pub fn progress_line() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && !dumb_terminal()
+}
 
 /// `text` with every control character written out as a `\u{..}` escape:
 /// for a value read from a file anyone with folder access can write (a

@@ -17,7 +17,7 @@
 //! Where the watch cannot be set up (no `results/` yet, a watch limit, a
 //! file system without events) each look still waits out the poll.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::sync::{Mutex, Once, mpsc};
 use std::time::{Duration, Instant};
 
@@ -168,7 +168,7 @@ pub fn for_result(
     let mut listener: Option<Liveness> = None;
     let mut announced = None;
     // The progress line would tangle with the job's streamed stderr.
-    let show = !quiet && follow.is_none() && std::io::stderr().is_terminal();
+    let show = !quiet && follow.is_none() && crate::screen::progress_line();
     end_on_interrupt(dirs, id, show);
     let clear = || {
         if show {

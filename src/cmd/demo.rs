@@ -2,7 +2,8 @@
 //! key, a listener for a demo machine, jobs that succeed, fail, time out, are
 //! cancelled while running and before they start, each step narrated with
 //! the files it makes. Runs this same binary as a user would, and leaves
-//! nothing behind.
+//! nothing behind (`--keep`: the folder, with the flags that reach it).
+//! With `--json` the narration is JSON lines, one event each.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -14,8 +15,11 @@ use crate::cli::DemoArgs;
 use crate::config::Context;
 use crate::error::{Code, Error, Result};
 use crate::exit;
+use serde_json::{Value, json};
 
 const TARGET: &str = "DEMO-PC";
+/// The machine the demo's jobs are sent from.
+const ORIGIN: &str = "LAPTOP";
 
 /// The temporary folder, removed on drop unless kept.
 struct Scratch {
@@ -51,12 +55,46 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 const CLOSED: &str = "demo: stdout closed";
 const STOPPED: &str = "demo: interrupted";
 
-/// One line of narration. A closed stdout or a Ctrl-C ends the demo
-/// through its clean-up, never by a panic or an exit that skips it.
+/// Set by `--json`: the narration is JSON lines, one event each
+/// ([`event`]), rather than text.
+static JSON: AtomicBool = AtomicBool::new(false);
+
+/// One line of narration, in text only (with `--json` the same step is an
+/// [`event`]). A closed stdout or a Ctrl-C ends the demo through its
+/// clean-up, never by a panic or an exit that skips it.
 fn say(line: impl std::fmt::Display) -> Result<()> {
+    if JSON.load(Ordering::SeqCst) {
+        return going_on();
+    }
+    write(&line.to_string())
+}
+
+/// One event of the narration with `--json`: an object whose `event` says
+/// what it is (`start`, `step`, `command`, `files`, `file`, `note`,
+/// `listener`, `end`); nothing in text.
+fn event(kind: &str, mut fields: Value) -> Result<()> {
+    if !JSON.load(Ordering::SeqCst) {
+        return going_on();
+    }
+    fields["event"] = json!(kind);
+    write(&crate::out::json_text(&fields))
+}
+
+/// A line of text ([`say`]) and its event ([`event`]): whichever the form.
+fn tell(line: impl std::fmt::Display, kind: &str, fields: Value) -> Result<()> {
+    say(line)?;
+    event(kind, fields)
+}
+
+fn going_on() -> Result<()> {
     if INTERRUPTED.load(Ordering::SeqCst) {
         return Err(Error::new(Code::Internal, STOPPED));
     }
+    Ok(())
+}
+
+fn write(line: &str) -> Result<()> {
+    going_on()?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "{line}")
         .and_then(|()| out.flush())
@@ -70,7 +108,7 @@ impl Demo {
             .env("FLEET_DISPATCH_ROOT", &self.root)
             .env("FLEET_DISPATCH_KEY_FILE", &self.key)
             .env("FLEET_DISPATCH_STATE_DIR", &self.state)
-            .env("FLEET_DISPATCH_MACHINE", "LAPTOP")
+            .env("FLEET_DISPATCH_MACHINE", ORIGIN)
             .env_remove("FLEET_DISPATCH_JOB_ID")
             .env_remove("FLEET_DISPATCH_FLEET")
             .stdin(Stdio::null());
@@ -78,10 +116,12 @@ impl Demo {
     }
 
     fn step(&self, title: &str) -> Result<()> {
-        say(format!(
-            "\n[{:>5.1}s] {title}",
-            self.started.elapsed().as_secs_f64()
-        ))
+        let at = self.started.elapsed().as_secs_f64();
+        tell(
+            format!("\n[{at:>5.1}s] {title}"),
+            "step",
+            json!({"title": title, "atSec": (at * 10.0).round() / 10.0}),
+        )
     }
 
     /// Runs `fleet-dispatch ARGS` as a user would, shows the command and its
@@ -99,12 +139,14 @@ impl Demo {
             .output()
             .map_err(|e| internal("cannot run fleet-dispatch", e))?;
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        for line in stdout
-            .lines()
-            .chain(String::from_utf8_lossy(&out.stderr).lines())
-        {
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        for line in stdout.lines().chain(stderr.lines()) {
             say(format!("    {line}"))?;
         }
+        event(
+            "command",
+            json!({"argv": args, "exitStatus": out.status.code(), "stdout": stdout, "stderr": stderr}),
+        )?;
         Ok(stdout.trim().lines().next().unwrap_or("").to_string())
     }
 
@@ -124,10 +166,10 @@ impl Demo {
             .filter(|p| only.iter().any(|o| p.contains(o)))
             .collect();
         files.sort();
-        for f in files {
+        for f in &files {
             say(format!("    {f}"))?;
         }
-        Ok(())
+        event("files", json!({"files": files}))
     }
 
     fn wait_for(&self, what: &str, mut ready: impl FnMut() -> bool) -> Result<()> {
@@ -174,7 +216,8 @@ fn enqueue_args<'a>(extra: &[&'a str], argv: &'a [String]) -> Vec<&'a str> {
 }
 
 /// Runs `demo`.
-pub fn run(_ctx: &Context, args: DemoArgs) -> Result<u8> {
+pub fn run(ctx: &Context, args: DemoArgs) -> Result<u8> {
+    JSON.store(ctx.json(), Ordering::SeqCst);
     let mut r = [0u8; 4];
     crate::random::fill(&mut r);
     let scratch = Scratch {
@@ -206,7 +249,7 @@ pub fn run(_ctx: &Context, args: DemoArgs) -> Result<u8> {
 /// The demo itself; the listener it starts is stopped before it returns.
 fn narrate(demo: &Demo, scratch: &Scratch) -> Result<u8> {
     say(format!(
-        "fleet-dispatch demo: one shared folder, a listener for machine {TARGET}, jobs sent from LAPTOP"
+        "fleet-dispatch demo: one shared folder, a listener for machine {TARGET}, jobs sent from {ORIGIN}"
     ))?;
     say(format!(
         "  shared folder (the dispatch root): {}",
@@ -216,6 +259,10 @@ fn narrate(demo: &Demo, scratch: &Scratch) -> Result<u8> {
         "  local state (lock, journal, ledger): {}",
         demo.state.display()
     ))?;
+    event(
+        "start",
+        json!({"target": TARGET, "origin": ORIGIN, "root": demo.root, "keyFile": demo.key, "stateDir": demo.state}),
+    )?;
 
     demo.step("1. Make the fleet key (kept outside the shared folder)")?;
     demo.run(&["keygen"])?;
@@ -241,7 +288,12 @@ fn narrate(demo: &Demo, scratch: &Scratch) -> Result<u8> {
         if let Some(log) = log {
             for line in std::io::BufReader::new(log).lines().map_while(|l| l.ok()) {
                 // Lines that cannot be shown are dropped, never a panic.
-                let _ = writeln!(std::io::stdout().lock(), "    listener | {line}");
+                let shown = if JSON.load(Ordering::SeqCst) {
+                    crate::out::json_text(&json!({"event": "listener", "line": line}))
+                } else {
+                    format!("    listener | {line}")
+                };
+                let _ = writeln!(std::io::stdout().lock(), "{shown}");
             }
         }
     });
@@ -252,24 +304,72 @@ fn narrate(demo: &Demo, scratch: &Scratch) -> Result<u8> {
     let _ = relay.join();
     result?;
     stopping?;
+    let seconds = demo.started.elapsed().as_secs_f64();
     if scratch.keep {
-        say(format!("\nkept the demo folder: {}", scratch.dir.display()))?;
+        kept(demo, scratch, seconds)?;
     } else {
         say(format!(
-            "\ndone in {:.1}s; the temporary folder is removed",
-            demo.started.elapsed().as_secs_f64()
+            "\ndone in {seconds:.1}s; the temporary folder is removed"
         ))?;
+        event("end", json!({"seconds": seconds, "kept": null}))?;
     }
     Ok(exit::SUCCESS)
+}
+
+/// Says where the kept folder is and how to point every command at it:
+/// the flags (any shell), and the variables to paste into this one.
+fn kept(demo: &Demo, scratch: &Scratch, seconds: f64) -> Result<()> {
+    let settings = [
+        ("--root", "FLEET_DISPATCH_ROOT", &demo.root),
+        ("--key-file", "FLEET_DISPATCH_KEY_FILE", &demo.key),
+        ("--state-dir", "FLEET_DISPATCH_STATE_DIR", &demo.state),
+    ];
+    let flags: Vec<String> = settings
+        .iter()
+        .map(|(flag, _, path)| format!("{flag} {}", shell_word(&path.display().to_string())))
+        .chain([format!("--machine {ORIGIN}")])
+        .collect();
+    let variables: Vec<(String, String)> = settings
+        .iter()
+        .map(|(_, var, path)| (var.to_string(), path.display().to_string()))
+        .chain([("FLEET_DISPATCH_MACHINE".to_string(), ORIGIN.to_string())])
+        .collect();
+    let pasted: Vec<String> = variables
+        .iter()
+        .map(|(var, value)| {
+            if cfg!(windows) {
+                format!("$env:{var} = '{}'", value.replace('\'', "''"))
+            } else {
+                format!("export {var}={}", shell_word(value))
+            }
+        })
+        .collect();
+    say(format!(
+        "\nkept the demo folder: {}\nto look at it, give each command these flags (as {ORIGIN}, the machine that sent the jobs):\n  fleet-dispatch {} status\nor set them for this shell{}:\n  {}\n  fleet-dispatch status\nremove the folder when done with it.",
+        scratch.dir.display(),
+        flags.join(" "),
+        if cfg!(windows) { " (PowerShell)" } else { "" },
+        pasted.join("\n  ")
+    ))?;
+    event(
+        "end",
+        json!({
+            "seconds": seconds,
+            "kept": scratch.dir,
+            "flags": flags,
+            "env": variables.into_iter().map(|(k, v)| (k, json!(v))).collect::<serde_json::Map<String, Value>>(),
+        }),
+    )
 }
 
 fn drive(demo: &Demo, listener: &mut Child) -> Result<()> {
     let inbox = demo.root.join(TARGET).join("inbox");
     demo.wait_for("the listener to create its folders", || inbox.is_dir())?;
-    say(format!(
-        "  the listener made {}/{{inbox,cancel,running,results,logs,archive}}",
-        TARGET
-    ))?;
+    tell(
+        format!("  the listener made {TARGET}/{{inbox,cancel,running,results,logs,archive}}"),
+        "note",
+        json!({"text": format!("the listener made {TARGET}/{{inbox,cancel,running,results,logs,archive}}")}),
+    )?;
 
     demo.step("3. A job that succeeds: signed, dropped into the inbox, run, answered with a signed result")?;
     let ok = shell("echo hello from the fleet", "echo hello from the fleet");
@@ -313,10 +413,12 @@ fn drive(demo: &Demo, listener: &mut Child) -> Result<()> {
         br#"{"v":1,"jobId":"forged-1","target":"DEMO-PC","createdAt":"2026-01-01T00:00:00.000Z","origin":"EVIL","spec":"{\"argv\":[\"rm\",\"-rf\",\"/\"]}","sig":"00"}"#,
     )
     .map_err(|e| Error::io("write", &forged, &e))?;
-    say(format!(
-        "  wrote {} by hand, with a made-up signature",
-        forged.strip_prefix(&demo.root).unwrap_or(&forged).display()
-    ))?;
+    let shown = forged.strip_prefix(&demo.root).unwrap_or(&forged).display();
+    tell(
+        format!("  wrote {shown} by hand, with a made-up signature"),
+        "note",
+        json!({"text": format!("wrote {shown} by hand, with a made-up signature")}),
+    )?;
     let reason = demo
         .root
         .join(TARGET)
@@ -329,6 +431,9 @@ fn drive(demo: &Demo, listener: &mut Child) -> Result<()> {
         for line in text.lines() {
             say(format!("    {line}"))?;
         }
+        let doc: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        let path = reason.strip_prefix(&demo.root).unwrap_or(&reason);
+        event("file", json!({"path": path, "content": doc}))?;
     }
     if listener.try_wait().ok().flatten().is_some() {
         return Err(internal("the listener", "stopped unexpectedly"));

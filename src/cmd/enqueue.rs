@@ -27,7 +27,6 @@ use crate::key::Key;
 use crate::layout::{TargetDirs, is_target_list};
 use crate::names::{self, JobId, Machine};
 use crate::observe::Observed;
-use crate::output::{Follower, Streams};
 use crate::submit;
 use crate::wait;
 
@@ -613,8 +612,12 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
     let mut follower = args
         .waiting
         .follow
-        .then(|| Follower::new(&dirs, &id, Streams::Both));
+        .then(|| super::follower(ctx, &dirs, &id));
     let waited = wait::for_result(&dirs, &id, &key, wait_limit, ctx.json(), follower.as_mut())?;
+    if let Some(f) = follower.as_mut() {
+        // A character cut short at the very end of the output.
+        let _ = f.end_json(&mut std::io::stdout());
+    }
     let limit = Some(wait_limit.unwrap_or_default());
     let o = match super::with_result(ctx, &dirs, &id, &key, &out, waited, limit) {
         Ok(o) => o,
@@ -624,7 +627,12 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
         out["result"] = super::result_json(&o);
         crate::out::line(&out.to_string());
     } else {
-        crate::out::line(&super::result_human(&o));
+        let followed = args.waiting.follow;
+        crate::out::line(&if followed {
+            super::result_followed(&o)
+        } else {
+            super::result_human(&o)
+        });
     }
     Ok(o.wait_exit_status())
 }

@@ -3,7 +3,8 @@
 //! exits as `result` does. A job its target rejected is said to be, with
 //! the rejection's status, with or without `--follow`. A finished job's
 //! logs are held against its verified result before they are shown
-//! ([`crate::output::judge`]).
+//! ([`crate::output::judge`]). `--json` prints one document with each
+//! stream's text, and `--json --follow` JSON lines ([`Form`]).
 
 use std::io::Write;
 
@@ -37,7 +38,15 @@ pub fn run(ctx: &Context, args: LogsArgs) -> Result<u8> {
         StreamArg::Both => Streams::Both,
     };
     let mut follower = Follower::new(&dirs, &id, streams);
-    let out = serde_json::json!({"jobId": id.as_str(), "target": dirs.target().as_str()});
+    let mut out = serde_json::json!({"jobId": id.as_str(), "target": dirs.target().as_str()});
+    let form = match (ctx.json(), args.follow) {
+        (false, _) => Form::Bytes,
+        (true, false) => Form::Document,
+        (true, true) => Form::Lines,
+    };
+    if form == Form::Lines {
+        follower = follower.json_lines();
+    }
     if !args.follow {
         let seen = observe::job(&dirs, &id, &key)?;
         if !follower.any() && matches!(seen, Observed::NotSeen) {
@@ -48,12 +57,14 @@ pub fn run(ctx: &Context, args: LogsArgs) -> Result<u8> {
             .hint("sync may lag; --follow waits for it"));
         }
         if let Observed::Done(o) = &seen {
-            return finished(&mut follower, &id, o, streams);
+            return finished(&mut follower, &id, o, streams, form, out);
         }
-        wait::pump(&mut follower);
         // A rejected job has no output to show: say why, as `result` does,
         // rather than print nothing and exit 0.
         if let Observed::Rejected(r) = seen {
+            if form == Form::Bytes {
+                wait::pump(&mut follower);
+            }
             return Ok(super::no_result(
                 ctx,
                 &dirs,
@@ -63,28 +74,71 @@ pub fn run(ctx: &Context, args: LogsArgs) -> Result<u8> {
                 super::NoResult::Rejected(r),
             ));
         }
+        if form == Form::Bytes {
+            wait::pump(&mut follower);
+            return Ok(exit::SUCCESS);
+        }
+        let (stdout, stderr) = read_all(&mut follower, &id)?;
+        out["state"] = serde_json::json!(seen.word());
+        put_streams(&mut out, streams, &stdout, &stderr);
+        crate::out::json(&out);
         return Ok(exit::SUCCESS);
     }
     // A finished job's logs are judged before they are shown, as above.
     if let Observed::Done(o) = observe::job(&dirs, &id, &key)? {
-        return finished(&mut follower, &id, &o, streams);
+        return finished(&mut follower, &id, &o, streams, form, out);
     }
-    // The job's output is copied as it is, `--json` or not; only the end
-    // (a rejection, say) is reported in the chosen form.
+    // The job's output is copied as it is written (with `--json`, as JSON
+    // lines); the end (the result, a rejection) is reported in the chosen
+    // form.
     let waited = wait::for_result(&dirs, &id, &key, None, true, Some(&mut follower))?;
+    if form == Form::Lines {
+        let _ = follower.end_json(&mut std::io::stdout());
+    }
     Ok(
         match super::with_result(ctx, &dirs, &id, &key, &out, waited, None) {
-            Ok(o) => o.wait_exit_status(),
+            Ok(o) => {
+                if form == Form::Lines {
+                    crate::out::json(&result_line(out, &o));
+                }
+                o.wait_exit_status()
+            }
             Err(status) => status,
         },
     )
 }
 
-/// Prints the logs of the finished job `id`, whose verified result is `o`,
-/// once they are held against it ([`crate::output::judge`]): a log that is
-/// not the job's output (a file put under its name by a folder writer) is
-/// never printed as if it were, and is `FORBIDDEN`.
-fn finished(follower: &mut Follower, id: &JobId, o: &Outcome, streams: Streams) -> Result<u8> {
+/// How `logs` prints: the output's bytes as they are; with `--json`, one
+/// document holding each stream's text; with `--json --follow`, JSON lines
+/// (`{"stream", "text"}` as the output comes, then one line with the job's
+/// `result`, or why there is none).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Bytes,
+    Document,
+    Lines,
+}
+
+/// The last JSON line of `logs --follow --json`: the job's `result`.
+fn result_line(mut out: serde_json::Value, o: &Outcome) -> serde_json::Value {
+    out["state"] = serde_json::json!("done");
+    out["result"] = super::result_json(o);
+    out
+}
+
+/// Each chosen stream's text into `out` (`stdout`, `stderr`), as UTF-8 (a
+/// byte that is not is replaced with U+FFFD).
+fn put_streams(out: &mut serde_json::Value, streams: Streams, stdout: &[u8], stderr: &[u8]) {
+    if streams != Streams::Stderr {
+        out["stdout"] = serde_json::json!(String::from_utf8_lossy(stdout));
+    }
+    if streams != Streams::Stdout {
+        out["stderr"] = serde_json::json!(String::from_utf8_lossy(stderr));
+    }
+}
+
+/// Everything `follower` can read of the logs now: stdout's, stderr's.
+fn read_all(follower: &mut Follower, id: &JobId) -> Result<(Vec<u8>, Vec<u8>)> {
     let (mut out, mut err) = (Vec::new(), Vec::new());
     follower.pump(&mut out, &mut err).map_err(|e| {
         Error::new(
@@ -92,6 +146,25 @@ fn finished(follower: &mut Follower, id: &JobId, o: &Outcome, streams: Streams) 
             format!("reading the logs of {id}: {e}"),
         )
     })?;
+    Ok((out, err))
+}
+
+/// Prints the logs of the finished job `id`, whose verified result is `o`,
+/// once they are held against it ([`crate::output::judge`]): a log that is
+/// not the job's output (a file put under its name by a folder writer) is
+/// never printed as if it were, and is `FORBIDDEN`.
+fn finished(
+    follower: &mut Follower,
+    id: &JobId,
+    o: &Outcome,
+    streams: Streams,
+    form: Form,
+    json: serde_json::Value,
+) -> Result<u8> {
+    let (mut out, err) = read_all(follower, id)?;
+    if form == Form::Lines {
+        let _ = follower.end_json(&mut out);
+    }
     for (file, verdict) in follower.judged(o) {
         if let Verdict::NotTheJobs(why) = verdict {
             return Err(Error::forbidden(format!(
@@ -102,6 +175,19 @@ fn finished(follower: &mut Follower, id: &JobId, o: &Outcome, streams: Streams) 
                 o.target
             )));
         }
+    }
+    if form == Form::Document {
+        let mut json = result_line(json, o);
+        put_streams(&mut json, streams, &out, &err);
+        crate::out::json(&json);
+        short_log_note(o, streams);
+        return Ok(exit::SUCCESS);
+    }
+    if form == Form::Lines {
+        // The JSON lines are all in `out`, each stream's.
+        out.extend_from_slice(
+            format!("{}\n", crate::out::json_text(&result_line(json, o))).as_bytes(),
+        );
     }
     for (sink, bytes) in [
         (&mut std::io::stdout() as &mut dyn Write, out),

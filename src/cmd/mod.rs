@@ -51,7 +51,7 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
 /// Prints `json` (with `--json`) or the human lines.
 pub fn emit(ctx: &Context, json: &serde_json::Value, human: &str) {
     if ctx.json() {
-        crate::out::line(&json.to_string());
+        crate::out::json(json);
     } else if !human.is_empty() {
         crate::out::line(human);
     }
@@ -85,27 +85,32 @@ pub fn result_json(o: &Outcome) -> Value {
 
 /// The human form of a verified result.
 pub fn result_human(o: &Outcome) -> String {
+    result_text(o, false)
+}
+
+/// [`result_human`] after its job's output was followed (`--wait
+/// --follow`): without the tails of the streams the follow showed whole,
+/// so no line is printed twice. A tail whose log lost part of the stream
+/// is kept: it holds what the follow could not show.
+pub fn result_followed(o: &Outcome) -> String {
+    result_text(o, true)
+}
+
+fn result_text(o: &Outcome, followed: bool) -> String {
     let d = o.detail();
     let word = o.termination().describe(o.ok);
     let mut s = format!(
-        "{} on {}: {} (exit {})",
+        "{} on {}: {} ({})",
         o.job_id,
         o.target,
         crate::out::paint(word, crate::out::outcome_tone(word)),
-        o.exit_code
+        o.exit_phrase()
     );
-    if let Some(ms) = d.duration_ms {
+    if let Some(ms) = d.duration_ms.filter(|_| !o.started_at.is_empty()) {
         s.push_str(&format!(
             " after {}",
             clock::human(std::time::Duration::from_millis(ms))
         ));
-    }
-    // A process that exited with a code after a stop signal was not ended
-    // by it: say what happened in that order.
-    match (&d.signal, d.exit_code_after_signal) {
-        (Some(sig), Some(c)) => s.push_str(&format!(", exited {c} after {sig}")),
-        (Some(sig), None) => s.push_str(&format!(", ended by {sig}")),
-        _ => {}
     }
     if let Some(m) = &d.marker {
         s.push_str(&format!(", cancel from {}", m.origin));
@@ -126,6 +131,9 @@ pub fn result_human(o: &Outcome) -> String {
         let Some(t) = tail.as_deref().filter(|t| !t.is_empty()) else {
             continue;
         };
+        if followed && logged.is_none() {
+            continue;
+        }
         // The result carries only the end of each stream; say so, and
         // where the rest is, when there was more, and when the log lost
         // some of it.
@@ -145,6 +153,14 @@ pub fn result_human(o: &Outcome) -> String {
         s.push_str(&format!("\n--- {header} ---\n{}", t.trim_end()));
     }
     s
+}
+
+/// The follower of `--wait --follow`: the job's output as it is, or with
+/// `--json` as JSON lines (`{"stream", "text"}`) before the command's own
+/// document, so stdout stays JSON.
+pub fn follower(ctx: &Context, dirs: &TargetDirs, id: &JobId) -> crate::output::Follower {
+    let f = crate::output::Follower::new(dirs, id, crate::output::Streams::Both);
+    if ctx.json() { f.json_lines() } else { f }
 }
 
 /// Why a job has no result to show.
@@ -209,7 +225,7 @@ pub fn no_result(
         }
     };
     if ctx.json() {
-        crate::out::line(&out.to_string());
+        crate::out::json(&out);
     } else {
         eprintln!("fleet-dispatch: {human}");
     }

@@ -13,7 +13,6 @@ use crate::config::Context;
 use crate::error::{Error, Result};
 use crate::key::Key;
 use crate::observe::{self, Observed};
-use crate::output::{Follower, Streams};
 use crate::wait::{self, Why};
 
 use super::NoResult;
@@ -35,8 +34,12 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
         let mut follower = args
             .waiting
             .follow
-            .then(|| Follower::new(&dirs, &id, Streams::Both));
+            .then(|| super::follower(ctx, &dirs, &id));
         let waited = wait::for_result(&dirs, &id, &key, limit, ctx.json(), follower.as_mut())?;
+        if let Some(f) = follower.as_mut() {
+            // A character cut short at the very end of the output.
+            let _ = f.end_json(&mut std::io::stdout());
+        }
         let limit = Some(limit.unwrap_or_default());
         match super::with_result(ctx, &dirs, &id, &key, &out, waited, limit) {
             Ok(o) => o,
@@ -67,11 +70,12 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
             }
         }
     };
-    super::emit(
-        ctx,
-        &super::result_json(&outcome),
-        &super::result_human(&outcome),
-    );
+    let human = if args.waiting.follow {
+        super::result_followed(&outcome)
+    } else {
+        super::result_human(&outcome)
+    };
+    super::emit(ctx, &super::result_json(&outcome), &human);
     // With or without --wait: the job's own exit code when it ran to its
     // end, 1 when it did not.
     Ok(outcome.wait_exit_status())

@@ -164,16 +164,16 @@ fn human(t: &TargetStatus, mine: &str) -> String {
             RecentResult::Verified {
                 job_id,
                 outcome,
-                exit_code,
+                exit,
                 duration_ms,
                 label: l,
                 ..
             } => {
                 let padded = format!("{outcome:<22}");
                 lines.push(format!(
-                    "    {job_id}  {}  exit {:<3}  {:>7}  {}",
+                    "    {job_id}  {}  {:<16}  {:>7}  {}",
                     out::paint(&padded, out::outcome_tone(outcome)),
-                    exit_code,
+                    exit,
                     clock::human(Duration::from_millis(duration_ms.unwrap_or(0))),
                     label(l)
                 ));
@@ -206,33 +206,42 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<u8> {
     };
     let root = ctx.root()?;
     let key = ctx.key(Some(&root))?;
-    let names: Vec<String> = if args.all {
-        layout::existing_targets(&root)?
+    let state = ctx.state_dir(&root).ok();
+    let look = |m: &Machine| {
+        let mut t = observe::target(&TargetDirs::new(&root, m), &key, &history);
+        t.governor = state
+            .as_deref()
+            .and_then(|s| doctor::running_governor(&StateDirs::new(s, m)))
+            .map(|(file, tier)| GovernorHold {
+                file,
+                tier: tier.as_str().to_string(),
+            });
+        t
+    };
+    let each = |names: Vec<String>| -> Vec<TargetStatus> {
+        names
+            .iter()
+            .filter_map(|n| Machine::parse(n, "target").ok())
+            .map(|m| look(&m))
+            .collect()
+    };
+    let targets = if args.all {
+        each(layout::existing_targets(&root)?)
     } else if let Some(t) = &args.target {
-        vec![ctx.target(&root, t)?.target().to_string()]
+        each(vec![ctx.target(&root, t)?.target().to_string()])
     } else {
+        // A machine whose listener runs asks about itself; one that only
+        // sends (no listener here now, or no folder of its own) about
+        // every target it may send to.
         let me = ctx.machine()?;
-        match layout::find_target(&root, &me)? {
-            Some(mine) => vec![mine],
-            None => layout::existing_targets(&root)?,
+        let mine = layout::find_target(&root, &me)?
+            .and_then(|n| Machine::parse(&n, "target").ok())
+            .map(|m| look(&m));
+        match mine {
+            Some(t) if t.listener.alive() => vec![t],
+            _ => each(layout::existing_targets(&root)?),
         }
     };
-    let state = ctx.state_dir(&root).ok();
-    let targets: Vec<TargetStatus> = names
-        .iter()
-        .filter_map(|n| Machine::parse(n, "target").ok())
-        .map(|m| {
-            let mut t = observe::target(&TargetDirs::new(&root, &m), &key, &history);
-            t.governor = state
-                .as_deref()
-                .and_then(|s| doctor::running_governor(&StateDirs::new(s, &m)))
-                .map(|(file, tier)| GovernorHold {
-                    file,
-                    tier: tier.as_str().to_string(),
-                });
-            t
-        })
-        .collect();
     let human_text = if targets.is_empty() {
         format!("no targets under {} yet", root.display())
     } else {

@@ -175,6 +175,25 @@ impl Outcome {
         serde_json::from_str(&self.detail).unwrap_or_else(|_| serde_json::json!({}))
     }
 
+    /// How its process ended, for people: `exit 3` for a code it gave by
+    /// itself, `exited 143 after SIGTERM` for one it gave once stopped,
+    /// `ended by SIGKILL` for a signal, `never started`, or `no exit code`
+    /// (a result recovered after a crash). Never the `-1` the protocol
+    /// records for "no code of its own" (§5.3): a job that exited 143 was
+    /// shown as `exit -1` beside one that was killed.
+    pub fn exit_phrase(&self) -> String {
+        let d = self.detail();
+        match (self.termination(), &d.signal, d.exit_code_after_signal) {
+            (Termination::Exited, None, _) if self.exit_code >= 0 => {
+                format!("exit {}", self.exit_code)
+            }
+            (_, Some(sig), Some(c)) => format!("exited {c} after {sig}"),
+            (_, Some(sig), None) => format!("ended by {sig}"),
+            _ if self.started_at.is_empty() => "never started".to_string(),
+            _ => "no exit code".to_string(),
+        }
+    }
+
     /// The exit status `enqueue --wait` and `result --wait` end with (docs/protocol.md §9):
     /// the job's own exit code when it ran to its end, 1 otherwise.
     pub fn wait_exit_status(&self) -> u8 {

@@ -285,9 +285,9 @@ impl Listener {
         }
         self.say_with(|| {
             format!(
-                "finished {id}: {} (exit {}, {})",
+                "finished {id}: {} ({}, {})",
                 how.describe(outcome.ok),
-                outcome.exit_code,
+                outcome.exit_phrase(),
                 clock::human(report.duration)
             )
         });

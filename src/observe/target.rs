@@ -217,6 +217,9 @@ pub enum RecentResult {
         outcome: &'static str,
         /// Its exit code.
         exit_code: i64,
+        /// How its process ended, for people ([`crate::doc::Outcome::exit_phrase`]).
+        #[serde(skip)]
+        exit: String,
         /// When it finished.
         finished_at: String,
         /// How long it ran.
@@ -472,6 +475,7 @@ fn recent(dirs: &TargetDirs, key: &Key, history: &History) -> Vec<RecentResult> 
                             verified: true,
                             outcome,
                             exit_code: o.exit_code,
+                            exit: o.exit_phrase(),
                             finished_at: o.finished_at.clone(),
                             duration_ms: d.duration_ms,
                             label: d.label,

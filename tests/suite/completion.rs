@@ -61,6 +61,19 @@ fn installed(program: &str) -> bool {
 /// What `shell` offers for each case: the words typed so far, the last one
 /// being completed (may be empty). `None` when the shell is not installed.
 fn offers(shell: Shell, w: &World, cases: &[Vec<String>]) -> Option<Vec<BTreeSet<String>>> {
+    let listed = offers_in_order(shell, w, cases)?;
+    Some(
+        listed
+            .into_iter()
+            .map(|l| l.into_iter().collect())
+            .collect(),
+    )
+}
+
+/// [`offers`] in the order the shell offers them (every script keeps the
+/// binary's order: bash `-o nosort`, zsh `_describe -V`, fish
+/// `--keep-order`).
+fn offers_in_order(shell: Shell, w: &World, cases: &[Vec<String>]) -> Option<Vec<Vec<String>>> {
     let mut text = String::new();
     let program = match shell {
         Shell::Bash => {
@@ -149,7 +162,7 @@ fn offers(shell: Shell, w: &World, cases: &[Vec<String>]) -> Option<Vec<BTreeSet
         "{program} failed: {}\n{stdout}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let answers: Vec<BTreeSet<String>> = stdout
+    let answers: Vec<Vec<String>> = stdout
         .split(&format!("{END}\n"))
         .take(cases.len())
         .map(|block| {
@@ -304,12 +317,16 @@ fn every_target_option_completes_the_target_folders() {
     std::fs::write(w.root.join("FILE"), "").unwrap();
     let other = w.dir.path().join("other-root");
     std::fs::create_dir_all(other.join("BOX")).unwrap();
+    w.make_target("BOX");
     let subs = with_option("target");
     assert!(subs.len() >= 5, "{subs:?}");
     let mut cases = Vec::new();
     for (sub, long) in &subs {
         cases.push(case(&[sub, &format!("--{long}"), ""]));
         cases.push(case(&[sub, &format!("--{long}"), "L"]));
+        // After a comma: the targets the list does not name yet.
+        cases.push(case(&[sub, &format!("--{long}"), "PC,"]));
+        cases.push(case(&[sub, &format!("--{long}"), "PC,L"]));
         // A root typed on the line is the one completed from.
         cases.push(case(&[
             "--root",
@@ -324,8 +341,12 @@ fn every_target_option_completes_the_target_folders() {
             set(&["BOX"])
         } else if c[c.len() - 1] == "L" {
             set(&["LAPTOP"])
+        } else if c[c.len() - 1] == "PC," {
+            set(&["PC,BOX", "PC,LAPTOP"])
+        } else if c[c.len() - 1] == "PC,L" {
+            set(&["PC,LAPTOP"])
         } else {
-            set(&["LAPTOP", "PC"])
+            set(&["BOX", "LAPTOP", "PC"])
         };
         assert_eq!(got, &want, "{shell:?}: `{}`", c.join(" "));
     });
@@ -367,7 +388,7 @@ fn every_job_id_option_completes_the_ids_on_the_target() {
     }
     in_every_shell(&w, &cases, |shell, c, got| {
         let last = c[c.len() - 1].as_str();
-        let want = if c.contains(&"--target".to_string()) && last == "run" {
+        let mut want = if c.contains(&"--target".to_string()) && last == "run" {
             set(&["running-job"])
         } else if c.contains(&"--target".to_string()) {
             on_pc.clone()
@@ -376,6 +397,67 @@ fn every_job_id_option_completes_the_ids_on_the_target() {
             all.insert("laptop-job".into());
             all
         };
+        // A finished job has nothing to stop.
+        if c[1] == "cancel" || c.contains(&"--interrupt".to_string()) {
+            want.remove("finished-job");
+        }
         assert_eq!(got, &want, "{shell:?}: `{}`", c.join(" "));
     });
+}
+
+/// `cancel` and `--interrupt` complete the jobs that can still be stopped,
+/// queued and running, newest first; finished ones are not offered there.
+/// `result` offers them all, newest first too.
+#[test]
+fn stopping_completes_queued_and_running_jobs_newest_first() {
+    let w = World::new();
+    w.make_target("PC");
+    let pc = w.root.join("PC");
+    let now = std::time::SystemTime::now();
+    for (dir, id, age) in [
+        ("inbox", "oldest-queued", 40),
+        ("running", "running-now", 30),
+        ("inbox", "newer-queued", 20),
+        ("results", "finished-last", 10),
+        ("inbox", "newest-queued", 5),
+    ] {
+        let f = pc.join(dir).join(format!("{id}.json"));
+        std::fs::write(&f, "{}").unwrap();
+        let t = now - std::time::Duration::from_secs(age);
+        std::fs::File::options()
+            .write(true)
+            .open(&f)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    }
+    let stoppable = [
+        "newest-queued",
+        "newer-queued",
+        "running-now",
+        "oldest-queued",
+    ];
+    let cases = vec![
+        case(&["cancel", "--target", "PC", "--job-id", ""]),
+        case(&["enqueue", "--target", "PC", "--interrupt", ""]),
+        case(&["result", "--target", "PC", "--job-id", ""]),
+    ];
+    for shell in SHELLS {
+        let Some(answers) = offers_in_order(shell, &w, &cases) else {
+            continue;
+        };
+        assert_eq!(answers[0], stoppable, "{shell:?}: cancel");
+        assert_eq!(answers[1], stoppable, "{shell:?}: --interrupt");
+        assert_eq!(
+            answers[2],
+            [
+                "newest-queued",
+                "finished-last",
+                "newer-queued",
+                "running-now",
+                "oldest-queued"
+            ],
+            "{shell:?}: result"
+        );
+    }
 }

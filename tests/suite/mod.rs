@@ -13,6 +13,7 @@ mod crash_loop;
 mod deps;
 mod doctor;
 mod fanout;
+mod first_hour;
 mod generated;
 mod hostile;
 mod http;
