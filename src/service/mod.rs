@@ -491,6 +491,8 @@ pub struct Commands {
     pub stop: String,
     /// Shows its log.
     pub log: String,
+    /// Restarts it with a rewritten entry.
+    pub restart: String,
     /// After the entry is removed: stops what still runs and forgets it.
     pub after_removal: String,
 }
@@ -503,6 +505,7 @@ pub fn commands(platform: Platform, path: &Path, home: &str) -> Commands {
             start: format!("systemctl --user daemon-reload && systemctl --user enable --now {unit}"),
             stop: format!("systemctl --user stop {unit}"),
             log: format!("journalctl --user -u {unit} -f"),
+            restart: format!("systemctl --user daemon-reload && systemctl --user restart {unit}"),
             after_removal: format!(
                 "systemctl --user stop {unit}; systemctl --user daemon-reload"
             ),
@@ -513,6 +516,10 @@ pub fn commands(platform: Platform, path: &Path, home: &str) -> Commands {
                 path.display().to_string().replace('\'', r"'\''")
             ),
             stop: format!("launchctl bootout gui/$(id -u)/{LAUNCHD_LABEL}"),
+            restart: format!(
+                "launchctl bootout gui/$(id -u)/{LAUNCHD_LABEL}; launchctl bootstrap gui/$(id -u) '{}'",
+                path.display().to_string().replace('\'', r"'\''")
+            ),
             log: format!(
                 "tail -f '{}'",
                 launchd_log(home).replace('\'', r"'\''")
@@ -525,6 +532,7 @@ pub fn commands(platform: Platform, path: &Path, home: &str) -> Commands {
                 path.display()
             ),
             stop: format!("schtasks /End /TN {TASK_NAME}"),
+            restart: format!("schtasks /End /TN {TASK_NAME} & schtasks /Run /TN {TASK_NAME}"),
             log: format!("schtasks /Query /TN {TASK_NAME} /V /FO LIST"),
             after_removal: format!(
                 "schtasks /End /TN {TASK_NAME} & schtasks /Delete /F /TN {TASK_NAME}"
