@@ -24,6 +24,7 @@ mod pickup;
 mod properties;
 mod readme;
 mod retention;
+mod service;
 mod short_ids;
 mod slots;
 mod status;
