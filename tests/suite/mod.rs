@@ -15,6 +15,7 @@ mod fanout;
 mod generated;
 mod hostile;
 mod http;
+mod install;
 mod layers;
 mod listen;
 mod logs;
