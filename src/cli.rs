@@ -253,7 +253,7 @@ pub struct ServiceArgs {
     /// With install: print the entry and write nothing
     #[arg(long)]
     pub print: bool,
-    /// With install: replace an entry that differs from the one it would write
+    /// With install: replace an entry that differs from the one it would write; with uninstall: remove an entry at its path that install did not write
     #[arg(long, conflicts_with = "print")]
     pub force: bool,
     /// The service manager to write for [default: this machine's: linux (systemd), macos (launchd), windows (Task Scheduler)]

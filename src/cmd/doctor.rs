@@ -75,7 +75,12 @@ fn service_facts(ctx: &Context) -> Option<ServiceFacts> {
     };
     let spec = match ctx.service_spec(platform) {
         Ok(spec) => spec,
-        Err(e) => return Some(ServiceFacts::Unchecked { path, why: e.message }),
+        Err(e) => {
+            return Some(ServiceFacts::Unchecked {
+                path,
+                why: e.message,
+            });
+        }
     };
     let expected = match service::render(platform, &spec) {
         Ok(text) => text,
@@ -87,7 +92,12 @@ fn service_facts(ctx: &Context) -> Option<ServiceFacts> {
     let c = service::commands(platform, &path, &spec.home);
     if installed != expected {
         let lines = service::differing_lines(&installed, &expected);
-        let mut shown = lines.iter().take(3).copied().collect::<Vec<_>>().join(" | ");
+        let mut shown = lines
+            .iter()
+            .take(3)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(" | ");
         if shown.is_empty() {
             shown = "the same lines, in another order or encoding".into();
         }
@@ -123,7 +133,11 @@ fn systemd_state(path: &std::path::Path) -> Option<String> {
         .ok()
         .filter(|o| o.status.success())?;
     let text = String::from_utf8_lossy(&out.stdout);
-    let field = |k: &str| text.lines().find_map(|l| l.strip_prefix(k)).map(str::to_string);
+    let field = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .map(str::to_string)
+    };
     if field("FragmentPath=")?.as_str() != path.to_str()? {
         return None;
     }

@@ -53,9 +53,11 @@ fn read_entry(path: &Path) -> Result<Option<String>> {
     match crate::fsops::read_local(path, MAX_ENTRY_BYTES) {
         FileRead::Missing => Ok(None),
         // Bytes no entry of ours has (not UTF-8 or UTF-16) differ from any.
-        FileRead::Bytes(b) => Ok(Some(
-            service::decode(&b).unwrap_or_else(|| String::from_utf8_lossy(&b).into_owned()),
-        )),
+        FileRead::Bytes(b) => {
+            Ok(Some(service::decode(&b).unwrap_or_else(|| {
+                String::from_utf8_lossy(&b).into_owned()
+            })))
+        }
         FileRead::TooLarge(_) => Ok(Some(String::new())),
         FileRead::NotAFile(kind) => Err(Error::config(format!(
             "{} is a {kind}, not a service entry; nothing was changed",
@@ -249,7 +251,8 @@ fn uninstall(ctx: &Context, platform: Platform, force: bool) -> Result<u8> {
     {
         eprintln!("fleet-dispatch: note: the task was not deleted: {m}");
     }
-    let home = std::env::var(if cfg!(windows) { "USERPROFILE" } else { "HOME" }).unwrap_or_default();
+    let home =
+        std::env::var(if cfg!(windows) { "USERPROFILE" } else { "HOME" }).unwrap_or_default();
     let c = service::commands(platform, &path, &home);
     super::emit(
         ctx,

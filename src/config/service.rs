@@ -136,7 +136,9 @@ impl Context {
             .map_err(|e| Error::io("find", Path::new("the running binary"), &e))?;
         let home = var(if cfg!(windows) { "USERPROFILE" } else { "HOME" })
             .map(PathBuf::from)
-            .ok_or_else(|| Error::config("no home directory (HOME is not set): a service entry lives under it"))?;
+            .ok_or_else(|| {
+                Error::config("no home directory (HOME is not set): a service entry lives under it")
+            })?;
         let user = match (var("USERDOMAIN"), var("USERNAME").or_else(|| var("USER"))) {
             (Some(d), Some(u)) => Some(format!("{d}\\{u}")),
             (None, Some(u)) => Some(u),

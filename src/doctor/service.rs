@@ -100,7 +100,9 @@ pub fn judge_service(f: &ServiceFacts) -> Check {
                 "{kind} {} differs from what `service install` would write now (it has: {lines})",
                 path.display()
             ),
-            format!("rewrite it with `fleet-dispatch service install --force`, then restart it: {restart}"),
+            format!(
+                "rewrite it with `fleet-dispatch service install --force`, then restart it: {restart}"
+            ),
         ),
         ServiceFacts::Unchecked { path, why } => Check::warn(
             "service",

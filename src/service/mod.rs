@@ -171,7 +171,11 @@ fn values(spec: &Spec) -> Vec<(String, &str)> {
         ("the binary path".to_string(), spec.exe.as_str()),
         ("HOME".to_string(), spec.home.as_str()),
     ];
-    v.extend(spec.pinned.iter().map(|p| (p.var.to_string(), p.value.as_str())));
+    v.extend(
+        spec.pinned
+            .iter()
+            .map(|p| (p.var.to_string(), p.value.as_str())),
+    );
     v.extend(spec.path.as_deref().map(|p| ("PATH".to_string(), p)));
     v.extend(spec.user.as_deref().map(|u| ("the user".to_string(), u)));
     v
@@ -189,7 +193,9 @@ fn check(platform: Platform, spec: &Spec) -> Result<(), Unwritable> {
             })
         };
         if value.chars().any(char::is_control) {
-            return refuse("it holds a control character (a line break?), which no service entry can carry");
+            return refuse(
+                "it holds a control character (a line break?), which no service entry can carry",
+            );
         }
         if platform == Platform::Windows && value.matches('%').count() >= 2 {
             return refuse(
@@ -281,10 +287,14 @@ fn environment(spec: &Spec) -> Vec<(&str, String)> {
 pub fn systemd_unit(spec: &Spec) -> String {
     let mut s = String::new();
     s.push_str("# Written by `fleet-dispatch service install`; `fleet-dispatch service uninstall` removes it.\n");
-    s.push_str("# Start: systemctl --user daemon-reload && systemctl --user enable --now fleet-dispatch\n");
+    s.push_str(
+        "# Start: systemctl --user daemon-reload && systemctl --user enable --now fleet-dispatch\n",
+    );
     s.push_str("# Log:   journalctl --user -u fleet-dispatch -f\n\n");
     s.push_str("[Unit]\n");
-    s.push_str("Description=fleet-dispatch listener (runs this machine's jobs from the shared folder)\n");
+    s.push_str(
+        "Description=fleet-dispatch listener (runs this machine's jobs from the shared folder)\n",
+    );
     s.push_str("Documentation=man:fleet-dispatch-listen(1)\n");
     s.push_str("StartLimitIntervalSec=0\n\n");
     s.push_str("[Service]\n");
@@ -351,7 +361,10 @@ pub fn launchd_plist(spec: &Spec) -> String {
         spec.stop_grace_secs + STOP_MARGIN_SECS
     ));
     for k in ["StandardOutPath", "StandardErrorPath"] {
-        s.push_str(&format!("\t<key>{k}</key>\n\t<string>{}</string>\n", x(&log)));
+        s.push_str(&format!(
+            "\t<key>{k}</key>\n\t<string>{}</string>\n",
+            x(&log)
+        ));
     }
     s.push_str("</dict>\n</plist>\n");
     s
@@ -404,7 +417,9 @@ pub fn task_xml(spec: &Spec) -> String {
     let mut s = String::new();
     s.push_str("<?xml version=\"1.0\"?>\n");
     s.push_str("<!-- Written by `fleet-dispatch service install`; `fleet-dispatch service uninstall` removes it. -->\n");
-    s.push_str("<Task version=\"1.2\" xmlns=\"http://schemas.microsoft.com/windows/2004/02/mit/task\">\n");
+    s.push_str(
+        "<Task version=\"1.2\" xmlns=\"http://schemas.microsoft.com/windows/2004/02/mit/task\">\n",
+    );
     s.push_str("  <RegistrationInfo>\n    <Description>fleet-dispatch listener: runs this machine's jobs from the shared folder.</Description>\n  </RegistrationInfo>\n");
     s.push_str("  <Triggers>\n    <LogonTrigger>\n      <Enabled>true</Enabled>\n");
     s.push_str("      <Repetition>\n        <Interval>PT5M</Interval>\n        <StopAtDurationEnd>false</StopAtDurationEnd>\n      </Repetition>\n");
@@ -502,13 +517,13 @@ pub fn commands(platform: Platform, path: &Path, home: &str) -> Commands {
     let unit = SYSTEMD_UNIT.trim_end_matches(".service");
     match platform {
         Platform::Linux => Commands {
-            start: format!("systemctl --user daemon-reload && systemctl --user enable --now {unit}"),
+            start: format!(
+                "systemctl --user daemon-reload && systemctl --user enable --now {unit}"
+            ),
             stop: format!("systemctl --user stop {unit}"),
             log: format!("journalctl --user -u {unit} -f"),
             restart: format!("systemctl --user daemon-reload && systemctl --user restart {unit}"),
-            after_removal: format!(
-                "systemctl --user stop {unit}; systemctl --user daemon-reload"
-            ),
+            after_removal: format!("systemctl --user stop {unit}; systemctl --user daemon-reload"),
         },
         Platform::Macos => Commands {
             start: format!(
@@ -520,10 +535,7 @@ pub fn commands(platform: Platform, path: &Path, home: &str) -> Commands {
                 "launchctl bootout gui/$(id -u)/{LAUNCHD_LABEL}; launchctl bootstrap gui/$(id -u) '{}'",
                 path.display().to_string().replace('\'', r"'\''")
             ),
-            log: format!(
-                "tail -f '{}'",
-                launchd_log(home).replace('\'', r"'\''")
-            ),
+            log: format!("tail -f '{}'", launchd_log(home).replace('\'', r"'\''")),
             after_removal: format!("launchctl bootout gui/$(id -u)/{LAUNCHD_LABEL}"),
         },
         Platform::Windows => Commands {

@@ -83,7 +83,10 @@ fn the_unit_runs_the_binary_with_each_setting_and_path() {
         .filter_map(|l| l.strip_prefix("Environment="))
         .map(|w| systemd_unquote(w, false))
         .collect();
-    assert!(env.contains(&format!("FLEET_DISPATCH_ROOT={HOSTILE}")), "{env:?}");
+    assert!(
+        env.contains(&format!("FLEET_DISPATCH_ROOT={HOSTILE}")),
+        "{env:?}"
+    );
     assert!(env.contains(&"PATH=/home/a/.cargo/bin:/usr/bin".to_string()));
     assert!(env.contains(&"FLEET_DISPATCH_STOP_GRACE=20s".to_string()));
     assert!(unit.contains("\nTimeoutStopSec=30s\n"));
@@ -91,15 +94,15 @@ fn the_unit_runs_the_binary_with_each_setting_and_path() {
 
 #[test]
 fn xml_text_is_escaped() {
-    assert_eq!(
-        xml_escape("a&b<c>\"d'"),
-        "a&amp;b&lt;c&gt;&quot;d&apos;"
-    );
+    assert_eq!(xml_escape("a&b<c>\"d'"), "a&amp;b&lt;c&gt;&quot;d&apos;");
     let plist = launchd_plist(&spec(HOSTILE));
     assert!(plist.contains("100% sure $HOME &amp; &lt;x&gt; &quot;q&quot;"));
     assert!(!plist.contains("& <"));
     let xml = task_xml(&spec("D:\\Sync 1\\fleet & co"));
-    assert!(xml.contains("--root &quot;D:\\Sync 1\\fleet &amp; co&quot;"), "{xml}");
+    assert!(
+        xml.contains("--root &quot;D:\\Sync 1\\fleet &amp; co&quot;"),
+        "{xml}"
+    );
     assert!(xml.contains("<UserId>DOM\\a</UserId>"));
 }
 
@@ -179,7 +182,11 @@ fn entries_live_where_each_manager_looks() {
         Path::new("/h/.config/systemd/user/fleet-dispatch.service")
     );
     assert_eq!(
-        entry_path(Platform::Linux, env(&[("HOME", "/h"), ("XDG_CONFIG_HOME", "/x")])).unwrap(),
+        entry_path(
+            Platform::Linux,
+            env(&[("HOME", "/h"), ("XDG_CONFIG_HOME", "/x")])
+        )
+        .unwrap(),
         Path::new("/x/systemd/user/fleet-dispatch.service")
     );
     assert_eq!(

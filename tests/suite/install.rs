@@ -31,14 +31,19 @@ fn cargo_install_gives_a_binary_that_reports_the_cargo_toml_version() {
     let prefix = tempfile::tempdir().unwrap();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let out = Command::new(cargo)
-        .args(["install", "--locked", "--offline", "--debug", "--quiet", "--path"])
+        .args([
+            "install",
+            "--locked",
+            "--offline",
+            "--debug",
+            "--quiet",
+            "--path",
+        ])
         .arg(project)
         .arg("--root")
         .arg(prefix.path())
         .env("CARGO_BUILD_BUILD_DIR", build_dir())
         .env("CARGO_TARGET_DIR", prefix.path().join("target"))
-        // The installed copy is found by its full path, not on PATH.
-        .env("CARGO_INSTALL_ROOT", prefix.path())
         .output()
         .unwrap();
     assert!(

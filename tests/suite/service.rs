@@ -121,7 +121,10 @@ fn unit_command(text: &str) -> (Vec<(String, String)>, Vec<String>) {
 /// `--once`, as the service manager would; returns its status and output.
 fn run_entry(argv: &[String], env: &[(String, String)], home: &Path) -> (i32, String) {
     let mut c = Command::new(&argv[0]);
-    c.args(&argv[1..]).arg("--once").env_clear().env("HOME", home);
+    c.args(&argv[1..])
+        .arg("--once")
+        .env_clear()
+        .env("HOME", home);
     c.env("USERPROFILE", home);
     if cfg!(windows) {
         for k in ["SYSTEMROOT", "WINDIR", "TEMP", "TMP"] {
@@ -146,7 +149,14 @@ fn run_entry(argv: &[String], env: &[(String, String)], home: &Path) -> (i32, St
 
 /// Makes PC's folder under `root`, as its first listener would.
 fn make_target_in(root: &Path) {
-    for d in ["inbox", "cancel", "running", "results", "logs", "archive/done"] {
+    for d in [
+        "inbox",
+        "cancel",
+        "running",
+        "results",
+        "logs",
+        "archive/done",
+    ] {
         std::fs::create_dir_all(root.join("PC").join(d)).unwrap();
     }
 }
@@ -181,10 +191,15 @@ fn install_writes_a_unit_that_parses_verifies_and_runs_the_listener() {
     let path = unit_path(&w);
     assert!(out.contains(&path.display().to_string()), "{out}");
     assert!(
-        out.contains("systemctl --user daemon-reload && systemctl --user enable --now fleet-dispatch"),
+        out.contains(
+            "systemctl --user daemon-reload && systemctl --user enable --now fleet-dispatch"
+        ),
         "{out}"
     );
-    assert!(out.contains("journalctl --user -u fleet-dispatch -f"), "{out}");
+    assert!(
+        out.contains("journalctl --user -u fleet-dispatch -f"),
+        "{out}"
+    );
     let text = std::fs::read_to_string(&path).unwrap();
     let (env, argv) = unit_command(&text);
     assert!(same_file(Path::new(&argv[0]), &bin()), "{argv:?}");
@@ -307,7 +322,10 @@ fn uninstall_removes_the_entry_and_its_enable_link_and_says_when_there_is_none()
     let (code, out, err) = service(&w, &root, &["uninstall", "--platform", "linux"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("removed"), "{out}");
-    assert!(out.contains("systemctl --user stop fleet-dispatch"), "{out}");
+    assert!(
+        out.contains("systemctl --user stop fleet-dispatch"),
+        "{out}"
+    );
     assert!(!path.exists());
     assert!(!wants.join("fleet-dispatch.service").is_symlink());
 
@@ -392,7 +410,10 @@ fn the_launchd_agent_is_a_plist_that_runs_the_binary_with_each_setting() {
     let pos = env.iter().position(|k| k == "FLEET_DISPATCH_ROOT").unwrap();
     assert_eq!(env[pos + 1], root.to_str().unwrap());
     let pos = env.iter().position(|k| k == "PATH").unwrap();
-    assert_eq!(Some(env[pos + 1].as_str()), std::env::var("PATH").ok().as_deref());
+    assert_eq!(
+        Some(env[pos + 1].as_str()),
+        std::env::var("PATH").ok().as_deref()
+    );
     let log = value("StandardOutPath").text().unwrap().to_string();
     assert!(
         Path::new(&log).starts_with(&w.home) && log.ends_with(".log"),
@@ -404,7 +425,11 @@ fn the_launchd_agent_is_a_plist_that_runs_the_binary_with_each_setting() {
         .output()
         .is_ok_and(|o| o.status.success())
     {
-        let ok = Command::new("plutil").arg("-lint").arg(&path).status().unwrap();
+        let ok = Command::new("plutil")
+            .arg("-lint")
+            .arg(&path)
+            .status()
+            .unwrap();
         assert!(ok.success(), "plutil -lint refused {}", path.display());
     } else {
         eprintln!("service: plutil is not installed: the plist was parsed as XML only");
@@ -468,9 +493,18 @@ fn the_task_is_utf16_xml_whose_command_runs_the_listener_with_each_setting() {
     let (code, out, err) = output(&mut c);
     assert_eq!(code, 0, "{out}{err}");
     let path = local.join("fleet-dispatch/fleet-dispatch-listen.xml");
-    assert!(out.contains("schtasks /Create /F /TN fleet-dispatch-listen /XML"), "{out}");
-    assert!(out.contains("schtasks /Run /TN fleet-dispatch-listen"), "{out}");
-    assert!(err.contains("PATH"), "the PATH a task cannot carry is said: {err}");
+    assert!(
+        out.contains("schtasks /Create /F /TN fleet-dispatch-listen /XML"),
+        "{out}"
+    );
+    assert!(
+        out.contains("schtasks /Run /TN fleet-dispatch-listen"),
+        "{out}"
+    );
+    assert!(
+        err.contains("PATH"),
+        "the PATH a task cannot carry is said: {err}"
+    );
     let bytes = std::fs::read(&path).unwrap();
     assert_eq!(&bytes[..2], &[0xFF, 0xFE], "UTF-16 with a byte order mark");
     let units: Vec<u16> = bytes[2..]
@@ -491,7 +525,10 @@ fn the_task_is_utf16_xml_whose_command_runs_the_listener_with_each_setting() {
     assert!(same_file(Path::new(&command), &bin()), "{command}");
     let args = windows_split(&find("Arguments").remove(0));
     let flag = |f: &str| {
-        let i = args.iter().position(|a| a == f).unwrap_or_else(|| panic!("no {f}: {args:?}"));
+        let i = args
+            .iter()
+            .position(|a| a == f)
+            .unwrap_or_else(|| panic!("no {f}: {args:?}"));
         args[i + 1].clone()
     };
     assert_eq!(args[0], "listen");
@@ -535,7 +572,10 @@ fn doctor_hints_at_a_missing_entry_and_checks_an_installed_one() {
     let c = service_check(&w);
     assert_eq!(c["status"], "ok", "no entry is no failure: {c}");
     assert!(
-        c["hint"].as_str().unwrap().contains("fleet-dispatch service install"),
+        c["hint"]
+            .as_str()
+            .unwrap()
+            .contains("fleet-dispatch service install"),
         "{c}"
     );
 
