@@ -217,7 +217,7 @@ the settings came from). Exits 0 when every check passes, 1 when one warns.",
         after_help = "Examples:\n  fleet-dispatch doctor\n  fleet-dispatch doctor --all --json"
     )]
     Doctor(DoctorArgs),
-    /// Run the listener as a service: write (or remove) this machine's systemd unit, launchd agent or Task Scheduler task
+    /// Run the listener as a service (systemd, launchd, Task Scheduler)
     #[command(
         long_about = "Run this machine's listener as a service, in one command. `install` writes \
 the service entry for this machine from the effective settings (as `fleet-dispatch config` shows \
