@@ -1,7 +1,9 @@
 //! `doctor`: this machine's set-up and each target's health, one check a
 //! line, failures first with a hint, exit 1 when any warns. The checks and
 //! their judgements are [`doctor`]'s; this file picks the targets as
-//! `status` does, says where the settings came from, and prints.
+//! `status` does, says where the settings came from, compares this
+//! machine's service entry with the one `service install` would write
+//! now, and prints.
 
 use crate::cli::DoctorArgs;
 use crate::config::{Context, Setting};

@@ -114,3 +114,60 @@ pub fn judge_service(f: &ServiceFacts) -> Check {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path() -> PathBuf {
+        PathBuf::from("/h/.config/systemd/user/fleet-dispatch.service")
+    }
+
+    #[test]
+    fn no_entry_is_a_hint_not_a_failure() {
+        let c = judge_service(&ServiceFacts::Absent {
+            path: path(),
+            kind: "systemd user unit",
+        });
+        assert_eq!(c.status, Status::Ok);
+        assert!(c.hint.unwrap().contains("service install"));
+    }
+
+    #[test]
+    fn a_matching_entry_passes_unless_its_manager_says_it_is_down() {
+        let facts = |state: Option<&str>| ServiceFacts::Matches {
+            path: path(),
+            kind: "systemd user unit",
+            state: state.map(str::to_string),
+            start: "systemctl --user enable --now fleet-dispatch".into(),
+        };
+        assert_eq!(judge_service(&facts(None)).status, Status::Ok);
+        let active = judge_service(&facts(Some("active")));
+        assert_eq!(active.status, Status::Ok);
+        assert!(
+            active.message.ends_with("it is active"),
+            "{}",
+            active.message
+        );
+        let failed = judge_service(&facts(Some("failed")));
+        assert_eq!(failed.status, Status::Warn);
+        assert!(failed.hint.unwrap().contains("enable --now"));
+    }
+
+    #[test]
+    fn a_stale_entry_warns_naming_what_differs_and_the_fix() {
+        let c = judge_service(&ServiceFacts::Differs {
+            path: path(),
+            kind: "systemd user unit",
+            lines: "Environment=\"FLEET_DISPATCH_MACHINE=PC\"".into(),
+            restart: "systemctl --user restart fleet-dispatch".into(),
+        });
+        assert_eq!(c.status, Status::Warn);
+        assert!(c.message.contains("FLEET_DISPATCH_MACHINE=PC"));
+        let hint = c.hint.unwrap();
+        assert!(
+            hint.contains("--force") && hint.contains("restart"),
+            "{hint}"
+        );
+    }
+}
