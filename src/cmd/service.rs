@@ -146,8 +146,8 @@ fn install(ctx: &Context, platform: Platform, args: &ServiceArgs) -> Result<u8> 
         );
         return Ok(exit::SUCCESS);
     }
-    let changed = match read_entry(&path)? {
-        Some(old) if old == text => false,
+    let (changed, replaced) = match read_entry(&path)? {
+        Some(old) if old == text => (false, false),
         Some(old) if !args.force => {
             return Err(Error::validation(format!(
                 "a different {} is already at {}; refusing to replace it (it has: {})",
@@ -157,7 +157,7 @@ fn install(ctx: &Context, platform: Platform, args: &ServiceArgs) -> Result<u8> 
             ))
             .hint("`fleet-dispatch service install --print` shows what would be written; --force replaces it"));
         }
-        _ => true,
+        old => (true, old.is_some()),
     };
     if changed {
         if let Some(dir) = path.parent() {
@@ -170,16 +170,25 @@ fn install(ctx: &Context, platform: Platform, args: &ServiceArgs) -> Result<u8> 
         )?;
     }
     let registered = register(platform, &path)?;
-    let c = service::commands(platform, &path, &spec.home);
-    let root = spec.pinned.first().map_or("", |p| p.value.as_str());
-    let machine = spec.pinned.get(1).map_or("", |p| p.value.as_str());
-    let mut human = vec![format!(
-        "{} the {} {}: it runs {} listen as {machine} on {root}",
-        if changed { "wrote" } else { "unchanged:" },
-        platform.kind(),
-        path.display(),
-        spec.exe
-    )];
+    let mut c = service::commands(platform, &path, &spec.home);
+    if registered {
+        c.start = format!("schtasks /Run /TN {}", service::TASK_NAME);
+    }
+    let runs = format!(
+        "it runs {} listen as {} on {}",
+        spec.exe,
+        spec.pinned("FLEET_DISPATCH_MACHINE").unwrap_or_default(),
+        spec.pinned("FLEET_DISPATCH_ROOT").unwrap_or_default()
+    );
+    let mut human = vec![if changed {
+        format!("wrote the {} {}: {runs}", platform.kind(), path.display())
+    } else {
+        format!(
+            "the {} {} is already installed, unchanged: {runs}",
+            platform.kind(),
+            path.display()
+        )
+    }];
     if registered {
         human.push(format!("registered the task {}", service::TASK_NAME));
     }
@@ -189,8 +198,11 @@ fn install(ctx: &Context, platform: Platform, args: &ServiceArgs) -> Result<u8> 
     if platform == Platform::Linux {
         human.push("keep it running while logged out: loginctl enable-linger \"$USER\"".into());
     }
-    if changed {
-        human.push("an older copy already running keeps its old settings until restarted".into());
+    if replaced {
+        human.push(format!(
+            "a listener the old entry started keeps the old settings until restarted: {}",
+            c.restart
+        ));
     }
     super::emit(
         ctx,
@@ -198,6 +210,7 @@ fn install(ctx: &Context, platform: Platform, args: &ServiceArgs) -> Result<u8> 
             "platform": platform.as_str(),
             "path": path,
             "changed": changed,
+            "replaced": replaced,
             "registered": registered,
             "start": c.start,
             "stop": c.stop,

@@ -114,6 +114,16 @@ pub struct Spec {
     pub user: Option<String>,
 }
 
+impl Spec {
+    /// The value pinned for `var`, when it is.
+    pub fn pinned(&self, var: &str) -> Option<&str> {
+        self.pinned
+            .iter()
+            .find(|p| p.var == var)
+            .map(|p| p.value.as_str())
+    }
+}
+
 /// A value an entry cannot hold, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unwritable {

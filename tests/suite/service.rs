@@ -264,7 +264,7 @@ fn a_second_install_changes_nothing_and_a_different_one_needs_force() {
     let first = std::fs::read(&path).unwrap();
     let (code, out, err) = service(&w, &root, &["install", "--platform", "linux"]);
     assert_eq!(code, 0, "{out}{err}");
-    assert!(out.starts_with("unchanged"), "{out}");
+    assert!(out.contains("already installed, unchanged"), "{out}");
     assert_eq!(std::fs::read(&path).unwrap(), first);
 
     let mut c = w.cmd_as("LAPTOP");
@@ -281,6 +281,10 @@ fn a_second_install_changes_nothing_and_a_different_one_needs_force() {
     let (code, out, err) = output(&mut c);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.starts_with("wrote"), "{out}");
+    assert!(
+        out.contains("systemctl --user restart fleet-dispatch"),
+        "{out}"
+    );
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains("FLEET_DISPATCH_MACHINE=LAPTOP"), "{text}");
 }
