@@ -138,6 +138,12 @@ fn install(ctx: &Context, platform: Platform, args: &ServiceArgs) -> Result<u8> 
             "fleet-dispatch: note: a Task Scheduler task sets no variables: the listener gets your account's {var}, not this shell's"
         );
     }
+    if service::is_build_output(&spec.exe) {
+        eprintln!(
+            "fleet-dispatch: note: {} is a build in a cargo target folder, which `cargo clean` or the next build replaces; install it first (`cargo install --locked --path .`) and run `service install` with the installed binary",
+            spec.exe
+        );
+    }
     if args.print {
         super::emit(
             ctx,

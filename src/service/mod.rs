@@ -563,6 +563,20 @@ pub fn commands(platform: Platform, path: &Path, home: &str) -> Commands {
     }
 }
 
+/// True when `exe` is a build inside a cargo target folder
+/// (`…/target/debug/…`, `…/target/<triple>/release/…`): a service pointed there
+/// breaks at the next `cargo clean`, and runs whatever was built last.
+pub fn is_build_output(exe: &str) -> bool {
+    let parts: Vec<&str> = exe.split(['/', '\\']).collect();
+    let profile = |p: &str| p == "debug" || p == "release";
+    // `target/<profile>/…`, or `target/<triple>/<profile>/…` when cross-built.
+    parts.iter().enumerate().any(|(i, p)| {
+        *p == "target"
+            && (parts.get(i + 1).is_some_and(|n| profile(n))
+                || parts.get(i + 2).is_some_and(|n| profile(n)))
+    })
+}
+
 /// The lines of `installed` that `expected` does not have, for a report
 /// of how an entry differs from what `service install` would write now.
 pub fn differing_lines<'a>(installed: &'a str, expected: &str) -> Vec<&'a str> {

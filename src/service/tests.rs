@@ -219,3 +219,18 @@ fn differing_lines_name_what_changed() {
     );
     assert!(differing_lines(&new, &new).is_empty());
 }
+
+#[test]
+fn a_binary_in_a_cargo_target_folder_is_told_apart() {
+    assert!(is_build_output(
+        "/home/a/src/fleet-dispatch/target/release/fleet-dispatch"
+    ));
+    assert!(is_build_output(
+        "C:\\src\\fd\\target\\debug\\fleet-dispatch.exe"
+    ));
+    assert!(is_build_output(
+        "/src/fd/target/x86_64-pc-windows-gnu/debug/fleet-dispatch.exe"
+    ));
+    assert!(!is_build_output("/home/a/.cargo/bin/fleet-dispatch"));
+    assert!(!is_build_output("/opt/target/bin/fleet-dispatch"));
+}
