@@ -22,10 +22,6 @@ use crate::service::{self, Platform};
 /// The largest entry read back: one is a few kilobytes.
 const MAX_ENTRY_BYTES: u64 = 1 << 20;
 
-/// What `service install` writes first in every entry, so `uninstall`
-/// removes only an entry it wrote.
-const MARK: &str = "Written by `fleet-dispatch service install`";
-
 /// Runs `service`.
 pub fn run(ctx: &Context, args: ServiceArgs) -> Result<u8> {
     let platform = args.platform.unwrap_or_else(Platform::host);
@@ -241,7 +237,7 @@ fn uninstall(ctx: &Context, platform: Platform, force: bool) -> Result<u8> {
         );
         return Ok(exit::SUCCESS);
     };
-    if !text.contains(MARK) && !force {
+    if !text.contains(service::MARK) && !force {
         return Err(Error::validation(format!(
             "{} was not written by `fleet-dispatch service install`; refusing to remove it",
             path.display()

@@ -23,6 +23,11 @@
 
 use std::path::{Path, PathBuf};
 
+/// The line every entry opens with (in a comment): `service uninstall`
+/// removes only an entry that has it.
+pub const MARK: &str =
+    "Written by `fleet-dispatch service install`; `fleet-dispatch service uninstall` removes it.";
+
 /// The systemd user unit's name.
 pub const SYSTEMD_UNIT: &str = "fleet-dispatch.service";
 
@@ -296,7 +301,7 @@ fn environment(spec: &Spec) -> Vec<(&str, String)> {
 /// timeout that covers the stop grace.
 pub fn systemd_unit(spec: &Spec) -> String {
     let mut s = String::new();
-    s.push_str("# Written by `fleet-dispatch service install`; `fleet-dispatch service uninstall` removes it.\n");
+    s.push_str(&format!("# {MARK}\n"));
     s.push_str(
         "# Start: systemctl --user daemon-reload && systemctl --user enable --now fleet-dispatch\n",
     );
@@ -341,7 +346,7 @@ pub fn launchd_plist(spec: &Spec) -> String {
     let mut s = String::new();
     s.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     s.push_str("<!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n");
-    s.push_str("<!-- Written by `fleet-dispatch service install`; `fleet-dispatch service uninstall` removes it. -->\n");
+    s.push_str(&format!("<!-- {MARK} -->\n"));
     s.push_str("<plist version=\"1.0\">\n<dict>\n");
     s.push_str(&format!(
         "\t<key>Label</key>\n\t<string>{LAUNCHD_LABEL}</string>\n"
@@ -426,7 +431,7 @@ pub fn task_xml(spec: &Spec) -> String {
         .unwrap_or_default();
     let mut s = String::new();
     s.push_str("<?xml version=\"1.0\"?>\n");
-    s.push_str("<!-- Written by `fleet-dispatch service install`; `fleet-dispatch service uninstall` removes it. -->\n");
+    s.push_str(&format!("<!-- {MARK} -->\n"));
     s.push_str(
         "<Task version=\"1.2\" xmlns=\"http://schemas.microsoft.com/windows/2004/02/mit/task\">\n",
     );
