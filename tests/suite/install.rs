@@ -4,12 +4,12 @@
 //!
 //! The test installs the debug build (`--debug`) with the build folder
 //! this suite was built in (`CARGO_BUILD_BUILD_DIR`), so cargo reuses what
-//! it already compiled — about 7 s (it links the binary again), 15 s
-//! after a change to the crate, against two minutes for a release build
-//! from nothing, on the 2-core test machine — while the finished binary goes to a temporary target
-//! folder, never over the one the other tests run. What is checked — that
-//! the package installs, offline, from the locked dependencies, and the
-//! binary starts — does not depend on the profile.
+//! it already compiled: about 7 s on a 2-core machine (it links the binary
+//! again), 15 s after a change to the crate, against two minutes for a
+//! release build from nothing. The finished binary goes to a temporary
+//! target folder, never over the one the other tests run. What is checked
+//! (the package installs, offline, from the locked dependencies, and the
+//! binary starts) does not depend on the profile.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
