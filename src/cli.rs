@@ -217,6 +217,48 @@ the settings came from). Exits 0 when every check passes, 1 when one warns.",
         after_help = "Examples:\n  fleet-dispatch doctor\n  fleet-dispatch doctor --all --json"
     )]
     Doctor(DoctorArgs),
+    /// Run the listener as a service (systemd, launchd, Task Scheduler)
+    #[command(
+        long_about = "Run this machine's listener as a service, in one command. `install` writes \
+the service entry for this machine from the effective settings (as `fleet-dispatch config` shows \
+them): a systemd user unit (~/.config/systemd/user/fleet-dispatch.service), a launchd agent \
+(~/Library/LaunchAgents/net.fleet-dispatch.listen.plist) or a Task Scheduler task \
+(fleet-dispatch-listen, registered from %LOCALAPPDATA%\\fleet-dispatch\\fleet-dispatch-listen.xml). \
+The entry runs this binary by its absolute path with the root, machine, key file, state \
+directory and config file pinned, and with this shell's PATH, which jobs inherit. It prints \
+where the entry went and how to start, stop and read its log. It refuses, writing nothing, \
+when `listen` could not start (no root, no key) and when a different entry is there \
+(--force replaces it). `uninstall` removes the entry. `doctor` checks an installed entry \
+against the current settings.",
+        after_help = "Examples:\n  fleet-dispatch service install --print   # show the entry, write nothing\n  fleet-dispatch service install\n  fleet-dispatch service uninstall"
+    )]
+    Service(ServiceArgs),
+}
+
+/// What `service` does.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ServiceAction {
+    /// Write this machine's service entry
+    Install,
+    /// Remove it
+    Uninstall,
+}
+
+/// `service`.
+#[derive(Debug, Args)]
+pub struct ServiceArgs {
+    /// install or uninstall
+    #[arg(value_enum, value_name = "ACTION")]
+    pub action: ServiceAction,
+    /// With install: print the entry and write nothing
+    #[arg(long)]
+    pub print: bool,
+    /// With install: replace an entry that differs from the one it would write; with uninstall: remove an entry at its path that install did not write
+    #[arg(long, conflicts_with = "print")]
+    pub force: bool,
+    /// The service manager to write for [default: this machine's: linux (systemd), macos (launchd), windows (Task Scheduler)]
+    #[arg(long, value_enum, value_name = "OS")]
+    pub platform: Option<crate::service::Platform>,
 }
 
 /// `doctor`.

@@ -19,6 +19,7 @@ use crate::names::Machine;
 
 mod file;
 mod rules;
+mod service;
 
 use file::load_config;
 pub use file::{ConfigFile, FileConfig, config_path, parse_config};

@@ -14,7 +14,7 @@
 //!
 //! 1. foundations: [`error`], [`exit`], [`random`], [`read`], [`clock`], [`names`], [`platform`], [`out`], [`screen`], [`retention`]
 //! 2. files: [`fsops`], [`layout`], [`events`], [`listing`]
-//! 3. documents and rules: [`key`], [`doc`], [`accept`], [`governor`], [`replay`], [`jobenv`], [`settle`], [`dependency`]
+//! 3. documents and rules: [`key`], [`doc`], [`accept`], [`governor`], [`replay`], [`jobenv`], [`settle`], [`dependency`], [`service`]
 //! 4. places and state: [`state`], [`heartbeat`], [`rejected`], [`observe`], [`jobref`], [`output`], [`prune`], [`doctor`]
 //! 5. requests: [`submit`], [`cancel`], [`wait`]
 //! 6. the engine: [`shutdown`], [`watcher`], [`publisher`], [`runner`], [`listener`]
@@ -67,6 +67,7 @@ pub mod replay;
 pub mod retention;
 pub mod runner;
 pub mod screen;
+pub mod service;
 pub mod settle;
 pub mod shutdown;
 pub mod state;

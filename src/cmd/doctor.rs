@@ -1,16 +1,20 @@
 //! `doctor`: this machine's set-up and each target's health, one check a
 //! line, failures first with a hint, exit 1 when any warns. The checks and
 //! their judgements are [`doctor`]'s; this file picks the targets as
-//! `status` does, says where the settings came from, and prints.
+//! `status` does, says where the settings came from, compares this
+//! machine's service entry with the one `service install` would write
+//! now, and prints.
 
 use crate::cli::DoctorArgs;
 use crate::config::{Context, Setting};
-use crate::doctor::{self, Check, Inputs, Status};
+use crate::doctor::{self, Check, Inputs, ServiceFacts, Status};
 use crate::error::Result;
 use crate::exit;
 use crate::layout::{self, TargetDirs};
 use crate::names::Machine;
 use crate::out::{self, Tone};
+use crate::read::FileRead;
+use crate::service::{self, Platform};
 
 /// Lowers [`doctor::FILE_LIMIT`] for a test, which cannot make 300,000
 /// files in reasonable time. A variable rather than a hidden flag: the
@@ -60,6 +64,88 @@ fn line(c: &Check) -> String {
     s
 }
 
+/// This machine's service entry against the one `service install` would
+/// write now; `None` without a home directory to look in.
+fn service_facts(ctx: &Context) -> Option<ServiceFacts> {
+    let platform = Platform::host();
+    let path = service::entry_path(platform, |v| std::env::var(v).ok())?;
+    let kind = platform.kind();
+    let installed = match crate::fsops::read_local(&path, 1 << 20) {
+        FileRead::Missing => return Some(ServiceFacts::Absent { path, kind }),
+        FileRead::Bytes(b) => service::decode(&b).unwrap_or_default(),
+        _ => String::new(),
+    };
+    let spec = match ctx.service_spec(platform) {
+        Ok(spec) => spec,
+        Err(e) => {
+            return Some(ServiceFacts::Unchecked {
+                path,
+                why: e.message,
+            });
+        }
+    };
+    let expected = match service::render(platform, &spec) {
+        Ok(text) => text,
+        Err(u) => {
+            let why = format!("{} {:?}: {}", u.what, u.value, u.why);
+            return Some(ServiceFacts::Unchecked { path, why });
+        }
+    };
+    let c = service::commands(platform, &path, &spec.home);
+    if installed != expected {
+        let lines = service::differing_lines(&installed, &expected);
+        let mut shown = lines
+            .iter()
+            .take(3)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(" | ");
+        if shown.is_empty() {
+            shown = "the same lines, in another order or encoding".into();
+        }
+        return Some(ServiceFacts::Differs {
+            path,
+            kind,
+            lines: shown,
+            restart: c.restart,
+        });
+    }
+    let state = systemd_state(&path);
+    Some(ServiceFacts::Matches {
+        path,
+        kind,
+        state,
+        start: c.start,
+    })
+}
+
+/// The unit's state as the systemd user manager says it, only when that
+/// manager has loaded the unit from `path` (a read-only question; `None`
+/// where there is no systemctl or no user manager to ask).
+fn systemd_state(path: &std::path::Path) -> Option<String> {
+    if Platform::host() != Platform::Linux {
+        return None;
+    }
+    let out = std::process::Command::new("systemctl")
+        .args(["--user", "show", service::SYSTEMD_UNIT])
+        .args(["-p", "FragmentPath", "-p", "ActiveState"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let field = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .map(str::to_string)
+    };
+    if field("FragmentPath=")?.as_str() != path.to_str()? {
+        return None;
+    }
+    field("ActiveState=")
+}
+
 /// Runs `doctor`.
 pub fn run(ctx: &Context, args: DoctorArgs) -> Result<u8> {
     let root = ctx.root().ok();
@@ -92,7 +178,7 @@ pub fn run(ctx: &Context, args: DoctorArgs) -> Result<u8> {
         .max_job_age(None)
         .and_then(|age| ctx.retention(None, age))
         .unwrap_or(crate::retention::DEFAULT_RETENTION);
-    let report = doctor::examine(&Inputs {
+    let mut report = doctor::examine(&Inputs {
         root: configured_root.as_deref(),
         key_file: key_file.as_deref(),
         state_dir: state_dir.as_deref(),
@@ -102,6 +188,11 @@ pub fn run(ctx: &Context, args: DoctorArgs) -> Result<u8> {
         retention,
         config,
     });
+    if let Some(facts) = service_facts(ctx) {
+        let mut checks = std::mem::take(&mut report.checks);
+        checks.push(doctor::judge_service(&facts));
+        report = doctor::Report::new(checks, report.key_fingerprint);
+    }
     let warned = report
         .checks
         .iter()

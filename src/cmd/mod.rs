@@ -12,6 +12,7 @@ mod keygen;
 mod listen;
 mod logs;
 mod result;
+mod service;
 mod status;
 mod sweep;
 mod verify_marker;
@@ -45,6 +46,7 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
         Cmd::Demo(a) => demo::run(&ctx, a),
         Cmd::Config(a) => config::run(&ctx, a),
         Cmd::Doctor(a) => doctor::run(&ctx, a),
+        Cmd::Service(a) => service::run(&ctx, a),
     }
 }
 

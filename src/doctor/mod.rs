@@ -14,8 +14,10 @@
 //! the folder a second way.
 
 mod gather;
+mod service;
 mod target;
 
+pub use service::{ServiceFacts, judge_service};
 pub use target::{BeatFile, TargetFacts, conflict_copy, judge_target, skew_secs};
 
 use std::path::{Path, PathBuf};
