@@ -51,13 +51,13 @@ pub fn line(text: &str) {
     write_line(&crate::screen::screened(text));
 }
 
-/// Prints one JSON document on a line of its own, as [`line`] does.
+/// Prints one JSON document on a line of its own, as [`line()`] does.
 pub fn json(doc: &serde_json::Value) {
     write_line(&json_text(doc));
 }
 
 /// `doc` as one line of JSON with every control character a JSON escape:
-/// serde leaves DEL and the C1 controls as they are, and [`line`]'s
+/// serde leaves DEL and the C1 controls as they are, and [`line()`]'s
 /// screening would make them text that is not JSON; `\u009b` is the same
 /// string, and drives no terminal.
 pub fn json_text(doc: &serde_json::Value) -> String {
