@@ -184,6 +184,7 @@ pub fn run(ctx: &Context, args: DoctorArgs) -> Result<u8> {
         state_dir: state_dir.as_deref(),
         machine: machine.as_ref().map(Machine::as_str),
         targets: &targets,
+        fleet: &ctx.fleet(),
         file_limit,
         retention,
         config,

@@ -257,7 +257,9 @@ pub fn known_root(
     root: &std::path::Path,
     key: &Key,
 ) -> Result<crate::layout::RootGuard> {
-    crate::doctor::check_layout(root)?;
+    let mut fleet = ctx.fleet();
+    fleet.extend(ctx.machine().ok().map(|m| m.as_str().to_string()));
+    crate::doctor::check_layout(root, &fleet)?;
     crate::state::identify_root(root, ctx.state_dir(root).ok().as_deref(), key)
 }
 

@@ -43,6 +43,9 @@ pub struct Inputs<'a> {
     pub machine: Option<&'a str>,
     /// The targets to examine.
     pub targets: &'a [TargetDirs],
+    /// The machines this machine knows before their listeners run (the
+    /// fleet setting).
+    pub fleet: &'a [String],
     /// [`super::FILE_LIMIT`], or a lower limit for a test.
     pub file_limit: usize,
     /// The retention `sweep` prunes by here, for what it would free.
@@ -56,7 +59,13 @@ pub fn examine(i: &Inputs<'_>) -> Report {
     let now = clock::now();
     let (key_facts, key) = key(i.key_file, i.root);
     let mut checks: Vec<Check> = super::judge_key(&key_facts);
-    let root = root(i.root);
+    let fleet: Vec<String> = i
+        .machine
+        .map(str::to_string)
+        .into_iter()
+        .chain(i.fleet.iter().cloned())
+        .collect();
+    let root = root(i.root, &fleet);
     checks.extend(super::judge_root(&root));
     let fingerprint = key.as_ref().map(Key::fingerprint);
     let beats: Vec<BeatFile> = i.targets.iter().map(beat).collect();
@@ -156,7 +165,7 @@ fn folder(dir: &Dir, name: &str) -> Option<Dir> {
 /// OneDrive) are looked into.
 const LOOK: usize = 500;
 
-fn root(path: Option<&Path>) -> RootFacts {
+fn root(path: Option<&Path>, fleet: &[String]) -> RootFacts {
     let mut facts = RootFacts {
         path: path.map(Path::to_path_buf),
         state: RootState::Missing,
@@ -178,7 +187,7 @@ fn root(path: Option<&Path>) -> RootFacts {
         return facts;
     }
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    facts.shape = shape(&abs);
+    facts.shape = shape(&abs, fleet);
     facts.engine = super::engine(&abs, &markers(&abs), &onedrive_folders());
     facts.residency = crate::platform::residency(path);
     facts
@@ -191,8 +200,9 @@ fn writable(path: &Path) -> Result<(), String> {
 }
 
 /// The folders around `root` (an absolute path), as the layout rule
-/// ([`super::layout_off`]) judges them.
-pub(super) fn shape(root: &Path) -> Shape {
+/// ([`super::layout_off`]) judges them; `fleet` names this fleet's
+/// machines (a folder so named is never a stranger).
+pub(super) fn shape(root: &Path, fleet: &[String]) -> Shape {
     let Ok(dir) = Dir::open_trusted(root) else {
         return Shape::default();
     };
@@ -218,8 +228,16 @@ pub(super) fn shape(root: &Path) -> Shape {
             .collect();
         if !found.is_empty() {
             s.nested.push((n.clone(), found));
+        } else if fleet.iter().any(|m| m.eq_ignore_ascii_case(n))
+            || !super::layout_names(&inner).is_empty()
+        {
+            s.kin = true;
+        } else {
+            s.strangers.push(n.clone());
         }
     }
+    s.strangers.sort_by_key(|n| n.to_lowercase());
+    s.identity = entries.iter().any(|n| n == crate::layout::ROOT_FILE);
     s.targets.sort();
     s.is_target = super::too_deep(&entries, s.targets.len());
     s.own_layout = super::layout_names(&entries);

@@ -260,6 +260,16 @@ pub struct Shape {
     pub own_layout: Vec<String>,
     /// The target folder the root lies inside, if any.
     pub inside_target: Option<PathBuf>,
+    /// Its folders that are neither targets nor hold targets, and whose
+    /// names are no machine of this fleet (a whole OneDrive's
+    /// `Documents`, `Pictures`…).
+    pub strangers: Vec<String>,
+    /// True when it holds the root's identity file.
+    pub identity: bool,
+    /// True when one of its folders is the fleet's without being a whole
+    /// target: named after a machine of the fleet (a sender made it before
+    /// that machine's listener ran), or holding part of a target's layout.
+    pub kin: bool,
 }
 
 impl Shape {
@@ -269,6 +279,19 @@ impl Shape {
         self.is_target
             || self.inside_target.is_some()
             || (self.targets.is_empty() && !self.nested.is_empty())
+            || self.foreign()
+    }
+
+    /// True when nothing in it is this fleet's (no target folder, no
+    /// identity file, no folder named after a machine of the fleet) but
+    /// other folders are: it is some other folder, not a dispatch root.
+    pub fn foreign(&self) -> bool {
+        self.targets.is_empty()
+            && self.nested.is_empty()
+            && !self.is_target
+            && !self.identity
+            && !self.kin
+            && !self.strangers.is_empty()
     }
 }
 
@@ -446,8 +469,8 @@ pub fn judge_root(r: &RootFacts) -> Vec<Check> {
 pub struct Off {
     /// What the folders show.
     pub message: String,
-    /// The folder to use as the root instead.
-    pub root: PathBuf,
+    /// The folder to use as the root instead, when the folders show it.
+    pub root: Option<PathBuf>,
 }
 
 /// The layout rule, for `doctor` and for every command about to write
@@ -465,7 +488,7 @@ pub fn layout_off(root: &Path, s: &Shape) -> Option<Off> {
             message: format!(
                 "{shown} is itself a target folder (it holds {holds}, and no target folder): the root is one level too deep"
             ),
-            root: root.parent().unwrap_or(root).to_path_buf(),
+            root: Some(root.parent().unwrap_or(root).to_path_buf()),
         });
     }
     if let Some(t) = &s.inside_target {
@@ -474,7 +497,7 @@ pub fn layout_off(root: &Path, s: &Shape) -> Option<Off> {
                 "{shown} lies inside the target folder {}: the root is too deep",
                 t.display()
             ),
-            root: t.parent().unwrap_or(t).to_path_buf(),
+            root: Some(t.parent().unwrap_or(t).to_path_buf()),
         });
     }
     if s.targets.is_empty()
@@ -485,41 +508,62 @@ pub fn layout_off(root: &Path, s: &Shape) -> Option<Off> {
                 "{shown} holds no target folders, but its folder {inner} holds {}: the root is one level too high",
                 found.join(", ")
             ),
-            root: root.join(inner),
+            root: Some(root.join(inner)),
+        });
+    }
+    if s.foreign() {
+        let mut some: Vec<&str> = s.strangers.iter().take(3).map(String::as_str).collect();
+        if s.strangers.len() > 3 {
+            some.push("…");
+        }
+        return Some(Off {
+            message: format!(
+                "{shown} holds {} folder(s) ({}) and nothing of this fleet's (no target folder, no {}, no folder named after one of its machines): it is not a dispatch root",
+                s.strangers.len(),
+                some.join(", "),
+                crate::layout::ROOT_FILE
+            ),
+            root: None,
         });
     }
     None
 }
 
+/// What to do about a root one level off, as `lead` starts it.
+fn off_fix(off: &Off, lead: &str) -> String {
+    match &off.root {
+        Some(r) => format!(
+            "{lead} --root {} (or set FLEET_DISPATCH_ROOT, or `root` in the config file, to it)",
+            r.display()
+        ),
+        None => "point --root (or FLEET_DISPATCH_ROOT, or `root` in the config file) at the folder kept for fleet-dispatch inside the shared folder; a new root is an empty folder".to_string(),
+    }
+}
+
 /// Refuses a root one level off ([`layout_off`]) before a command writes
 /// a target folder into it, where no listener would ever look (`CONFIG`,
 /// naming the root to use). An empty root, or one that holds only its
-/// identity file, is a new root and fine.
-pub fn check_layout(root: &Path) -> crate::error::Result<()> {
+/// identity file, is a new root and fine; so is one that holds a folder
+/// named after a machine of `fleet` (this machine and the ones it knows).
+pub fn check_layout(root: &Path, fleet: &[String]) -> crate::error::Result<()> {
     let abs = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
-    match layout_off(&abs, &gather::shape(&abs)) {
+    match layout_off(&abs, &gather::shape(&abs, fleet)) {
         None => Ok(()),
         Some(off) => Err(crate::error::Error::config(format!(
             "{}; nothing was written",
             off.message
         ))
         .hint(format!(
-            "did you mean --root {}? (or set FLEET_DISPATCH_ROOT, or `root` in the config file, to it; `fleet-dispatch doctor` checks the root)",
-            off.root.display()
+            "{}; `fleet-dispatch doctor` checks the root",
+            off_fix(&off, "did you mean")
         ))),
     }
 }
 
 fn judge_shape(root: &Path, s: &Shape) -> Check {
     if let Some(off) = layout_off(root, s) {
-        return Check::warn(
-            "layout",
-            off.message,
-            format!(
-                "use --root {} (or set FLEET_DISPATCH_ROOT, or `root` in the config file, to it)",
-                off.root.display()
-            ),
-        );
+        let fix = off_fix(&off, "use");
+        return Check::warn("layout", off.message, fix);
     }
     if s.targets.is_empty() {
         return Check::ok(

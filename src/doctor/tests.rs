@@ -197,6 +197,28 @@ fn a_root_one_level_off_is_named_both_ways() {
     };
     assert_eq!(judge_shape(root, &fine).status, Status::Ok);
     assert_eq!(judge_shape(root, &Shape::default()).status, Status::Ok);
+    // Only other folders: some other folder, not a root.
+    let foreign = Shape {
+        strangers: vec!["Documents".into(), "Pictures".into()],
+        ..Shape::default()
+    };
+    let c = judge_shape(root, &foreign);
+    assert_eq!(c.status, Status::Warn);
+    assert!(c.message.contains("not a dispatch root"), "{}", c.message);
+    assert!(c.message.contains("Documents, Pictures"), "{}", c.message);
+    // Its identity file, or a target beside them, makes it a root.
+    for fine in [
+        Shape {
+            identity: true,
+            ..foreign.clone()
+        },
+        Shape {
+            targets: vec!["PC".into()],
+            ..foreign.clone()
+        },
+    ] {
+        assert_eq!(judge_shape(root, &fine).status, Status::Ok);
+    }
 }
 
 #[test]
@@ -378,6 +400,6 @@ fn a_root_holding_a_targets_folders_and_no_target_is_too_deep() {
         "{}",
         off.message
     );
-    assert_eq!(off.root, Path::new("/s"));
+    assert_eq!(off.root.as_deref(), Some(Path::new("/s")));
     assert_eq!(layout_off(Path::new("/s"), &Shape::default()), None);
 }

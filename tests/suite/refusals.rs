@@ -102,6 +102,45 @@ fn a_root_one_level_too_high_is_refused_naming_the_root_to_use() {
     assert_eq!(code, 0, "{out}{err}");
 }
 
+/// A root pointed at some other folder (a whole OneDrive: its own folders,
+/// none of this fleet's) before any listener has run: no real root is
+/// found inside to name, and still nothing is written.
+#[test]
+fn a_root_holding_only_folders_foreign_to_the_fleet_is_refused() {
+    let w = World::new();
+    let onedrive = w.dir.path().join("OneDrive");
+    for d in ["Documents", "Pictures", "fleet-dispatch"] {
+        std::fs::create_dir_all(onedrive.join(d)).unwrap();
+    }
+    let before = tree(&onedrive);
+    let (code, out, err) = enqueue_at(&w, &onedrive, &[]);
+    assert_eq!(code, 78, "CONFIG: {out}{err}");
+    assert!(err.contains("not a dispatch root"), "{err}");
+    assert!(err.contains("Documents, fleet-dispatch, Pictures"), "{err}");
+    assert!(
+        err.contains("a new root is an empty folder"),
+        "the fix: {err}"
+    );
+    assert_eq!(tree(&onedrive), before, "no PC/inbox made: {err}");
+    // doctor says the same, and the empty folder inside takes the job.
+    let (code, out, _) = output(w.cmd().env("FLEET_DISPATCH_FLEET", "PC,LAPTOP").args([
+        "--root",
+        p(&onedrive),
+        "doctor",
+    ]));
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("not a dispatch root"), "{out}");
+    let (code, out, err) = enqueue_at(&w, &onedrive.join("fleet-dispatch"), &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    // A folder named after a machine of the fleet is the fleet's: a root
+    // holding one beside other folders is a root.
+    let w = World::new();
+    std::fs::create_dir_all(w.root.join("notes")).unwrap();
+    std::fs::create_dir_all(w.root.join("LAPTOP")).unwrap();
+    let (code, out, err) = enqueue_at(&w, &w.root, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
 #[test]
 fn a_fresh_root_takes_its_first_job_and_one_with_its_identity_and_targets_a_new_target() {
     let w = World::new();
