@@ -32,6 +32,10 @@ impl fmt::Debug for Key {
     }
 }
 
+/// The advice for a key file that is no key file: the setting names some
+/// other file.
+pub const POINT_AT_KEY: &str = "point --key-file, FLEET_DISPATCH_KEY_FILE or key_file at the key file `fleet-dispatch keygen` wrote";
+
 impl Key {
     /// A key from raw bytes (already trimmed); refuses fewer than 32 bytes.
     pub fn from_bytes(bytes: &[u8]) -> Option<Key> {
@@ -51,7 +55,6 @@ impl Key {
     /// may read (docs/protocol.md §4.2): a key with the advice to make it
     /// private, a file that does not look like a key as not a key file.
     pub fn load(path: &Path) -> Result<Key> {
-        const POINT_AT_KEY: &str = "point --key-file, FLEET_DISPATCH_KEY_FILE or key_file at the key file `fleet-dispatch keygen` wrote";
         let text = match crate::fsops::read_local(path, MAX_KEY_FILE_BYTES) {
             FileRead::Bytes(t) => t,
             FileRead::Missing => {
@@ -87,18 +90,12 @@ impl Key {
                 "{} is not a fleet key file ({why})",
                 path.display()
             ))
-            .hint(format!("{POINT_AT_KEY}; or run `fleet-dispatch keygen --force` to make a new key there, and copy it to every machine"))
+            // Never `keygen --force` here: it would write over that file.
+            .hint(POINT_AT_KEY)
         };
-        let Some(key) = Key::from_file_text(&text) else {
-            return Err(not_a_key(format!(
-                "it holds {} bytes; a key holds at least {MIN_KEY_BYTES}, and keygen writes 64 hex characters",
-                trimmed_len(&text)
-            )));
-        };
-        if let Err(exposed) = crate::platform::check_key_permissions(path) {
-            return Err(unlike_a_key(&text).map_or(exposed, not_a_key));
-        }
-        Ok(key)
+        let exposed = crate::platform::check_key_permissions(path);
+        let key = judge_file_text(&text, exposed.is_err()).map_err(not_a_key)?;
+        exposed.map(|()| key)
     }
 
     /// A short name for this key, to tell two keys apart in messages: 8 hex
@@ -130,6 +127,23 @@ fn trimmed_len(text: &[u8]) -> usize {
     text.iter()
         .rposition(|b| !b.is_ascii_whitespace())
         .map_or(0, |i| i + 1)
+}
+
+/// What a key file's `text` holds: the key, or why it is no key file (too
+/// short; or, when others may read it (`exposed`), several lines or bytes
+/// that are not text: some other file the setting names, not a key to make
+/// private). One rule for every command and `doctor`.
+pub fn judge_file_text(text: &[u8], exposed: bool) -> std::result::Result<Key, String> {
+    let Some(key) = Key::from_file_text(text) else {
+        return Err(format!(
+            "it holds {} bytes; a key holds at least {MIN_KEY_BYTES}, and keygen writes 64 hex characters",
+            trimmed_len(text)
+        ));
+    };
+    match unlike_a_key(text).filter(|_| exposed) {
+        Some(why) => Err(why),
+        None => Ok(key),
+    }
 }
 
 /// Why a file long enough to be a key looks like something else: a key is

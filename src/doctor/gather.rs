@@ -142,12 +142,16 @@ fn key(path: Option<&Path>, root: Option<&Path>) -> (KeyFacts, Option<Key>) {
     };
     facts.private = crate::platform::check_key_permissions(path).map_err(|e| (e.message, e.hint));
     let len = text.trim_ascii_end().len();
-    let key = Key::from_file_text(&text);
-    facts.file = match &key {
-        Some(k) => KeyFile::Loaded(p, len, k.fingerprint()),
-        None => KeyFile::Short(p, len),
-    };
-    (facts, key)
+    match crate::key::judge_file_text(&text, facts.private.is_err()) {
+        Ok(k) => {
+            facts.file = KeyFile::Loaded(p, len, k.fingerprint());
+            (facts, Some(k))
+        }
+        Err(why) => {
+            facts.file = KeyFile::NotAKey(p, why);
+            (facts, None)
+        }
+    }
 }
 
 fn names(dir: &Dir) -> Vec<String> {

@@ -30,7 +30,6 @@ use crate::clock;
 use crate::events::Watching;
 use crate::governor::Tier;
 use crate::heartbeat::{self, Beat};
-use crate::key::MIN_KEY_BYTES;
 use crate::layout::Place;
 use crate::observe::TargetStatus;
 use crate::platform::Residency;
@@ -147,8 +146,9 @@ pub enum KeyFile {
     Missing(PathBuf),
     /// There but not readable.
     Unreadable(PathBuf, String),
-    /// Too short to be a key: its length after trimming.
-    Short(PathBuf, usize),
+    /// No key file (too short, or unlike a key where others may read it):
+    /// why, as [`crate::key::judge_file_text`] says.
+    NotAKey(PathBuf, String),
     /// A key, with its length and fingerprint.
     Loaded(PathBuf, usize, String),
 }
@@ -187,14 +187,15 @@ pub fn judge_key(k: &KeyFacts) -> Vec<Check> {
             format!("cannot read key file {}: {e}", p.display()),
             "check the file's owner and permissions",
         ),
-        KeyFile::Short(p, n) => Check::warn(
-            "key",
-            format!(
-                "key file {} holds {n} bytes, fewer than {MIN_KEY_BYTES}",
-                p.display()
-            ),
-            "run `fleet-dispatch keygen --force` to make a new key, and copy it to every machine",
-        ),
+        // Not a key: its permissions protect nothing (no advice to make
+        // `/etc/hostname` private), and `keygen --force` would write over it.
+        KeyFile::NotAKey(p, why) => {
+            return vec![Check::warn(
+                "key",
+                format!("{} is not a fleet key file ({why})", p.display()),
+                crate::key::POINT_AT_KEY,
+            )];
+        }
         KeyFile::Loaded(p, n, fp) => Check::ok(
             "key",
             format!("{}: {n} bytes, fingerprint {fp}", p.display()),

@@ -281,8 +281,21 @@ fn key_problems_each_warn_and_a_missing_key_says_only_that() {
     let c = judge_key(&k(KeyFile::Missing(p.clone()), Ok(())));
     assert_eq!(c.len(), 1);
     assert!(c[0].hint.as_ref().unwrap().contains("keygen"));
-    let c = judge_key(&k(KeyFile::Short(p.clone(), 5), Ok(())));
+    // A file that is no key: said so, and no advice on who may read it
+    // (`chmod 600 /etc/hostname` protects nothing).
+    let exposed = Err(("readable by others".into(), Some("chmod 600".into())));
+    let c = judge_key(&k(
+        KeyFile::NotAKey(p.clone(), "it holds 5 bytes".into()),
+        exposed,
+    ));
+    assert!(
+        c[0].message.contains("not a fleet key file"),
+        "{}",
+        c[0].message
+    );
     assert!(c[0].message.contains("5 bytes"), "{}", c[0].message);
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert!(!c[0].hint.as_ref().unwrap().contains("keygen --force"));
     let c = judge_key(&k(
         KeyFile::Loaded(p, 64, "aaaa0000".into()),
         Err(("readable by others".into(), Some("chmod 600".into()))),

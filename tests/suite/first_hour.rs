@@ -162,6 +162,22 @@ fn a_file_that_is_not_a_key_is_named_so_before_any_permission_advice() {
             "{}",
             got.2
         );
+        // Nor is making a key there advised: it would write over the file.
+        assert!(!got.2.contains("keygen --force"), "{}", got.2);
+        // doctor says the same, in one check.
+        let (code, out, err) = w.run(&["--key-file", p(file), "doctor"]);
+        assert_eq!(code, 1, "{out}{err}");
+        let key_lines: Vec<&str> = out.lines().filter(|l| l.contains(" key")).collect();
+        assert!(
+            key_lines
+                .iter()
+                .any(|l| l.contains("is not a fleet key file")),
+            "{out}"
+        );
+        assert!(
+            !out.contains("chmod") && !out.contains("keygen --force"),
+            "{out}"
+        );
     }
     #[cfg(unix)]
     {
