@@ -13,7 +13,8 @@
 //!   target typed on the same line (or on every target when none is typed
 //!   yet), newest first (the scripts keep the order): queued and running
 //!   ones only where a finished job has nothing to stop (`cancel`,
-//!   `--interrupt`), finished ones too elsewhere.
+//!   `--interrupt`), finished ones too elsewhere; there, the names that
+//!   are no id come first (`running` for `--interrupt`, and `last`).
 //!
 //! The root, config file and variables are read as the command being typed
 //! would read them (a `--root` already on the line counts). Completion never
@@ -41,8 +42,11 @@ const TARGET_ARGS: &[&str] = &["target"];
 /// Arguments, by id, whose values are job ids.
 const JOB_ARGS: &[&str] = &["job_id", "interrupt"];
 /// Arguments, as (subcommand, id), whose job stops: a finished job is no
-/// answer there.
-const STOP_ARGS: &[(&str, &str)] = &[("cancel", "job_id"), ("enqueue", "interrupt")];
+/// answer there. Each with the names it takes beside ids, offered first.
+const STOP_ARGS: &[(&str, &str, &[&str])] = &[
+    ("cancel", "job_id", &["last"]),
+    ("enqueue", "interrupt", &["running", "last"]),
+];
 
 /// When a shell asks (`FLEET_DISPATCH_COMPLETE` is set), prints the answer
 /// and exits; otherwise returns at once. Call it first thing in `main`.
@@ -67,8 +71,17 @@ fn attach(cmd: clap::Command) -> clap::Command {
     for id in ids {
         if TARGET_ARGS.contains(&id.as_str()) {
             cmd = cmd.mut_arg(id, |a| a.add(ArgValueCandidates::new(targets)));
-        } else if STOP_ARGS.contains(&(cmd.get_name(), id.as_str())) {
-            cmd = cmd.mut_arg(id, |a| a.add(ArgValueCandidates::new(|| job_ids(false))));
+        } else if let Some(&(_, _, names)) = STOP_ARGS
+            .iter()
+            .find(|(c, a, _)| *c == cmd.get_name() && *a == id)
+        {
+            let stop = move || {
+                let mut all: Vec<CompletionCandidate> =
+                    names.iter().map(|n| CompletionCandidate::new(*n)).collect();
+                all.extend(job_ids(false));
+                all
+            };
+            cmd = cmd.mut_arg(id, |a| a.add(ArgValueCandidates::new(stop)));
         } else if JOB_ARGS.contains(&id.as_str()) {
             cmd = cmd.mut_arg(id, |a| a.add(ArgValueCandidates::new(|| job_ids(true))));
         }

@@ -397,9 +397,16 @@ fn every_job_id_option_completes_the_ids_on_the_target() {
             all.insert("laptop-job".into());
             all
         };
-        // A finished job has nothing to stop.
+        // A finished job has nothing to stop; the names that are no id
+        // are offered there too (`run` completes to `running` as well).
         if c[1] == "cancel" || c.contains(&"--interrupt".to_string()) {
             want.remove("finished-job");
+            let interrupt = c.contains(&"--interrupt".to_string());
+            for name in ["last", "running"] {
+                if name.starts_with(last) && (name == "last" || interrupt) {
+                    want.insert(name.into());
+                }
+            }
         }
         assert_eq!(got, &want, "{shell:?}: `{}`", c.join(" "));
     });
@@ -446,8 +453,21 @@ fn stopping_completes_queued_and_running_jobs_newest_first() {
         let Some(answers) = offers_in_order(shell, &w, &cases) else {
             continue;
         };
-        assert_eq!(answers[0], stoppable, "{shell:?}: cancel");
-        assert_eq!(answers[1], stoppable, "{shell:?}: --interrupt");
+        // The names that are no id come first: `running` (the job running
+        // now) where it is taken, and `last`.
+        let with = |names: &[&str]| -> Vec<String> {
+            names
+                .iter()
+                .chain(stoppable.iter())
+                .map(|s| s.to_string())
+                .collect()
+        };
+        assert_eq!(answers[0], with(&["last"]), "{shell:?}: cancel");
+        assert_eq!(
+            answers[1],
+            with(&["running", "last"]),
+            "{shell:?}: --interrupt"
+        );
         assert_eq!(
             answers[2],
             [
