@@ -191,6 +191,13 @@ fn a_stale_heartbeat_is_warned_of_and_the_job_still_queued() {
     assert_eq!(code, 0, "{out}{err}");
     let v: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(v["warnings"][0]["check"], "heartbeat", "{v}");
+    // A batch is warned of alike, once for its target.
+    let batch = scratch(&w, "jobs.jsonl");
+    std::fs::write(&batch, "{\"argv\": [\"true\"]}\n{\"argv\": [\"true\"]}\n").unwrap();
+    let (code, out, err) = w.run(&["enqueue", "--target", "PC", "--batch", p(&batch)]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert_eq!(err.matches("warning: PC: stale").count(), 1, "{err}");
 }
 
 #[test]

@@ -186,7 +186,14 @@ pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> 
         })
         .collect();
     let ids: Vec<&str> = lines.iter().map(|(_, r)| r.id.as_str()).collect();
-    emit(ctx, &json!({"jobs": jobs}), &ids.join("\n"));
+    let mut out = json!({"jobs": jobs});
+    // A listener that will not run them is said now, as for one job.
+    let warnings: Vec<_> = groups
+        .iter()
+        .flat_map(|g| crate::doctor::listener_warnings(&g.dirs, &key))
+        .collect();
+    super::warn(ctx, &mut out, &warnings);
+    emit(ctx, &out, &ids.join("\n"));
     Ok(exit::SUCCESS)
 }
 
