@@ -38,7 +38,7 @@ fn hinted_command(hint: &str) -> Vec<String> {
 
 /// A finished job of PC with a leftover marker, written just now.
 fn leftover_marker(w: &World) -> String {
-    let id = w.enqueue(&[], &["true"]);
+    let id = w.enqueue(&[], &kit(&["exit", "0"]));
     let c = w.listen_once(&[]);
     assert_eq!(c["done"], 1, "{c}");
     w.write_marker("PC", &id, "PC");
@@ -74,7 +74,7 @@ fn doctors_hint_for_a_leftover_marker_clears_it_now() {
 #[test]
 fn sweep_max_age_0_never_takes_the_marker_of_a_job_still_queued() {
     let w = World::with_target();
-    let id = w.enqueue(&[], &["true"]);
+    let id = w.enqueue(&[], &kit(&["exit", "0"]));
     let (code, out, err) = w.run(&["cancel", "--target", "PC", "--job-id", &id]);
     assert_eq!(code, 0, "{out}{err}");
     let (code, out, err) = w.run(&["sweep", "--max-age", "0", "--target", "PC", "--dry-run"]);

@@ -492,7 +492,13 @@ fn demo_keep_says_how_to_reach_the_folder_it_kept() {
         .map(str::trim)
         .find(|l| l.starts_with("fleet-dispatch --root "))
         .unwrap_or_else(|| panic!("no command line with the flags: {out}"));
-    let words: Vec<&str> = line.split_whitespace().skip(1).collect();
+    // Each path is one word (no spaces in a temp folder's name), quoted
+    // where the shell needs it (on Windows, as PowerShell reads it).
+    let words: Vec<&str> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|w| w.trim_matches('\''))
+        .collect();
     assert_eq!(words.last(), Some(&"status"), "{line}");
     assert!(
         words.contains(&"--key-file") && words.contains(&"--state-dir"),

@@ -45,6 +45,7 @@ fn unit_path(w: &World) -> PathBuf {
 }
 
 /// A systemd unit's `(section, key, value)` lines, comments skipped.
+#[cfg(unix)]
 fn unit_keys(text: &str) -> Vec<(String, String, String)> {
     let mut section = String::new();
     let mut out = Vec::new();
@@ -67,6 +68,7 @@ fn unit_keys(text: &str) -> Vec<(String, String, String)> {
 
 /// systemd's words of a value: double-quoted words with C escapes, `%%`
 /// for `%` and, with `dollar`, `$$` for `$` (in `ExecStart=`).
+#[cfg(unix)]
 fn systemd_words(value: &str, dollar: bool) -> Vec<String> {
     let mut out = Vec::new();
     let mut chars = value.chars().peekable();
@@ -98,6 +100,7 @@ fn systemd_words(value: &str, dollar: bool) -> Vec<String> {
 }
 
 /// The variables and the command line a unit gives its process.
+#[cfg(unix)]
 fn unit_command(text: &str) -> (Vec<(String, String)>, Vec<String>) {
     let keys = unit_keys(text);
     let env = keys
@@ -183,6 +186,9 @@ fn same_file(a: &Path, b: &Path) -> bool {
     std::fs::canonicalize(a).unwrap() == std::fs::canonicalize(b).unwrap()
 }
 
+// A systemd unit or launchd agent holding Windows paths is no entry any
+// machine runs: Unix only (the task is checked under Wine as Windows).
+#[cfg(unix)]
 #[test]
 fn install_writes_a_unit_that_parses_verifies_and_runs_the_listener() {
     let (w, root) = hostile_world();
@@ -254,6 +260,9 @@ fn install_writes_a_unit_that_parses_verifies_and_runs_the_listener() {
     }
 }
 
+// A systemd unit or launchd agent holding Windows paths is no entry any
+// machine runs: Unix only (the task is checked under Wine as Windows).
+#[cfg(unix)]
 #[test]
 fn a_second_install_changes_nothing_and_a_different_one_needs_force() {
     let w = World::with_target();
@@ -289,6 +298,9 @@ fn a_second_install_changes_nothing_and_a_different_one_needs_force() {
     assert!(text.contains("FLEET_DISPATCH_MACHINE=LAPTOP"), "{text}");
 }
 
+// A systemd unit or launchd agent holding Windows paths is no entry any
+// machine runs: Unix only (the task is checked under Wine as Windows).
+#[cfg(unix)]
 #[test]
 fn print_shows_the_entry_and_writes_nothing() {
     let w = World::with_target();
