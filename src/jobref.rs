@@ -181,7 +181,7 @@ impl Seen {
                 return false;
             };
             match p {
-                Place::Results => replay::verified_result(dir, id, target, key).is_some(),
+                Place::Results => crate::judge::result(dir, id, target, key).is_ok(),
                 // `running/` holds the listener's unsigned note; the job
                 // itself is in `inbox/` meanwhile.
                 Place::Running => false,

@@ -14,7 +14,7 @@
 //!
 //! 1. foundations: [`error`], [`exit`], [`random`], [`read`], [`clock`], [`names`], [`platform`], [`out`], [`screen`], [`retention`]
 //! 2. files: [`fsops`], [`layout`], [`events`], [`listing`]
-//! 3. documents and rules: [`key`], [`doc`], [`accept`], [`governor`], [`replay`], [`jobenv`], [`settle`], [`dependency`], [`service`]
+//! 3. documents and rules: [`key`], [`doc`], [`accept`], [`judge`], [`governor`], [`replay`], [`jobenv`], [`settle`], [`dependency`], [`service`]
 //! 4. places and state: [`state`], [`heartbeat`], [`rejected`], [`observe`], [`jobref`], [`output`], [`prune`], [`doctor`]
 //! 5. requests: [`submit`], [`cancel`], [`wait`]
 //! 6. the engine: [`shutdown`], [`watcher`], [`publisher`], [`runner`], [`listener`]
@@ -48,6 +48,7 @@ pub mod heartbeat;
 pub mod http;
 pub mod jobenv;
 pub mod jobref;
+pub mod judge;
 pub mod key;
 pub mod layout;
 pub mod listener;

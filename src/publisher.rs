@@ -19,13 +19,11 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::accept;
-use crate::doc::outcome;
 use crate::error::Result;
 use crate::fsops;
 use crate::key::Key;
 use crate::layout::{Folders, TargetDirs};
 use crate::names::JobId;
-use crate::read::FileRead;
 use crate::rejected;
 
 /// How long the publisher gathers work into one batch (unless the listener
@@ -397,12 +395,10 @@ fn set_aside_forged(
     notes: &mut Vec<String>,
 ) -> Result<bool> {
     let (results, name) = (folders.results(), id.file_name());
-    let read = results.read_limited(&name, outcome::MAX_BYTES);
-    if matches!(read, FileRead::Missing) {
-        return Ok(true);
-    }
-    let Err(r) = accept::outcome(id.as_str(), read, target, key) else {
-        return Ok(false);
+    let r = match crate::judge::result(results, id, target, key) {
+        Ok(_) => return Ok(false),
+        Err(r) if r.verdict == accept::Verdict::Missing => return Ok(true),
+        Err(r) => r,
     };
     let reason = rejected::Reason::new(&r, rejected::Kind::Result, target).judged_with(key);
     rejected::file(folders.rejected(), results, &name, &reason)?;

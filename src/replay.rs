@@ -11,12 +11,11 @@
 //! rejection under its id first.
 
 use crate::accept;
-use crate::doc::{Outcome, outcome};
 use crate::fsops::Dir;
+use crate::judge;
 use crate::key::Key;
 use crate::layout::{Place, TargetDirs};
 use crate::names::JobId;
-use crate::read::FileRead;
 
 /// Where `id` was already used on the target of `dirs`, if anywhere;
 /// `in_ledger` is asked last, only when no file says so. Opens the two
@@ -49,7 +48,7 @@ pub fn used_in(
     in_ledger: impl FnOnce() -> bool,
 ) -> Option<&'static str> {
     let name = id.file_name();
-    let verified = results.is_some_and(|r| verified_result(r, id, target, key).is_some());
+    let verified = results.is_some_and(|r| judge::result(r, id, target, key).is_ok());
     if verified {
         Some("results/")
     } else if done.is_some_and(|d| d.exists(&name) && genuine_job(d, id, target, key)) {
@@ -58,16 +57,6 @@ pub fn used_in(
         Some("the local ledger")
     } else {
         None
-    }
-}
-
-/// The result of `id` of `target` in `results` (held open), when one is
-/// there and verifies with `key`; anything else (missing, a link, garbage,
-/// forged) is `None`.
-pub fn verified_result(results: &Dir, id: &JobId, target: &str, key: &Key) -> Option<Outcome> {
-    match results.read_limited(&id.file_name(), outcome::MAX_BYTES) {
-        FileRead::Missing => None,
-        read => accept::outcome(id.as_str(), read, target, key).ok(),
     }
 }
 

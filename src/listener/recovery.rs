@@ -19,7 +19,6 @@ use crate::jobenv;
 use crate::names::JobId;
 use crate::platform::{self, Signal};
 use crate::publisher::{self, Finished};
-use crate::replay;
 use crate::state::Unfinished;
 
 /// How many recorded results start-up recovery publishes with one flush.
@@ -128,7 +127,7 @@ impl Listener {
         let name = id.file_name();
         let _ = f.running().remove(&name);
         let target = self.dirs.target().as_str();
-        if replay::verified_result(f.results(), id, target, &self.key).is_some() {
+        if crate::judge::result(f.results(), id, target, &self.key).is_ok() {
             // A genuine result is there already (placed by another copy):
             // only the bookkeeping after it is left to do. One that does not
             // verify is a folder writer's: the job gets its `interrupted`

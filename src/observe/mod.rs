@@ -17,7 +17,7 @@ pub use target::{
 use crate::accept;
 use crate::dependency::Found;
 use crate::doc::job::After;
-use crate::doc::{Job, Marker, Outcome, outcome};
+use crate::doc::{Job, Marker, Outcome};
 use crate::fsops::Dir;
 use crate::key::Key;
 use crate::layout::{Place, TargetDirs};
@@ -152,28 +152,25 @@ impl Look {
     }
 }
 
-/// `results/<id>.json`, judged: `None` when there is none.
+/// `results/<id>.json`, judged ([`crate::judge::result`]): `None` when
+/// there is none.
 fn result(
     dirs: &TargetDirs,
     id: &JobId,
     key: &Key,
 ) -> crate::error::Result<Option<std::result::Result<Box<Outcome>, Forged>>> {
-    let name = id.file_name();
-    let read = match dirs.open(Place::Results)? {
-        Some(results) => results.read_limited(&name, outcome::MAX_BYTES),
-        None => crate::read::FileRead::Missing,
-    };
-    if matches!(read, crate::read::FileRead::Missing) {
+    let Some(results) = dirs.open(Place::Results)? else {
         return Ok(None);
-    }
-    Ok(Some(
-        accept::outcome(id.as_str(), read, dirs.target().as_str(), key)
-            .map(Box::new)
-            .map_err(|r| Forged {
+    };
+    Ok(
+        match crate::judge::result(&results, id, dirs.target().as_str(), key) {
+            Err(r) if r.verdict == accept::Verdict::Missing => None,
+            judged => Some(judged.map(Box::new).map_err(|r| Forged {
                 file: dirs.result_file(id).display().to_string(),
                 why: format!("{}: {}", r.verdict.as_str(), r.message),
-            }),
-    ))
+            })),
+        },
+    )
 }
 
 /// The job's state apart from its result: running, queued, rejected or

@@ -351,7 +351,7 @@ fn running(dirs: &TargetDirs, key: &Key) -> Vec<RunningJob> {
         .filter(|(id, _)| {
             results
                 .as_ref()
-                .is_none_or(|r| crate::replay::verified_result(r, id, target, key).is_none())
+                .is_none_or(|r| crate::judge::result(r, id, target, key).is_err())
         })
         .filter_map(|(id, _)| {
             let FileRead::Bytes(b) = read(dir.as_ref(), &id.file_name(), 1 << 20) else {
@@ -457,14 +457,15 @@ impl History {
 }
 
 fn recent(dirs: &TargetDirs, key: &Key, history: &History) -> Vec<RecentResult> {
-    let results = super::open(dirs, Place::Results);
-    let mut all = entries(results.as_ref());
+    let Some(results) = super::open(dirs, Place::Results) else {
+        return Vec::new();
+    };
+    let mut all = entries(Some(&results));
     all.sort_by_key(|(id, m)| (*m, id.clone()));
     all.into_iter()
         .rev()
         .filter_map(|(id, _)| {
-            let read = read(results.as_ref(), &id.file_name(), doc::outcome::MAX_BYTES);
-            match accept::outcome(id.as_str(), read, dirs.target().as_str(), key) {
+            match crate::judge::result(&results, &id, dirs.target().as_str(), key) {
                 Ok(o) => {
                     let d = o.detail();
                     let outcome = o.termination().describe(o.ok);

@@ -1,0 +1,71 @@
+//! Reading a document from the shared folder and judging it: one door per
+//! document kind, so every reader of a kind gets the same verdict for the
+//! same file. The rules themselves are [`accept`]'s, over what was read;
+//! this module only does the read, with the kind's size limit.
+
+use crate::accept::{self, Rejection};
+use crate::doc::{Outcome, outcome};
+use crate::fsops::Dir;
+use crate::key::Key;
+use crate::names::JobId;
+
+/// The result of `id` of `target` in `results` (held open), judged: the
+/// verified result, or the verdict on the file ([`accept::Verdict::Missing`]
+/// when there is none).
+///
+/// # Errors
+///
+/// The [`Rejection`] of [`accept::outcome`]: a result that is missing, not
+/// a file, unreadable, malformed or forged.
+pub fn result(results: &Dir, id: &JobId, target: &str, key: &Key) -> Result<Outcome, Rejection> {
+    let read = results.read_limited(&id.file_name(), outcome::MAX_BYTES);
+    accept::outcome(id.as_str(), read, target, key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::accept::Verdict;
+    use crate::doc::outcome::Termination;
+    use crate::doc::{Detail, to_file_bytes};
+    use crate::fsops::Flush;
+
+    const ID: &str = "20261129-193000-9f2c4e1ab37d5c08";
+
+    fn signed(key: &Key) -> Outcome {
+        let detail = Detail::default();
+        let at = "2026-11-29T19:30:05.000Z";
+        Outcome::sign(
+            key,
+            ID,
+            "PC",
+            Termination::Exited,
+            Some(0),
+            Some(at),
+            at,
+            &detail,
+        )
+    }
+
+    fn judged(bytes: Option<&[u8]>) -> Result<Outcome, Rejection> {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_trusted(tmp.path()).unwrap();
+        let id = JobId::parse(ID).unwrap();
+        if let Some(b) = bytes {
+            assert!(dir.publish(&id.file_name(), b, Flush::Nothing).unwrap());
+        }
+        result(&dir, &id, "PC", &Key::from_bytes(&[7u8; 32]).unwrap())
+    }
+
+    #[test]
+    fn a_result_is_verified_forged_or_missing() {
+        let key = Key::from_bytes(&[7u8; 32]).unwrap();
+        let genuine = signed(&key);
+        assert_eq!(judged(Some(&to_file_bytes(&genuine))), Ok(genuine));
+        let other = signed(&Key::from_bytes(&[8u8; 32]).unwrap());
+        let forged = judged(Some(&to_file_bytes(&other))).unwrap_err();
+        assert_eq!(forged.verdict, Verdict::BadSignature);
+        assert_eq!(judged(None).unwrap_err().verdict, Verdict::Missing);
+        assert_eq!(judged(Some(b"{")).unwrap_err().verdict, Verdict::Malformed);
+    }
+}
