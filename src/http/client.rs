@@ -23,7 +23,7 @@ use crate::fsops::Flush;
 use crate::key::Key;
 use crate::layout::TargetDirs;
 use crate::names::JobId;
-use crate::observe::Observed;
+use crate::observe::{Forged, Observed};
 use crate::read::FileRead;
 use crate::submit;
 
@@ -332,20 +332,11 @@ fn cancel_answer(
                 .get("marker")
                 .and_then(|m| accept::marker(&id.file_name(), doc(m), target, key).ok()),
         }),
-        (202, Some("not_running")) => accept::outcome(
-            id.as_str(),
-            doc(&body["result"]),
-            target,
-            key,
-        )
-        .map(|o| CancelStatus::NotRunning(Box::new(o)))
-        .map_err(|r| {
-            Error::forbidden(format!(
-                "{url} says {id} already finished, but the result it sent does not verify ({}: {})",
-                r.verdict.as_str(),
-                r.message
-            ))
-        }),
+        (202, Some("not_running")) => {
+            accept::outcome(id.as_str(), doc(&body["result"]), target, key)
+                .map(|o| CancelStatus::NotRunning(Box::new(o)))
+                .map_err(|r| Forged::new("the result it sent", &r).refusal_sent_by(url, id))
+        }
         (409, Some("blocked")) => Ok(CancelStatus::Blocked(
             body["reason"].as_str().unwrap_or_default().to_string(),
         )),

@@ -221,7 +221,7 @@ impl Routes {
                 "done"
             }
             Observed::ForgedResult(forged) => {
-                return Err(refused(403, forged.refusal(&id)));
+                return Err(from_error(forged.refusal(&id)));
             }
             Observed::Running => "running",
             Observed::Queued => {
@@ -265,7 +265,7 @@ impl Routes {
                 now,
                 &self.handle.key,
             )
-            .map_err(|m| refused(403, Error::forbidden(format!("{m}; nothing is shown"))))?;
+            .map_err(|m| from_error(Error::forbidden(format!("{m}; nothing is shown"))))?;
         }
         match route {
             Route::SubmitJob => self.submit(&req.body),

@@ -66,6 +66,14 @@ pub struct Forged {
 }
 
 impl Forged {
+    /// The result file shown to a reader as `file`, refused with `r`.
+    pub fn new(file: impl Into<String>, r: &accept::Rejection) -> Forged {
+        Forged {
+            file: file.into(),
+            why: format!("{}: {}", r.verdict.as_str(), r.message),
+        }
+    }
+
     /// The warning for this file of `id`'s, ignored because the job is
     /// still `seen`.
     pub fn note(&self, id: &JobId, seen: &Observed) -> String {
@@ -78,7 +86,19 @@ impl Forged {
     /// The refusal when this file is all there is of `id`: it is never
     /// shown as a result.
     pub fn refusal(&self, id: &JobId) -> crate::error::Error {
-        crate::error::Error::forbidden(format!("the result for {id}, {self}; it is not shown"))
+        Forged::refused(format!("the result for {id}, {self}; it is not shown"))
+    }
+
+    /// The refusal when `url` answers that `id` already finished with this
+    /// result (its file named as the one "it sent").
+    pub fn refusal_sent_by(&self, url: &dyn std::fmt::Display, id: &JobId) -> crate::error::Error {
+        Forged::refused(format!("{url} says {id} already finished, but {self}"))
+    }
+
+    /// The one answer to a result that does not verify: `FORBIDDEN`, whose
+    /// exit status ([`crate::exit::of`]) and HTTP status follow from the code.
+    fn refused(message: String) -> crate::error::Error {
+        crate::error::Error::forbidden(message)
     }
 }
 
@@ -165,10 +185,11 @@ fn result(
     Ok(
         match crate::judge::result(&results, id, dirs.target().as_str(), key) {
             Err(r) if r.verdict == accept::Verdict::Missing => None,
-            judged => Some(judged.map(Box::new).map_err(|r| Forged {
-                file: dirs.result_file(id).display().to_string(),
-                why: format!("{}: {}", r.verdict.as_str(), r.message),
-            })),
+            judged => Some(
+                judged
+                    .map(Box::new)
+                    .map_err(|r| Forged::new(dirs.result_file(id).display().to_string(), &r)),
+            ),
         },
     )
 }
@@ -325,4 +346,38 @@ pub fn rejection_sentence(dirs: &TargetDirs, id: &JobId, reason: &Reason, key: &
     }
     s.push_str("; it will not run");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::accept::{Rejection, Verdict};
+    use crate::error::Code;
+
+    fn forged(file: &str) -> Forged {
+        let r = Rejection::new(Verdict::BadSignature, "edited");
+        Forged::new(file, &r)
+    }
+
+    #[test]
+    fn a_result_that_does_not_verify_is_forbidden_naming_the_file_and_why() {
+        let id = JobId::parse("20261129-193000-9f2c4e1ab37d5c08").unwrap();
+        let e = forged("results/x.json").refusal(&id);
+        assert_eq!(e.code, Code::Forbidden);
+        assert_eq!(crate::exit::of(e.code), crate::exit::FORBIDDEN);
+        assert_eq!(
+            e.message,
+            format!(
+                "the result for {id}, results/x.json does not verify (bad-signature: edited); it is not shown"
+            )
+        );
+        let e = forged("the result it sent").refusal_sent_by(&"http://pc:7070", &id);
+        assert_eq!(e.code, Code::Forbidden);
+        assert_eq!(
+            e.message,
+            format!(
+                "http://pc:7070 says {id} already finished, but the result it sent does not verify (bad-signature: edited)"
+            )
+        );
+    }
 }
