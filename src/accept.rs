@@ -293,6 +293,39 @@ pub fn marker(
     })
 }
 
+/// What becomes of a file in a cancel marker's place that did not verify
+/// (docs/protocol.md §6.5): the watcher, the drain and `cancel` each ask
+/// [`bad_marker`], with their own settle rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BadMarker {
+    /// There is no file: nothing to do; look again later.
+    Gone,
+    /// It may still be arriving: left in place and judged again.
+    Wait,
+    /// Moved to `archive/rejected/`, so it cannot hold the place a genuine
+    /// marker needs.
+    SetAside,
+}
+
+/// The bad-marker policy for a marker refused with `verdict`. A malformed
+/// or unreadable one (held open, or mode 000, which a sync engine carries)
+/// waits until `settled` says it is settled; `settled` is asked only then,
+/// and a caller that holds the key passes `|| true` (it moves such a file
+/// aside at once). Every other refusal is final.
+pub fn bad_marker(verdict: Verdict, settled: impl FnOnce() -> bool) -> BadMarker {
+    match verdict {
+        Verdict::Missing => BadMarker::Gone,
+        Verdict::Unreadable | Verdict::Malformed => {
+            if settled() {
+                BadMarker::SetAside
+            } else {
+                BadMarker::Wait
+            }
+        }
+        _ => BadMarker::SetAside,
+    }
+}
+
 /// Judges a job named `file_name` found in `listener_target`'s inbox
 /// (steps 1 to 8; replay and age are [`replay`] and [`freshness`]).
 pub fn job(file_name: &str, read: FileRead, listener_target: &str, key: &Key) -> Verdicted<Job> {
@@ -589,5 +622,33 @@ mod tests {
         let r = replay(&id, Some("archive/done")).unwrap_err();
         assert_eq!(r.verdict, Verdict::AlreadyProcessed);
         assert!(r.message.contains("archive/done"));
+    }
+
+    #[test]
+    fn a_bad_marker_waits_only_while_it_may_be_arriving_and_not_yet_settled() {
+        let asked = std::cell::Cell::new(0);
+        let never = || {
+            asked.set(asked.get() + 1);
+            false
+        };
+        assert_eq!(bad_marker(Verdict::Missing, never), BadMarker::Gone);
+        assert_eq!(
+            bad_marker(Verdict::BadSignature, never),
+            BadMarker::SetAside
+        );
+        assert_eq!(
+            bad_marker(Verdict::TargetMismatch, never),
+            BadMarker::SetAside
+        );
+        assert_eq!(
+            asked.get(),
+            0,
+            "the settle rule is asked only of a file that may be arriving"
+        );
+        for v in [Verdict::Malformed, Verdict::Unreadable] {
+            assert_eq!(bad_marker(v, never), BadMarker::Wait);
+            assert_eq!(bad_marker(v, || true), BadMarker::SetAside);
+        }
+        assert_eq!(asked.get(), 2);
     }
 }

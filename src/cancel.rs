@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::accept::{self, Verdict};
+use crate::accept::{self, BadMarker};
 use crate::clock;
 use crate::doc::{self, Marker, Outcome, job};
 use crate::error::{Error, Result};
@@ -184,8 +184,7 @@ pub fn place_marker(
                 existing: None,
             });
         }
-        let read = cancel.read_limited(&name, doc::marker::MAX_BYTES);
-        let r = match accept::marker(&name, read, target, key) {
+        let r = match crate::judge::marker(&cancel, id, target, key) {
             Ok(m) => {
                 return Ok(CancelStatus::Requested {
                     observed,
@@ -195,13 +194,13 @@ pub fn place_marker(
             Err(r) => r,
         };
         last = format!("{}: {}", r.verdict.as_str(), r.message);
-        match r.verdict {
+        // Anything but a missing file, an unreadable one too (mode 000
+        // syncs; a rename needs no read permission), is moved aside at
+        // once: the marker placed next is this caller's, which holds the key.
+        match accept::bad_marker(r.verdict, || true) {
             // Gone meanwhile: the next attempt takes the place.
-            Verdict::Missing => {}
-            // Anything else, an unreadable file too (mode 000 syncs; a
-            // rename needs no read permission), is moved aside: the marker
-            // placed next is this caller's, which holds the key.
-            _ => {
+            BadMarker::Gone | BadMarker::Wait => {}
+            BadMarker::SetAside => {
                 let reason =
                     rejected::Reason::new(&r, rejected::Kind::Marker, target).judged_with(key);
                 let moved = dirs

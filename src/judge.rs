@@ -4,7 +4,7 @@
 //! this module only does the read, with the kind's size limit.
 
 use crate::accept::{self, Rejection};
-use crate::doc::{Outcome, outcome};
+use crate::doc::{Marker, Outcome, marker, outcome};
 use crate::fsops::Dir;
 use crate::key::Key;
 use crate::names::JobId;
@@ -20,6 +20,35 @@ use crate::names::JobId;
 pub fn result(results: &Dir, id: &JobId, target: &str, key: &Key) -> Result<Outcome, Rejection> {
     let read = results.read_limited(&id.file_name(), outcome::MAX_BYTES);
     accept::outcome(id.as_str(), read, target, key)
+}
+
+/// The cancel marker of `id` in `cancel` (held open) of `target`, judged:
+/// the verified marker, or the verdict on the file
+/// ([`accept::Verdict::Missing`] when there is none).
+///
+/// # Errors
+///
+/// The [`Rejection`] of [`accept::marker`].
+pub fn marker(cancel: &Dir, id: &JobId, target: &str, key: &Key) -> Result<Marker, Rejection> {
+    let name = id.file_name();
+    marker_as(cancel, &name, &name, target, key)
+}
+
+/// The marker file `file` in `dir`, judged as if it were named `judged_as`
+/// in `cancel/` (a consumed marker keeps another name in the archive).
+///
+/// # Errors
+///
+/// The [`Rejection`] of [`accept::marker`].
+pub fn marker_as(
+    dir: &Dir,
+    file: &str,
+    judged_as: &str,
+    target: &str,
+    key: &Key,
+) -> Result<Marker, Rejection> {
+    let read = dir.read_limited(file, marker::MAX_BYTES);
+    accept::marker(judged_as, read, target, key)
 }
 
 #[cfg(test)]
@@ -67,5 +96,42 @@ mod tests {
         assert_eq!(forged.verdict, Verdict::BadSignature);
         assert_eq!(judged(None).unwrap_err().verdict, Verdict::Missing);
         assert_eq!(judged(Some(b"{")).unwrap_err().verdict, Verdict::Malformed);
+    }
+
+    #[test]
+    fn a_marker_is_judged_under_its_name_in_cancel() {
+        use crate::names::Machine;
+        let key = Key::from_bytes(&[7u8; 32]).unwrap();
+        let id = JobId::parse(ID).unwrap();
+        let pc = Machine::parse("PC", "target").unwrap();
+        let laptop = Machine::parse("LAPTOP", "origin").unwrap();
+        let m = Marker::sign(&key, &id, &pc, &laptop, "2026-11-29T19:30:02.000Z");
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_trusted(tmp.path()).unwrap();
+        assert_eq!(
+            marker(&dir, &id, "PC", &key).unwrap_err().verdict,
+            Verdict::Missing
+        );
+        let consumed = format!("{ID}.cancel.json");
+        assert!(
+            dir.publish(&consumed, &to_file_bytes(&m), Flush::Nothing)
+                .unwrap()
+        );
+        assert_eq!(
+            marker_as(&dir, &consumed, &id.file_name(), "PC", &key),
+            Ok(m.clone())
+        );
+        // Under its archive name it names another job's file.
+        let r = marker_as(&dir, &consumed, &consumed, "PC", &key).unwrap_err();
+        assert_ne!(r.verdict, Verdict::Valid);
+        assert!(
+            dir.publish(&id.file_name(), &to_file_bytes(&m), Flush::Nothing)
+                .unwrap()
+        );
+        assert_eq!(marker(&dir, &id, "PC", &key), Ok(m));
+        assert_eq!(
+            marker(&dir, &id, "NAS", &key).unwrap_err().verdict,
+            Verdict::TargetMismatch
+        );
     }
 }

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::accept::{self, Verdict};
+use crate::accept::{self, BadMarker};
 use crate::doc::Marker;
 use crate::events::Hint;
 use crate::fsops::Dir;
@@ -142,27 +142,23 @@ impl Watch {
             return None;
         }
         self.last_seen = Some(stamp);
-        let read = self
-            .cancel
-            .read_limited(&name, crate::doc::marker::MAX_BYTES);
-        let r = match accept::marker(&name, read, &self.target, &self.key) {
+        let r = match crate::judge::marker(&self.cancel, &self.job, &self.target, &self.key) {
             Ok(m) => return Some(m),
             Err(r) => r,
         };
-        match r.verdict {
+        // One that may still be arriving is judged again each poll, and
+        // moved aside once settled (a rename needs no read permission), so
+        // it never holds the slot for good.
+        let settled = || {
+            self.settling
+                .get_or_insert_with(|| Settling::new(stamp, now))
+                .observe(stamp, now, SystemTime::now(), self.settle)
+        };
+        match accept::bad_marker(r.verdict, settled) {
             // Retried next poll.
-            Verdict::Missing => self.last_seen = None,
-            // A file that cannot be read (held open, or mode 000, which a
-            // sync engine carries) or does not parse yet may still be
-            // arriving: judged again each poll, and moved aside once
-            // settled (a rename needs no read permission), so it never
-            // holds the slot for good.
-            Verdict::Unreadable | Verdict::Malformed
-                if !self
-                    .settling
-                    .get_or_insert_with(|| Settling::new(stamp, now))
-                    .observe(stamp, now, SystemTime::now(), self.settle) => {}
-            _ => {
+            BadMarker::Gone => self.last_seen = None,
+            BadMarker::Wait => {}
+            BadMarker::SetAside => {
                 self.settling = None;
                 let reason = Reason::new(&r, Kind::Marker, &self.target).judged_with(&self.key);
                 self.notes.push(

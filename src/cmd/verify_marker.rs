@@ -5,7 +5,6 @@ use std::path::Path;
 
 use serde_json::json;
 
-use crate::accept;
 use crate::cli::VerifyMarkerArgs;
 use crate::config::Context;
 use crate::error::{Error, Result};
@@ -51,23 +50,23 @@ pub fn run(ctx: &Context, args: VerifyMarkerArgs) -> Result<u8> {
         None => target_from_path(file)?,
     };
     let key = ctx.key(ctx.root().ok().as_deref())?;
-    let read = dir.read_limited(name, crate::doc::marker::MAX_BYTES);
     // A consumed marker is kept as `archive/consumed/<id>.cancel.json`: it
     // is judged under the name it had in `cancel/`.
     let judged = match name.strip_suffix(".cancel.json") {
         Some(id) => format!("{id}.json"),
         None => name.to_string(),
     };
-    let (verdict, message) = match accept::marker(&judged, read, target.as_str(), &key) {
-        Ok(m) => (
-            "valid",
-            format!(
-                "a genuine request from {} at {} to stop job {} on {}",
-                m.origin, m.created_at, m.job_id, m.target
+    let (verdict, message) =
+        match crate::judge::marker_as(&dir, name, &judged, target.as_str(), &key) {
+            Ok(m) => (
+                "valid",
+                format!(
+                    "a genuine request from {} at {} to stop job {} on {}",
+                    m.origin, m.created_at, m.job_id, m.target
+                ),
             ),
-        ),
-        Err(r) => (r.verdict.as_str(), r.message),
-    };
+            Err(r) => (r.verdict.as_str(), r.message),
+        };
     super::emit(
         ctx,
         &json!({"file": file.display().to_string(), "target": target.as_str(), "verdict": verdict, "message": message}),

@@ -5,9 +5,9 @@
 //! hold the place a genuine marker needs.
 
 use super::{Candidate, Listener};
-use crate::accept::{self, Verdict};
+use crate::accept::{self, BadMarker};
 use crate::clock;
-use crate::doc::{self, Marker, detail};
+use crate::doc::{Marker, detail};
 use crate::error::Result;
 use crate::layout::Folders;
 use crate::names::JobId;
@@ -22,22 +22,19 @@ impl Listener {
         if !self.markers.may_hold(f.cancel(), &name, self.settings.poll) {
             return None;
         }
-        let read = f.cancel().read_limited(&name, doc::marker::MAX_BYTES);
-        match accept::marker(&name, read, self.dirs.target().as_str(), &self.key) {
-            Ok(m) => Some(m),
-            Err(r) if r.verdict == Verdict::Missing => None,
-            // One that cannot be read (held open, or mode 000) or does not
-            // parse may still be arriving: moved aside once settled, by a
-            // rename, which needs no read permission.
-            Err(r)
-                if matches!(r.verdict, Verdict::Malformed | Verdict::Unreadable)
-                    && !self
-                        .inbox
-                        .settled(&format!("cancel/{name}"), f.cancel(), &name) =>
-            {
-                None
-            }
-            Err(r) => {
+        let r = match crate::judge::marker(f.cancel(), id, self.dirs.target().as_str(), &self.key) {
+            Ok(m) => return Some(m),
+            Err(r) => r,
+        };
+        // One that may still be arriving is moved aside once settled by
+        // the drain's rule, by a rename, which needs no read permission.
+        let settled = || {
+            self.inbox
+                .settled(&format!("cancel/{name}"), f.cancel(), &name)
+        };
+        match accept::bad_marker(r.verdict, settled) {
+            BadMarker::Gone | BadMarker::Wait => None,
+            BadMarker::SetAside => {
                 self.say(format!(
                     "rejected marker cancel/{name}: {} ({})",
                     r.verdict.as_str(),

@@ -276,9 +276,8 @@ pub fn held_on(dirs: &TargetDirs, id: &JobId, key: &Key) -> Vec<After> {
 /// one: while the job has no result, a cancel its listener has not acted
 /// on yet. A file there that does not verify asks nothing.
 pub fn cancel_pending(dirs: &TargetDirs, id: &JobId, key: &Key) -> Option<Marker> {
-    let name = id.file_name();
-    let read = open(dirs, Place::Cancel)?.read_limited(&name, crate::doc::marker::MAX_BYTES);
-    accept::marker(&name, read, dirs.target().as_str(), key).ok()
+    let cancel = open(dirs, Place::Cancel)?;
+    crate::judge::marker(&cancel, id, dirs.target().as_str(), key).ok()
 }
 
 /// What keeps a queued job from starting, as this machine sees it.
