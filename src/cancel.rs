@@ -8,14 +8,13 @@ use serde_json::{Value, json};
 
 use crate::accept::{self, BadMarker};
 use crate::clock;
-use crate::doc::{self, Marker, Outcome, job};
+use crate::doc::{self, Marker, Outcome};
 use crate::error::{Error, Result};
 use crate::fsops;
 use crate::key::Key;
 use crate::layout::{Place, TargetDirs};
 use crate::names::{JobId, Machine};
 use crate::observe::{self, Observed};
-use crate::read::FileRead;
 use crate::rejected;
 
 /// What a cancel request did.
@@ -98,14 +97,14 @@ fn check_parent(dirs: &TargetDirs, id: &JobId, key: &Key, caller: &JobId) -> Res
     let name = id.file_name();
     for place in [Place::Inbox, Place::Done] {
         let path = dirs.place(place).join(&name);
-        let read = match dirs.open(place)? {
-            Some(d) => d.read_limited(&name, job::MAX_BYTES),
-            None => FileRead::Missing,
-        };
-        if matches!(read, FileRead::Missing) {
+        let Some(dir) = dirs.open(place)? else {
             continue;
-        }
-        return match accept::job(&name, read, dirs.target().as_str(), key) {
+        };
+        let judged = match crate::judge::job(&dir, id, dirs.target().as_str(), key) {
+            Err(r) if r.verdict == accept::Verdict::Missing => continue,
+            judged => judged,
+        };
+        return match judged {
             Ok(j) if j.spec.parent_job_id.as_deref() == Some(caller.as_str()) => Ok(()),
             Ok(j) => Err(Error::forbidden(format!(
                 "job {caller} may not cancel {id}: only its direct parent ({}) may",

@@ -4,7 +4,7 @@
 //! this module only does the read, with the kind's size limit.
 
 use crate::accept::{self, Rejection};
-use crate::doc::{Marker, Outcome, marker, outcome};
+use crate::doc::{Job, Marker, Outcome, job, marker, outcome};
 use crate::fsops::Dir;
 use crate::key::Key;
 use crate::names::JobId;
@@ -20,6 +20,19 @@ use crate::names::JobId;
 pub fn result(results: &Dir, id: &JobId, target: &str, key: &Key) -> Result<Outcome, Rejection> {
     let read = results.read_limited(&id.file_name(), outcome::MAX_BYTES);
     accept::outcome(id.as_str(), read, target, key)
+}
+
+/// The job `id` of `target` in `dir` (held open: an inbox, or
+/// `archive/done/`), judged by acceptance steps 1 to 8: the verified job, or
+/// the verdict on the file ([`accept::Verdict::Missing`] when there is
+/// none). The age and replay rules are the drain's, not asked here.
+///
+/// # Errors
+///
+/// The [`Rejection`] of [`accept::job`].
+pub fn job(dir: &Dir, id: &JobId, target: &str, key: &Key) -> Result<Job, Rejection> {
+    let name = id.file_name();
+    accept::job(&name, dir.read_limited(&name, job::MAX_BYTES), target, key)
 }
 
 /// The cancel marker of `id` in `cancel` (held open) of `target`, judged:
@@ -132,6 +145,38 @@ mod tests {
         assert_eq!(
             marker(&dir, &id, "NAS", &key).unwrap_err().verdict,
             Verdict::TargetMismatch
+        );
+    }
+
+    #[test]
+    fn a_job_is_verified_or_refused_by_its_verdict() {
+        let key = Key::from_bytes(&[7u8; 32]).unwrap();
+        let id = JobId::parse(ID).unwrap();
+        let created = crate::clock::parse("2026-11-29T19:30:00.000Z").unwrap();
+        let spec = crate::doc::Spec {
+            argv: vec!["true".into()],
+            ..crate::doc::Spec::default()
+        };
+        let signed = Job::sign(&key, id.clone(), "PC", "LAPTOP", created, spec);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_trusted(tmp.path()).unwrap();
+        assert_eq!(
+            job(&dir, &id, "PC", &key).unwrap_err().verdict,
+            Verdict::Missing
+        );
+        assert!(
+            dir.publish(&id.file_name(), &signed.to_file_bytes(), Flush::Nothing)
+                .unwrap()
+        );
+        assert_eq!(job(&dir, &id, "PC", &key).unwrap().sig, signed.sig);
+        assert_eq!(
+            job(&dir, &id, "NAS", &key).unwrap_err().verdict,
+            Verdict::WrongTarget
+        );
+        let other = Key::from_bytes(&[8u8; 32]).unwrap();
+        assert_eq!(
+            job(&dir, &id, "PC", &other).unwrap_err().verdict,
+            Verdict::BadSignature
         );
     }
 }

@@ -10,7 +10,6 @@
 //! counting it would let a folder writer block a genuine job by filing a
 //! rejection under its id first.
 
-use crate::accept;
 use crate::fsops::Dir;
 use crate::judge;
 use crate::key::Key;
@@ -49,25 +48,19 @@ pub fn used_in(
 ) -> Option<&'static str> {
     let name = id.file_name();
     let verified = results.is_some_and(|r| judge::result(r, id, target, key).is_ok());
+    // In `archive/done/` only the job `id` of `target` signed with `key`
+    // counts: anything else there (empty, garbage, a folder, another job's
+    // file) is a folder writer's, and counting it would let one suppress a
+    // genuine job, block an id before it is ever sent, or take a short id.
     if verified {
         Some("results/")
-    } else if done.is_some_and(|d| d.exists(&name) && genuine_job(d, id, target, key)) {
+    } else if done.is_some_and(|d| d.exists(&name) && judge::job(d, id, target, key).is_ok()) {
         Some("archive/done/")
     } else if in_ledger() {
         Some("the local ledger")
     } else {
         None
     }
-}
-
-/// True when `<id>.json` in `done` (held open: `archive/done/`, or any
-/// folder of job files) is the job `id` of `target` signed with `key`.
-/// Anything else there (empty, garbage, a folder, another job's file) is a
-/// folder writer's and does not count: counting it would let one suppress
-/// a genuine job, block an id before it is ever sent, or take a short id.
-pub fn genuine_job(done: &Dir, id: &JobId, target: &str, key: &Key) -> bool {
-    let read = done.read_limited(&id.file_name(), crate::doc::job::MAX_BYTES);
-    accept::job(&id.file_name(), read, target, key).is_ok()
 }
 
 /// True when `results/<id>.json` holds a result that verifies.

@@ -166,8 +166,7 @@ pub fn publish_all(
 /// is the same job, queued once; anything else is refused, untouched.
 fn taken(dirs: &TargetDirs, inbox: &Dir, job: &Job, key: &Key) -> Result<()> {
     let name = job.id.file_name();
-    let there = inbox.read_limited(&name, job::MAX_BYTES);
-    let same = accept::job(&job.id.file_name(), there, dirs.target().as_str(), key)
+    let same = crate::judge::job(inbox, &job.id, dirs.target().as_str(), key)
         .is_ok_and(|t| signed_text(&t) == signed_text(job));
     if same {
         return Ok(());

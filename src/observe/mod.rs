@@ -264,9 +264,7 @@ pub fn held_on(dirs: &TargetDirs, id: &JobId, key: &Key) -> Vec<After> {
     let Some(inbox) = open(dirs, Place::Inbox) else {
         return Vec::new();
     };
-    let name = id.file_name();
-    let read = inbox.read_limited(&name, crate::doc::job::MAX_BYTES);
-    match accept::job(&name, read, dirs.target().as_str(), key) {
+    match crate::judge::job(&inbox, id, dirs.target().as_str(), key) {
         Ok(job) => waits_for(dirs, &job, key),
         Err(_) => Vec::new(),
     }
@@ -303,9 +301,7 @@ pub enum Hold {
 /// of every queued job, as `status` does.
 pub fn hold(dirs: &TargetDirs, id: &JobId, key: &Key) -> Option<Hold> {
     let inbox = open(dirs, Place::Inbox)?;
-    let name = id.file_name();
-    let read = inbox.read_limited(&name, crate::doc::job::MAX_BYTES);
-    let job = accept::job(&name, read, dirs.target().as_str(), key).ok()?;
+    let job = crate::judge::job(&inbox, id, dirs.target().as_str(), key).ok()?;
     let after = waits_for(dirs, &job, key);
     if !after.is_empty() {
         return Some(Hold::After(after));

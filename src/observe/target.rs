@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::accept;
 use crate::clock;
-use crate::doc::{self, Job, Priority};
+use crate::doc::{Job, Priority};
 use crate::fsops::Dir;
 use crate::heartbeat::{self, Beat};
 use crate::key::Key;
@@ -384,11 +384,11 @@ fn queued(dirs: &TargetDirs, key: &Key) -> (Vec<Job>, usize) {
         .into_iter()
         .filter(|(id, _)| !running.contains(id))
     {
-        let name = id.file_name();
-        let read = inbox.as_ref().map_or(FileRead::Missing, |d| {
-            d.read_limited(&name, doc::job::MAX_BYTES)
-        });
-        match accept::job(&name, read, dirs.target().as_str(), key) {
+        // Listed from the inbox, so it is open.
+        let Some(inbox) = inbox.as_ref() else {
+            continue;
+        };
+        match crate::judge::job(inbox, &id, dirs.target().as_str(), key) {
             Ok(j) => jobs.push(j),
             Err(_) => invalid += 1,
         }
