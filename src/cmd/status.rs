@@ -170,13 +170,15 @@ fn human(t: &TargetStatus, mine: &str) -> String {
                 ..
             } => {
                 let padded = format!("{outcome:<22}");
-                lines.push(format!(
+                let row = format!(
                     "    {job_id}  {}  {:<16}  {:>7}  {}",
                     out::paint(&padded, out::outcome_tone(outcome)),
                     exit,
                     clock::human(Duration::from_millis(duration_ms.unwrap_or(0))),
                     label(l)
-                ));
+                );
+                // No trailing blanks where a row has no label.
+                lines.push(row.trim_end().to_string());
             }
             RecentResult::Unverified {
                 job_id, problem, ..

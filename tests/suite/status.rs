@@ -268,6 +268,12 @@ fn human_status_results_n_shows_the_n_newest_results() {
         line.contains("done") && line.contains("exit 0") && line.contains("three"),
         "{line}"
     );
+    // A result without a label ends its row without trailing blanks.
+    let bare = w.enqueue(&[], &kit(&[]));
+    w.listen_once(&[]);
+    let (_, out, _) = w.run(&["status", "--target", "PC"]);
+    let line = out.lines().find(|l| l.contains(&bare)).unwrap();
+    assert_eq!(line, line.trim_end(), "{line:?}");
 }
 
 #[test]
