@@ -1190,7 +1190,7 @@ fn materialize(path: &Path, content: &Content) {
     match content {
         Content::File(b) => {
             std::fs::write(&tmp, b).unwrap();
-            std::fs::rename(&tmp, path).unwrap();
+            replace_with(&tmp, path);
         }
         #[cfg(unix)]
         Content::Link(to) => std::os::unix::fs::symlink(to, path).unwrap(),
@@ -1202,6 +1202,26 @@ fn materialize(path: &Path, content: &Content) {
                 std::fs::write(tmp.join(n), b).unwrap();
             }
             std::fs::rename(&tmp, path).unwrap();
+        }
+    }
+}
+
+/// Renames `tmp` over `path`. On Windows a file the listener is reading
+/// at that moment cannot be replaced (a sharing violation, "Access
+/// denied"): tried again for up to 5 s, as a sync engine retries.
+fn replace_with(tmp: &Path, path: &Path) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match std::fs::rename(tmp, path) {
+            Ok(()) => return,
+            Err(e)
+                if cfg!(windows)
+                    && e.kind() == std::io::ErrorKind::PermissionDenied
+                    && std::time::Instant::now() < until =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => panic!("cannot put {} in place: {e}", path.display()),
         }
     }
 }
