@@ -74,20 +74,44 @@ fn remember(state_dir: &Path, dirs: &TargetDirs, id: &JobId) -> Result<()> {
         text.as_bytes(),
         fsops::Flush::Nothing,
     )?;
-    record_sent(state_dir, dirs, id)
+    record_sent(state_dir, &[(dirs, id)])
 }
 
-/// Adds `id`, sent to `dirs`' target, to the sent list, keeping the list's
-/// newer half once it outgrows [`SENT_MAX_BYTES`].
-fn record_sent(state_dir: &Path, dirs: &TargetDirs, id: &JobId) -> Result<()> {
+/// Adds every job of a batch, each `(targets, id)`, to the sent list in
+/// one write (only the last becomes `last`, by [`remember_on`]), so a
+/// cancel of any of them is taken before it has synced. A failure is
+/// said on stderr; the jobs are sent either way.
+pub fn record_sent_on(state: Result<std::path::PathBuf>, jobs: &[(&[TargetDirs], &JobId)]) {
+    let each: Vec<(&TargetDirs, &JobId)> = jobs
+        .iter()
+        .flat_map(|(targets, id)| targets.iter().map(move |d| (d, *id)))
+        .collect();
+    let recorded = state.and_then(|dir| {
+        fsops::create_dirs(&[dir.clone()])?;
+        record_sent(&dir, &each)
+    });
+    if let Err(e) = recorded {
+        eprintln!(
+            "fleet-dispatch: the batch's ids are not recorded as sent from here: {}",
+            e.message
+        );
+    }
+}
+
+/// Adds each `(target, id)` sent to the sent list in one append, keeping
+/// the list's newer half once it outgrows [`SENT_MAX_BYTES`].
+fn record_sent(state_dir: &Path, sent: &[(&TargetDirs, &JobId)]) -> Result<()> {
     use std::io::Write;
     let path = state_dir.join(SENT_FILE);
-    let line = format!("{} {id}\n", dirs.target());
+    let lines: String = sent
+        .iter()
+        .map(|(dirs, id)| format!("{} {id}\n", dirs.target()))
+        .collect();
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(&path)
-        .and_then(|mut f| f.write_all(line.as_bytes()))
+        .and_then(|mut f| f.write_all(lines.as_bytes()))
         .map_err(|e| Error::io("write", &path, &e))?;
     if std::fs::metadata(&path).is_ok_and(|m| m.len() > SENT_MAX_BYTES) {
         let text = std::fs::read_to_string(&path).map_err(|e| Error::io("read", &path, &e))?;

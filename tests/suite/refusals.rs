@@ -288,6 +288,17 @@ fn cancel_of_a_job_this_machine_sent_is_accepted_before_it_syncs() {
             .args(["cancel", "--target", "PC", "--job-id", &id]),
     );
     assert_eq!(code, 66, "{err}");
+    // Every job of a batch counts as sent, not only its last.
+    let batch = scratch(&w, "jobs.jsonl");
+    std::fs::write(&batch, "{\"argv\": [\"true\"]}\n{\"argv\": [\"true\"]}\n").unwrap();
+    let (code, out, err) = w.run(&["enqueue", "--target", "PC", "--batch", p(&batch)]);
+    assert_eq!(code, 0, "{out}{err}");
+    for id in out.lines() {
+        std::fs::remove_file(w.inbox(id)).unwrap();
+        let (code, out, err) = cancel(&w, "PC", id, &[]);
+        assert_eq!(code, 0, "{id}: {out}{err}");
+        assert!(out.contains("requested (job not seen yet)"), "{out}");
+    }
 }
 
 #[test]

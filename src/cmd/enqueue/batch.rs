@@ -170,6 +170,11 @@ pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> 
             return Err(batch_partly(&shown, &done, dirs, e));
         }
     }
+    let sent: Vec<(&[TargetDirs], &crate::names::JobId)> = lines
+        .iter()
+        .map(|(_, r)| (resolved[&r.targets].as_slice(), &r.id))
+        .collect();
+    crate::jobref::record_sent_on(ctx.state_dir(&root), &sent[..sent.len() - 1]);
     if let Some((_, last)) = lines.last() {
         let each: Vec<&TargetDirs> = resolved[&last.targets].iter().collect();
         crate::jobref::remember_on(ctx.state_dir(&root), &each, &last.id);
