@@ -87,7 +87,7 @@ pub fn record_sent_on(state: Result<std::path::PathBuf>, jobs: &[(&[TargetDirs],
         .flat_map(|(targets, id)| targets.iter().map(move |d| (d, *id)))
         .collect();
     let recorded = state.and_then(|dir| {
-        fsops::create_dirs(&[dir.clone()])?;
+        fsops::create_dirs(std::slice::from_ref(&dir))?;
         record_sent(&dir, &each)
     });
     if let Err(e) = recorded {
