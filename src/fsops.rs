@@ -21,7 +21,7 @@ use crate::read::FileRead;
 
 mod dir;
 
-pub use dir::{Child, Dir, FileId, Piece, kind_word, not_a_folder};
+pub use dir::{Child, Dir, FileId, FileLock, Locking, Log, Piece, kind_word, not_a_folder};
 
 /// How long a move or delete keeps retrying a transient failure.
 pub const RETRY_BOUND: Duration = Duration::from_secs(5);
@@ -186,6 +186,9 @@ pub enum Flush {
     /// Nothing: files whose loss, or whose torn copy after a power loss,
     /// is acceptable (informational files, or the caller flushes them).
     Nothing,
+    /// The bytes, before the file gets its name; the folder entry is
+    /// flushed later by the caller (the listener's checkpoint, §7.8).
+    Data,
     /// The bytes and the directory entry: the write survives a power loss.
     DataAndName,
 }

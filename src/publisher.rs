@@ -353,23 +353,17 @@ pub fn publish_batch(
     }
     let results = folders.results();
     let mut notes = Vec::new();
-    let names: Vec<String> = batch.iter().map(|f| f.id.file_name()).collect();
-    let temps = results.write_temps(
-        names
-            .iter()
-            .zip(batch)
-            .map(|(name, f)| (name.as_str(), f.result.as_slice())),
-        fsops::Flush::DataAndName,
-    )?;
-    for ((tmp, name), f) in temps.iter().zip(&names).zip(batch) {
-        let mut placed = results.move_no_replace(tmp, results, name);
-        if matches!(placed, Ok(false)) && set_aside_forged(folders, key, target, &f.id, &mut notes)?
-        {
-            placed = results.move_no_replace(tmp, results, name);
-        }
-        if !matches!(placed, Ok(true)) {
-            let _ = results.remove(tmp);
-        }
+    let files: Vec<(String, &[u8])> = batch
+        .iter()
+        .map(|f| (f.id.file_name(), f.result.as_slice()))
+        .collect();
+    // Flushed before they get their names; the folder entries wait for the
+    // checkpoint. A name taken by a result that does not verify is cleared
+    // and tried again.
+    let placed = results.publish_all_with(&files, fsops::Flush::Data, |i| {
+        set_aside_forged(folders, key, target, &batch[i].id, &mut notes)
+    })?;
+    for (placed, f) in placed.into_iter().zip(batch) {
         if !placed? {
             notes.push(format!("a result for {} already exists; keeping it", f.id));
         }

@@ -13,7 +13,6 @@
 //! costs as much as the spawn itself.
 
 use std::collections::VecDeque;
-use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender};
@@ -504,7 +503,7 @@ impl Running {
 struct Tail {
     dir: crate::fsops::Dir,
     name: String,
-    log: Option<File>,
+    log: Option<crate::fsops::Log>,
     tried: bool,
     truncated: bool,
     end: VecDeque<u8>,

@@ -169,10 +169,15 @@ impl Dir {
         self.handle.is_at(None, self.path.as_os_str())
     }
 
-    /// The regular file `name`, opened to hold a lock on it and made empty
-    /// when missing; never through a link. `Ok(None)` when something else
-    /// has the name (a link, a folder, a FIFO), to be moved aside.
-    pub fn open_lock_file(&self, name: &str) -> io::Result<Option<File>> {
+    /// Takes an OS lock on the regular file `name`, made empty when
+    /// missing; never through a link. The lock is held until the answer's
+    /// [`FileLock`] is dropped, and released by the kernel when the process
+    /// dies.
+    ///
+    /// # Errors
+    ///
+    /// The file error of opening or locking it.
+    pub fn lock_file(&self, name: &str) -> io::Result<Locking> {
         for _ in 0..3 {
             let opened = match self.handle.open_read(OsStr::new(name)) {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -184,14 +189,21 @@ impl Dir {
                 }
                 other => other,
             };
-            return match opened {
-                Ok(f) if f.metadata()?.is_file() => Ok(Some(f)),
-                Ok(_) => Ok(None),
-                Err(e) if crate::platform::is_link_error(&e) => Ok(None),
+            let file = match opened {
+                Ok(f) if f.metadata()?.is_file() => f,
+                Ok(_) => return Ok(Locking::NotAFile),
+                Err(e) if crate::platform::is_link_error(&e) => return Ok(Locking::NotAFile),
                 // Windows refuses to open a folder as a file (access
                 // denied): one there is no lock file, as elsewhere.
-                Err(_) if self.entry(name).is_ok_and(|en| en.kind != EntryKind::File) => Ok(None),
-                Err(e) => Err(e),
+                Err(_) if self.entry(name).is_ok_and(|en| en.kind != EntryKind::File) => {
+                    return Ok(Locking::NotAFile);
+                }
+                Err(e) => return Err(e),
+            };
+            return match file.try_lock() {
+                Ok(()) => Ok(Locking::Held(FileLock { _file: file })),
+                Err(std::fs::TryLockError::WouldBlock) => Ok(Locking::Busy),
+                Err(std::fs::TryLockError::Error(e)) => Err(e),
             };
         }
         Err(io::Error::from(io::ErrorKind::AlreadyExists))
@@ -256,7 +268,7 @@ impl Dir {
 
     /// Writes a temp file for each `(name, bytes)` of `files` (see
     /// [`Dir::write_temp`]), closing each once written, then, when `flush`
-    /// asks, flushes them all with one call (docs/protocol.md §7.10):
+    /// asks, flushes their data with one call (docs/protocol.md §7.10):
     /// their temp names, in order. A batch of any size holds one file open
     /// at a time.
     ///
@@ -264,7 +276,7 @@ impl Dir {
     ///
     /// A file error naming the temp file or the folder; the temp files
     /// written are removed.
-    pub fn write_temps<'a>(
+    fn write_temps<'a>(
         &self,
         files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
         flush: Flush,
@@ -288,7 +300,7 @@ impl Dir {
                 }
             }
         }
-        if flush == Flush::DataAndName {
+        if flush != Flush::Nothing {
             let names: Vec<&OsStr> = temps.iter().map(OsStr::new).collect();
             if let Err(e) = self.handle.sync_names(&names) {
                 clean(&temps);
@@ -363,7 +375,7 @@ impl Dir {
     /// # Errors
     ///
     /// A file error naming the temp file (which is then removed).
-    pub fn write_temp(&self, name: &str, bytes: &[u8], flush: Flush) -> Result<(String, File)> {
+    fn write_temp(&self, name: &str, bytes: &[u8], flush: Flush) -> Result<(String, File)> {
         let tmp = temp_name(name);
         let written = (|| -> io::Result<File> {
             let mut f = self.handle.create_new(OsStr::new(&tmp))?;
@@ -403,11 +415,8 @@ impl Dir {
     }
 
     /// Publishes each `(name, bytes)` of `files` as [`Dir::publish`] does,
-    /// with one flush for them all instead of one each: every temp file is
-    /// written and closed, their data flushed with one call
-    /// ([`Dir::write_temps`]), each renamed into place without replacing,
-    /// and the folder flushed once. `Err` when no file was placed;
-    /// otherwise, per file, what its rename came to.
+    /// with one flush for them all instead of one each: see
+    /// [`Dir::publish_all_with`]; a name taken stays taken.
     ///
     /// # Errors
     ///
@@ -417,17 +426,47 @@ impl Dir {
         files: &[(String, Vec<u8>)],
         flush: Flush,
     ) -> Result<Vec<Result<bool>>> {
+        self.publish_all_with(files, flush, |_| Ok(false))
+    }
+
+    /// The one batch publisher (docs/protocol.md §3.3, §7.8 step 6): every
+    /// temp file is written and closed, their data flushed with one call
+    /// when `flush` asks, each renamed into place without replacing, and
+    /// the folder flushed once at [`Flush::DataAndName`]. When the name
+    /// of `files[i]` is taken, `taken(i)` may clear it (a forged result
+    /// moved aside) and answer true to have the rename tried once more.
+    /// `Err` when no file was placed; otherwise, per file, what its rename
+    /// came to (an error of `taken` included).
+    ///
+    /// # Errors
+    ///
+    /// A file error naming the temp file or the folder (nothing placed).
+    pub fn publish_all_with<N: AsRef<str>, B: AsRef<[u8]>>(
+        &self,
+        files: &[(N, B)],
+        flush: Flush,
+        mut taken: impl FnMut(usize) -> Result<bool>,
+    ) -> Result<Vec<Result<bool>>> {
         let temps = self.write_temps(
             files
                 .iter()
-                .map(|(name, bytes)| (name.as_str(), bytes.as_slice())),
+                .map(|(name, bytes)| (name.as_ref(), bytes.as_ref())),
             flush,
         )?;
         let placed: Vec<Result<bool>> = temps
             .iter()
             .zip(files)
-            .map(|(tmp, (name, _))| {
-                let placed = self.move_no_replace(tmp, self, name);
+            .enumerate()
+            .map(|(i, (tmp, (name, _)))| {
+                let name = name.as_ref();
+                let mut placed = self.move_no_replace(tmp, self, name);
+                if matches!(placed, Ok(false)) {
+                    placed = match taken(i) {
+                        Ok(true) => self.move_no_replace(tmp, self, name),
+                        Ok(false) => Ok(false),
+                        Err(e) => Err(e),
+                    };
+                }
                 if !matches!(placed, Ok(true)) {
                     let _ = self.handle.remove_file(OsStr::new(tmp));
                 }
@@ -504,13 +543,50 @@ impl Dir {
     /// whatever entry had that name (a planted link or hard link to a file
     /// elsewhere) is removed first, and the new file is created exclusively,
     /// never through a link.
-    pub fn create_log(&self, name: &str) -> io::Result<File> {
+    pub fn create_log(&self, name: &str) -> io::Result<Log> {
         match self.handle.remove_file(OsStr::new(name)) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(e),
         }
-        self.handle.create_new(OsStr::new(name))
+        self.handle
+            .create_new(OsStr::new(name))
+            .map(|file| Log { file })
+    }
+}
+
+/// What [`Dir::lock_file`] found.
+#[derive(Debug)]
+pub enum Locking {
+    /// The lock is ours until this is dropped.
+    Held(FileLock),
+    /// Another process holds it.
+    Busy,
+    /// Something other than a regular file has the name (a link, a folder,
+    /// a FIFO), to be moved aside.
+    NotAFile,
+}
+
+/// An OS lock on a file of a folder, held until dropped.
+#[derive(Debug)]
+pub struct FileLock {
+    _file: File,
+}
+
+/// A log file made by [`Dir::create_log`], written as output arrives: the
+/// one way the root's files are appended to.
+#[derive(Debug)]
+pub struct Log {
+    file: File,
+}
+
+impl Write for Log {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
     }
 }
 

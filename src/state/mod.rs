@@ -35,7 +35,15 @@ pub use root::identify_root;
 /// The held listener lock; dropping it releases the lock.
 #[derive(Debug)]
 pub struct Lock {
-    _file: File,
+    _held: Held,
+}
+
+/// The file a [`Lock`] holds: in the state directory, or in the target
+/// folder, reached through the folder's handle.
+#[derive(Debug)]
+enum Held {
+    Local(#[allow(dead_code)] File),
+    Folder(#[allow(dead_code)] fsops::FileLock),
 }
 
 impl Lock {
@@ -76,7 +84,9 @@ impl Lock {
         let _ = file.rewind();
         let _ = writeln!(file, "{}", std::process::id());
         let _ = file.flush();
-        Ok(Lock { _file: file })
+        Ok(Lock {
+            _held: Held::Local(file),
+        })
     }
 }
 
@@ -95,10 +105,15 @@ impl Lock {
             .open_base()?
             .ok_or_else(|| Error::not_found(format!("{} vanished", dirs.base().display())))?;
         let mut moved = false;
-        let file = loop {
-            match base.open_lock_file(FOLDER_LOCK) {
-                Ok(Some(f)) => break f,
-                Ok(None) if !moved => {
+        loop {
+            match base.lock_file(FOLDER_LOCK) {
+                Ok(fsops::Locking::Held(held)) => {
+                    return Ok(Some(Lock {
+                        _held: Held::Folder(held),
+                    }));
+                }
+                Ok(fsops::Locking::Busy) => return Ok(None),
+                Ok(fsops::Locking::NotAFile) if !moved => {
                     let r = accept::Rejection::new(
                         accept::Verdict::NotAFile,
                         "the listener's lock must be a regular file",
@@ -113,16 +128,11 @@ impl Lock {
                     )?;
                     moved = true;
                 }
-                Ok(None) => {
+                Ok(fsops::Locking::NotAFile) => {
                     return Err(fsops::not_a_folder(&path, "file that is not a regular one"));
                 }
-                Err(e) => return Err(Error::io("open", &path, &e)),
+                Err(e) => return Err(Error::io("lock", &path, &e)),
             }
-        };
-        match file.try_lock() {
-            Ok(()) => Ok(Some(Lock { _file: file })),
-            Err(TryLockError::WouldBlock) => Ok(None),
-            Err(TryLockError::Error(e)) => Err(Error::io("lock", &path, &e)),
         }
     }
 }
