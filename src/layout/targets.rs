@@ -6,16 +6,19 @@ use std::path::Path;
 
 use super::TargetDirs;
 use crate::error::{Error, Result};
+use crate::fsops::Dir;
 use crate::names::{Machine, is_machine};
+use crate::platform::EntryKind;
 
-/// The target folders that exist under `root`: directories with valid names.
+/// The target folders that exist under `root`: folders (never links) with
+/// valid names, listed through the folder port like every read of the root.
 pub fn existing_targets(root: &Path) -> Result<Vec<String>> {
-    let entries = std::fs::read_dir(root).map_err(|e| Error::io("list", root, &e))?;
-    let mut names: Vec<String> = entries
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|e| e.file_name().into_string().ok())
+    let dir = Dir::open_trusted(root)?;
+    let mut names: Vec<String> = dir
+        .list()?
+        .into_iter()
         .filter(|n| is_machine(n))
+        .filter(|n| dir.entry(n).is_ok_and(|e| e.kind == EntryKind::Dir))
         .collect();
     names.sort_by_key(|n| n.to_ascii_lowercase());
     Ok(names)
