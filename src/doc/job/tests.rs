@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// When the jobs of these tests were made.
+const T0: &str = "2026-11-29T10:00:00.000Z";
+
 #[test]
 fn spec_fields() {
     let s = Spec::parse(
@@ -102,7 +105,7 @@ fn a_refusal_names_its_field() {
 #[test]
 fn a_job_over_the_limit_or_with_a_bad_spec_would_be_refused() {
     let key = Key::from_bytes(&[7u8; 32]).unwrap();
-    let t0 = time::macros::datetime!(2026-11-29 10:00 UTC);
+    let t0 = crate::clock::parse(T0).unwrap();
     let sign = |argv: Vec<String>| {
         Job::sign(
             &key,
@@ -129,14 +132,18 @@ fn a_job_over_the_limit_or_with_a_bad_spec_would_be_refused() {
 #[test]
 fn drain_order_is_high_then_created_then_id() {
     let key = Key::from_bytes(&[7u8; 32]).unwrap();
-    let t0 = time::macros::datetime!(2026-11-29 10:00 UTC);
+    let t0 = crate::clock::parse(T0).unwrap();
     let mk = |id: &str, secs: i64, p: Priority| {
         Job::sign(
             &key,
             JobId::parse(id).unwrap(),
             "PC",
             "PC",
-            t0 + time::Duration::seconds(secs),
+            if secs < 0 {
+                t0 - Duration::from_secs(secs.unsigned_abs())
+            } else {
+                t0 + Duration::from_secs(secs as u64)
+            },
             Spec {
                 header: Header {
                     priority: p,
@@ -205,7 +212,7 @@ fn signed(spec: Spec) -> Job {
         JobId::parse("j-2").unwrap(),
         "PC",
         "LAPTOP",
-        time::macros::datetime!(2026-11-29 10:00 UTC),
+        crate::clock::parse(T0).unwrap(),
         spec,
     )
 }
