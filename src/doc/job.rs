@@ -1,5 +1,13 @@
 //! Jobs (docs/protocol.md §5.2): `inbox/<jobId>.json`, at most 1 MiB, with a signed
-//! `spec` string that is parsed only after its signature holds.
+//! `spec` string that is parsed only after its signature holds ([`peek`]
+//! alone reads it unverified, for a reader without the key).
+//!
+//! A spec is two parts: the [`Header`], the scheduling facts other
+//! machines read (`status`, `sweep`, dependencies, `cancel`), and the
+//! [`Payload`], what runs, read by the target and the origin. Both are
+//! signed in one text today; the split is where a body sealed to its
+//! target will cut, so no reader of another machine's job touches the
+//! payload but through [`Job::readable_payload`].
 
 use std::collections::BTreeMap;
 use std::time::Duration;
