@@ -348,6 +348,7 @@ pub fn job(file_name: &str, read: FileRead, listener_target: &str, key: &Key) ->
     let spec =
         Spec::parse(env.str("spec")).map_err(|m| Rejection::new(Verdict::UnsupportedSpec, m))?;
     if spec
+        .header
         .after
         .iter()
         .any(|a| a.names(env.str("target"), env.str("jobId")))

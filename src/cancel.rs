@@ -105,10 +105,10 @@ fn check_parent(dirs: &TargetDirs, id: &JobId, key: &Key, caller: &JobId) -> Res
             judged => judged,
         };
         return match judged {
-            Ok(j) if j.spec.parent_job_id.as_deref() == Some(caller.as_str()) => Ok(()),
+            Ok(j) if j.header().parent_job_id.as_deref() == Some(caller.as_str()) => Ok(()),
             Ok(j) => Err(Error::forbidden(format!(
                 "job {caller} may not cancel {id}: only its direct parent ({}) may",
-                j.spec
+                j.header()
                     .parent_job_id
                     .as_deref()
                     .unwrap_or("none, it was enqueued from outside a job")

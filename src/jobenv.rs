@@ -37,7 +37,12 @@ pub fn for_job(job: &Job, root: &str, machine: &str, key_file: &str) -> Vec<(Str
     ALL.iter()
         .map(|n| n.to_string())
         .zip(ours)
-        .chain(job.spec.env.iter().map(|(k, v)| (k.clone(), v.clone())))
+        .chain(
+            job.payload()
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone())),
+        )
         .collect()
 }
 
@@ -57,11 +62,8 @@ mod tests {
 
     #[test]
     fn ours_come_first_then_the_jobs_own() {
-        let spec = Spec {
-            argv: vec!["true".into()],
-            env: [("MINE".to_string(), "1".to_string())].into(),
-            ..Spec::default()
-        };
+        let mut spec = Spec::of(vec!["true".into()]);
+        spec.payload.env = [("MINE".to_string(), "1".to_string())].into();
         let id = JobId::parse("20261129-193000-9f2c4e1ab37d5c08").unwrap();
         let key = Key::from_bytes(&[1u8; 32]).unwrap();
         let job = Job::sign(&key, id, "pc", "LAPTOP", crate::clock::now(), spec);

@@ -537,10 +537,7 @@ mod tests {
             target,
             "PC",
             crate::clock::now(),
-            crate::doc::Spec {
-                argv: vec!["true".into()],
-                ..crate::doc::Spec::default()
-            },
+            crate::doc::Spec::of(vec!["true".into()]),
         );
         std::fs::write(dir.join(format!("{id}.json")), job.to_file_bytes()).unwrap();
     }

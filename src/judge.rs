@@ -153,10 +153,7 @@ mod tests {
         let key = Key::from_bytes(&[7u8; 32]).unwrap();
         let id = JobId::parse(ID).unwrap();
         let created = crate::clock::parse("2026-11-29T19:30:00.000Z").unwrap();
-        let spec = crate::doc::Spec {
-            argv: vec!["true".into()],
-            ..crate::doc::Spec::default()
-        };
+        let spec = crate::doc::Spec::of(vec!["true".into()]);
         let signed = Job::sign(&key, id.clone(), "PC", "LAPTOP", created, spec);
         let tmp = tempfile::tempdir().unwrap();
         let dir = Dir::open_trusted(tmp.path()).unwrap();

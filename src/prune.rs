@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-use crate::doc::{self, Spec};
+use crate::doc;
 use crate::error::Result;
 use crate::fsops::{self, Child, Dir};
 use crate::layout::{self, ARCHIVE, Place, TargetDirs};
@@ -147,13 +147,10 @@ impl Awaited {
                 let FileRead::Bytes(b) = inbox.read_limited(&name, doc::job::MAX_BYTES) else {
                     continue;
                 };
-                let Some(spec) = serde_json::from_slice::<serde_json::Value>(&b)
-                    .ok()
-                    .and_then(|v| Spec::parse(v.get("spec")?.as_str()?).ok())
-                else {
+                let Some(header) = doc::job::peek(&b) else {
                     continue;
                 };
-                for a in spec.after {
+                for a in header.after {
                     by_target
                         .entry(a.target.as_str().to_ascii_lowercase())
                         .or_default()

@@ -47,7 +47,7 @@ fuzz_target!(|data: &[u8]| {
                 "valid but not verified: {doc:?}"
             );
             assert_eq!(j.spec_text, text(&doc, "spec"));
-            assert!(!j.spec.argv.is_empty());
+            assert!(!j.payload().argv.is_empty());
             assert_eq!(name, format!("{}.json", j.id));
             assert!(j.target.eq_ignore_ascii_case(&target));
         }

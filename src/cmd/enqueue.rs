@@ -18,6 +18,7 @@ use crate::cli::{EnqueueArgs, PriorityArg};
 use crate::clock;
 use crate::config::Context;
 use crate::dependency;
+use crate::doc::job::{Header, Payload};
 use crate::doc::job::{MAX_BYTES, Unacceptable};
 use crate::doc::{Job, Priority, Spec};
 use crate::error::{Error, Result};
@@ -234,10 +235,9 @@ impl Request {
             })
             .collect::<Result<Vec<_>>>()?;
         let after = dependency::bind(&named, target, &self.id, &field)?;
-        Ok(Spec {
-            after,
-            ..self.spec.clone()
-        })
+        let mut spec = self.spec.clone();
+        spec.header.after = after;
+        Ok(spec)
     }
 }
 
@@ -367,21 +367,25 @@ fn request(f: &Fields, origin: Origin, parent: Option<&JobId>, high: bool) -> Re
         None => JobId::generate(clock::now()),
     };
     let spec = Spec {
-        argv: f.argv.clone(),
-        cwd: f.cwd.clone(),
-        env,
-        timeout,
-        grace: spec_duration(&f.grace, &name("grace"))?,
-        priority: if high {
-            Priority::High
-        } else {
-            Priority::Normal
+        header: Header {
+            timeout,
+            grace: spec_duration(&f.grace, &name("grace"))?,
+            priority: if high {
+                Priority::High
+            } else {
+                Priority::Normal
+            },
+            parent_job_id: parent.map(|p| p.to_string()),
+            // Bound to each copy's target by `Request::spec_for`.
+            after: Vec::new(),
+            after_any,
         },
-        parent_job_id: parent.map(|p| p.to_string()),
-        label: f.label.clone(),
-        // Bound to each copy's target by `Request::spec_for`.
-        after: Vec::new(),
-        after_any,
+        payload: Payload {
+            argv: f.argv.clone(),
+            cwd: f.cwd.clone(),
+            env,
+            label: f.label.clone(),
+        },
     };
     Ok(Request {
         id,
@@ -437,7 +441,7 @@ fn check_acceptable(job: &Job, origin: Origin) -> Result<()> {
         None => Ok(()),
         Some(Unacceptable::TooLarge(size)) => Err(Error::validation(format!(
             "the job file would be {size} bytes, over the {MAX_BYTES} a target accepts (it would refuse it as too-large); most of it is {}",
-            origin.name(largest_field(&job.spec))
+            origin.name(largest_field(job.payload()))
         ))
         .hint("put large data in a file on the target and give the job its path")),
         Some(Unacceptable::Spec(r)) => {
@@ -458,7 +462,7 @@ fn check_acceptable(job: &Job, origin: Origin) -> Result<()> {
 
 /// The key of the field that takes the most room in `spec`: what to name
 /// when the job is too large.
-fn largest_field(spec: &Spec) -> &'static str {
+fn largest_field(spec: &Payload) -> &'static str {
     let len = |s: &Option<String>| s.as_ref().map_or(0, String::len);
     [
         ("argv", spec.argv.iter().map(String::len).sum::<usize>()),
@@ -557,7 +561,7 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
         "target": dirs.target().as_str(),
         "path": path.display().to_string(),
         "resultPath": dirs.result_file(&id).display().to_string(),
-        "priority": priority_word(job.spec.priority),
+        "priority": priority_word(job.header().priority),
     });
     if let Some(p) = &parent {
         out["parentJobId"] = json!(p.as_str());
@@ -806,7 +810,7 @@ fn fan_out(
         "jobId": id.as_str(),
         "targets": targets.iter().map(|d| d.target().as_str()).collect::<Vec<_>>(),
         "copies": copies,
-        "priority": priority_word(req.spec.priority),
+        "priority": priority_word(req.spec.header.priority),
     });
     if let Some(p) = parent {
         out["parentJobId"] = json!(p.as_str());

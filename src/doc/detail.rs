@@ -172,7 +172,7 @@ pub fn outcome_of(
         stderr_bytes: Some(r.output_bytes.1),
         stdout_log_bytes: r.logs_short.0,
         stderr_log_bytes: r.logs_short.1,
-        label: job.spec.label.as_deref().map(|l| clip(l, LABEL_BYTES)),
+        label: job.payload().label.as_deref().map(|l| clip(l, LABEL_BYTES)),
         leftovers_stopped: (r.leftovers_stopped > 0).then_some(r.leftovers_stopped as u64),
         ..Detail::default()
     };
@@ -248,7 +248,7 @@ pub fn cancelled_before_start(key: &Key, job: &Job, marker: &Marker, finished_at
 fn never_started(key: &Key, job: &Job, t: Termination, d: Detail, finished_at: &str) -> Outcome {
     let d = Detail {
         duration_ms: Some(0),
-        label: job.spec.label.as_deref().map(|l| clip(l, LABEL_BYTES)),
+        label: job.payload().label.as_deref().map(|l| clip(l, LABEL_BYTES)),
         ..d
     };
     Outcome::sign(

@@ -1,5 +1,13 @@
 //! Jobs (docs/protocol.md §5.2): `inbox/<jobId>.json`, at most 1 MiB, with a signed
-//! `spec` string that is parsed only after its signature holds.
+//! `spec` string that is parsed only after its signature holds ([`peek`]
+//! alone reads it unverified, for a reader without the key).
+//!
+//! A spec is two parts: the [`Header`], the scheduling facts other
+//! machines read (`status`, `sweep`, dependencies, `cancel`), and the
+//! [`Payload`], what runs, read by the target and the origin. Both are
+//! signed in one text today; the split is where a body sealed to its
+//! target will cut, so no reader of another machine's job touches the
+//! payload but through [`Job::readable_payload`].
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -37,50 +45,120 @@ pub enum Priority {
     Normal,
 }
 
-/// What to run, as signed in the job's `spec` string.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// What to run, as signed in the job's `spec` string: a public
+/// [`Header`] that every machine may read, and a [`Payload`] read only by
+/// the job's target and its origin. Today both travel in one signed text
+/// (docs/protocol.md §5.2), field order unchanged; the split is where a
+/// sealed body will cut.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Spec {
+    /// What other machines read: scheduling and dependencies.
+    pub header: Header,
+    /// What runs: read by the target and the origin only.
+    pub payload: Payload,
+}
+
+/// The scheduling facts of a job: what `status`, `sweep`, dependencies
+/// and `cancel` read of a job that is not theirs to run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Header {
+    /// Wall-clock limit; none when absent.
+    pub timeout: Option<Duration>,
+    /// Time between the graceful stop and the forced kill; 10 s when absent.
+    pub grace: Option<Duration>,
+    /// Drain priority; normal when absent.
+    pub priority: Priority,
+    /// The job that enqueued this one, if any.
+    pub parent_job_id: Option<String>,
+    /// The jobs that must end before this one starts ([`crate::dependency`]);
+    /// none when absent. Signed, so a listener that does not know the field
+    /// refuses the job (`unsupported-spec`) rather than run it early.
+    pub after: Vec<After>,
+    /// True: any ending of the jobs in `after` will do; false (the
+    /// default): each must have succeeded.
+    pub after_any: bool,
+}
+
+/// What a job runs, and how it is described: read by the target that
+/// runs it and the origin that sent it ([`Job::payload`]); a machine that
+/// only observes the job asks [`Job::readable_payload`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Payload {
     /// Program and arguments, run directly (never through a shell).
     pub argv: Vec<String>,
     /// Working directory; the listener's own when absent.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     /// Extra environment variables.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
-    /// Wall-clock limit; none when absent.
+    /// A short human description.
+    pub label: Option<String>,
+}
+
+impl Spec {
+    /// A spec that runs `argv`, with every other field absent.
+    pub fn of(argv: Vec<String>) -> Spec {
+        Spec {
+            payload: Payload {
+                argv,
+                ..Payload::default()
+            },
+            ..Spec::default()
+        }
+    }
+}
+
+/// The spec text's fields in the order they have always been signed in:
+/// header and payload fields interleave, so the text is written from
+/// this one borrowed view rather than from the two parts.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Wire<'a> {
+    argv: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cwd: &'a Option<String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    env: &'a BTreeMap<String, String>,
     #[serde(
         rename = "timeoutSec",
         skip_serializing_if = "Option::is_none",
         serialize_with = "ser_secs"
     )]
-    pub timeout: Option<Duration>,
-    /// Time between the graceful stop and the forced kill; 10 s when absent.
+    timeout: &'a Option<Duration>,
     #[serde(
         rename = "graceSec",
         skip_serializing_if = "Option::is_none",
         serialize_with = "ser_secs"
     )]
-    pub grace: Option<Duration>,
-    /// Drain priority; normal when absent.
+    grace: &'a Option<Duration>,
     #[serde(skip_serializing_if = "is_normal")]
-    pub priority: Priority,
-    /// The job that enqueued this one, if any.
+    priority: &'a Priority,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub parent_job_id: Option<String>,
-    /// A short human description.
+    parent_job_id: &'a Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub label: Option<String>,
-    /// The jobs that must end before this one starts ([`crate::dependency`]);
-    /// none when absent. Signed, so a listener that does not know the field
-    /// refuses the job (`unsupported-spec`) rather than run it early.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub after: Vec<After>,
-    /// True: any ending of the jobs in `after` will do; false (the
-    /// default): each must have succeeded.
+    label: &'a Option<String>,
+    #[serde(skip_serializing_if = "<[After]>::is_empty")]
+    after: &'a [After],
     #[serde(skip_serializing_if = "is_false")]
-    pub after_any: bool,
+    after_any: &'a bool,
+}
+
+impl Serialize for Spec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (h, p) = (&self.header, &self.payload);
+        Wire {
+            argv: &p.argv,
+            cwd: &p.cwd,
+            env: &p.env,
+            timeout: &h.timeout,
+            grace: &h.grace,
+            priority: &h.priority,
+            parent_job_id: &h.parent_job_id,
+            label: &p.label,
+            after: &h.after,
+            after_any: &h.after_any,
+        }
+        .serialize(s)
+    }
 }
 
 /// A job this one waits for: its id on its target (docs/protocol.md §5.2).
@@ -123,7 +201,7 @@ fn is_normal(p: &Priority) -> bool {
     *p == Priority::Normal
 }
 
-fn ser_secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+fn ser_secs<S: serde::Serializer>(d: &&Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
     crate::clock::seconds_value(d.unwrap_or_default()).serialize(s)
 }
 
@@ -263,16 +341,20 @@ impl Spec {
             ));
         }
         Ok(Spec {
-            argv,
-            cwd,
-            env,
-            timeout: opt_seconds(obj, "timeoutSec")?,
-            grace: opt_seconds(obj, "graceSec")?,
-            priority,
-            parent_job_id,
-            label: opt_string(obj, "label")?,
-            after,
-            after_any,
+            header: Header {
+                timeout: opt_seconds(obj, "timeoutSec")?,
+                grace: opt_seconds(obj, "graceSec")?,
+                priority,
+                parent_job_id,
+                after,
+                after_any,
+            },
+            payload: Payload {
+                argv,
+                cwd,
+                env,
+                label: opt_string(obj, "label")?,
+            },
         })
     }
 
@@ -280,7 +362,9 @@ impl Spec {
     pub fn to_text(&self) -> String {
         serde_json::to_string(self).expect("specs serialise")
     }
+}
 
+impl Header {
     /// The grace to use when stopping this job.
     pub fn grace(&self) -> Duration {
         self.grace.unwrap_or(DEFAULT_GRACE)
@@ -372,8 +456,9 @@ pub struct Job {
     pub origin: String,
     /// The signed spec text.
     pub spec_text: String,
-    /// The spec, parsed.
-    pub spec: Spec,
+    /// The spec, parsed: read through [`Job::header`] and [`Job::payload`],
+    /// which say who may read what.
+    pub(crate) spec: Spec,
     /// The signature.
     pub sig: String,
 }
@@ -462,16 +547,46 @@ impl Job {
         Spec::check(&self.spec_text).err().map(Unacceptable::Spec)
     }
 
+    /// The job's public facts: what any machine may read of it
+    /// (scheduling, dependencies, its parent).
+    pub fn header(&self) -> &Header {
+        &self.spec.header
+    }
+
+    /// What the job runs: for the target that runs it and the origin that
+    /// sent it, the only machines a sealed body will be readable by.
+    pub fn payload(&self) -> &Payload {
+        &self.spec.payload
+    }
+
+    /// What the job runs, as a machine that only observes it (`status`)
+    /// may see it: `None` when the body is not readable here. No body is
+    /// sealed yet, so today it always is.
+    pub fn readable_payload(&self) -> Option<&Payload> {
+        Some(&self.spec.payload)
+    }
+
     /// The order in which the inbox drains: high first, then `createdAt`,
     /// then id. Compared borrowed, so a sort of the whole inbox (each
     /// listing of it) copies no id.
     pub fn drain_order(&self, other: &Job) -> std::cmp::Ordering {
-        (self.spec.priority, self.created, &self.id).cmp(&(
-            other.spec.priority,
+        (self.header().priority, self.created, &self.id).cmp(&(
+            other.header().priority,
             other.created,
             &other.id,
         ))
     }
+}
+
+/// The header a job file claims, read without verifying it: for a reader
+/// without the key (`sweep` keeping the jobs a queued job waits for), so
+/// never trusted beyond what a forged file may do harmlessly. `None` when
+/// the file is not a JSON object with a `spec` string that [`Spec::check`]
+/// accepts.
+pub fn peek(bytes: &[u8]) -> Option<Header> {
+    let v: Value = serde_json::from_slice(bytes).ok()?;
+    let spec = Spec::parse(v.get("spec")?.as_str()?).ok()?;
+    Some(spec.header)
 }
 
 /// `prog arg1 arg2 …` on one line, shortened to 80 characters.
@@ -484,164 +599,4 @@ pub fn argv_summary(argv: &[String]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn spec_fields() {
-        let s = Spec::parse(
-            r#"{"argv":["a","b"],"cwd":"/tmp","env":{"X":"1"},"timeoutSec":1.5,"graceSec":2,"priority":"high","parentJobId":"p-1","label":"hi"}"#,
-        )
-        .unwrap();
-        assert_eq!(s.argv, ["a", "b"]);
-        assert_eq!(s.timeout, Some(Duration::from_millis(1500)));
-        assert_eq!(s.grace(), Duration::from_secs(2));
-        assert_eq!(s.priority, Priority::High);
-        assert_eq!(Spec::parse(&s.to_text()).unwrap(), s);
-    }
-
-    #[test]
-    fn spec_refusals() {
-        for bad in [
-            r#"{"argv":["a"],"shell":true}"#,
-            r#"{"argv":[]}"#,
-            r#"{"argv":"a"}"#,
-            r#"{"argv":[1]}"#,
-            r#"{}"#,
-            r#"[]"#,
-            r#"{"argv":["a"],"env":{"FLEET_DISPATCH_JOB_ID":"x"}}"#,
-            r#"{"argv":["a"],"env":{"A-B":"x"}}"#,
-            r#"{"argv":["a"],"env":{"A":1}}"#,
-            r#"{"argv":["a"],"timeoutSec":-1}"#,
-            r#"{"argv":["a"],"timeoutSec":1e300}"#,
-            r#"{"argv":["a"],"timeoutSec":"5"}"#,
-            r#"{"argv":["a"],"priority":"urgent"}"#,
-            r#"{"argv":["a"],"parentJobId":"../x"}"#,
-            r#"{"argv":["a\u0000b"]}"#,
-            r#"{"argv":["a"],"after":[]}"#,
-            r#"{"argv":["a"],"after":{"target":"PC","jobId":"x"}}"#,
-            r#"{"argv":["a"],"after":[{"target":"PC"}]}"#,
-            r#"{"argv":["a"],"after":[{"target":"PC","jobId":"../x"}]}"#,
-            r#"{"argv":["a"],"after":[{"target":"a/b","jobId":"x"}]}"#,
-            r#"{"argv":["a"],"after":[{"target":"PC","jobId":"x","ok":true}]}"#,
-            r#"{"argv":["a"],"after":[{"target":"PC","jobId":"x"},{"target":"pc","jobId":"x"}]}"#,
-            r#"{"argv":["a"],"afterAny":true}"#,
-            r#"{"argv":["a"],"after":[{"target":"PC","jobId":"x"}],"afterAny":"yes"}"#,
-            r#"not json"#,
-        ] {
-            assert!(Spec::parse(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn after_round_trips_and_is_bounded() {
-        let s = Spec::parse(
-            r#"{"argv":["a"],"after":[{"target":"BUILD","jobId":"j-1"},{"target":"PC","jobId":"j-2"}],"afterAny":true}"#,
-        )
-        .unwrap();
-        assert_eq!(s.after.len(), 2);
-        assert_eq!(s.after[0].to_string(), "BUILD:j-1");
-        assert!(s.after_any);
-        assert_eq!(Spec::parse(&s.to_text()).unwrap(), s);
-        let list = |n: usize| {
-            (0..n)
-                .map(|i| format!(r#"{{"target":"PC","jobId":"j-{i}"}}"#))
-                .collect::<Vec<_>>()
-                .join(",")
-        };
-        assert!(
-            Spec::parse(&format!(
-                r#"{{"argv":["a"],"after":[{}]}}"#,
-                list(MAX_AFTER)
-            ))
-            .is_ok()
-        );
-        let over = Spec::parse(&format!(
-            r#"{{"argv":["a"],"after":[{}]}}"#,
-            list(MAX_AFTER + 1)
-        ));
-        assert!(over.unwrap_err().contains("at most 64"));
-        // No dependencies: the spec text is what it always was.
-        let plain = Spec {
-            argv: vec!["a".into()],
-            ..Spec::default()
-        };
-        assert_eq!(plain.to_text(), r#"{"argv":["a"]}"#);
-    }
-
-    #[test]
-    fn a_refusal_names_its_field() {
-        for (bad, field) in [
-            (r#"{"argv":["a\u0000b"]}"#, Some("argv")),
-            (r#"{"argv":["a"],"cwd":"/tmp/\u0000"}"#, Some("cwd")),
-            (r#"{"argv":["a"],"env":{"A":"\u0000"}}"#, Some("env")),
-            (r#"{"argv":["a"],"timeoutSec":-1}"#, Some("timeoutSec")),
-            (r#"{"argv":["a"],"afterAny":true}"#, Some("afterAny")),
-            (r#"{"argv":["a"],"after":[]}"#, Some("after")),
-            (r#"{"argv":["a"],"shell":true}"#, None),
-        ] {
-            let r = Spec::check(bad).unwrap_err();
-            assert_eq!(r.field, field, "{bad}");
-            assert_eq!(Spec::parse(bad).unwrap_err(), r.message);
-        }
-    }
-
-    #[test]
-    fn a_job_over_the_limit_or_with_a_bad_spec_would_be_refused() {
-        let key = Key::from_bytes(&[7u8; 32]).unwrap();
-        let t0 = time::macros::datetime!(2026-11-29 10:00 UTC);
-        let sign = |argv: Vec<String>| {
-            Job::sign(
-                &key,
-                JobId::parse("j").unwrap(),
-                "PC",
-                "PC",
-                t0,
-                Spec {
-                    argv,
-                    ..Spec::default()
-                },
-            )
-        };
-        assert_eq!(sign(vec!["true".into()]).refusal(), None);
-        let big = sign(vec!["x".repeat(MAX_BYTES as usize)]);
-        assert!(matches!(big.refusal(), Some(Unacceptable::TooLarge(n)) if n > MAX_BYTES));
-        let nul = sign(vec!["tr\0ue".into()]);
-        assert!(matches!(
-            nul.refusal(),
-            Some(Unacceptable::Spec(SpecRefusal {
-                field: Some("argv"),
-                ..
-            }))
-        ));
-    }
-
-    #[test]
-    fn drain_order_is_high_then_created_then_id() {
-        let key = Key::from_bytes(&[7u8; 32]).unwrap();
-        let t0 = time::macros::datetime!(2026-11-29 10:00 UTC);
-        let mk = |id: &str, secs: i64, p: Priority| {
-            Job::sign(
-                &key,
-                JobId::parse(id).unwrap(),
-                "PC",
-                "PC",
-                t0 + time::Duration::seconds(secs),
-                Spec {
-                    argv: vec!["true".into()],
-                    priority: p,
-                    ..Spec::default()
-                },
-            )
-        };
-        let mut jobs = [
-            mk("b", 0, Priority::Normal),
-            mk("a", 0, Priority::Normal),
-            mk("c", -10, Priority::Normal),
-            mk("z", 50, Priority::High),
-        ];
-        jobs.sort_by(Job::drain_order);
-        let ids: Vec<_> = jobs.iter().map(|j| j.id.as_str()).collect();
-        assert_eq!(ids, ["z", "c", "a", "b"]);
-    }
-}
+mod tests;

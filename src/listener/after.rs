@@ -26,12 +26,12 @@ impl Listener {
     pub(super) fn dependency_verdict(&mut self, job: &Job) -> Verdict {
         self.leaned_on_own = false;
         let found: Vec<(After, Found)> = job
-            .spec
+            .header()
             .after
             .iter()
             .map(|a| (a.clone(), self.found(a)))
             .collect();
-        dependency::decide(job.spec.after_any, &found)
+        dependency::decide(job.header().after_any, &found)
     }
 
     /// What became of the job `a` names: a result of ours not yet placed

@@ -213,6 +213,7 @@ impl Held {
 mod tests {
     use super::*;
     use crate::doc::Spec;
+    use crate::doc::job::Header;
     use crate::key::Key;
 
     fn job(id: &str, after: &[&str]) -> Job {
@@ -231,9 +232,11 @@ mod tests {
             "PC",
             crate::clock::now(),
             Spec {
-                argv: vec!["true".into()],
-                after,
-                ..Spec::default()
+                header: Header {
+                    after,
+                    ..Header::default()
+                },
+                ..Spec::of(vec!["true".into()])
             },
         )
     }
@@ -244,10 +247,10 @@ mod tests {
         let a = job("a", &["x", "y"]);
         let b = job("b", &["z"]);
         assert!(!h.still_held(&a), "never judged");
-        assert!(h.record(&a, &a.spec.after, false));
-        assert!(h.record(&b, &b.spec.after, false));
+        assert!(h.record(&a, &a.header().after, false));
+        assert!(h.record(&b, &b.header().after, false));
         assert!(h.still_held(&a) && h.still_held(&b));
-        assert!(!h.record(&a, &a.spec.after, false), "said once");
+        assert!(!h.record(&a, &a.header().after, false), "said once");
         // Another job ends: nothing to judge.
         h.ended("PC", &JobId::parse("other").unwrap());
         assert!(h.still_held(&a) && h.still_held(&b));
@@ -255,11 +258,11 @@ mod tests {
         h.ended("pc", &JobId::parse("y").unwrap());
         assert!(!h.still_held(&a) && h.still_held(&b));
         // Judged again: held on x alone, and y no longer wakes it.
-        h.record(&a, &a.spec.after[..1], false);
+        h.record(&a, &a.header().after[..1], false);
         h.ended("PC", &JobId::parse("y").unwrap());
         assert!(h.still_held(&a));
         // A verdict leaning on something unseen is judged at its next turn.
-        h.record(&a, &a.spec.after[..1], true);
+        h.record(&a, &a.header().after[..1], true);
         assert!(!h.still_held(&a));
         h.remove(&a.id);
         h.ended("PC", &JobId::parse("x").unwrap());
@@ -276,8 +279,8 @@ mod tests {
         let mut h = Held::default();
         let a = job("a", &["x"]);
         let b = job("b", &["y"]);
-        h.record(&a, &a.spec.after, false);
-        h.record(&b, &b.spec.after, false);
+        h.record(&a, &a.header().after, false);
+        h.record(&b, &b.header().after, false);
         let stamp = (dir.modified(), None);
         let poll = Duration::from_secs(2);
         assert!(h.due("PC", stamp, poll), "never listed");
@@ -299,11 +302,11 @@ mod tests {
         assert!(!h.still_held(&a) && !h.still_held(&b));
         // Judged again and still held (the files there do not count):
         // the next listing wakes them again, as such a file may change.
-        h.record(&a, &a.spec.after, false);
-        h.record(&b, &b.spec.after, false);
+        h.record(&a, &a.header().after, false);
+        h.record(&b, &b.header().after, false);
         h.listed("PC", stamp, [Some(&dir), None]);
         assert!(!h.still_held(&a) && !h.still_held(&b));
-        h.record(&a, &a.spec.after, false);
+        h.record(&a, &a.header().after, false);
         h.remove(&b.id);
         h.keep_looked();
         assert_eq!(h.targets().len(), 1);

@@ -362,10 +362,7 @@ mod tests {
                 target,
                 "PC",
                 created,
-                Spec {
-                    argv: vec!["true".into(), i.to_string()],
-                    ..Spec::default()
-                },
+                Spec::of(vec!["true".into(), i.to_string()]),
             );
             let mut bytes = job.to_file_bytes();
             if i % 10 == 3 {

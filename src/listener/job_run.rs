@@ -187,8 +187,8 @@ impl Listener {
         let started = clock::now();
         let started_at = clock::format(started);
         self.ledger.start(id.as_str(), started, flush)?;
-        let spec = &c.job.spec;
-        self.say_with(|| format!("running {id}: {}", job::argv_summary(&spec.argv)));
+        let (header, payload) = (c.job.header(), c.job.payload());
+        self.say_with(|| format!("running {id}: {}", job::argv_summary(&payload.argv)));
 
         let env = jobenv::for_job(
             &c.job,
@@ -201,11 +201,11 @@ impl Listener {
         let mark = (self.settings.slots > 1).then(|| format!("{}={id}", jobenv::JOB_ID));
         let req = runner::Request {
             job_id: id.clone(),
-            argv: spec.argv.clone(),
-            cwd: spec.cwd.as_ref().map(PathBuf::from),
+            argv: payload.argv.clone(),
+            cwd: payload.cwd.as_ref().map(PathBuf::from),
             env,
-            timeout: spec.timeout,
-            grace: spec.grace(),
+            timeout: header.timeout,
+            grace: header.grace(),
             stop_grace: self.settings.stop_grace,
             logs: f.logs().clone(),
             stdout_log: layout::log_name(&id, "stdout"),
@@ -240,9 +240,9 @@ impl Listener {
         let _ = self.ledger.note_pid(id.as_str(), pid);
         let settled = self.settle();
         let shown = Shown {
-            argv: &job.spec.argv,
+            argv: &job.payload().argv,
             job_id: id.as_str(),
-            label: job.spec.label.as_deref(),
+            label: job.payload().label.as_deref(),
             listener_pid: self.pid,
             origin: &job.origin,
             started_at,

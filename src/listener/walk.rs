@@ -57,7 +57,7 @@ impl Listener {
                 self.inbox.note_own_change(f.inbox());
                 return Ok(true);
             }
-            let verdict = if self.inbox.jobs[i].job.spec.after.is_empty() {
+            let verdict = if self.inbox.jobs[i].job.header().after.is_empty() {
                 dependency::Verdict::Run
             } else if self.held.still_held(&self.inbox.jobs[i].job) {
                 // Nothing it waits for may have ended since it was held.
@@ -94,7 +94,7 @@ impl Listener {
                 i += 1;
                 continue;
             }
-            if !tier.admits(self.inbox.jobs[i].job.spec.priority) {
+            if !tier.admits(self.inbox.jobs[i].job.header().priority) {
                 if self.deferred.insert(id.clone()) {
                     self.counters.deferred += 1;
                     self.say(format!("deferred {id} (governor {})", tier.as_str()));

@@ -243,16 +243,16 @@ pub fn dependency(dirs: &TargetDirs, a: &After, key: &Key) -> Found {
 /// The jobs `job` (queued on `dirs`' target) still waits for; empty when
 /// it waits for none, or may start or end now.
 pub fn waits_for(dirs: &TargetDirs, job: &Job, key: &Key) -> Vec<After> {
-    if job.spec.after.is_empty() {
+    if job.header().after.is_empty() {
         return Vec::new();
     }
     let found: Vec<(After, Found)> = job
-        .spec
+        .header()
         .after
         .iter()
         .map(|a| (a.clone(), dependency(dirs, a, key)))
         .collect();
-    match crate::dependency::decide(job.spec.after_any, &found) {
+    match crate::dependency::decide(job.header().after_any, &found) {
         crate::dependency::Verdict::Hold(waiting) => waiting,
         _ => Vec::new(),
     }

@@ -493,19 +493,23 @@ fn recent(dirs: &TargetDirs, key: &Key, history: &History) -> Vec<RecentResult> 
         .collect()
 }
 
+/// A queued job as status shows it: its header, and what it runs only
+/// when its body is readable here (a body that is not shows neither a
+/// label nor a command).
 fn queued_job(dirs: &TargetDirs, key: &Key, j: &Job, killed: &[String]) -> QueuedJob {
+    let payload = j.readable_payload();
     QueuedJob {
         killed_with_listener: killed.iter().any(|k| *k == j.id.as_str()),
         job_id: j.id.to_string(),
-        priority: if j.spec.priority == Priority::High {
+        priority: if j.header().priority == Priority::High {
             "high"
         } else {
             "normal"
         },
         created_at: j.created_at.clone(),
         origin: j.origin.clone(),
-        label: j.spec.label.clone(),
-        argv: j.spec.argv.clone(),
+        label: payload.and_then(|p| p.label.clone()),
+        argv: payload.map(|p| p.argv.clone()).unwrap_or_default(),
         waits_for: super::waits_for(dirs, j, key)
             .iter()
             .map(ToString::to_string)

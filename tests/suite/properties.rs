@@ -468,7 +468,7 @@ fn check_job(
     prop_assert!(oracle_machine(&j.origin));
     prop_assert_eq!(name, format!("{}.json", j.id));
     prop_assert!(j.target.eq_ignore_ascii_case(folder));
-    prop_assert!(!j.spec.argv.is_empty());
+    prop_assert!(!j.payload().argv.is_empty());
     Ok(())
 }
 

@@ -48,6 +48,11 @@ fn status_shows_running_queued_in_drain_order_cancels_and_recent_results() {
         "drain order, running job excluded"
     );
     assert_eq!(t["queuedCount"], 3);
+    // A queued job's header (priority) and, readable here, its payload.
+    assert_eq!(t["queued"][0]["priority"], "high");
+    assert_eq!(t["queued"][0]["label"], "urgent");
+    assert!(!t["queued"][0]["argv"].as_array().unwrap().is_empty());
+    assert_eq!(t["queued"][1]["priority"], "normal");
     assert_eq!(t["cancelPending"][0]["jobId"], cancelled.as_str());
     assert_eq!(t["cancelPending"][0]["job"], "queued");
     let recent = &t["recent"][0];

@@ -139,7 +139,7 @@ pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> 
                 shown: format!("{}:{}", dirs.target(), job.id),
                 job: node(dirs.target().as_str(), job.id.as_str()),
                 after: job
-                    .spec
+                    .header()
                     .after
                     .iter()
                     .map(|a| node(a.target.as_str(), a.job_id.as_str()))
@@ -186,7 +186,7 @@ pub(super) fn run(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> 
                 "line": n,
                 "jobId": r.id.as_str(),
                 "targets": resolved[&r.targets].iter().map(|d| d.target().as_str()).collect::<Vec<_>>(),
-                "priority": priority_word(r.spec.priority),
+                "priority": priority_word(r.spec.header.priority),
             })
         })
         .collect();

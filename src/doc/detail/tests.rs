@@ -19,11 +19,8 @@ fn key() -> Key {
 }
 
 fn job(label: Option<&str>) -> Job {
-    let spec = Spec {
-        argv: vec!["true".into()],
-        label: label.map(str::to_string),
-        ..Spec::default()
-    };
+    let mut spec = Spec::of(vec!["true".into()]);
+    spec.payload.label = label.map(str::to_string);
     let id = JobId::parse(ID).unwrap();
     Job::sign(
         &key(),
