@@ -15,10 +15,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock;
 use crate::fsops;
-use crate::key::Key;
 use crate::layout::{LISTENER_JSON, StateDirs, TargetDirs};
 use crate::names::Machine;
 use crate::read::FileRead;
+use crate::trust::{Key, Signer};
 
 /// How often the heartbeat is refreshed.
 pub const EVERY: Duration = Duration::from_secs(30);
@@ -67,7 +67,7 @@ pub struct Beat {
     /// before it was written).
     #[serde(default, deserialize_with = "crate::screen::tamed")]
     pub instance: String,
-    /// Its key's fingerprint ([`crate::key::Key::fingerprint`]; empty from
+    /// Its key's fingerprint ([`crate::trust::Key::key_id`]; empty from
     /// versions before it was written).
     #[serde(default, deserialize_with = "crate::screen::tamed")]
     pub key_fingerprint: String,
@@ -76,7 +76,7 @@ pub struct Beat {
     /// from versions before it was written).
     #[serde(default, deserialize_with = "crate::screen::tamed")]
     pub run: String,
-    /// Hex HMAC over [`Beat::canonical`] (empty from versions before beats
+    /// The target's signature over [`Beat::canonical`] (empty from versions before beats
     /// were signed: such a beat is unverified).
     #[serde(default)]
     pub sig: String,
@@ -114,7 +114,7 @@ impl Beat {
     pub fn verified(&self, key: &Key, target: &Machine) -> bool {
         target.same(&self.target)
             && !self.sig.is_empty()
-            && key.verify(&self.canonical(), &self.sig)
+            && key.verify(Signer::Machine(&self.target), &self.canonical(), &self.sig)
     }
 
     /// Its age now, when its time parses.

@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::fsops;
-use crate::key::Key;
 use crate::layout::{Place, TargetDirs};
 use crate::names::{JobId, Machine};
+use crate::trust::Key;
 
 /// The word that names the last job enqueued from this machine.
 pub const LAST: &str = "last";

@@ -6,8 +6,8 @@
 use crate::accept::{self, Rejection};
 use crate::doc::{Job, Marker, Outcome, job, marker, outcome};
 use crate::fsops::Dir;
-use crate::key::Key;
 use crate::names::JobId;
+use crate::trust::Key;
 
 /// The result of `id` of `target` in `results` (held open), judged: the
 /// verified result, or the verdict on the file ([`accept::Verdict::Missing`]

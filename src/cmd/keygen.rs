@@ -20,8 +20,8 @@ pub fn run(ctx: &Context, args: KeygenArgs) -> Result<u8> {
             root.display()
         )));
     }
-    crate::key::generate(&path, args.force)?;
-    let fingerprint = crate::key::Key::load(&path)?.fingerprint();
+    crate::trust::generate(&path, args.force)?;
+    let fingerprint = crate::trust::Key::load(&path)?.key_id();
     super::emit(
         ctx,
         &json!({"keyFile": path.display().to_string(), "replaced": args.force, "fingerprint": fingerprint}),

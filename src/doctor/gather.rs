@@ -22,13 +22,13 @@ use crate::events::Watching;
 use crate::fsops::{Child, Dir};
 use crate::governor::Tier;
 use crate::heartbeat;
-use crate::key::Key;
 use crate::layout::{self, ARCHIVE, LISTENER_JSON, Place, StateDirs, TargetDirs};
 use crate::names::{Machine, is_machine};
 use crate::observe;
 use crate::prune;
 use crate::read::FileRead;
 use crate::rejected::{self, Reason};
+use crate::trust::Key;
 
 /// What to examine, as the command resolved it from the settings.
 #[derive(Clone, Debug)]
@@ -67,7 +67,7 @@ pub fn examine(i: &Inputs<'_>) -> Report {
         .collect();
     let root = root(i.root, &fleet);
     checks.extend(super::judge_root(&root));
-    let fingerprint = key.as_ref().map(Key::fingerprint);
+    let fingerprint = key.as_ref().map(Key::key_id);
     let beats: Vec<BeatFile> = i.targets.iter().map(beat).collect();
     // The fleet's machine names, for OneDrive's `<name>-<HOST>` copies.
     let mut hosts: Vec<String> = i.machine.map(str::to_string).into_iter().collect();
@@ -121,7 +121,7 @@ fn key(path: Option<&Path>, root: Option<&Path>) -> (KeyFacts, Option<Key>) {
     let p = path.to_path_buf();
     // Read as every command reads it: a FIFO or a device is never waited
     // on or read without end.
-    let text = match crate::fsops::read_local(path, crate::key::MAX_KEY_FILE_BYTES) {
+    let text = match crate::fsops::read_local(path, crate::trust::MAX_KEY_FILE_BYTES) {
         FileRead::Bytes(t) => t,
         FileRead::Missing => {
             facts.file = KeyFile::Missing(p);
@@ -142,9 +142,9 @@ fn key(path: Option<&Path>, root: Option<&Path>) -> (KeyFacts, Option<Key>) {
     };
     facts.private = crate::platform::check_key_permissions(path).map_err(|e| (e.message, e.hint));
     let len = text.trim_ascii_end().len();
-    match crate::key::judge_file_text(&text, facts.private.is_err()) {
+    match crate::trust::judge_file_text(&text, facts.private.is_err()) {
         Ok(k) => {
-            facts.file = KeyFile::Loaded(p, len, k.fingerprint());
+            facts.file = KeyFile::Loaded(p, len, k.key_id());
             (facts, Some(k))
         }
         Err(why) => {
@@ -326,7 +326,7 @@ pub fn listener_warnings(dirs: &TargetDirs, key: &Key) -> Vec<Check> {
         markers_due: None,
         conflicts: Vec::new(),
     };
-    let checks = super::target::judge_listener(&facts, Some(&key.fingerprint()), clock::now());
+    let checks = super::target::judge_listener(&facts, Some(&key.key_id()), clock::now());
     let other_key = checks
         .iter()
         .any(|c| c.check == "listener key" && c.status == super::Status::Warn);

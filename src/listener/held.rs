@@ -213,7 +213,7 @@ impl Held {
 mod tests {
     use super::*;
     use crate::doc::Spec;
-    use crate::key::Key;
+    use crate::trust::Key;
 
     fn job(id: &str, after: &[&str]) -> Job {
         let key = Key::from_bytes(&[7u8; 32]).unwrap();

@@ -15,11 +15,11 @@ use crate::clock;
 use crate::doc::{Job, Priority};
 use crate::fsops::Dir;
 use crate::heartbeat::{self, Beat};
-use crate::key::Key;
 use crate::layout::{LISTENER_JSON, Place, TargetDirs};
 use crate::names::JobId;
 use crate::read::FileRead;
 use crate::rejected;
+use crate::trust::Key;
 
 use super::Observed;
 
