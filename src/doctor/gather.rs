@@ -21,7 +21,7 @@ use crate::clock;
 use crate::events::Watching;
 use crate::fsops::{Child, Dir};
 use crate::governor::Tier;
-use crate::heartbeat;
+use crate::heartbeat::{self, BeatVerdict};
 use crate::layout::{self, ARCHIVE, LISTENER_JSON, Place, StateDirs, TargetDirs};
 use crate::names::{Machine, is_machine};
 use crate::observe;
@@ -68,14 +68,15 @@ pub fn examine(i: &Inputs<'_>) -> Report {
     let root = root(i.root, &fleet);
     checks.extend(super::judge_root(&root));
     let fingerprint = key.as_ref().map(Key::key_id);
-    let beats: Vec<BeatFile> = i.targets.iter().map(beat).collect();
+    let beats: Vec<(BeatFile, Option<bool>)> =
+        i.targets.iter().map(|d| beat(d, key.as_ref())).collect();
     // The fleet's machine names, for OneDrive's `<name>-<HOST>` copies.
     let mut hosts: Vec<String> = i.machine.map(str::to_string).into_iter().collect();
     if let Some(r) = i.root {
         hosts.extend(layout::existing_targets(r).unwrap_or_default());
     }
     for b in &beats {
-        if let BeatFile::Beat(b, _) = b
+        if let (BeatFile::Beat(b, _), _) = b
             && is_machine(&b.host)
         {
             hosts.push(b.host.clone());
@@ -283,22 +284,29 @@ fn onedrive_folders() -> Vec<PathBuf> {
         .collect()
 }
 
-fn beat(dirs: &TargetDirs) -> BeatFile {
-    let Some(base) = dirs.open_base().ok().flatten() else {
-        return BeatFile::Missing;
+/// The heartbeat of `dirs`' listener, and whether it verifies under `key`
+/// (nothing said without a key: the beat is only shown).
+fn beat(dirs: &TargetDirs, key: Option<&Key>) -> (BeatFile, Option<bool>) {
+    let judged = match key {
+        Some(k) => heartbeat::judged(dirs, k),
+        None => heartbeat::peek(dirs).and_then(|b| Err(BeatVerdict::Unverified(Box::new(b)))),
     };
-    match heartbeat::read(dirs) {
-        Some(b) => {
-            let modified = base
-                .entry(LISTENER_JSON)
-                .ok()
-                .and_then(|e| e.modified)
-                .map(clock::from_system);
-            BeatFile::Beat(Box::new(b), modified)
+    let (b, verified) = match judged {
+        Ok(b) => (b, true),
+        Err(BeatVerdict::Unverified(b)) => (*b, false),
+        Err(BeatVerdict::Missing) => return (BeatFile::Missing, None),
+        Err(BeatVerdict::NotRead | BeatVerdict::Malformed) => {
+            return (BeatFile::Unreadable, None);
         }
-        None if base.exists(LISTENER_JSON) => BeatFile::Unreadable,
-        None => BeatFile::Missing,
-    }
+    };
+    let modified = dirs
+        .open_base()
+        .ok()
+        .flatten()
+        .and_then(|base| base.entry(LISTENER_JSON).ok())
+        .and_then(|e| e.modified)
+        .map(clock::from_system);
+    (BeatFile::Beat(Box::new(b), modified), key.map(|_| verified))
 }
 
 /// What `doctor` warns of `dirs`' listener that a sender about to queue a
@@ -307,14 +315,10 @@ fn beat(dirs: &TargetDirs) -> BeatFile {
 /// both fingerprints). Nothing when no listener has run there yet: a new
 /// target's first job is expected to wait for it.
 pub fn listener_warnings(dirs: &TargetDirs, key: &Key) -> Vec<Check> {
-    let beat = beat(dirs);
+    let (beat, beat_verified) = beat(dirs, Some(key));
     if beat == BeatFile::Missing {
         return Vec::new();
     }
-    let beat_verified = match &beat {
-        BeatFile::Beat(b, _) => Some(b.verified(key, dirs.target())),
-        _ => None,
-    };
     let facts = TargetFacts {
         name: dirs.target().to_string(),
         beat,
@@ -348,7 +352,7 @@ const HERE: &str = "the target folder";
 
 fn target(
     dirs: &TargetDirs,
-    beat: BeatFile,
+    (beat, beat_verified): (BeatFile, Option<bool>),
     key: Option<&Key>,
     hosts: &[String],
     now: OffsetDateTime,
@@ -399,10 +403,6 @@ fn target(
         let due = kept.iter().filter_map(|k| k.removable_at).max();
         (doomed.len(), due.map(clock::from_system))
     });
-    let beat_verified = match (&beat, key) {
-        (BeatFile::Beat(b, _), Some(k)) => Some(b.verified(k, dirs.target())),
-        _ => None,
-    };
     TargetFacts {
         name: dirs.target().to_string(),
         beat,
