@@ -67,7 +67,7 @@ pub fn examine(i: &Inputs<'_>) -> Report {
         .collect();
     let root = root(i.root, &fleet);
     checks.extend(super::judge_root(&root));
-    let fingerprint = key.as_ref().map(Key::key_id);
+    let key_id = key.as_ref().map(Key::key_id);
     let beats: Vec<(BeatFile, Option<bool>)> =
         i.targets.iter().map(|d| beat(d, key.as_ref())).collect();
     // The fleet's machine names, for OneDrive's `<name>-<HOST>` copies.
@@ -100,13 +100,13 @@ pub fn examine(i: &Inputs<'_>) -> Report {
         );
         checks.extend(super::judge_target(
             &facts,
-            fingerprint.as_deref(),
+            key_id.as_deref(),
             now,
             i.file_limit,
         ));
     }
     checks.extend(super::judge_local(&local(i)));
-    Report::new(checks, fingerprint)
+    Report::new(checks, key_id)
 }
 
 fn key(path: Option<&Path>, root: Option<&Path>) -> (KeyFacts, Option<Key>) {

@@ -11,7 +11,7 @@
 //! ([`Signature`]), and a key's short name for messages is its
 //! [`Key::key_id`]; whether two machines' keys differ is [`compare`]'s.
 //!
-//! [`file`] loads the key file (and `keygen` writes one): this module sits
+//! [`file`](mod@file) loads the key file (and `keygen` writes one): this module sits
 //! in its own layer below the documents, so the pure rules above it take a
 //! loaded [`Key`] and never read a file.
 
