@@ -13,9 +13,9 @@ use serde_json::{Map, Value};
 use time::OffsetDateTime;
 
 use crate::doc::{Job, Marker, Outcome, Spec, Termination, job, marker, outcome};
-use crate::key::Key;
 use crate::names::{self, JobId};
 use crate::read::FileRead;
+use crate::trust::{Key, Signer};
 
 /// A verdict word of docs/protocol.md §6.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -232,8 +232,9 @@ impl Envelope {
         }
     }
 
-    /// Step 7: `sig` present, hex, and verifying over `canonical`.
-    fn signature(&self, key: &Key, canonical: &str) -> Verdicted<String> {
+    /// Step 7: `sig` present, a signature's text ([`crate::trust`]), and
+    /// `signer`'s over `canonical`.
+    fn signature(&self, key: &Key, signer: &str, canonical: &str) -> Verdicted<String> {
         let sig = match self.obj.get("sig") {
             Some(Value::String(s)) => s,
             Some(_) => return Err(Rejection::new(Verdict::BadSignature, "sig is not a string")),
@@ -244,20 +245,9 @@ impl Envelope {
                 ));
             }
         };
-        if sig.len() != 64 || !sig.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(Rejection::new(
-                Verdict::BadSignature,
-                "sig is not 64 hex digits",
-            ));
-        }
-        if key.verify(canonical, sig) {
-            Ok(sig.clone())
-        } else {
-            Err(Rejection::new(
-                Verdict::BadSignature,
-                "the signature does not verify with this fleet key (edited, or signed with another key)",
-            ))
-        }
+        key.check(Signer::Machine(signer), canonical, sig)
+            .map(|()| sig.clone())
+            .map_err(|why| Rejection::new(Verdict::BadSignature, why.to_string()))
     }
 }
 
@@ -283,7 +273,7 @@ pub fn marker(
         env.str("createdAt"),
         env.str("origin"),
     );
-    let sig = env.signature(key, &canonical)?;
+    let sig = env.signature(key, env.str("origin"), &canonical)?;
     Ok(Marker {
         job_id: env.str("jobId").to_string(),
         target: env.str("target").to_string(),
@@ -344,7 +334,7 @@ pub fn job(file_name: &str, read: FileRead, listener_target: &str, key: &Key) ->
         env.str("origin"),
         env.str("spec"),
     );
-    let sig = env.signature(key, &canonical)?;
+    let sig = env.signature(key, env.str("origin"), &canonical)?;
     let spec =
         Spec::parse(env.str("spec")).map_err(|m| Rejection::new(Verdict::UnsupportedSpec, m))?;
     if spec
@@ -504,7 +494,7 @@ pub fn outcome(job_id: &str, read: FileRead, target: &str, key: &Key) -> Verdict
         detail: env.str("detail").to_string(),
         sig: String::new(),
     };
-    o.sig = env.signature(key, &o.canonical())?;
+    o.sig = env.signature(key, env.str("target"), &o.canonical())?;
     Ok(o)
 }
 

@@ -11,11 +11,11 @@ use crate::clock;
 use crate::doc::{self, Marker, Outcome};
 use crate::error::{Error, Result};
 use crate::fsops;
-use crate::key::Key;
 use crate::layout::{Place, TargetDirs};
 use crate::names::{JobId, Machine};
 use crate::observe::{self, Observed};
 use crate::rejected;
+use crate::trust::Key;
 
 /// What a cancel request did.
 #[derive(Debug)]

@@ -13,9 +13,9 @@ use std::time::Duration;
 use crate::cli::{Given, Global};
 use crate::error::{Error, Result};
 use crate::jobenv;
-use crate::key::Key;
 use crate::layout::{self, StateDirs, TargetDirs};
 use crate::names::Machine;
+use crate::trust::Key;
 
 mod file;
 mod rules;

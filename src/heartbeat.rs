@@ -15,10 +15,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock;
 use crate::fsops;
-use crate::key::Key;
 use crate::layout::{LISTENER_JSON, StateDirs, TargetDirs};
 use crate::names::Machine;
 use crate::read::FileRead;
+use crate::trust::{Key, Signer};
 
 /// How often the heartbeat is refreshed.
 pub const EVERY: Duration = Duration::from_secs(30);
@@ -67,7 +67,7 @@ pub struct Beat {
     /// before it was written).
     #[serde(default, deserialize_with = "crate::screen::tamed")]
     pub instance: String,
-    /// Its key's fingerprint ([`crate::key::Key::fingerprint`]; empty from
+    /// Its key's fingerprint ([`crate::trust::Key::key_id`]; empty from
     /// versions before it was written).
     #[serde(default, deserialize_with = "crate::screen::tamed")]
     pub key_fingerprint: String,
@@ -76,7 +76,7 @@ pub struct Beat {
     /// from versions before it was written).
     #[serde(default, deserialize_with = "crate::screen::tamed")]
     pub run: String,
-    /// Hex HMAC over [`Beat::canonical`] (empty from versions before beats
+    /// The target's signature over [`Beat::canonical`] (empty from versions before beats
     /// were signed: such a beat is unverified).
     #[serde(default)]
     pub sig: String,
@@ -114,7 +114,7 @@ impl Beat {
     pub fn verified(&self, key: &Key, target: &Machine) -> bool {
         target.same(&self.target)
             && !self.sig.is_empty()
-            && key.verify(&self.canonical(), &self.sig)
+            && key.verify(Signer::Machine(&self.target), &self.canonical(), &self.sig)
     }
 
     /// Its age now, when its time parses.
@@ -162,13 +162,57 @@ impl Beat {
     }
 }
 
-/// The heartbeat in the target folder of `dirs`, if one is there and
-/// parses (read without following a link).
-pub fn read(dirs: &TargetDirs) -> Option<Beat> {
-    let base = dirs.open_base().ok()??;
+/// Why a target's heartbeat file is not a verified beat: [`judged`]'s
+/// verdict.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BeatVerdict {
+    /// No heartbeat file (or no target folder): no listener has run there.
+    Missing,
+    /// Something is there but was not read: not a regular file (never
+    /// followed), over [`MAX_BYTES`], or unreadable now.
+    NotRead,
+    /// Read, but not a heartbeat.
+    Malformed,
+    /// A beat that does not verify: unsigned (an older version, or a
+    /// folder writer's), edited, another target's, or signed with another
+    /// key. It may be shown, never trusted.
+    Unverified(Box<Beat>),
+}
+
+/// The heartbeat in the target folder of `dirs` (read without following a
+/// link, with its size limit), judged under `key`: the verified beat, or
+/// the verdict. The one door every reader of a heartbeat goes through.
+///
+/// # Errors
+///
+/// The [`BeatVerdict`] of a file that is no verified beat.
+pub fn judged(dirs: &TargetDirs, key: &Key) -> Result<Beat, BeatVerdict> {
+    let beat = peek(dirs)?;
+    if beat.verified(key, dirs.target()) {
+        Ok(beat)
+    } else {
+        Err(BeatVerdict::Unverified(Box::new(beat)))
+    }
+}
+
+/// The heartbeat in the target folder of `dirs`, unjudged: only to show
+/// what it says where there is no key to judge it with (`doctor` on a
+/// machine without one). Everything else asks [`judged`].
+///
+/// # Errors
+///
+/// [`BeatVerdict::Missing`], [`BeatVerdict::NotRead`] or
+/// [`BeatVerdict::Malformed`].
+pub fn peek(dirs: &TargetDirs) -> Result<Beat, BeatVerdict> {
+    let Ok(Some(base)) = dirs.open_base() else {
+        return Err(BeatVerdict::Missing);
+    };
     match base.read_limited(LISTENER_JSON, MAX_BYTES) {
-        FileRead::Bytes(b) => serde_json::from_slice(&b).ok(),
-        _ => None,
+        FileRead::Bytes(b) => serde_json::from_slice(&b).map_err(|_| BeatVerdict::Malformed),
+        FileRead::Missing => Err(BeatVerdict::Missing),
+        FileRead::NotAFile(_) | FileRead::TooLarge(_) | FileRead::Unreadable(_) => {
+            Err(BeatVerdict::NotRead)
+        }
     }
 }
 
@@ -324,7 +368,17 @@ impl Heartbeat {
     /// ([`is_rival`]): a beat that does not verify is a folder writer's
     /// (or an older version's) and never counts.
     pub fn rival(&self) -> Option<Beat> {
-        read(&self.0.dirs).filter(|b| self.is_rival(b))
+        self.judged().ok().filter(|b| self.is_rival(b))
+    }
+
+    /// The beat in our file now, judged under the fleet key this listener
+    /// signs with ([`judged`]).
+    ///
+    /// # Errors
+    ///
+    /// The [`BeatVerdict`] of a file that is no verified beat.
+    pub fn judged(&self) -> Result<Beat, BeatVerdict> {
+        judged(&self.0.dirs, &self.0.key)
     }
 
     /// Whether `b`, a beat read from the target folder, is another
@@ -336,11 +390,6 @@ impl Heartbeat {
     /// This listener's instance id.
     pub fn instance(&self) -> &str {
         &self.0.own.instance
-    }
-
-    /// Whether `b` verifies under the fleet key this listener signs with.
-    pub fn verifies(&self, b: &Beat) -> bool {
-        b.verified(&self.0.key, self.0.dirs.target())
     }
 
     /// Notes that job `id` runs in a slot, or (`false`) no longer does.
@@ -481,12 +530,11 @@ pub enum Sight {
 impl Sight {
     /// Reads the heartbeat in `dirs`' target folder, judged under `key`.
     pub fn read(dirs: &TargetDirs, key: &Key) -> Sight {
-        let Some(beat) = read(dirs) else {
-            return Sight::Missing;
+        let beat = match judged(dirs, key) {
+            Ok(beat) => beat,
+            Err(BeatVerdict::Unverified(_)) => return Sight::Unverified,
+            Err(_) => return Sight::Missing,
         };
-        if !beat.verified(key, dirs.target()) {
-            return Sight::Unverified;
-        }
         Sight::Beat {
             stopped: beat.state == "stopped",
             age: younger(beat.age(), changed(dirs)),
@@ -700,6 +748,35 @@ mod tests {
 
     fn pc() -> Machine {
         Machine::parse("PC", "target").unwrap()
+    }
+
+    #[test]
+    fn the_door_gives_a_verified_beat_or_says_why_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dirs = TargetDirs::new(tmp.path(), &pc());
+        let k = key(1);
+        assert_eq!(judged(&dirs, &k), Err(BeatVerdict::Missing));
+        std::fs::create_dir_all(dirs.base()).unwrap();
+        assert_eq!(judged(&dirs, &k), Err(BeatVerdict::Missing));
+        let file = dirs.base().join(LISTENER_JSON);
+        std::fs::write(&file, b"{").unwrap();
+        assert_eq!(judged(&dirs, &k), Err(BeatVerdict::Malformed));
+        std::fs::write(&file, vec![b' '; MAX_BYTES as usize + 1]).unwrap();
+        assert_eq!(judged(&dirs, &k), Err(BeatVerdict::NotRead));
+        let genuine = beat("i1", "r1", "2026-11-29T19:30:00.000Z", Some(&k));
+        std::fs::write(&file, crate::doc::to_file_bytes(&genuine)).unwrap();
+        assert_eq!(judged(&dirs, &k), Ok(genuine.clone()));
+        assert_eq!(peek(&dirs), Ok(genuine.clone()));
+        assert_eq!(
+            judged(&dirs, &key(2)),
+            Err(BeatVerdict::Unverified(Box::new(genuine)))
+        );
+        let unsigned = beat("i1", "r1", "2026-11-29T19:30:00.000Z", None);
+        std::fs::write(&file, crate::doc::to_file_bytes(&unsigned)).unwrap();
+        assert_eq!(
+            judged(&dirs, &k),
+            Err(BeatVerdict::Unverified(Box::new(unsigned)))
+        );
     }
 
     #[test]

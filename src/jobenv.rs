@@ -58,7 +58,7 @@ pub fn identifying(id: &JobId, root: &str) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::doc::Spec;
-    use crate::key::Key;
+    use crate::trust::Key;
 
     #[test]
     fn ours_come_first_then_the_jobs_own() {

@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::fsops;
-use crate::key::Key;
 use crate::layout::{Place, TargetDirs};
 use crate::names::{JobId, Machine};
+use crate::trust::Key;
 
 /// The word that names the last job enqueued from this machine.
 pub const LAST: &str = "last";
@@ -432,8 +432,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 /// runs several (`listen --slots`).
 pub fn running(dirs: &TargetDirs, key: &Key) -> Result<JobId> {
     let target = dirs.target();
-    let beat = crate::heartbeat::read(dirs).filter(|b| b.verified(key, target));
-    let Some(beat) = beat else {
+    let Ok(beat) = crate::heartbeat::judged(dirs, key) else {
         return Err(Error::not_found(format!(
             "`{RUNNING}` names the job {target} runs now, but {target} has no heartbeat signed with this key: no listener runs there that this machine can trust; nothing was written"
         ))

@@ -1,13 +1,15 @@
 //! Reading a document from the shared folder and judging it: one door per
 //! document kind, so every reader of a kind gets the same verdict for the
 //! same file. The rules themselves are [`accept`]'s, over what was read;
-//! this module only does the read, with the kind's size limit.
+//! this module only does the read, with the kind's size limit. The
+//! heartbeat's door is [`crate::heartbeat::judged`], beside the document
+//! it judges.
 
 use crate::accept::{self, Rejection};
 use crate::doc::{Job, Marker, Outcome, job, marker, outcome};
 use crate::fsops::Dir;
-use crate::key::Key;
 use crate::names::JobId;
+use crate::trust::Key;
 
 /// The result of `id` of `target` in `results` (held open), judged: the
 /// verified result, or the verdict on the file ([`accept::Verdict::Missing`]

@@ -14,14 +14,16 @@
 //!
 //! 1. foundations: [`error`], [`exit`], [`random`], [`read`], [`clock`], [`names`], [`platform`], [`out`], [`screen`], [`retention`]
 //! 2. files: [`fsops`], [`layout`], [`events`], [`listing`]
-//! 3. documents and rules: [`key`], [`doc`], [`accept`], [`judge`], [`governor`], [`replay`], [`jobenv`], [`settle`], [`dependency`], [`service`]
-//! 4. places and state: [`state`], [`heartbeat`], [`rejected`], [`observe`], [`jobref`], [`output`], [`prune`], [`doctor`]
-//! 5. requests: [`submit`], [`cancel`], [`wait`]
-//! 6. the engine: [`shutdown`], [`watcher`], [`publisher`], [`runner`], [`listener`]
-//! 7. front ends: [`http`], [`cli`], [`config`], [`complete`], [`cmd`]
+//! 3. trust: [`trust`]
+//! 4. documents and rules: [`doc`], [`accept`], [`judge`], [`governor`], [`replay`], [`jobenv`], [`settle`], [`dependency`], [`service`]
+//! 5. places and state: [`state`], [`heartbeat`], [`rejected`], [`observe`], [`jobref`], [`output`], [`prune`], [`doctor`]
+//! 6. requests: [`submit`], [`cancel`], [`wait`]
+//! 7. the engine: [`shutdown`], [`watcher`], [`publisher`], [`runner`], [`listener`]
+//! 8. front ends: [`http`], [`cli`], [`config`], [`complete`], [`cmd`]
 //!
 //! Foundations name things (ids, times, exit statuses) and wrap the
-//! operating system; files place bytes without ever replacing; documents
+//! operating system; files place bytes without ever replacing; trust holds
+//! the keys, loaded once from their files, and every signature; documents
 //! and rules are pure verdicts over values; places and state read what the
 //! folder and the ledger say; requests are what a sender asks of a target;
 //! the engine runs and stops jobs; front ends parse, call and print.
@@ -49,7 +51,6 @@ pub mod http;
 pub mod jobenv;
 pub mod jobref;
 pub mod judge;
-pub mod key;
 pub mod layout;
 pub mod listener;
 pub mod listing;
@@ -73,5 +74,6 @@ pub mod settle;
 pub mod shutdown;
 pub mod state;
 pub mod submit;
+pub mod trust;
 pub mod wait;
 pub mod watcher;

@@ -21,10 +21,10 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::accept;
 use crate::error::Result;
 use crate::fsops;
-use crate::key::Key;
 use crate::layout::{Folders, TargetDirs};
 use crate::names::JobId;
 use crate::rejected;
+use crate::trust::Key;
 
 /// How long the publisher gathers work into one batch (unless the listener
 /// waits for it): results appear this much later, and a drain of short jobs

@@ -18,10 +18,10 @@ use crate::accept::Rejection;
 use crate::clock;
 use crate::error::{Code, Error, Result};
 use crate::fsops::{self, Dir};
-use crate::key::Key;
 use crate::layout::{ARCHIVE, Bad, Folders, OpenFailure, Place, TargetDirs};
 use crate::names::JobId;
 use crate::read::FileRead;
+use crate::trust::Key;
 
 /// How many refusals of one name are kept in numbered slots.
 pub const SLOTS: u32 = 1000;
@@ -57,7 +57,7 @@ pub enum Kind {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Reason {
-    /// The fingerprint ([`Key::fingerprint`]) of the key the refusing side
+    /// The fingerprint ([`Key::key_id`]) of the key the refusing side
     /// judged with, so a sender whose key differs can tell.
     #[serde(
         default,
@@ -114,7 +114,7 @@ impl Reason {
 impl Reason {
     /// The same, naming the fingerprint of `key`, which judged the input.
     pub fn judged_with(mut self, key: &Key) -> Reason {
-        self.key_fingerprint = Some(key.fingerprint());
+        self.key_fingerprint = Some(key.key_id());
         self
     }
 }

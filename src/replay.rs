@@ -12,9 +12,9 @@
 
 use crate::fsops::Dir;
 use crate::judge;
-use crate::key::Key;
 use crate::layout::{Place, TargetDirs};
 use crate::names::JobId;
+use crate::trust::Key;
 
 /// Where `id` was already used on the target of `dirs`, if anywhere;
 /// `in_ledger` is asked last, only when no file says so. Opens the two

@@ -10,11 +10,11 @@ use crate::clock;
 use crate::doc::{Job, job};
 use crate::error::{Error, Result};
 use crate::fsops::{Dir, Flush};
-use crate::key::Key;
 use crate::layout::{Place, TargetDirs};
 use crate::names::JobId;
 use crate::read::FileRead;
 use crate::replay;
+use crate::trust::Key;
 
 /// Refuses an id the target already used, as far as this machine can see
 /// (the target's ledger is local to it: its listener refuses the rest).

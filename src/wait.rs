@@ -28,12 +28,12 @@ use crate::doc::{Marker, Outcome};
 use crate::error::{Error, Result};
 use crate::events::{Events, Hint};
 use crate::heartbeat::{self, Liveness, Sight, Tracker};
-use crate::key::Key;
 use crate::layout::TargetDirs;
 use crate::names::JobId;
 use crate::observe::{self, Hold, Observed};
 use crate::output::Follower;
 use crate::rejected::Reason;
+use crate::trust::Key;
 
 /// How often the folder is looked at while waiting.
 const POLL: Duration = Duration::from_millis(200);

@@ -18,11 +18,11 @@ use crate::doc::Marker;
 use crate::events::Hint;
 use crate::fsops::Dir;
 use crate::heartbeat::{self, Heartbeat};
-use crate::key::Key;
 use crate::layout::Folders;
 use crate::names::JobId;
 use crate::rejected::{self, Kind, Reason};
 use crate::settle::Settling;
+use crate::trust::Key;
 
 /// What to look at, and what was seen.
 pub struct Watch {

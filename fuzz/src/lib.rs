@@ -17,8 +17,8 @@ use serde_json::{Map, Value};
 pub const VECTOR_KEY: &[u8] = b"3f6c2a9e1b7d4c58a0e9f2b6d1c7e4a89b3d5f7a1c2e4b6d8f0a1b3c5d7e9f21\n";
 
 /// The crate's key.
-pub fn key() -> fleet_dispatch::key::Key {
-    fleet_dispatch::key::Key::from_file_text(VECTOR_KEY).expect("the vector key is long enough")
+pub fn key() -> fleet_dispatch::trust::Key {
+    fleet_dispatch::trust::Key::from_file_text(VECTOR_KEY).expect("the vector key is long enough")
 }
 
 /// Lowercase hex HMAC-SHA256 of `canonical`, by `ring` directly rather than

@@ -14,8 +14,8 @@ use crate::config::Context;
 use crate::doc::Termination;
 use crate::error::{Error, Result};
 use crate::jobref::Names;
-use crate::key::Key;
 use crate::names::{JobId, Machine};
+use crate::trust::Key;
 
 use super::Answer;
 use crate::exit;

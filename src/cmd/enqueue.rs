@@ -24,11 +24,11 @@ use crate::doc::{Job, Priority, Spec};
 use crate::error::{Error, Result};
 use crate::exit;
 use crate::http::client::{self, Url};
-use crate::key::Key;
 use crate::layout::{TargetDirs, is_target_list};
 use crate::names::{self, JobId, Machine};
 use crate::observe::Observed;
 use crate::submit;
+use crate::trust::Key;
 use crate::wait;
 
 /// The fields of one job request, from the flags or from a `--batch`

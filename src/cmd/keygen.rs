@@ -20,13 +20,13 @@ pub fn run(ctx: &Context, args: KeygenArgs) -> Result<u8> {
             root.display()
         )));
     }
-    crate::key::generate(&path, args.force)?;
-    let fingerprint = crate::key::Key::load(&path)?.fingerprint();
+    crate::trust::generate(&path, args.force)?;
+    let key_id = crate::trust::Key::load(&path)?.key_id();
     super::emit(
         ctx,
-        &json!({"keyFile": path.display().to_string(), "replaced": args.force, "fingerprint": fingerprint}),
+        &json!({"keyFile": path.display().to_string(), "replaced": args.force, "fingerprint": key_id}),
         &format!(
-            "wrote a new fleet key to {} (mode 600), fingerprint {fingerprint}\ncopy it to every machine of the fleet out of band (scp, a USB stick), never into the shared folder; `status` shows each machine's fingerprint, so a key that differs shows",
+            "wrote a new fleet key to {} (mode 600), fingerprint {key_id}\ncopy it to every machine of the fleet out of band (scp, a USB stick), never into the shared folder; `status` shows each machine's fingerprint, so a key that differs shows",
             path.display()
         ),
     );

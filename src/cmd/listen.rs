@@ -63,7 +63,7 @@ fn drain(ctx: &Context) -> Result<u8> {
 fn root_identity(
     ctx: &Context,
     root: &std::path::Path,
-    key: &crate::key::Key,
+    key: &crate::trust::Key,
     settings: &Settings,
     shutdown: &shutdown::Shutdown,
 ) -> Result<Option<crate::layout::RootGuard>> {

@@ -23,11 +23,11 @@ use crate::config::Context;
 use crate::doc::Outcome;
 use crate::error::Result;
 use crate::exit;
-use crate::key::Key;
 use crate::layout::TargetDirs;
 use crate::names::JobId;
 use crate::observe::Observed;
 use crate::rejected::Reason;
+use crate::trust::Key;
 use serde_json::{Value, json};
 
 /// Runs the command; returns the process exit status.

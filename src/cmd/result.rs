@@ -11,8 +11,8 @@ use serde_json::json;
 use crate::cli::ResultArgs;
 use crate::config::Context;
 use crate::error::{Error, Result};
-use crate::key::Key;
 use crate::observe::{self, Observed};
+use crate::trust::Key;
 use crate::wait::{self, Why};
 
 use super::NoResult;

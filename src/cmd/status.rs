@@ -20,6 +20,7 @@ use crate::layout::{self, TargetDirs};
 use crate::names::Machine;
 use crate::observe::{self, GovernorHold, ListenerState, RecentResult, TargetStatus};
 use crate::out::{self, Tone};
+use crate::trust::{self, COPY_ONE_KEY, KeyIds};
 
 /// How many queued jobs the human view lists before summarising.
 const SHOWN_QUEUED: usize = 10;
@@ -74,11 +75,11 @@ fn human(t: &TargetStatus, mine: &str) -> String {
         key_fingerprint: theirs,
         ..
     } = &t.listener
-        && !theirs.is_empty()
-        && theirs != mine
+        && let KeyIds::Differ { mine, theirs } =
+            trust::compare(Some(mine), Some(theirs.as_str()).filter(|t| !t.is_empty()))
     {
         lines.push(format!(
-            "  {}  its listener's key has fingerprint {theirs}, this machine's {mine}: jobs sent from here are rejected; copy one key to every machine",
+            "  {}  its listener's key has fingerprint {theirs}, this machine's {mine}: jobs sent from here are rejected; {COPY_ONE_KEY}",
             out::paint("key differs", Tone::Bad)
         ));
     }
@@ -249,13 +250,13 @@ pub fn run(ctx: &Context, args: StatusArgs) -> Result<u8> {
     } else {
         targets
             .iter()
-            .map(|t| human(t, &key.fingerprint()))
+            .map(|t| human(t, &key.key_id()))
             .collect::<Vec<_>>()
             .join("\n\n")
     };
     super::emit(
         ctx,
-        &json!({"root": root.display().to_string(), "keyFingerprint": key.fingerprint(), "targets": targets}),
+        &json!({"root": root.display().to_string(), "keyFingerprint": key.key_id(), "targets": targets}),
         &human_text,
     );
     Ok(exit::SUCCESS)

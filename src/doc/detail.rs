@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use super::report::{Exit, Report, StopReason};
 use super::{Job, Marker, Outcome, Termination};
-use crate::key::Key;
 use crate::platform;
+use crate::trust::Key;
 
 /// What a result's `detail` holds; a field is absent when it does not
 /// apply to how the job ended.

@@ -16,8 +16,8 @@ use serde::Serialize;
 use serde::ser::SerializeStruct;
 use serde_json::Value;
 
-use crate::key::Key;
 use crate::names::{self, JobId, Machine};
+use crate::trust::Key;
 
 /// The most jobs one job may wait for (`after`).
 pub const MAX_AFTER: usize = 64;

@@ -2,8 +2,8 @@
 
 use serde::Serialize;
 
-use crate::key::Key;
 use crate::names::{JobId, Machine};
+use crate::trust::Key;
 
 /// Largest marker file accepted, checked before reading.
 pub const MAX_BYTES: u64 = 16 * 1024;

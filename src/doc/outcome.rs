@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::Detail;
-use crate::key::Key;
+use crate::trust::Key;
 
 /// Largest result file read back.
 pub const MAX_BYTES: u64 = 1024 * 1024;
@@ -257,6 +257,10 @@ mod tests {
         assert!(!c.ok);
         assert_eq!(c.exit_code, -1);
         assert_eq!(c.wait_exit_status(), 1);
-        assert!(key.verify(&c.canonical(), &c.sig));
+        assert!(key.verify(
+            crate::trust::Signer::Machine(&c.target),
+            &c.canonical(),
+            &c.sig
+        ));
     }
 }

@@ -21,14 +21,14 @@ use crate::clock;
 use crate::events::Watching;
 use crate::fsops::{Child, Dir};
 use crate::governor::Tier;
-use crate::heartbeat;
-use crate::key::Key;
+use crate::heartbeat::{self, BeatVerdict};
 use crate::layout::{self, ARCHIVE, LISTENER_JSON, Place, StateDirs, TargetDirs};
 use crate::names::{Machine, is_machine};
 use crate::observe;
 use crate::prune;
 use crate::read::FileRead;
 use crate::rejected::{self, Reason};
+use crate::trust::Key;
 
 /// What to examine, as the command resolved it from the settings.
 #[derive(Clone, Debug)]
@@ -67,15 +67,16 @@ pub fn examine(i: &Inputs<'_>) -> Report {
         .collect();
     let root = root(i.root, &fleet);
     checks.extend(super::judge_root(&root));
-    let fingerprint = key.as_ref().map(Key::fingerprint);
-    let beats: Vec<BeatFile> = i.targets.iter().map(beat).collect();
+    let key_id = key.as_ref().map(Key::key_id);
+    let beats: Vec<(BeatFile, Option<bool>)> =
+        i.targets.iter().map(|d| beat(d, key.as_ref())).collect();
     // The fleet's machine names, for OneDrive's `<name>-<HOST>` copies.
     let mut hosts: Vec<String> = i.machine.map(str::to_string).into_iter().collect();
     if let Some(r) = i.root {
         hosts.extend(layout::existing_targets(r).unwrap_or_default());
     }
     for b in &beats {
-        if let BeatFile::Beat(b, _) = b
+        if let (BeatFile::Beat(b, _), _) = b
             && is_machine(&b.host)
         {
             hosts.push(b.host.clone());
@@ -99,13 +100,13 @@ pub fn examine(i: &Inputs<'_>) -> Report {
         );
         checks.extend(super::judge_target(
             &facts,
-            fingerprint.as_deref(),
+            key_id.as_deref(),
             now,
             i.file_limit,
         ));
     }
     checks.extend(super::judge_local(&local(i)));
-    Report::new(checks, fingerprint)
+    Report::new(checks, key_id)
 }
 
 fn key(path: Option<&Path>, root: Option<&Path>) -> (KeyFacts, Option<Key>) {
@@ -121,7 +122,7 @@ fn key(path: Option<&Path>, root: Option<&Path>) -> (KeyFacts, Option<Key>) {
     let p = path.to_path_buf();
     // Read as every command reads it: a FIFO or a device is never waited
     // on or read without end.
-    let text = match crate::fsops::read_local(path, crate::key::MAX_KEY_FILE_BYTES) {
+    let text = match crate::fsops::read_local(path, crate::trust::MAX_KEY_FILE_BYTES) {
         FileRead::Bytes(t) => t,
         FileRead::Missing => {
             facts.file = KeyFile::Missing(p);
@@ -142,9 +143,9 @@ fn key(path: Option<&Path>, root: Option<&Path>) -> (KeyFacts, Option<Key>) {
     };
     facts.private = crate::platform::check_key_permissions(path).map_err(|e| (e.message, e.hint));
     let len = text.trim_ascii_end().len();
-    match crate::key::judge_file_text(&text, facts.private.is_err()) {
+    match crate::trust::judge_file_text(&text, facts.private.is_err()) {
         Ok(k) => {
-            facts.file = KeyFile::Loaded(p, len, k.fingerprint());
+            facts.file = KeyFile::Loaded(p, len, k.key_id());
             (facts, Some(k))
         }
         Err(why) => {
@@ -283,22 +284,29 @@ fn onedrive_folders() -> Vec<PathBuf> {
         .collect()
 }
 
-fn beat(dirs: &TargetDirs) -> BeatFile {
-    let Some(base) = dirs.open_base().ok().flatten() else {
-        return BeatFile::Missing;
+/// The heartbeat of `dirs`' listener, and whether it verifies under `key`
+/// (nothing said without a key: the beat is only shown).
+fn beat(dirs: &TargetDirs, key: Option<&Key>) -> (BeatFile, Option<bool>) {
+    let judged = match key {
+        Some(k) => heartbeat::judged(dirs, k),
+        None => heartbeat::peek(dirs).and_then(|b| Err(BeatVerdict::Unverified(Box::new(b)))),
     };
-    match heartbeat::read(dirs) {
-        Some(b) => {
-            let modified = base
-                .entry(LISTENER_JSON)
-                .ok()
-                .and_then(|e| e.modified)
-                .map(clock::from_system);
-            BeatFile::Beat(Box::new(b), modified)
+    let (b, verified) = match judged {
+        Ok(b) => (b, true),
+        Err(BeatVerdict::Unverified(b)) => (*b, false),
+        Err(BeatVerdict::Missing) => return (BeatFile::Missing, None),
+        Err(BeatVerdict::NotRead | BeatVerdict::Malformed) => {
+            return (BeatFile::Unreadable, None);
         }
-        None if base.exists(LISTENER_JSON) => BeatFile::Unreadable,
-        None => BeatFile::Missing,
-    }
+    };
+    let modified = dirs
+        .open_base()
+        .ok()
+        .flatten()
+        .and_then(|base| base.entry(LISTENER_JSON).ok())
+        .and_then(|e| e.modified)
+        .map(clock::from_system);
+    (BeatFile::Beat(Box::new(b), modified), key.map(|_| verified))
 }
 
 /// What `doctor` warns of `dirs`' listener that a sender about to queue a
@@ -307,14 +315,10 @@ fn beat(dirs: &TargetDirs) -> BeatFile {
 /// both fingerprints). Nothing when no listener has run there yet: a new
 /// target's first job is expected to wait for it.
 pub fn listener_warnings(dirs: &TargetDirs, key: &Key) -> Vec<Check> {
-    let beat = beat(dirs);
+    let (beat, beat_verified) = beat(dirs, Some(key));
     if beat == BeatFile::Missing {
         return Vec::new();
     }
-    let beat_verified = match &beat {
-        BeatFile::Beat(b, _) => Some(b.verified(key, dirs.target())),
-        _ => None,
-    };
     let facts = TargetFacts {
         name: dirs.target().to_string(),
         beat,
@@ -326,7 +330,7 @@ pub fn listener_warnings(dirs: &TargetDirs, key: &Key) -> Vec<Check> {
         markers_due: None,
         conflicts: Vec::new(),
     };
-    let checks = super::target::judge_listener(&facts, Some(&key.fingerprint()), clock::now());
+    let checks = super::target::judge_listener(&facts, Some(&key.key_id()), clock::now());
     let other_key = checks
         .iter()
         .any(|c| c.check == "listener key" && c.status == super::Status::Warn);
@@ -348,7 +352,7 @@ const HERE: &str = "the target folder";
 
 fn target(
     dirs: &TargetDirs,
-    beat: BeatFile,
+    (beat, beat_verified): (BeatFile, Option<bool>),
     key: Option<&Key>,
     hosts: &[String],
     now: OffsetDateTime,
@@ -399,10 +403,6 @@ fn target(
         let due = kept.iter().filter_map(|k| k.removable_at).max();
         (doomed.len(), due.map(clock::from_system))
     });
-    let beat_verified = match (&beat, key) {
-        (BeatFile::Beat(b, _), Some(k)) => Some(b.verified(k, dirs.target())),
-        _ => None,
-    };
     TargetFacts {
         name: dirs.target().to_string(),
         beat,

@@ -147,7 +147,7 @@ pub enum KeyFile {
     /// There but not readable.
     Unreadable(PathBuf, String),
     /// No key file (too short, or unlike a key where others may read it):
-    /// why, as [`crate::key::judge_file_text`] says.
+    /// why, as [`crate::trust::judge_file_text`] says.
     NotAKey(PathBuf, String),
     /// A key, with its length and fingerprint.
     Loaded(PathBuf, usize, String),
@@ -193,7 +193,7 @@ pub fn judge_key(k: &KeyFacts) -> Vec<Check> {
             return vec![Check::warn(
                 "key",
                 format!("{} is not a fleet key file ({why})", p.display()),
-                crate::key::POINT_AT_KEY,
+                crate::trust::POINT_AT_KEY,
             )];
         }
         KeyFile::Loaded(p, n, fp) => Check::ok(

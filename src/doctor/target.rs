@@ -4,6 +4,7 @@
 //! over facts [`super::gather`] collected.
 
 use super::*;
+use crate::trust::{self, COPY_ONE_KEY, KeyIds};
 
 /// The heartbeat file as found.
 #[derive(Clone, Debug, PartialEq)]
@@ -190,19 +191,20 @@ pub(super) fn judge_listener(
             format!("{}, {} ago ({who})", beat.state, human_secs(a)),
         ),
     }];
-    checks.push(match (ours, beat.key_fingerprint.as_str()) {
-        (_, "") => Check::ok(
+    let theirs = Some(beat.key_fingerprint.as_str()).filter(|t| !t.is_empty());
+    checks.push(match trust::compare(ours, theirs) {
+        KeyIds::Unreported => Check::ok(
             "listener key",
             "the listener does not report its key fingerprint (an older version)",
         ),
-        (None, theirs) => Check::ok(
+        KeyIds::NoneHere(theirs) => Check::ok(
             "listener key",
             format!("fingerprint {theirs}; this machine has no key to compare"),
         ),
-        (Some(mine), theirs) if mine == theirs => {
+        KeyIds::Same(theirs) => {
             Check::ok("listener key", format!("fingerprint {theirs}, the same as ours"))
         }
-        (Some(mine), theirs) => Check::warn(
+        KeyIds::Differ { mine, theirs } => Check::warn(
             "listener key",
             format!(
                 "the listener's key has fingerprint {theirs}, this machine's {mine}: jobs sent from here are rejected"
@@ -347,13 +349,14 @@ fn judge_rejected(name: &str, rejected: &[(String, Reason)], ours: Option<&str>)
         .map(|(v, n, m)| format!("{v} ×{n} ({m})"))
         .collect();
     let other_key = rejected.iter().find_map(|(_, r)| {
-        r.key_fingerprint
-            .as_deref()
-            .filter(|theirs| ours.is_some_and(|mine| mine != *theirs))
+        match trust::compare(ours, r.key_fingerprint.as_deref()) {
+            KeyIds::Differ { theirs, .. } => Some(theirs),
+            _ => None,
+        }
     });
     let hint = match other_key {
         Some(theirs) => format!(
-            "{name}'s listener judged with a key of fingerprint {theirs}, not ours: copy one key to every machine"
+            "{name}'s listener judged with a key of fingerprint {theirs}, not ours: {COPY_ONE_KEY}"
         ),
         None => format!(
             "`fleet-dispatch status --target {name}` lists them; each has a .reason.json in archive/rejected/"

@@ -1,15 +1,16 @@
 //! The signature on GET requests: `X-Fleet-Signature: t=<unix seconds>,
-//! sig=<hex HMAC-SHA256 of "get|<target>|<path>|<t>">` with the fleet key
-//! (the target in lower case), accepted within ±[`MAX_SKEW_SECS`] of this
-//! machine's clock and checked in constant time. POST bodies need nothing
-//! more: they are signed documents.
+//! sig=<signature of "get|<target>|<path>|<t>">` ([`crate::trust`]: today
+//! the fleet key's, in hex) (the target in lower case), accepted within
+//! ±[`MAX_SKEW_SECS`] of this machine's clock and checked in constant time.
+//! The header names no signer: any machine the fleet trusts may ask. POST
+//! bodies need nothing more: they are signed documents.
 //!
 //! The target is signed so a header captured on its way to one machine is
 //! refused by every other; the path so an answer cannot be swapped for
 //! another endpoint's; the time limits how long a captured header can be
 //! replayed to the machine it was for.
 
-use crate::key::Key;
+use crate::trust::{Key, Signer};
 
 /// The request header carrying the signature.
 pub const HEADER: &str = "X-Fleet-Signature";
@@ -59,7 +60,7 @@ pub fn check(
             now - secs
         ));
     }
-    if sig.len() != 64 || !key.verify(&canonical(target, path, t), sig) {
+    if !key.verify(Signer::Unnamed, &canonical(target, path, t), sig) {
         return Err(format!(
             "{HEADER}: the signature does not verify with this fleet key for {target}"
         ));

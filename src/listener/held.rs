@@ -214,7 +214,7 @@ mod tests {
     use super::*;
     use crate::doc::Spec;
     use crate::doc::job::Header;
-    use crate::key::Key;
+    use crate::trust::Key;
 
     fn job(id: &str, after: &[&str]) -> Job {
         let key = Key::from_bytes(&[7u8; 32]).unwrap();

@@ -20,10 +20,10 @@ use crate::accept::{self, Rejection, Verdict};
 use crate::doc::{self, Job};
 use crate::error::Result;
 use crate::fsops::Dir;
-use crate::key::Key;
 use crate::names::JobId;
 use crate::platform::{Entry, EntryKind};
 use crate::publisher::Archiving;
+use crate::trust::Key;
 
 /// A job that passed acceptance (steps 1 to 8); its file is
 /// `inbox/<id>.json` (the name matches the body's id, §6.1 step 5).

@@ -46,7 +46,6 @@ use crate::error::Result;
 use crate::events::{Events, Hint, Watching};
 use crate::fsops::{self, Dir, Durability};
 use crate::heartbeat::{self, Beat, Heartbeat};
-use crate::key::Key;
 use crate::layout::{DRAIN, Folders, Place, StateDirs, TargetDirs};
 use crate::listing::Listing;
 use crate::names::JobId;
@@ -56,6 +55,7 @@ use crate::rejected;
 use crate::runner::{Control, Mailbox};
 use crate::shutdown::Shutdown;
 use crate::state::{self, Ledger, Lock};
+use crate::trust::Key;
 
 use inbox::{Candidate, Inbox};
 use slots::Slots;
@@ -251,7 +251,7 @@ impl Listener {
         let who = heartbeat::Identity {
             host,
             instance,
-            key_fingerprint: key.fingerprint(),
+            key_fingerprint: key.key_id(),
         };
         let key = Arc::new(key);
         let beat = Heartbeat::new(

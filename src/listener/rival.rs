@@ -7,7 +7,6 @@
 use std::time::Instant;
 
 use super::Listener;
-use crate::heartbeat;
 
 impl Listener {
     /// True while another listener serves this target: then no job is
@@ -24,7 +23,7 @@ impl Listener {
         }
         self.rival_checked = Some(Instant::now());
         // Read once: whose beat is there now decides both cases below.
-        let now_there = heartbeat::read(&self.dirs);
+        let now_there = self.beat.judged().ok();
         let fresh = now_there.clone().filter(|b| self.beat.is_rival(b));
         let seen = match (fresh, self.rival.take()) {
             (Some(fresh), _) => Some(fresh),
@@ -33,9 +32,9 @@ impl Listener {
             // listener has since said, signed, that it stopped (a forged
             // "stopped" must not let two listeners start jobs).
             (None, Some(old)) => {
-                let stopped = now_there.as_ref().is_some_and(|b| {
-                    b.instance == old.instance && !b.alive() && self.beat.verifies(b)
-                });
+                let stopped = now_there
+                    .as_ref()
+                    .is_some_and(|b| b.instance == old.instance && !b.alive());
                 (!stopped && old.alive()).then_some(old)
             }
             (None, None) => None,

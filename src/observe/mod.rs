@@ -19,10 +19,10 @@ use crate::dependency::Found;
 use crate::doc::job::After;
 use crate::doc::{Job, Marker, Outcome};
 use crate::fsops::Dir;
-use crate::key::Key;
 use crate::layout::{Place, TargetDirs};
 use crate::names::JobId;
 use crate::rejected::{self, Reason};
+use crate::trust::{self, COPY_ONE_KEY, Key, KeyIds};
 
 /// A job's state as observed in the folder.
 #[derive(Clone, Debug, PartialEq)]
@@ -330,14 +330,14 @@ pub fn rejection_sentence(dirs: &TargetDirs, id: &JobId, reason: &Reason, key: &
         reason.verdict,
         reason.message
     );
-    if let Some(theirs) = &reason.key_fingerprint {
-        let mine = key.fingerprint();
-        if *theirs != mine {
-            s.push_str(&format!(
-                "; this machine's key has fingerprint {mine}, {}'s has {theirs}: the keys differ, copy one key to every machine",
-                dirs.target()
-            ));
-        }
+    let mine = key.key_id();
+    if let KeyIds::Differ { mine, theirs } =
+        trust::compare(Some(&mine), reason.key_fingerprint.as_deref())
+    {
+        s.push_str(&format!(
+            "; this machine's key has fingerprint {mine}, {}'s has {theirs}: the keys differ, {COPY_ONE_KEY}",
+            dirs.target()
+        ));
     }
     s.push_str("; it will not run");
     s

@@ -14,12 +14,12 @@ use crate::accept;
 use crate::clock;
 use crate::doc::{Job, Priority};
 use crate::fsops::Dir;
-use crate::heartbeat::{self, Beat};
-use crate::key::Key;
-use crate::layout::{LISTENER_JSON, Place, TargetDirs};
+use crate::heartbeat::{self, BeatVerdict};
+use crate::layout::{Place, TargetDirs};
 use crate::names::JobId;
 use crate::read::FileRead;
 use crate::rejected;
+use crate::trust::Key;
 
 use super::Observed;
 
@@ -270,59 +270,44 @@ fn age_since(ts: &str) -> Option<Duration> {
 /// its last verified beat (`stopped`) names them: they have no result
 /// until the listener next starts and records each `interrupted`.
 pub fn killed_with_listener(dirs: &TargetDirs, key: &Key) -> Vec<String> {
-    let Ok(Some(base)) = dirs.open_base() else {
-        return Vec::new();
-    };
-    let FileRead::Bytes(b) = base.read_limited(LISTENER_JSON, 64 * 1024) else {
-        return Vec::new();
-    };
-    match serde_json::from_slice::<Beat>(&b) {
-        Ok(beat) if beat.state == "stopped" && beat.verified(key, dirs.target()) => {
-            beat.running_jobs
-        }
+    match heartbeat::judged(dirs, key) {
+        Ok(beat) if beat.state == "stopped" => beat.running_jobs,
         _ => Vec::new(),
     }
 }
 
 fn listener(dirs: &TargetDirs, key: &Key) -> ListenerState {
-    let beat = dirs
-        .open_base()
-        .ok()
-        .flatten()
-        .map_or(FileRead::Missing, |b| {
-            b.read_limited(LISTENER_JSON, 64 * 1024)
-        });
-    let FileRead::Bytes(b) = beat else {
-        return ListenerState::NotSeen {
-            alive: false,
-            seen: false,
-        };
-    };
-    match serde_json::from_slice::<Beat>(&b) {
-        Ok(beat) => {
-            let age = age_since(&beat.heartbeat_at);
-            let verified = beat.verified(key, dirs.target());
-            ListenerState::Beat {
-                alive: verified
-                    && heartbeat::seen_alive(&beat.state, age, heartbeat::changed(dirs)),
-                verified,
-                seen: true,
-                heartbeat_age_sec: age.map(|a| a.as_secs()),
-                state: beat.state,
-                pid: beat.pid,
-                heartbeat_at: beat.heartbeat_at,
-                started_at: beat.started_at,
-                version: beat.version,
-                host: beat.host,
-                instance: beat.instance,
-                key_fingerprint: beat.key_fingerprint,
-            }
+    let (beat, verified) = match heartbeat::judged(dirs, key) {
+        Ok(beat) => (beat, true),
+        Err(BeatVerdict::Unverified(beat)) => (*beat, false),
+        Err(BeatVerdict::Missing | BeatVerdict::NotRead) => {
+            return ListenerState::NotSeen {
+                alive: false,
+                seen: false,
+            };
         }
-        Err(_) => ListenerState::Unreadable {
-            alive: false,
-            seen: true,
-            state: "unreadable",
-        },
+        Err(BeatVerdict::Malformed) => {
+            return ListenerState::Unreadable {
+                alive: false,
+                seen: true,
+                state: "unreadable",
+            };
+        }
+    };
+    let age = age_since(&beat.heartbeat_at);
+    ListenerState::Beat {
+        alive: verified && heartbeat::seen_alive(&beat.state, age, heartbeat::changed(dirs)),
+        verified,
+        seen: true,
+        heartbeat_age_sec: age.map(|a| a.as_secs()),
+        state: beat.state,
+        pid: beat.pid,
+        heartbeat_at: beat.heartbeat_at,
+        started_at: beat.started_at,
+        version: beat.version,
+        host: beat.host,
+        instance: beat.instance,
+        key_fingerprint: beat.key_fingerprint,
     }
 }
 

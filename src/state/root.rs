@@ -15,11 +15,11 @@ use serde_json::json;
 use crate::clock;
 use crate::error::Result;
 use crate::fsops::Dir;
-use crate::key::Key;
 use crate::layout::{
     Pending, RootGuard, has_layout, identity_canonical, known_identity, not_the_root,
     read_identity, root_key,
 };
+use crate::trust::{Key, Signer};
 
 /// What the root holds, judged with the fleet key.
 #[derive(Clone, Debug, PartialEq)]
@@ -84,7 +84,13 @@ pub fn identify_root(root: &Path, state: Option<&Path>, key: &Key) -> Result<Roo
     let known = state.and_then(|s| known_identity(s, &root_key(root)));
     let found = match read_identity(&dir) {
         None => Found::Missing,
-        Some(Some(i)) if key.verify(&identity_canonical(&i.id, &i.created_at), &i.sig) => {
+        Some(Some(i))
+            if key.verify(
+                Signer::Unnamed,
+                &identity_canonical(&i.id, &i.created_at),
+                &i.sig,
+            ) =>
+        {
             Found::Signed(i.id)
         }
         Some(_) => Found::Unsigned,

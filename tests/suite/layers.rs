@@ -360,3 +360,53 @@ fn the_readme_dependency_table_lists_every_crate_where_it_is_used() {
         wrong.join("\n")
     );
 }
+
+/// Where `text` names the `ring` crate other than for its random source
+/// (`ring::rand`): not `string::…` or `sring::…`, the crate itself.
+fn names_ring_but_rand(text: &str) -> bool {
+    text.match_indices("ring::").any(|(i, _)| {
+        let own = i == 0
+            || !text[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':');
+        own && !text[i..].starts_with("ring::rand")
+    })
+}
+
+#[test]
+fn only_trust_knows_how_a_signature_is_made() {
+    let root = src();
+    let mut wrong = Vec::new();
+    for file in rust_files(&root) {
+        let rel = file.strip_prefix(&root).unwrap();
+        if rel.starts_with("trust") {
+            continue;
+        }
+        let text = code(&std::fs::read_to_string(&file).unwrap());
+        let lower = text.to_ascii_lowercase();
+        let hex_length = ["len() != 64", "len() == 64", "len() < 64", "len() > 64"];
+        for (what, named) in [
+            ("names the ring crate", names_ring_but_rand(&text)),
+            ("names an HMAC", lower.contains("hmac")),
+            (
+                "checks a signature's hex length",
+                hex_length.iter().any(|p| text.contains(p)),
+            ),
+        ] {
+            if named {
+                wrong.push(format!("src/{} {what}", rel.display()));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "only src/trust/ knows the signature scheme: sign, verify and parse a signature through crate::trust:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn ring_is_told_from_string() {
+    assert!(names_ring_but_rand("use ring::hmac;"));
+    assert!(names_ring_but_rand("x(ring::hmac::sign(k, b))"));
+    assert!(!names_ring_but_rand("use ring::rand::SystemRandom;"));
+    assert!(!names_ring_but_rand("String::new(); std::string::String"));
+}

@@ -3,8 +3,8 @@
 //! the library's acceptance function, jobs and results through the library.
 
 use fleet_dispatch::accept;
-use fleet_dispatch::key::Key;
 use fleet_dispatch::read::FileRead;
+use fleet_dispatch::trust::Key;
 use serde_json::Value;
 
 use crate::util::{World, vectors};

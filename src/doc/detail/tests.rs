@@ -9,6 +9,7 @@ use crate::clock;
 use crate::doc::Spec;
 use crate::doc::report::Stop;
 use crate::names::{JobId, Machine};
+use crate::trust::Signer;
 
 const ID: &str = "20261129-193000-9f2c4e1ab37d5c08";
 const STARTED: &str = "2026-11-29T19:30:00.000Z";
@@ -62,7 +63,7 @@ fn stopped(exit: Exit, reason: StopReason, grace_expired: bool) -> Report {
 
 fn run(r: &Report) -> (Outcome, Detail) {
     let o = outcome_of(&key(), &job(None), STARTED, r, FINISHED);
-    assert!(key().verify(&o.canonical(), &o.sig));
+    assert!(key().verify(Signer::Machine(&o.target), &o.canonical(), &o.sig));
     let d = o.detail();
     (o, d)
 }
@@ -268,7 +269,7 @@ fn dependency_failed_never_started_and_names_the_dependency() {
         target: "BUILD".into(),
     };
     let o = dependency_failed(&key(), &job(Some("tests")), dep.clone(), FINISHED);
-    assert!(key().verify(&o.canonical(), &o.sig));
+    assert!(key().verify(Signer::Machine(&o.target), &o.canonical(), &o.sig));
     assert_eq!(o.termination(), Termination::DependencyFailed);
     assert_eq!((o.ok, o.exit_code, o.started_at.as_str()), (false, -1, ""));
     assert_eq!(o.wait_exit_status(), 1);
@@ -330,7 +331,7 @@ fn the_largest_result_a_job_can_cause_stays_within_the_readers_limit() {
         "{} bytes",
         bytes.len()
     );
-    assert!(key().verify(&o.canonical(), &o.sig));
+    assert!(key().verify(Signer::Machine(&o.target), &o.canonical(), &o.sig));
     let cancelled = cancelled_before_start(&key(), &job(Some(&label)), &marker(), FINISHED);
     assert!(
         cancelled

@@ -1,49 +1,26 @@
-//! The fleet key (docs/protocol.md §4) and HMAC-SHA256 signatures (§5).
-//!
-//! The key is the key file's content with trailing ASCII whitespace trimmed,
-//! taken as bytes. It is never printed: [`Key`] hides itself from `Debug`, and
-//! no code path writes it anywhere but the key file `keygen` creates.
+//! Key files: loading the fleet key (docs/protocol.md §4.2) and writing a
+//! new one (`keygen`). The only file reading of [`crate::trust`]; what a
+//! file's text holds is judged by [`judge_file_text`], one rule for every
+//! command and `doctor`.
 
-use std::fmt;
 use std::io::Write;
 use std::path::Path;
-
-use ring::hmac;
 
 use crate::error::{Error, Result};
 use crate::read::FileRead;
 
-/// The shortest key accepted, in bytes.
-pub const MIN_KEY_BYTES: usize = 32;
+use super::{Key, MIN_KEY_BYTES};
 
 /// The largest key file read, in bytes: `keygen` writes 65, so anything
 /// much longer is not a key file, and a bound keeps a file that never ends
 /// from being read into memory.
 pub const MAX_KEY_FILE_BYTES: u64 = 4096;
 
-/// A loaded fleet key.
-pub struct Key {
-    hmac: hmac::Key,
-}
-
-impl fmt::Debug for Key {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Key(<redacted>)")
-    }
-}
-
 /// The advice for a key file that is no key file: the setting names some
 /// other file.
 pub const POINT_AT_KEY: &str = "point --key-file, FLEET_DISPATCH_KEY_FILE or key_file at the key file `fleet-dispatch keygen` wrote";
 
 impl Key {
-    /// A key from raw bytes (already trimmed); refuses fewer than 32 bytes.
-    pub fn from_bytes(bytes: &[u8]) -> Option<Key> {
-        (bytes.len() >= MIN_KEY_BYTES).then(|| Key {
-            hmac: hmac::Key::new(hmac::HMAC_SHA256, bytes),
-        })
-    }
-
     /// A key from the text of a key file: trailing ASCII whitespace trimmed.
     pub fn from_file_text(text: &[u8]) -> Option<Key> {
         Key::from_bytes(&text[..trimmed_len(text)])
@@ -96,29 +73,6 @@ impl Key {
         let exposed = crate::platform::check_key_permissions(path);
         let key = judge_file_text(&text, exposed.is_err()).map_err(not_a_key)?;
         exposed.map(|()| key)
-    }
-
-    /// A short name for this key, to tell two keys apart in messages: 8 hex
-    /// digits of an HMAC of a fixed text under the key. Like any output of
-    /// the MAC it reveals nothing usable about the key, and 32 bits make an
-    /// accidental match between two different keys a one-in-four-billion
-    /// event.
-    pub fn fingerprint(&self) -> String {
-        let tag = hmac::sign(&self.hmac, b"fleet-dispatch key fingerprint");
-        hex::encode(&tag.as_ref()[..4])
-    }
-
-    /// Lowercase hex HMAC-SHA256 of `canonical`.
-    pub fn sign(&self, canonical: &str) -> String {
-        hex::encode(hmac::sign(&self.hmac, canonical.as_bytes()).as_ref())
-    }
-
-    /// Constant-time check of `sig` (hex, either case) over `canonical`.
-    pub fn verify(&self, canonical: &str, sig: &str) -> bool {
-        match hex::decode(sig) {
-            Ok(tag) => hmac::verify(&self.hmac, canonical.as_bytes(), &tag).is_ok(),
-            Err(_) => false,
-        }
     }
 }
 
@@ -271,27 +225,5 @@ mod tests {
         assert!(Key::from_file_text(&[b'a'; 31]).is_none());
         assert!(Key::from_file_text(b"0123456789012345678901234567890\n\n\n").is_none());
         assert!(Key::from_file_text(&[b'a'; 32]).is_some());
-    }
-
-    #[test]
-    fn verify_accepts_either_hex_case_and_nothing_else() {
-        let k = Key::from_file_text(VECTOR_KEY).unwrap();
-        let sig = k.sign("cancel|a|PC|2026-11-29T19:31:00.000Z|LAPTOP");
-        assert!(k.verify("cancel|a|PC|2026-11-29T19:31:00.000Z|LAPTOP", &sig));
-        assert!(k.verify(
-            "cancel|a|PC|2026-11-29T19:31:00.000Z|LAPTOP",
-            &sig.to_uppercase()
-        ));
-        assert!(!k.verify("cancel|a|PC|2026-11-29T19:31:00.000Z|LAPTOQ", &sig));
-        assert!(!k.verify("cancel|a|PC|2026-11-29T19:31:00.000Z|LAPTOP", &sig[..62]));
-        assert!(!k.verify("cancel|a|PC|2026-11-29T19:31:00.000Z|LAPTOP", "zz"));
-        assert!(!k.verify("cancel|a|PC|2026-11-29T19:31:00.000Z|LAPTOP", ""));
-    }
-
-    #[test]
-    fn debug_never_shows_the_key() {
-        let k = Key::from_file_text(VECTOR_KEY).unwrap();
-        let shown = format!("{k:?}");
-        assert!(!shown.contains("3f6c"));
     }
 }
