@@ -31,7 +31,7 @@ use crate::heartbeat::{self, Liveness, Sight, Tracker};
 use crate::key::Key;
 use crate::layout::TargetDirs;
 use crate::names::JobId;
-use crate::observe::{self, Hold, Observed};
+use crate::observe::{self, Hold, NoResult, Observed, Unseen};
 use crate::output::Follower;
 use crate::rejected::Reason;
 
@@ -208,24 +208,24 @@ pub fn for_result(
             f.saw(&seen);
             pump(f);
         }
-        match seen {
-            Observed::Done(o) => {
+        let seen = match seen.answer(dirs, id, Unseen::Pending) {
+            Ok(Ok(o)) => {
                 clear();
                 if let Some(f) = follow.as_deref_mut() {
                     settle_logs(f, id, &o)?;
                 }
                 return Ok(Waited::Done(o));
             }
-            Observed::Rejected(r) => {
+            Ok(Err(NoResult::Rejected(r))) => {
                 clear();
                 return Ok(Waited::Rejected(r));
             }
-            Observed::ForgedResult(forged) => {
+            Ok(Err(NoResult::Unfinished(seen))) => seen,
+            Err(e) => {
                 clear();
-                return Err(forged.refusal(id));
+                return Err(e);
             }
-            _ => {}
-        }
+        };
         if seen.word() != last_word {
             last_word = seen.word();
             progress = Instant::now();

@@ -12,10 +12,9 @@ use crate::cli::ResultArgs;
 use crate::config::Context;
 use crate::error::{Error, Result};
 use crate::key::Key;
-use crate::observe::{self, Observed};
+use crate::observe::{self, Unseen};
+use crate::view::{self, result::Unfinished};
 use crate::wait::{self, Why};
-
-use super::NoResult;
 
 /// Runs `result`.
 pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
@@ -50,32 +49,23 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
         if let Some(forged) = &look.ignored {
             eprintln!("fleet-dispatch: {}", forged.note(&id, &look.state));
         }
-        match look.state {
-            Observed::Done(o) => o,
-            Observed::ForgedResult(forged) => return Err(forged.refusal(&id)),
-            Observed::Rejected(r) => {
-                let why = NoResult::Rejected(r);
-                return Ok(super::no_result(ctx, &dirs, &id, &key, out, why));
-            }
-            Observed::NotSeen => {
-                return Err(Error::not_found(format!(
-                    "no job {id} on {} yet (not in its inbox, running or results)",
-                    dirs.target()
-                ))
-                .hint("sync may lag: add --wait to wait for it; a job older than the retention (30 days by default) may have been pruned by `sweep`"));
-            }
-            seen => {
-                let why = NoResult::Unfinished(Box::new(Why::now(&dirs, &id, &key, seen)), None);
-                return Ok(super::no_result(ctx, &dirs, &id, &key, out, why));
+        match look.state.answer(&dirs, &id, Unseen::Missing)? {
+            Ok(o) => o,
+            Err(no) => {
+                let no = no.map(|seen| Unfinished {
+                    why: Box::new(Why::now(&dirs, &id, &key, seen)),
+                    limit: None,
+                });
+                return Ok(super::no_result(ctx, &dirs, &id, &key, out, no));
             }
         }
     };
     let human = if args.waiting.follow {
-        super::result_followed(&outcome)
+        view::result::followed(&outcome)
     } else {
-        super::result_human(&outcome)
+        view::result::text(&outcome)
     };
-    super::emit(ctx, &super::result_json(&outcome), &human);
+    super::emit(ctx, &view::result::json(&outcome), &human);
     // With or without --wait: the job's own exit code when it ran to its
     // end, 1 when it did not.
     Ok(outcome.wait_exit_status())

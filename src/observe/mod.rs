@@ -56,6 +56,82 @@ impl Observed {
     }
 }
 
+/// What a job not seen yet is to whoever asks about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unseen {
+    /// Not there: `NOT_FOUND` (a command that looks once).
+    Missing,
+    /// Not there yet, as sync may lag: unfinished (a wait, the HTTP intake).
+    Pending,
+}
+
+/// A job without a result to show, as [`Observed::answer`] finds it; `W`
+/// is what is known of an unfinished job (its state, or more).
+#[derive(Debug)]
+pub enum NoResult<W = Observed> {
+    /// Its target's listener rejected it.
+    Rejected(Box<Reason>),
+    /// Still queued or running, or not seen where sync may lag.
+    Unfinished(W),
+}
+
+impl<W> NoResult<W> {
+    /// The exit status that says so: [`crate::exit::REJECTED`] or
+    /// [`crate::exit::UNFINISHED`].
+    pub fn exit_status(&self) -> u8 {
+        match self {
+            NoResult::Rejected(_) => crate::exit::REJECTED,
+            NoResult::Unfinished(_) => crate::exit::UNFINISHED,
+        }
+    }
+
+    /// The same, with what is known of an unfinished job replaced by `f`'s.
+    pub fn map<V>(self, f: impl FnOnce(W) -> V) -> NoResult<V> {
+        match self {
+            NoResult::Rejected(r) => NoResult::Rejected(r),
+            NoResult::Unfinished(w) => NoResult::Unfinished(f(w)),
+        }
+    }
+}
+
+/// A job's verified result, or why it has none: what [`Observed::answer`]
+/// makes of a state that is no refusal.
+pub type Answered<W = Observed> = Result<Box<Outcome>, NoResult<W>>;
+
+impl Observed {
+    /// The one mapping from what was observed of `id` on `dirs`' target to
+    /// what a command or the HTTP intake answers: the verified result
+    /// (whose exit status is [`Outcome::wait_exit_status`]), or why there
+    /// is none ([`NoResult::exit_status`]).
+    ///
+    /// # Errors
+    ///
+    /// `FORBIDDEN` for a result that does not verify with nothing else of
+    /// the job there ([`Forged::refusal`]); `NOT_FOUND` for a job not seen
+    /// when `unseen` is [`Unseen::Missing`]. Their exit statuses follow
+    /// from the code ([`crate::exit::of`]).
+    pub fn answer(
+        self,
+        dirs: &TargetDirs,
+        id: &JobId,
+        unseen: Unseen,
+    ) -> crate::error::Result<Answered> {
+        match self {
+            Observed::Done(o) => Ok(Ok(o)),
+            Observed::ForgedResult(forged) => Err(forged.refusal(id)),
+            Observed::Rejected(r) => Ok(Err(NoResult::Rejected(r))),
+            Observed::NotSeen if unseen == Unseen::Missing => Err(crate::error::Error::not_found(
+                format!(
+                    "no job {id} on {} yet (not in its inbox, running or results)",
+                    dirs.target()
+                ),
+            )
+            .hint("sync may lag: add --wait to wait for it; a job older than the retention (30 days by default) may have been pruned by `sweep`")),
+            seen => Ok(Err(NoResult::Unfinished(seen))),
+        }
+    }
+}
+
 /// A result file that does not verify: whose it is, and why it fails.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Forged {
