@@ -1,7 +1,8 @@
 //! One small module per subcommand; each only wires the library's pieces
-//! together and prints. [`dispatch`] routes a parsed command line; the
-//! printing two or more commands share (a result, a flag's duration) is
-//! here, so no command imports another.
+//! together and prints what [`crate::view`] renders. [`dispatch`] routes a
+//! parsed command line; what two or more commands share (printing a
+//! result or why there is none, a flag's duration, the answers over a
+//! target list) is here, so no command imports another.
 
 mod cancel;
 mod config;
@@ -29,11 +30,10 @@ use crate::exit;
 use crate::key::Key;
 use crate::layout::TargetDirs;
 use crate::names::JobId;
-use crate::observe::{Answered, NoResult as ObservedNoResult, Unseen};
 use crate::view;
-use crate::wait::{Waited, Why};
+use crate::wait::Waited;
 
-pub use crate::view::result::{Answer, Unfinished};
+pub use crate::view::result::{Answer, NoResult, Unfinished};
 
 /// Runs the command; returns the process exit status.
 pub fn dispatch(cli: Cli) -> Result<u8> {
@@ -82,9 +82,6 @@ pub fn follower(ctx: &Context, dirs: &TargetDirs, id: &JobId) -> crate::output::
     if ctx.json() { f.json_lines() } else { f }
 }
 
-/// Why a job has no result to show, as a command ends.
-pub type NoResult = crate::observe::NoResult<Unfinished>;
-
 /// The result a wait came to; or, for a wait that ended without one (the
 /// job was rejected, or `limit` ran out), the exit status after reporting
 /// it through [`no_result`] with `out`.
@@ -97,12 +94,10 @@ pub fn with_result(
     waited: Waited,
     limit: Option<Duration>,
 ) -> std::result::Result<Box<Outcome>, u8> {
-    let no = match waited {
-        Waited::Done(o) => return Ok(o),
-        Waited::Rejected(r) => NoResult::Rejected(r),
-        Waited::TimedOut(why) => NoResult::Unfinished(Unfinished { why, limit }),
-    };
-    Err(no_result(ctx, dirs, id, key, out.clone(), no))
+    waited.map_err(|no| {
+        let no = no.map(|why| Unfinished { why, limit });
+        no_result(ctx, dirs, id, key, out.clone(), no)
+    })
 }
 
 /// Reports a job without a result — rejected by its target, or not
@@ -156,9 +151,8 @@ pub fn known_root(
 /// Prints the answers of a command over several targets, one line each
 /// (or one JSON array), and returns the worst status ([`exit::worst`]).
 pub fn emit_each(ctx: &Context, answers: &[Answer]) -> u8 {
-    let json = Value::Array(answers.iter().map(|a| a.json.clone()).collect());
-    let human: Vec<&str> = answers.iter().map(|a| a.line.as_str()).collect();
-    emit(ctx, &json, &human.join("\n"));
+    let (json, human) = view::result::each(answers);
+    emit(ctx, &json, &human);
     exit::worst(answers.iter().map(|a| a.status))
 }
 
@@ -187,32 +181,19 @@ pub fn results_each(
 }
 
 /// What became of `id` on `dirs`' target: waited for (`wait`, with its
-/// limit), or looked at once. The outer error is a failure to look or to
-/// wait; the inner one the refusal [`Observed::answer`] makes of what a
-/// look saw.
+/// limit), or looked at once ([`crate::wait::at_once`]).
 fn result_of(
     dirs: &TargetDirs,
     id: &JobId,
     key: &Key,
     wait: Option<Option<Duration>>,
-) -> Result<Result<Answered<Box<Why>>>> {
-    if let Some(left) = wait {
-        return Ok(
-            match crate::wait::for_result(dirs, id, key, left, true, None) {
-                Ok(Waited::Done(o)) => Ok(Ok(o)),
-                Ok(Waited::Rejected(r)) => Ok(Err(ObservedNoResult::Rejected(r))),
-                Ok(Waited::TimedOut(w)) => Ok(Err(ObservedNoResult::Unfinished(w))),
-                Err(e) => return Err(e),
-            },
-        );
-    }
-    let look = crate::observe::look(dirs, id, key)?;
-    if let Some(forged) = &look.ignored {
-        let note = forged.note(id, &look.state);
-        eprintln!("fleet-dispatch: {}: {note}", dirs.target());
-    }
-    Ok(look
-        .state
-        .answer(dirs, id, Unseen::Missing)
-        .map(|a| a.map_err(|no| no.map(|seen| Box::new(Why::now(dirs, id, key, seen))))))
+) -> Result<Result<Waited>> {
+    let Some(left) = wait else {
+        let (answered, note) = crate::wait::at_once(dirs, id, key)?;
+        if let Some(note) = note {
+            eprintln!("fleet-dispatch: {}: {note}", dirs.target());
+        }
+        return Ok(answered);
+    };
+    crate::wait::for_result(dirs, id, key, left, true, None).map(Ok)
 }

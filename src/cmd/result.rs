@@ -12,9 +12,8 @@ use crate::cli::ResultArgs;
 use crate::config::Context;
 use crate::error::{Error, Result};
 use crate::key::Key;
-use crate::observe::{self, Unseen};
 use crate::view::{self, result::Unfinished};
-use crate::wait::{self, Why};
+use crate::wait;
 
 /// Runs `result`.
 pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
@@ -45,17 +44,14 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
             Err(status) => return Ok(status),
         }
     } else {
-        let look = observe::look(&dirs, &id, &key)?;
-        if let Some(forged) = &look.ignored {
-            eprintln!("fleet-dispatch: {}", forged.note(&id, &look.state));
+        let (answered, note) = wait::at_once(&dirs, &id, &key)?;
+        if let Some(note) = note {
+            eprintln!("fleet-dispatch: {note}");
         }
-        match look.state.answer(&dirs, &id, Unseen::Missing)? {
+        match answered? {
             Ok(o) => o,
             Err(no) => {
-                let no = no.map(|seen| Unfinished {
-                    why: Box::new(Why::now(&dirs, &id, &key, seen)),
-                    limit: None,
-                });
+                let no = no.map(|why| Unfinished { why, limit: None });
                 return Ok(super::no_result(ctx, &dirs, &id, &key, out, no));
             }
         }

@@ -1,6 +1,6 @@
 //! Doctor's report rendered ([`crate::doctor::Report`]): one check a line,
 //! its hint under it, and a closing count ([`text`]); or the report as
-//! one JSON document ([`json`]). The judging is [`crate::doctor`]'s.
+//! one JSON document ([`json()`]). The judging is [`crate::doctor`]'s.
 
 use serde_json::Value;
 

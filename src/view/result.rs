@@ -1,6 +1,6 @@
 //! A job's result, and why a job has none, rendered: `result`, `enqueue
 //! --wait`, `cancel --wait` and `logs` print a verified result
-//! ([`text`], [`json`]); a job rejected or unfinished is said so
+//! ([`text`], [`json()`]); a job rejected or unfinished is said so
 //! ([`no_result`]); over a target list each target is one [`Answer`].
 //! The state and the exit status are decided by
 //! [`crate::observe::Observed::answer`]; here they are only worded.
@@ -16,7 +16,7 @@ use crate::exit;
 use crate::key::Key;
 use crate::layout::TargetDirs;
 use crate::names::JobId;
-use crate::observe::{Answered, NoResult, Observed};
+use crate::observe::{self, Observed};
 use crate::wait::Why;
 
 use super::{Tone, paint};
@@ -119,6 +119,9 @@ pub struct Unfinished {
     pub limit: Option<Duration>,
 }
 
+/// Why a job has no result to show, as a command ends.
+pub type NoResult = observe::NoResult<Unfinished>;
+
 /// Words a job without a result (`no`) of `id` on `dirs`' target — the
 /// sentence for stderr, returned — adding to `out`, the command's JSON
 /// answer; `key` is the sender's ([`crate::observe::rejection_sentence`]).
@@ -127,7 +130,7 @@ pub fn no_result(
     id: &JobId,
     key: &Key,
     out: &mut Value,
-    no: &NoResult<Unfinished>,
+    no: &NoResult,
 ) -> String {
     match no {
         NoResult::Rejected(r) => {
@@ -177,7 +180,7 @@ impl Answer {
         dirs: &TargetDirs,
         id: &JobId,
         key: &Key,
-        answered: crate::error::Result<Answered<Box<Why>>>,
+        answered: crate::error::Result<crate::wait::Waited>,
         waited: Option<Duration>,
     ) -> Answer {
         let target = dirs.target().as_str();
@@ -204,12 +207,12 @@ impl Answer {
         };
         let status = no.exit_status();
         let (json, line) = match no {
-            NoResult::Rejected(r) => {
+            observe::NoResult::Rejected(r) => {
                 let mut json = state("rejected");
                 json["rejected"] = json!(r);
                 (json, crate::observe::rejection_sentence(dirs, id, &r, key))
             }
-            NoResult::Unfinished(why) => {
+            observe::NoResult::Unfinished(why) => {
                 // Which target never answered, and why it may not.
                 let mut json = state(why.seen.word());
                 why.add_json(&mut json);
@@ -225,4 +228,11 @@ impl Answer {
         };
         Answer { status, json, line }
     }
+}
+
+/// The answers over a target list: one JSON array, and one line each.
+pub fn each(answers: &[Answer]) -> (Value, String) {
+    let json = Value::Array(answers.iter().map(|a| a.json.clone()).collect());
+    let lines: Vec<&str> = answers.iter().map(|a| a.line.as_str()).collect();
+    (json, lines.join("\n"))
 }

@@ -1,7 +1,7 @@
 //! A status rendered ([`crate::observe::TargetStatus`], which `status`
 //! and `GET /v1/status` share): each target as lines for a terminal
 //! ([`text`], queued jobs summarised past the first ten), or the whole
-//! answer as one JSON document ([`json`]) with every job listed.
+//! answer as one JSON document ([`json()`]) with every job listed.
 
 use std::time::Duration;
 
