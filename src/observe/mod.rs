@@ -431,6 +431,65 @@ mod tests {
     }
 
     #[test]
+    fn what_was_observed_is_answered_with_one_code_and_exit_status() {
+        use crate::exit;
+        let dirs = TargetDirs::new(
+            std::path::Path::new("/nowhere"),
+            &crate::names::Machine::parse("PC", "target").unwrap(),
+        );
+        let id = JobId::parse("20261129-193000-9f2c4e1ab37d5c08").unwrap();
+        let key = Key::from_bytes(&[1u8; 32]).unwrap();
+        let o = Outcome::sign(
+            &key,
+            id.as_str(),
+            "PC",
+            crate::doc::Termination::Exited,
+            Some(3),
+            Some("s"),
+            "f",
+            &crate::doc::Detail::default(),
+        );
+        let reason: Reason = serde_json::from_value(serde_json::json!({
+            "message": "m", "rejectedAt": "t", "target": "PC", "verdict": "stale"
+        }))
+        .unwrap();
+        let status = |seen: Observed, unseen| match seen.answer(&dirs, &id, unseen) {
+            Ok(Ok(o)) => (None, o.wait_exit_status()),
+            Ok(Err(no)) => (None, no.exit_status()),
+            Err(e) => (Some(e.code), exit::of(e.code)),
+        };
+        for unseen in [Unseen::Missing, Unseen::Pending] {
+            let done = Observed::Done(Box::new(o.clone()));
+            assert_eq!(status(done, unseen), (None, 3));
+            let forged = Observed::ForgedResult(Box::new(forged("results/x.json")));
+            assert_eq!(
+                status(forged, unseen),
+                (Some(Code::Forbidden), exit::FORBIDDEN)
+            );
+            let rejected = Observed::Rejected(Box::new(reason.clone()));
+            assert_eq!(status(rejected, unseen), (None, exit::REJECTED));
+            assert_eq!(status(Observed::Queued, unseen), (None, exit::UNFINISHED));
+            assert_eq!(status(Observed::Running, unseen), (None, exit::UNFINISHED));
+        }
+        // A job not seen is missing to a look, and pending to a wait.
+        let e = Observed::NotSeen
+            .answer(&dirs, &id, Unseen::Missing)
+            .unwrap_err();
+        assert_eq!(
+            (e.code, exit::of(e.code)),
+            (Code::NotFound, exit::NOT_FOUND)
+        );
+        assert_eq!(
+            e.message,
+            format!("no job {id} on PC yet (not in its inbox, running or results)")
+        );
+        assert!(matches!(
+            Observed::NotSeen.answer(&dirs, &id, Unseen::Pending),
+            Ok(Err(NoResult::Unfinished(Observed::NotSeen)))
+        ));
+    }
+
+    #[test]
     fn a_result_that_does_not_verify_is_forbidden_naming_the_file_and_why() {
         let id = JobId::parse("20261129-193000-9f2c4e1ab37d5c08").unwrap();
         let e = forged("results/x.json").refusal(&id);
