@@ -7,6 +7,8 @@
 
 use std::path::PathBuf;
 
+use crate::doc::outcome::Ending;
+
 use clap::parser::ValueSource;
 use clap::{
     ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum, ValueHint,
@@ -538,46 +540,34 @@ pub struct StatusArgs {
     pub results: usize,
     /// Only past results that ended so
     #[arg(long, value_enum, value_name = "OUTCOME")]
-    pub outcome: Option<OutcomeArg>,
+    pub outcome: Option<Ending>,
     /// Only past results whose label contains this text
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
 }
 
-/// `status --outcome`: how a job ended, as results say it.
-#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
-pub enum OutcomeArg {
-    /// Ran and exited 0
-    Done,
-    /// Ran and ended any other way by itself
-    Failed,
-    /// Stopped by a cancel marker
-    Cancelled,
-    /// Cancelled before it started
-    CancelledBeforeStart,
-    /// Outlived its timeout
-    Timeout,
-    /// The listener stopped while it ran
-    Interrupted,
-    /// Could not be started
-    SpawnFailed,
-    /// Never started: a job it waited for did not end as required
-    DependencyFailed,
-}
+/// `status --outcome` takes an [`Ending`]: its words and their list are
+/// the type's, so a new ending is a new value here; only the help each
+/// value shows in `--help` is written here, beside the flag.
+impl ValueEnum for Ending {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Ending::ALL
+    }
 
-impl OutcomeArg {
-    /// The word results use.
-    pub fn word(self) -> &'static str {
-        match self {
-            OutcomeArg::Done => "done",
-            OutcomeArg::Failed => "failed",
-            OutcomeArg::Cancelled => "cancelled",
-            OutcomeArg::CancelledBeforeStart => "cancelled-before-start",
-            OutcomeArg::Timeout => "timeout",
-            OutcomeArg::Interrupted => "interrupted",
-            OutcomeArg::SpawnFailed => "spawn-failed",
-            OutcomeArg::DependencyFailed => "dependency-failed",
-        }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let help = match self {
+            Ending::Done => "Ran and exited 0",
+            Ending::Failed => "Ran and ended any other way by itself",
+            Ending::Cancelled => "Stopped by a cancel marker",
+            Ending::CancelledBeforeStart => "Cancelled before it started",
+            Ending::Timeout => "Outlived its timeout",
+            Ending::Interrupted => "The listener stopped while it ran",
+            Ending::SpawnFailed => "Could not be started",
+            Ending::DependencyFailed => {
+                "Never started: a job it waited for did not end as required"
+            }
+        };
+        Some(clap::builder::PossibleValue::new(self.as_str()).help(help))
     }
 }
 

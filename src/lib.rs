@@ -19,14 +19,17 @@
 //! 5. places and state: [`state`], [`heartbeat`], [`rejected`], [`observe`], [`jobref`], [`output`], [`prune`], [`doctor`]
 //! 6. requests: [`submit`], [`cancel`], [`wait`]
 //! 7. the engine: [`shutdown`], [`watcher`], [`publisher`], [`runner`], [`listener`]
-//! 8. front ends: [`http`], [`cli`], [`config`], [`complete`], [`cmd`]
+//! 8. views: [`view`]
+//! 9. front ends: [`http`], [`cli`], [`config`], [`complete`], [`cmd`]
 //!
 //! Foundations name things (ids, times, exit statuses) and wrap the
 //! operating system; files place bytes without ever replacing; trust holds
 //! the keys, loaded once from their files, and every signature; documents
 //! and rules are pure verdicts over values; places and state read what the
 //! folder and the ledger say; requests are what a sender asks of a target;
-//! the engine runs and stops jobs; front ends parse, call and print.
+//! the engine runs and stops jobs; views word, colour and escape the
+//! models the layers above compute, deciding nothing; front ends parse,
+//! call and print.
 
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
@@ -75,5 +78,6 @@ pub mod shutdown;
 pub mod state;
 pub mod submit;
 pub mod trust;
+pub mod view;
 pub mod wait;
 pub mod watcher;

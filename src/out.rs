@@ -1,19 +1,9 @@
 //! Output manners: lines to stdout that end the program quietly when the
-//! reader has gone (`| head`), and colour only on a terminal and never when
-//! `NO_COLOR` is set or `TERM` is `dumb`.
+//! reader has gone (`| head`), and whether colour is on: only on a
+//! terminal and never when `NO_COLOR` is set or `TERM` is `dumb` (the
+//! colours themselves are the view's, [`crate::view::Tone`]).
 
 use std::io::{IsTerminal, Write};
-
-/// A tone for a status word.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Tone {
-    /// Success.
-    Good,
-    /// Failure or refusal.
-    Bad,
-    /// Stopped, waiting, or worth a look.
-    Warn,
-}
 
 /// True when stdout is a terminal that takes escape codes (not
 /// `TERM=dumb`) and `NO_COLOR` is unset or empty.
@@ -21,28 +11,6 @@ pub fn colour() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
         && std::io::stdout().is_terminal()
         && !crate::screen::dumb_terminal()
-}
-
-/// `word` in its tone's colour when colour is on.
-pub fn paint(word: &str, tone: Tone) -> String {
-    if !colour() {
-        return word.to_string();
-    }
-    let code = match tone {
-        Tone::Good => "32",
-        Tone::Bad => "31",
-        Tone::Warn => "33",
-    };
-    format!("\x1b[{code}m{word}\x1b[0m")
-}
-
-/// The tone of an outcome word (`done`, `failed`, `cancelled`, …).
-pub fn outcome_tone(word: &str) -> Tone {
-    match word {
-        "done" | "valid" | "requested" => Tone::Good,
-        "failed" | "spawn-failed" | "timeout" | "interrupted" => Tone::Bad,
-        _ => Tone::Warn,
-    }
 }
 
 /// Prints one line to stdout. A closed pipe ends the program quietly with

@@ -62,7 +62,7 @@ pub fn tamed_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>,
 }
 
 /// `text` for a terminal: line breaks, tabs and the colour codes of
-/// [`crate::out::paint`] pass; any other control character is escaped ([`tame`]), so
+/// [`crate::view::paint`] pass; any other control character is escaped ([`tame`]), so
 /// no text, whatever it quotes, drives the terminal.
 pub fn screened(text: &str) -> std::borrow::Cow<'_, str> {
     let risky = |c: char| c.is_control() && c != '\n' && c != '\t';

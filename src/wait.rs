@@ -30,9 +30,8 @@ use crate::events::{Events, Hint};
 use crate::heartbeat::{self, Liveness, Sight, Tracker};
 use crate::layout::TargetDirs;
 use crate::names::JobId;
-use crate::observe::{self, Hold, Observed};
+use crate::observe::{self, Hold, NoResult, Observed, Unseen};
 use crate::output::Follower;
-use crate::rejected::Reason;
 use crate::trust::Key;
 
 /// How often the folder is looked at while waiting.
@@ -77,16 +76,10 @@ fn stale_after() -> Duration {
     }
 }
 
-/// How a wait ended.
-pub enum Waited {
-    /// The verified result.
-    Done(Box<Outcome>),
-    /// The target's listener rejected the job file, and why.
-    Rejected(Box<Reason>),
-    /// Still not finished when the wait ran out: the last state seen, and
-    /// why.
-    TimedOut(Box<Why>),
-}
+/// How a wait ended: the verified result; or the job rejected by its
+/// target's listener, or still unfinished when the wait ran out (the last
+/// state seen, and why) — [`observe::Observed::answer`]'s model.
+pub type Waited = observe::Answered<Box<Why>>;
 
 /// Copies what `follow` has gained to this process's stdout and stderr. A
 /// reader gone from stdout (`| head`) ends the program quietly, as
@@ -149,6 +142,28 @@ fn settle_logs(follow: &mut Follower, id: &JobId, o: &Outcome) -> Result<()> {
     Ok(())
 }
 
+/// `id`'s result on `dirs`' target, or why it has none, from one look:
+/// for a command that does not wait. The inner error is the refusal
+/// [`Observed::answer`] makes of what was seen (`NOT_FOUND` for a job not
+/// seen yet); beside it, the warning for a result that does not verify
+/// beside a job still queued or running, which is otherwise ignored.
+///
+/// # Errors
+///
+/// As [`observe::look`].
+pub fn at_once(
+    dirs: &TargetDirs,
+    id: &JobId,
+    key: &Key,
+) -> Result<(Result<Waited>, Option<String>)> {
+    let look = observe::look(dirs, id, key)?;
+    let note = look.ignored.as_ref().map(|f| f.note(id, &look.state));
+    let answered = look.state.answer(dirs, id, Unseen::Missing);
+    let answered =
+        answered.map(|a| a.map_err(|no| no.map(|seen| Box::new(Why::now(dirs, id, key, seen)))));
+    Ok((answered, note))
+}
+
 /// Waits for `id`'s result, streaming its output through `follow` when
 /// given. A result that does not verify is never reported as genuine:
 /// while the job is still queued or running it is named in a warning and
@@ -208,24 +223,24 @@ pub fn for_result(
             f.saw(&seen);
             pump(f);
         }
-        match seen {
-            Observed::Done(o) => {
+        let seen = match seen.answer(dirs, id, Unseen::Pending) {
+            Ok(Ok(o)) => {
                 clear();
                 if let Some(f) = follow.as_deref_mut() {
                     settle_logs(f, id, &o)?;
                 }
-                return Ok(Waited::Done(o));
+                return Ok(Ok(o));
             }
-            Observed::Rejected(r) => {
+            Ok(Err(NoResult::Rejected(r))) => {
                 clear();
-                return Ok(Waited::Rejected(r));
+                return Ok(Err(NoResult::Rejected(r)));
             }
-            Observed::ForgedResult(forged) => {
+            Ok(Err(NoResult::Unfinished(seen))) => seen,
+            Err(e) => {
                 clear();
-                return Err(forged.refusal(id));
+                return Err(e);
             }
-            _ => {}
-        }
+        };
         if seen.word() != last_word {
             last_word = seen.word();
             progress = Instant::now();
@@ -281,9 +296,8 @@ pub fn for_result(
                 eprintln!();
             }
             let live = listener.unwrap_or(Liveness::Never);
-            return Ok(Waited::TimedOut(Box::new(Why::look(
-                dirs, id, key, seen, live,
-            ))));
+            let why = Why::look(dirs, id, key, seen, live);
+            return Ok(Err(NoResult::Unfinished(Box::new(why))));
         }
         if woken.recv_timeout(POLL).is_ok() {
             std::thread::sleep(EARLIEST.saturating_sub(look.elapsed()));

@@ -79,7 +79,7 @@ pub fn run(ctx: &Context, args: CancelArgs) -> Result<u8> {
     } else {
         how.describe(o.ok)
     });
-    out["result"] = super::result_json(&o);
+    out["result"] = crate::view::result::json(&o);
     let human = if stopped {
         format!("{id} stopped ({})", how.as_str())
     } else {

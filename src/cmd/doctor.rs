@@ -3,18 +3,18 @@
 //! their judgements are [`doctor`]'s; this file picks the targets as
 //! `status` does, says where the settings came from, compares this
 //! machine's service entry with the one `service install` would write
-//! now, and prints.
+//! now, and prints ([`crate::view::doctor`]).
 
 use crate::cli::DoctorArgs;
 use crate::config::{Context, Setting};
-use crate::doctor::{self, Check, Inputs, ServiceFacts, Status};
+use crate::doctor::{self, Inputs, ServiceFacts};
 use crate::error::Result;
 use crate::exit;
 use crate::layout::{self, TargetDirs};
 use crate::names::Machine;
-use crate::out::{self, Tone};
 use crate::read::FileRead;
 use crate::service::{self, Platform};
+use crate::view;
 
 /// Lowers [`doctor::FILE_LIMIT`] for a test, which cannot make 300,000
 /// files in reasonable time. A variable rather than a hidden flag: the
@@ -46,22 +46,6 @@ fn targets(ctx: &Context, root: &std::path::Path, args: &DoctorArgs) -> Result<V
         .filter_map(|n| Machine::parse(n, "target").ok())
         .map(|m| TargetDirs::new(root, &m))
         .collect())
-}
-
-fn line(c: &Check) -> String {
-    let word = match c.status {
-        Status::Ok => out::paint("ok  ", Tone::Good),
-        Status::Warn => out::paint("warn", Tone::Bad),
-    };
-    let subject = match &c.target {
-        Some(t) => format!("{t} {}", c.check),
-        None => c.check.to_string(),
-    };
-    let mut s = format!("{word}  {subject}: {}", c.message);
-    if let Some(h) = &c.hint {
-        s.push_str(&format!("\n      hint: {h}"));
-    }
-    s
 }
 
 /// This machine's service entry against the one `service install` would
@@ -194,17 +178,10 @@ pub fn run(ctx: &Context, args: DoctorArgs) -> Result<u8> {
         checks.push(doctor::judge_service(&facts));
         report = doctor::Report::new(checks, report.key_fingerprint);
     }
-    let warned = report
-        .checks
-        .iter()
-        .filter(|c| c.status == Status::Warn)
-        .count();
-    let mut human: Vec<String> = report.checks.iter().map(line).collect();
-    human.push(if warned == 0 {
-        format!("all {} checks pass", report.checks.len())
-    } else {
-        format!("{warned} of {} checks warn", report.checks.len())
-    });
-    super::emit(ctx, &serde_json::json!(report), &human.join("\n"));
+    super::emit(
+        ctx,
+        &view::doctor::json(&report),
+        &view::doctor::text(&report),
+    );
     Ok(if report.ok { exit::SUCCESS } else { exit::NO })
 }

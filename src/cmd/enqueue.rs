@@ -628,14 +628,14 @@ pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
         Err(status) => return Ok(status),
     };
     if ctx.json() {
-        out["result"] = super::result_json(&o);
+        out["result"] = crate::view::result::json(&o);
         crate::out::line(&out.to_string());
     } else {
         let followed = args.waiting.follow;
         crate::out::line(&if followed {
-            super::result_followed(&o)
+            crate::view::result::followed(&o)
         } else {
-            super::result_human(&o)
+            crate::view::result::text(&o)
         });
     }
     Ok(o.wait_exit_status())

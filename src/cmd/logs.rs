@@ -16,6 +16,7 @@ use crate::exit;
 use crate::names::JobId;
 use crate::observe::{self, Observed};
 use crate::output::{Follower, Streams, Verdict};
+use crate::view;
 use crate::wait;
 
 /// Runs `logs`.
@@ -65,14 +66,8 @@ pub fn run(ctx: &Context, args: LogsArgs) -> Result<u8> {
             if form == Form::Bytes {
                 wait::pump(&mut follower);
             }
-            return Ok(super::no_result(
-                ctx,
-                &dirs,
-                &id,
-                &key,
-                out,
-                super::NoResult::Rejected(r),
-            ));
+            let no = super::NoResult::Rejected(r);
+            return Ok(super::no_result(ctx, &dirs, &id, &key, out, no));
         }
         if form == Form::Bytes {
             wait::pump(&mut follower);
@@ -80,7 +75,7 @@ pub fn run(ctx: &Context, args: LogsArgs) -> Result<u8> {
         }
         let (stdout, stderr) = read_all(&mut follower, &id)?;
         out["state"] = serde_json::json!(seen.word());
-        put_streams(&mut out, streams, &stdout, &stderr);
+        view::logs::document(&mut out, streams, &stdout, &stderr);
         crate::out::json(&out);
         return Ok(exit::SUCCESS);
     }
@@ -99,7 +94,7 @@ pub fn run(ctx: &Context, args: LogsArgs) -> Result<u8> {
         match super::with_result(ctx, &dirs, &id, &key, &out, waited, None) {
             Ok(o) => {
                 if form == Form::Lines {
-                    crate::out::json(&result_line(out, &o));
+                    crate::out::json(&view::logs::with_result(out, &o));
                 }
                 o.wait_exit_status()
             }
@@ -117,24 +112,6 @@ enum Form {
     Bytes,
     Document,
     Lines,
-}
-
-/// The last JSON line of `logs --follow --json`: the job's `result`.
-fn result_line(mut out: serde_json::Value, o: &Outcome) -> serde_json::Value {
-    out["state"] = serde_json::json!("done");
-    out["result"] = super::result_json(o);
-    out
-}
-
-/// Each chosen stream's text into `out` (`stdout`, `stderr`), as UTF-8 (a
-/// byte that is not is replaced with U+FFFD).
-fn put_streams(out: &mut serde_json::Value, streams: Streams, stdout: &[u8], stderr: &[u8]) {
-    if streams != Streams::Stderr {
-        out["stdout"] = serde_json::json!(String::from_utf8_lossy(stdout));
-    }
-    if streams != Streams::Stdout {
-        out["stderr"] = serde_json::json!(String::from_utf8_lossy(stderr));
-    }
 }
 
 /// Everything `follower` can read of the logs now: stdout's, stderr's.
@@ -177,8 +154,8 @@ fn finished(
         }
     }
     if form == Form::Document {
-        let mut json = result_line(json, o);
-        put_streams(&mut json, streams, &out, &err);
+        let mut json = view::logs::with_result(json, o);
+        view::logs::document(&mut json, streams, &out, &err);
         crate::out::json(&json);
         short_log_note(o, streams);
         return Ok(exit::SUCCESS);
@@ -186,7 +163,11 @@ fn finished(
     if form == Form::Lines {
         // The JSON lines are all in `out`, each stream's.
         out.extend_from_slice(
-            format!("{}\n", crate::out::json_text(&result_line(json, o))).as_bytes(),
+            format!(
+                "{}\n",
+                crate::out::json_text(&view::logs::with_result(json, o))
+            )
+            .as_bytes(),
         );
     }
     for (sink, bytes) in [
@@ -207,30 +188,9 @@ fn finished(
     Ok(exit::SUCCESS)
 }
 
-/// Says on stderr when a log printed holds less than its job wrote (its
-/// result records it: the log could not be made, or a write failed).
-fn short_log_note(o: &crate::doc::Outcome, streams: Streams) {
-    let d = o.detail();
-    for (name, shown, logged, total) in [
-        (
-            "stdout",
-            streams != Streams::Stderr,
-            d.stdout_log_bytes,
-            d.stdout_bytes,
-        ),
-        (
-            "stderr",
-            streams != Streams::Stdout,
-            d.stderr_log_bytes,
-            d.stderr_bytes,
-        ),
-    ] {
-        if let (true, Some(k)) = (shown, logged) {
-            eprintln!(
-                "fleet-dispatch: {name} of {} holds only its first {k} of {} bytes: writing the log failed (a full disk, or something else in its place); its last bytes are in the result",
-                o.job_id,
-                total.unwrap_or(k)
-            );
-        }
+/// Says on stderr when a log printed holds less than its job wrote.
+fn short_log_note(o: &Outcome, streams: Streams) {
+    for note in view::logs::short_log_notes(o, streams) {
+        eprintln!("fleet-dispatch: {note}");
     }
 }

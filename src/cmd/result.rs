@@ -11,11 +11,9 @@ use serde_json::json;
 use crate::cli::ResultArgs;
 use crate::config::Context;
 use crate::error::{Error, Result};
-use crate::observe::{self, Observed};
 use crate::trust::Key;
-use crate::wait::{self, Why};
-
-use super::NoResult;
+use crate::view::{self, result::Unfinished};
+use crate::wait;
 
 /// Runs `result`.
 pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
@@ -46,36 +44,24 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
             Err(status) => return Ok(status),
         }
     } else {
-        let look = observe::look(&dirs, &id, &key)?;
-        if let Some(forged) = &look.ignored {
-            eprintln!("fleet-dispatch: {}", forged.note(&id, &look.state));
+        let (answered, note) = wait::at_once(&dirs, &id, &key)?;
+        if let Some(note) = note {
+            eprintln!("fleet-dispatch: {note}");
         }
-        match look.state {
-            Observed::Done(o) => o,
-            Observed::ForgedResult(forged) => return Err(forged.refusal(&id)),
-            Observed::Rejected(r) => {
-                let why = NoResult::Rejected(r);
-                return Ok(super::no_result(ctx, &dirs, &id, &key, out, why));
-            }
-            Observed::NotSeen => {
-                return Err(Error::not_found(format!(
-                    "no job {id} on {} yet (not in its inbox, running or results)",
-                    dirs.target()
-                ))
-                .hint("sync may lag: add --wait to wait for it; a job older than the retention (30 days by default) may have been pruned by `sweep`"));
-            }
-            seen => {
-                let why = NoResult::Unfinished(Box::new(Why::now(&dirs, &id, &key, seen)), None);
-                return Ok(super::no_result(ctx, &dirs, &id, &key, out, why));
+        match answered? {
+            Ok(o) => o,
+            Err(no) => {
+                let no = no.map(|why| Unfinished { why, limit: None });
+                return Ok(super::no_result(ctx, &dirs, &id, &key, out, no));
             }
         }
     };
     let human = if args.waiting.follow {
-        super::result_followed(&outcome)
+        view::result::followed(&outcome)
     } else {
-        super::result_human(&outcome)
+        view::result::text(&outcome)
     };
-    super::emit(ctx, &super::result_json(&outcome), &human);
+    super::emit(ctx, &view::result::json(&outcome), &human);
     // With or without --wait: the job's own exit code when it ran to its
     // end, 1 when it did not.
     Ok(outcome.wait_exit_status())

@@ -72,7 +72,7 @@ pub fn run(ctx: &Context, args: VerifyMarkerArgs) -> Result<u8> {
         &json!({"file": file.display().to_string(), "target": target.as_str(), "verdict": verdict, "message": message}),
         &format!(
             "{}: {message}",
-            crate::out::paint(verdict, crate::out::outcome_tone(verdict))
+            crate::view::paint(verdict, crate::view::Tone::of_verdict(verdict))
         ),
     );
     Ok(exit::no_if(verdict != "valid"))

@@ -61,11 +61,84 @@ impl Termination {
 
     /// A word for people: `done`, `failed`, `cancelled`, …
     pub fn describe(self, ok: bool) -> &'static str {
+        self.ending(ok).as_str()
+    }
+
+    /// How a result that ended so, `ok` or not, is shown ([`Ending`]).
+    pub fn ending(self, ok: bool) -> Ending {
         match self {
-            Termination::Exited if ok => "done",
-            Termination::Exited => "failed",
-            other => other.as_str(),
+            Termination::Exited if ok => Ending::Done,
+            Termination::Exited => Ending::Failed,
+            Termination::Cancelled => Ending::Cancelled,
+            Termination::CancelledBeforeStart => Ending::CancelledBeforeStart,
+            Termination::Timeout => Ending::Timeout,
+            Termination::Interrupted => Ending::Interrupted,
+            Termination::SpawnFailed => Ending::SpawnFailed,
+            Termination::DependencyFailed => Ending::DependencyFailed,
         }
+    }
+}
+
+/// How a job ended, in the one word every output uses for it (`result`,
+/// `status`, `--json`'s `outcome`) and `status --outcome` takes: a
+/// [`Termination`] with a clean exit told apart from a failed one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// Ran and exited 0.
+    Done,
+    /// Ran and ended any other way by itself.
+    Failed,
+    /// Stopped by a cancel marker.
+    Cancelled,
+    /// Cancelled before it started.
+    CancelledBeforeStart,
+    /// Outlived its timeout.
+    Timeout,
+    /// The listener stopped while it ran.
+    Interrupted,
+    /// Could not be started.
+    SpawnFailed,
+    /// Never started: a job it waited for did not end as required.
+    DependencyFailed,
+}
+
+impl Ending {
+    /// Every ending, in the order `--help` lists them.
+    pub const ALL: [Ending; 8] = [
+        Ending::Done,
+        Ending::Failed,
+        Ending::Cancelled,
+        Ending::CancelledBeforeStart,
+        Ending::Timeout,
+        Ending::Interrupted,
+        Ending::SpawnFailed,
+        Ending::DependencyFailed,
+    ];
+
+    /// Its word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ending::Done => "done",
+            Ending::Failed => "failed",
+            Ending::Cancelled => "cancelled",
+            Ending::CancelledBeforeStart => "cancelled-before-start",
+            Ending::Timeout => "timeout",
+            Ending::Interrupted => "interrupted",
+            Ending::SpawnFailed => "spawn-failed",
+            Ending::DependencyFailed => "dependency-failed",
+        }
+    }
+}
+
+impl std::fmt::Display for Ending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Ending {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 
@@ -214,6 +287,22 @@ mod tests {
             assert_eq!(Termination::parse(t.as_str()), Some(t));
         }
         assert_eq!(Termination::parse("exploded"), None);
+    }
+
+    #[test]
+    fn every_ending_has_its_own_word_and_every_termination_an_ending() {
+        let words: std::collections::BTreeSet<&str> =
+            Ending::ALL.iter().map(|e| e.as_str()).collect();
+        assert_eq!(words.len(), Ending::ALL.len());
+        for t in Termination::ALL {
+            for ok in [false, true] {
+                assert!(Ending::ALL.contains(&t.ending(ok)));
+                assert_eq!(t.describe(ok), t.ending(ok).as_str());
+            }
+        }
+        assert_eq!(Termination::Exited.ending(true), Ending::Done);
+        assert_eq!(Termination::Exited.ending(false), Ending::Failed);
+        assert_eq!(serde_json::json!(Ending::SpawnFailed), "spawn-failed");
     }
 
     #[test]

@@ -20,7 +20,7 @@ use crate::error::{Code, Error};
 use crate::fsops;
 use crate::listener::Handle;
 use crate::names::JobId;
-use crate::observe::{self, Observed};
+use crate::observe::{self, NoResult, Observed, Unseen};
 use crate::read::FileRead;
 use crate::runner::Control;
 use crate::submit;
@@ -215,16 +215,16 @@ impl Routes {
         let id = JobId::parse(raw_id).map_err(from_error)?;
         let mut out = json!({"jobId": id.as_str(), "target": self.target()});
         let seen = observe::job(&h.dirs, &id, &h.key).map_err(from_error)?;
-        let state = match judged(seen, h.is_running(&id)) {
-            Observed::Done(o) => {
+        let answer = judged(seen, h.is_running(&id))
+            .answer(&h.dirs, &id, Unseen::Pending)
+            .map_err(from_error)?;
+        let state = match answer {
+            Ok(o) => {
                 out["result"] = json!(o);
                 "done"
             }
-            Observed::ForgedResult(forged) => {
-                return Err(from_error(forged.refusal(&id)));
-            }
-            Observed::Running => "running",
-            Observed::Queued => {
+            Err(NoResult::Unfinished(Observed::Running)) => "running",
+            Err(NoResult::Unfinished(Observed::Queued)) => {
                 let held = observe::held_on(&h.dirs, &id, &h.key);
                 if !held.is_empty() {
                     let names: Vec<String> = held.iter().map(ToString::to_string).collect();
@@ -232,11 +232,11 @@ impl Routes {
                 }
                 "queued"
             }
-            Observed::Rejected(r) => {
+            Err(NoResult::Rejected(r)) => {
                 out["reason"] = json!({"verdict": r.verdict, "message": r.message, "rejectedAt": r.rejected_at});
                 "rejected"
             }
-            Observed::NotSeen => "unknown",
+            Err(NoResult::Unfinished(_)) => "unknown",
         };
         out["state"] = json!(state);
         Ok((200, out))

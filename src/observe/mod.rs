@@ -56,6 +56,82 @@ impl Observed {
     }
 }
 
+/// What a job not seen yet is to whoever asks about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unseen {
+    /// Not there: `NOT_FOUND` (a command that looks once).
+    Missing,
+    /// Not there yet, as sync may lag: unfinished (a wait, the HTTP intake).
+    Pending,
+}
+
+/// A job without a result to show, as [`Observed::answer`] finds it; `W`
+/// is what is known of an unfinished job (its state, or more).
+#[derive(Debug)]
+pub enum NoResult<W = Observed> {
+    /// Its target's listener rejected it.
+    Rejected(Box<Reason>),
+    /// Still queued or running, or not seen where sync may lag.
+    Unfinished(W),
+}
+
+impl<W> NoResult<W> {
+    /// The exit status that says so: [`crate::exit::REJECTED`] or
+    /// [`crate::exit::UNFINISHED`].
+    pub fn exit_status(&self) -> u8 {
+        match self {
+            NoResult::Rejected(_) => crate::exit::REJECTED,
+            NoResult::Unfinished(_) => crate::exit::UNFINISHED,
+        }
+    }
+
+    /// The same, with what is known of an unfinished job replaced by `f`'s.
+    pub fn map<V>(self, f: impl FnOnce(W) -> V) -> NoResult<V> {
+        match self {
+            NoResult::Rejected(r) => NoResult::Rejected(r),
+            NoResult::Unfinished(w) => NoResult::Unfinished(f(w)),
+        }
+    }
+}
+
+/// A job's verified result, or why it has none: what [`Observed::answer`]
+/// makes of a state that is no refusal.
+pub type Answered<W = Observed> = Result<Box<Outcome>, NoResult<W>>;
+
+impl Observed {
+    /// The one mapping from what was observed of `id` on `dirs`' target to
+    /// what a command or the HTTP intake answers: the verified result
+    /// (whose exit status is [`Outcome::wait_exit_status`]), or why there
+    /// is none ([`NoResult::exit_status`]).
+    ///
+    /// # Errors
+    ///
+    /// `FORBIDDEN` for a result that does not verify with nothing else of
+    /// the job there ([`Forged::refusal`]); `NOT_FOUND` for a job not seen
+    /// when `unseen` is [`Unseen::Missing`]. Their exit statuses follow
+    /// from the code ([`crate::exit::of`]).
+    pub fn answer(
+        self,
+        dirs: &TargetDirs,
+        id: &JobId,
+        unseen: Unseen,
+    ) -> crate::error::Result<Answered> {
+        match self {
+            Observed::Done(o) => Ok(Ok(o)),
+            Observed::ForgedResult(forged) => Err(forged.refusal(id)),
+            Observed::Rejected(r) => Ok(Err(NoResult::Rejected(r))),
+            Observed::NotSeen if unseen == Unseen::Missing => Err(crate::error::Error::not_found(
+                format!(
+                    "no job {id} on {} yet (not in its inbox, running or results)",
+                    dirs.target()
+                ),
+            )
+            .hint("sync may lag: add --wait to wait for it; a job older than the retention (30 days by default) may have been pruned by `sweep`")),
+            seen => Ok(Err(NoResult::Unfinished(seen))),
+        }
+    }
+}
+
 /// A result file that does not verify: whose it is, and why it fails.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Forged {
@@ -352,6 +428,65 @@ mod tests {
     fn forged(file: &str) -> Forged {
         let r = Rejection::new(Verdict::BadSignature, "edited");
         Forged::new(file, &r)
+    }
+
+    #[test]
+    fn what_was_observed_is_answered_with_one_code_and_exit_status() {
+        use crate::exit;
+        let dirs = TargetDirs::new(
+            std::path::Path::new("/nowhere"),
+            &crate::names::Machine::parse("PC", "target").unwrap(),
+        );
+        let id = JobId::parse("20261129-193000-9f2c4e1ab37d5c08").unwrap();
+        let key = Key::from_bytes(&[1u8; 32]).unwrap();
+        let o = Outcome::sign(
+            &key,
+            id.as_str(),
+            "PC",
+            crate::doc::Termination::Exited,
+            Some(3),
+            Some("s"),
+            "f",
+            &crate::doc::Detail::default(),
+        );
+        let reason: Reason = serde_json::from_value(serde_json::json!({
+            "message": "m", "rejectedAt": "t", "target": "PC", "verdict": "stale"
+        }))
+        .unwrap();
+        let status = |seen: Observed, unseen| match seen.answer(&dirs, &id, unseen) {
+            Ok(Ok(o)) => (None, o.wait_exit_status()),
+            Ok(Err(no)) => (None, no.exit_status()),
+            Err(e) => (Some(e.code), exit::of(e.code)),
+        };
+        for unseen in [Unseen::Missing, Unseen::Pending] {
+            let done = Observed::Done(Box::new(o.clone()));
+            assert_eq!(status(done, unseen), (None, 3));
+            let forged = Observed::ForgedResult(Box::new(forged("results/x.json")));
+            assert_eq!(
+                status(forged, unseen),
+                (Some(Code::Forbidden), exit::FORBIDDEN)
+            );
+            let rejected = Observed::Rejected(Box::new(reason.clone()));
+            assert_eq!(status(rejected, unseen), (None, exit::REJECTED));
+            assert_eq!(status(Observed::Queued, unseen), (None, exit::UNFINISHED));
+            assert_eq!(status(Observed::Running, unseen), (None, exit::UNFINISHED));
+        }
+        // A job not seen is missing to a look, and pending to a wait.
+        let e = Observed::NotSeen
+            .answer(&dirs, &id, Unseen::Missing)
+            .unwrap_err();
+        assert_eq!(
+            (e.code, exit::of(e.code)),
+            (Code::NotFound, exit::NOT_FOUND)
+        );
+        assert_eq!(
+            e.message,
+            format!("no job {id} on PC yet (not in its inbox, running or results)")
+        );
+        assert!(matches!(
+            Observed::NotSeen.answer(&dirs, &id, Unseen::Pending),
+            Ok(Err(NoResult::Unfinished(Observed::NotSeen)))
+        ));
     }
 
     #[test]

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::accept;
 use crate::clock;
+use crate::doc::outcome::Ending;
 use crate::doc::{Job, Priority};
 use crate::fsops::Dir;
 use crate::heartbeat::{self, BeatVerdict};
@@ -213,8 +214,8 @@ pub enum RecentResult {
         job_id: String,
         /// Always true.
         verified: bool,
-        /// How it ended, in words.
-        outcome: &'static str,
+        /// How it ended, in its word.
+        outcome: Ending,
         /// Its exit code.
         exit_code: i64,
         /// How its process ended, for people ([`crate::doc::Outcome::exit_phrase`]).
@@ -410,7 +411,7 @@ pub struct History {
     /// How many, newest first.
     pub count: usize,
     /// Only those that ended so (`done`, `failed`, `cancelled`, …).
-    pub outcome: Option<String>,
+    pub outcome: Option<Ending>,
     /// Only those whose label holds this text.
     pub label: Option<String>,
 }
@@ -432,8 +433,8 @@ impl History {
         self.outcome.is_some() || self.label.is_some()
     }
 
-    fn admits(&self, outcome: &str, label: Option<&str>) -> bool {
-        self.outcome.as_deref().is_none_or(|o| o == outcome)
+    fn admits(&self, outcome: Ending, label: Option<&str>) -> bool {
+        self.outcome.is_none_or(|o| o == outcome)
             && self
                 .label
                 .as_deref()
@@ -453,7 +454,7 @@ fn recent(dirs: &TargetDirs, key: &Key, history: &History) -> Vec<RecentResult> 
             match crate::judge::result(&results, &id, dirs.target().as_str(), key) {
                 Ok(o) => {
                     let d = o.detail();
-                    let outcome = o.termination().describe(o.ok);
+                    let outcome = o.termination().ending(o.ok);
                     history
                         .admits(outcome, d.label.as_deref())
                         .then(|| RecentResult::Verified {

@@ -1,0 +1,59 @@
+//! A job's logs rendered for `logs --json` ([`document`], [`with_result`])
+//! and the note that a log printed holds less than its job wrote
+//! ([`short_log_notes`]). The logs' bytes themselves are printed as they
+//! are: they are the job's own output, which its reader asked for.
+
+use serde_json::{Value, json};
+
+use crate::doc::Outcome;
+use crate::output::Streams;
+
+/// `out` (the job's id and target) with the job's state `done` and its
+/// verified result: the last JSON line of `logs --follow --json`, and
+/// the head of `logs --json` for a finished job.
+pub fn with_result(mut out: Value, o: &Outcome) -> Value {
+    out["state"] = json!("done");
+    out["result"] = super::result::json(o);
+    out
+}
+
+/// Each chosen stream's text into `out` (`stdout`, `stderr`), as UTF-8 (a
+/// byte that is not is replaced with U+FFFD).
+pub fn document(out: &mut Value, streams: Streams, stdout: &[u8], stderr: &[u8]) {
+    if streams != Streams::Stderr {
+        out["stdout"] = json!(String::from_utf8_lossy(stdout));
+    }
+    if streams != Streams::Stdout {
+        out["stderr"] = json!(String::from_utf8_lossy(stderr));
+    }
+}
+
+/// A line for each chosen stream whose log holds less than its job wrote
+/// (its result records it: the log could not be made, or a write failed).
+pub fn short_log_notes(o: &Outcome, streams: Streams) -> Vec<String> {
+    let d = o.detail();
+    [
+        (
+            "stdout",
+            streams != Streams::Stderr,
+            d.stdout_log_bytes,
+            d.stdout_bytes,
+        ),
+        (
+            "stderr",
+            streams != Streams::Stdout,
+            d.stderr_log_bytes,
+            d.stderr_bytes,
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(name, shown, logged, total)| {
+        let k = logged.filter(|_| shown)?;
+        Some(format!(
+            "{name} of {} holds only its first {k} of {} bytes: writing the log failed (a full disk, or something else in its place); its last bytes are in the result",
+            o.job_id,
+            total.unwrap_or(k)
+        ))
+    })
+    .collect()
+}
