@@ -16,10 +16,11 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::accept::{self, Rejection, Verdict};
+use crate::accept::{Rejection, Verdict};
 use crate::doc::{self, Job};
 use crate::error::Result;
 use crate::fsops::Dir;
+use crate::judge;
 use crate::key::Key;
 use crate::names::JobId;
 use crate::platform::{Entry, EntryKind};
@@ -254,7 +255,7 @@ fn judge_all(
             .map(|(name, meta)| {
                 let stamp = stamp_of(&meta);
                 let read = inbox.read_limited_with(&name, meta, doc::job::MAX_BYTES);
-                let judged = accept::job(&name, read, target, key).map(Arc::new);
+                let judged = judge::job_read(&name, read, target, key).map(Arc::new);
                 (name, stamp, judged)
             })
             .collect()

@@ -6,12 +6,12 @@
 
 use super::{Candidate, Listener};
 use crate::accept::{self, BadMarker};
+use crate::cancel::set_marker_aside;
 use crate::clock;
 use crate::doc::{Marker, detail};
 use crate::error::Result;
 use crate::layout::Folders;
 use crate::names::JobId;
-use crate::rejected::Kind;
 
 impl Listener {
     /// The valid cancel marker for `id`, if one is there. An invalid one is
@@ -40,7 +40,10 @@ impl Listener {
                     r.verdict.as_str(),
                     r.message
                 ));
-                if let Err(e) = self.reject(f, f.cancel(), &name, &r, Kind::Marker) {
+                let target = self.dirs.target().as_str();
+                let moved =
+                    set_marker_aside(f.rejected(), f.cancel(), &name, &r, target, &self.key);
+                if let Err(e) = moved {
                     self.say(format!("could not move the marker aside: {e}"));
                 }
                 None
