@@ -37,7 +37,7 @@ pub fn job(dir: &Dir, id: &JobId, target: &str, key: &Key) -> Result<Job, Reject
 }
 
 /// A job already read, as `read`, from the file `name` (which need not be
-/// a job id's: a name that is not is refused), judged as [`job`] judges
+/// a job id's: a name that is not is refused), judged as [`job()`] judges
 /// one: the drain reads many files at once with what `lstat` said of each,
 /// and the HTTP intake has a body, not a file.
 ///

@@ -4,7 +4,7 @@
 //!
 //! It remembers four things: the accepted jobs with the (size, mtime)
 //! each file had, so an unchanged file is not read and verified again; when
-//! an unparseable file (or marker) was first seen unchanged, so it is
+//! an unparseable file was first seen unchanged, so it is
 //! rejected only once it has settled (docs/protocol.md §7: it may still be arriving);
 //! an unparseable inbox file's stamp and refusal, so it is not read again
 //! while it settles unchanged; and which names it already spoke about, so
@@ -53,7 +53,7 @@ pub(super) struct Inbox {
     listed: Option<Instant>,
     /// Accepted job files by name, with the stamp they had.
     parsed: HashMap<String, (Stamp, Arc<Job>)>,
-    /// Unparseable files by name (markers as `cancel/<name>`): the stamp
+    /// Unparseable files by name: the stamp
     /// they had when first seen so, and when.
     unsettled: HashMap<String, Settling>,
     /// Inbox files that did not parse, with the stamp they had when read
@@ -197,8 +197,7 @@ impl Inbox {
                 }
             }
         }
-        self.unsettled
-            .retain(|n, _| n.starts_with("cancel/") || present.contains(n));
+        self.unsettled.retain(|n, _| present.contains(n));
         self.parsed.retain(|n, _| present.contains(n));
         self.malformed.retain(|n, _| present.contains(n));
         self.noted.retain(|n| present.contains(n));
@@ -207,7 +206,7 @@ impl Inbox {
 
     /// True when a file that does not parse (remembered as `name`, the
     /// entry `file` of `dir`) counts as settled ([`crate::settle`]).
-    pub fn settled(&mut self, name: &str, dir: &Dir, file: &str) -> bool {
+    fn settled(&mut self, name: &str, dir: &Dir, file: &str) -> bool {
         let Ok(meta) = dir.entry(file) else {
             return false;
         };
