@@ -40,6 +40,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock;
+use crate::doc::report::Report;
+use crate::doc::{Job, Outcome};
 use crate::error::Result;
 use crate::fsops::Durability;
 use crate::governor::Tier;
@@ -481,9 +483,9 @@ impl Listener {
     /// recorded ([`Self::finish`]).
     fn end(
         &mut self,
-        job: &Arc<crate::doc::Job>,
+        job: &Job,
         started_at: &str,
-        report: &crate::doc::report::Report,
+        report: &Report,
         mut watch: Watch,
     ) -> Result<()> {
         if watch.beat_written() {
@@ -500,7 +502,7 @@ impl Listener {
 
     /// Records `outcome` ([`Recorder::record`]): the job ended, and the
     /// held jobs waiting for it are judged afresh.
-    fn finish(&mut self, id: &JobId, outcome: &crate::doc::Outcome, marker: bool) -> Result<()> {
+    fn finish(&mut self, id: &JobId, outcome: &Outcome, marker: bool) -> Result<()> {
         self.recorder.record(id, outcome, marker)?;
         self.queue.ended(self.site.target(), id);
         Ok(())
