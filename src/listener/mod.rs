@@ -12,12 +12,8 @@
 //! archive/done → marker to archive/consumed. A crash at any point neither
 //! loses a job nor runs it twice: a started job without a result gets an
 //! `interrupted` result and is never re-run; a recorded result that did not
-//! reach `results/` is published again.
-//!
-//! One flush per job on the way from one spawn to the next: a result is
-//! recorded unflushed, and the next job's start line flushes both (a
-//! listener with nothing to start flushes at once); the publisher thread
-//! then places the result and archives the job, in batches.
+//! reach `results/` is published again. One flush per job on the way from
+//! one spawn to the next (`recorder`).
 //!
 //! This file is the drain loop, over the listener's parts, each in a file
 //! of its own with the fields it owns: `site` (where it runs and with
@@ -31,9 +27,10 @@
 //! `slots` (jobs run at once, each waited for in a thread of its own),
 //! `job_run` (one job's start and end), `recovery` (start-up after a
 //! crash) and `handle` (the HTTP intake's way in). A step that needs two
-//! parts takes both. The rules it applies live outside: acceptance in [`crate::accept`], the replay guard in
-//! [`crate::replay`], results in [`crate::doc::detail`], refusals in
-//! [`crate::rejected`], a job's environment in [`crate::jobenv`].
+//! parts takes both. The rules it applies live outside: acceptance in
+//! [`crate::accept`], the replay guard in [`crate::replay`], results in
+//! [`crate::doc::detail`], refusals in [`crate::rejected`], a job's
+//! environment in [`crate::jobenv`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
