@@ -200,11 +200,9 @@ pub fn place_marker(
             // Gone meanwhile: the next attempt takes the place.
             BadMarker::Gone | BadMarker::Wait => {}
             BadMarker::SetAside => {
-                let reason =
-                    rejected::Reason::new(&r, rejected::Kind::Marker, target).judged_with(key);
                 let moved = dirs
                     .open_made(Place::Rejected)
-                    .and_then(|into| rejected::file(&into, &cancel, &name, &reason));
+                    .and_then(|into| set_marker_aside(&into, &cancel, &name, &r, target, key));
                 if let Err(e) = moved {
                     last = format!("{last}; it could not be moved aside: {}", e.message);
                     break;
@@ -213,4 +211,25 @@ pub fn place_marker(
         }
     }
     Ok(CancelStatus::Blocked(last))
+}
+
+/// Moves the file `name` of `cancel`, in a marker's place but refused as
+/// `r`, to `rejected` (`archive/rejected/`) with its reason, judged with
+/// `key` for `target`: what the watcher, the drain and `cancel` each do
+/// once [`accept::bad_marker`] says [`BadMarker::SetAside`] (each reports
+/// it in its own words). A rename, which needs no read permission.
+///
+/// # Errors
+///
+/// The error of [`rejected::file`]: the file could not be moved.
+pub fn set_marker_aside(
+    rejected: &fsops::Dir,
+    cancel: &fsops::Dir,
+    name: &str,
+    r: &accept::Rejection,
+    target: &str,
+    key: &Key,
+) -> Result<()> {
+    let reason = rejected::Reason::new(r, rejected::Kind::Marker, target).judged_with(key);
+    rejected::file(rejected, cancel, name, &reason)
 }

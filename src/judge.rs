@@ -9,6 +9,7 @@ use crate::accept::{self, Rejection};
 use crate::doc::{Job, Marker, Outcome, job, marker, outcome};
 use crate::fsops::Dir;
 use crate::names::JobId;
+use crate::read::FileRead;
 use crate::trust::Key;
 
 /// The result of `id` of `target` in `results` (held open), judged: the
@@ -34,7 +35,19 @@ pub fn result(results: &Dir, id: &JobId, target: &str, key: &Key) -> Result<Outc
 /// The [`Rejection`] of [`accept::job`].
 pub fn job(dir: &Dir, id: &JobId, target: &str, key: &Key) -> Result<Job, Rejection> {
     let name = id.file_name();
-    accept::job(&name, dir.read_limited(&name, job::MAX_BYTES), target, key)
+    job_read(&name, dir.read_limited(&name, job::MAX_BYTES), target, key)
+}
+
+/// A job already read, as `read`, from the file `name` (which need not be
+/// a job id's: a name that is not is refused), judged as [`job()`] judges
+/// one: the drain reads many files at once with what `lstat` said of each,
+/// and the HTTP intake has a body, not a file.
+///
+/// # Errors
+///
+/// The [`Rejection`] of [`accept::job`].
+pub fn job_read(name: &str, read: FileRead, target: &str, key: &Key) -> Result<Job, Rejection> {
+    accept::job(name, read, target, key)
 }
 
 /// The cancel marker of `id` in `cancel` (held open) of `target`, judged:

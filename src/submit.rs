@@ -105,7 +105,7 @@ pub fn admit(
         .ok()
         .and_then(|v| v.get("jobId")?.as_str().map(|id| format!("{id}.json")))
         .unwrap_or_default();
-    let job = accept::job(
+    let job = crate::judge::job_read(
         &name,
         FileRead::Bytes(body.to_vec()),
         dirs.target().as_str(),

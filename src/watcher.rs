@@ -14,13 +14,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::accept::{self, BadMarker};
+use crate::cancel;
 use crate::doc::Marker;
 use crate::events::Hint;
 use crate::fsops::Dir;
 use crate::heartbeat::{self, Heartbeat};
 use crate::layout::Folders;
 use crate::names::JobId;
-use crate::rejected::{self, Kind, Reason};
 use crate::settle::Settling;
 use crate::trust::Key;
 
@@ -160,17 +160,22 @@ impl Watch {
             BadMarker::Wait => {}
             BadMarker::SetAside => {
                 self.settling = None;
-                let reason = Reason::new(&r, Kind::Marker, &self.target).judged_with(&self.key);
-                self.notes.push(
-                    match rejected::file(&self.rejected, &self.cancel, &name, &reason) {
-                        Ok(()) => format!(
-                            "moved cancel/{name} aside: {} ({})",
-                            r.verdict.as_str(),
-                            r.message
-                        ),
-                        Err(e) => format!("could not move cancel/{name} aside: {e}"),
-                    },
+                let moved = cancel::set_marker_aside(
+                    &self.rejected,
+                    &self.cancel,
+                    &name,
+                    &r,
+                    &self.target,
+                    &self.key,
                 );
+                self.notes.push(match moved {
+                    Ok(()) => format!(
+                        "moved cancel/{name} aside: {} ({})",
+                        r.verdict.as_str(),
+                        r.message
+                    ),
+                    Err(e) => format!("could not move cancel/{name} aside: {e}"),
+                });
             }
         }
         self.refusal = Some(r);

@@ -7,13 +7,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::Listener;
+use super::site::Site;
+use crate::trust::Key;
 use crate::layout::TargetDirs;
 use crate::names::JobId;
 use crate::replay;
 use crate::runner::Mailbox;
 use crate::state::LedgerView;
-use crate::trust::Key;
 
 /// What the HTTP intake holds to feed a running listener from its own
 /// threads: the same folders, key and replay guard, and the same control
@@ -34,6 +34,19 @@ pub struct Handle {
 }
 
 impl Handle {
+    /// What another thread needs to feed the listener of `site`, whose
+    /// mailbox is `control` and ledger `ledger`.
+    pub(super) fn new(site: &Site, control: Mailbox, ledger: LedgerView) -> Handle {
+        Handle {
+            dirs: site.dirs.clone(),
+            root: site.root.clone(),
+            key: Arc::clone(&site.key),
+            max_age: site.settings.max_age,
+            control,
+            ledger,
+        }
+    }
+
     /// Where `id` was already processed, if anywhere (the replay guard).
     pub fn processed_where(&self, id: &JobId) -> Option<&'static str> {
         replay::used_where(&self.dirs, id, &self.key, || {
@@ -45,19 +58,5 @@ impl Handle {
     /// `running/` shows it (the publisher writes that a moment later).
     pub fn is_running(&self, id: &JobId) -> bool {
         crate::shutdown::is_running(id.as_str())
-    }
-}
-
-impl Listener {
-    /// What another thread needs to feed this listener (the HTTP intake).
-    pub fn handle(&self) -> Handle {
-        Handle {
-            dirs: self.dirs.clone(),
-            root: self.root.clone(),
-            key: Arc::clone(&self.key),
-            max_age: self.settings.max_age,
-            control: self.mail.clone(),
-            ledger: self.ledger.view(),
-        }
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! It remembers four things: the accepted jobs with the (size, mtime)
 //! each file had, so an unchanged file is not read and verified again; when
-//! an unparseable file (or marker) was first seen unchanged, so it is
+//! an unparseable file was first seen unchanged, so it is
 //! rejected only once it has settled (docs/protocol.md §7: it may still be arriving);
 //! an unparseable inbox file's stamp and refusal, so it is not read again
 //! while it settles unchanged; and which names it already spoke about, so
@@ -16,14 +16,15 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::accept::{self, Rejection, Verdict};
+use crate::accept::{Rejection, Verdict};
 use crate::doc::{self, Job};
 use crate::error::Result;
 use crate::fsops::Dir;
+use crate::judge;
+use crate::trust::Key;
 use crate::names::JobId;
 use crate::platform::{Entry, EntryKind};
 use crate::publisher::Archiving;
-use crate::trust::Key;
 
 /// A job that passed acceptance (steps 1 to 8); its file is
 /// `inbox/<id>.json` (the name matches the body's id, §6.1 step 5).
@@ -52,7 +53,7 @@ pub(super) struct Inbox {
     listed: Option<Instant>,
     /// Accepted job files by name, with the stamp they had.
     parsed: HashMap<String, (Stamp, Arc<Job>)>,
-    /// Unparseable files by name (markers as `cancel/<name>`): the stamp
+    /// Unparseable files by name: the stamp
     /// they had when first seen so, and when.
     unsettled: HashMap<String, Settling>,
     /// Inbox files that did not parse, with the stamp they had when read
@@ -196,8 +197,7 @@ impl Inbox {
                 }
             }
         }
-        self.unsettled
-            .retain(|n, _| n.starts_with("cancel/") || present.contains(n));
+        self.unsettled.retain(|n, _| present.contains(n));
         self.parsed.retain(|n, _| present.contains(n));
         self.malformed.retain(|n, _| present.contains(n));
         self.noted.retain(|n| present.contains(n));
@@ -206,7 +206,7 @@ impl Inbox {
 
     /// True when a file that does not parse (remembered as `name`, the
     /// entry `file` of `dir`) counts as settled ([`crate::settle`]).
-    pub fn settled(&mut self, name: &str, dir: &Dir, file: &str) -> bool {
+    fn settled(&mut self, name: &str, dir: &Dir, file: &str) -> bool {
         let Ok(meta) = dir.entry(file) else {
             return false;
         };
@@ -254,7 +254,7 @@ fn judge_all(
             .map(|(name, meta)| {
                 let stamp = stamp_of(&meta);
                 let read = inbox.read_limited_with(&name, meta, doc::job::MAX_BYTES);
-                let judged = accept::job(&name, read, target, key).map(Arc::new);
+                let judged = judge::job_read(&name, read, target, key).map(Arc::new);
                 (name, stamp, judged)
             })
             .collect()

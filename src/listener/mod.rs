@@ -12,119 +12,72 @@
 //! archive/done → marker to archive/consumed. A crash at any point neither
 //! loses a job nor runs it twice: a started job without a result gets an
 //! `interrupted` result and is never re-run; a recorded result that did not
-//! reach `results/` is published again.
+//! reach `results/` is published again. One flush per job on the way from
+//! one spawn to the next (`recorder`).
 //!
-//! One flush per job on the way from one spawn to the next: a result is
-//! recorded unflushed, and the next job's start line flushes both (a
-//! listener with nothing to start flushes at once); the [`Publisher`]
-//! thread then places the result and archives the job, in batches.
-//!
-//! This file is the drain loop. Beside it: `inbox` (the listing and what
-//! is remembered between listings), `walk` (the per-job steps over the
-//! queue in drain order), `job_run` (one job's run, from its start
-//! line to its recorded result), `slots` (jobs run at once, each waited for
-//! in a thread of its own), `markers` (a queued job's cancel check),
-//! `after` (the dependency check's reading), `held` (what is kept of held
-//! jobs between passes), `refuse` (refused files moved
-//! aside), `rival` (another listener serving the target), `recovery`
-//! (start-up after a crash) and `handle` (the HTTP intake's way in). The rules it applies live
-//! outside: acceptance in [`crate::accept`], the replay guard in
-//! [`crate::replay`], results in [`crate::doc::detail`], refusals in
-//! [`crate::rejected`], a job's environment in [`crate::jobenv`].
+//! This file is the drain loop, over the listener's parts, each in a file
+//! of its own with the fields it owns: `site` (where it runs and with
+//! what, fixed), `pickup` (the folders held for a pass, file-system
+//! events, a queued job's cancel check), `queue` (the inbox's runnable
+//! jobs in drain order, held and deferred jobs, the walk over them,
+//! refusals), `recorder` (the ledger, the publisher, the counters),
+//! `liveness` (the heartbeat, another listener serving the target) and
+//! `control` (the mailbox, shutdown and drain requests, the slots). Beside
+//! them: `inbox` and `held` (what the queue remembers between passes),
+//! `slots` (jobs run at once, each waited for in a thread of its own),
+//! `job_run` (one job's start and end), `recovery` (start-up after a
+//! crash) and `handle` (the HTTP intake's way in). A step that needs two
+//! parts takes both. The rules it applies live outside: acceptance in
+//! [`crate::accept`], the replay guard in [`crate::replay`], results in
+//! [`crate::doc::detail`], refusals in [`crate::rejected`], a job's
+//! environment in [`crate::jobenv`].
 
-use std::collections::HashSet;
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::mpsc::{self, Receiver};
-use std::time::{Duration, Instant};
-
-use serde::Serialize;
+use std::time::Duration;
 
 use crate::clock;
+use crate::doc::report::Report;
+use crate::doc::{Job, Outcome};
 use crate::error::Result;
-use crate::events::{Events, Hint, Watching};
-use crate::fsops::{self, Dir, Durability};
-use crate::heartbeat::{self, Beat, Heartbeat};
-use crate::layout::{DRAIN, Folders, Place, StateDirs, TargetDirs};
-use crate::listing::Listing;
+use crate::fsops::Durability;
+use crate::governor::Tier;
+use crate::trust::Key;
+use crate::layout::{Folders, StateDirs, TargetDirs};
 use crate::names::JobId;
 use crate::platform;
-use crate::publisher::{Finished, Publisher};
+use crate::publisher::Publisher;
 use crate::rejected;
-use crate::runner::{Control, Mailbox};
+use crate::runner::{self, Control as Message};
 use crate::shutdown::Shutdown;
-use crate::state::{self, Ledger, Lock};
-use crate::trust::Key;
+use crate::state::{Ledger, Lock};
+use crate::watcher::Watch;
 
-use inbox::{Candidate, Inbox};
-use slots::Slots;
+use control::Control;
+use inbox::Candidate;
+use job_run::Begun;
+use liveness::Liveness;
+use pickup::Pickup;
+use queue::{Queue, Step};
+use recorder::Recorder;
+use site::Site;
 
-mod after;
+mod control;
 mod handle;
 mod held;
 mod inbox;
 mod job_run;
-mod markers;
+mod liveness;
+mod pickup;
+mod queue;
+mod recorder;
 mod recovery;
-mod refuse;
-mod rival;
+mod site;
 mod slots;
-mod walk;
 
 pub use handle::Handle;
-
-/// Listener settings from the command line.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    /// Drain once and return.
-    pub once: bool,
-    /// Inbox rescan and cancel poll interval.
-    pub poll: Duration,
-    /// Watch `inbox/` and `cancel/` for file-system events, looking at once
-    /// instead of at the next poll (off for network shares that deliver
-    /// none; the poll bounds everything either way).
-    pub watch: bool,
-    /// How long an unparseable file must stay unchanged before rejection.
-    pub settle: Duration,
-    /// Jobs older than this are stale.
-    pub max_age: Duration,
-    /// The most grace the running job gets when the listener is stopped
-    /// (its own grace when less, or when this is unset), so a service
-    /// manager's stop timeout can cover it.
-    pub stop_grace: Option<Duration>,
-    /// The governor file, if any.
-    pub governor: Option<PathBuf>,
-    /// Print a line per event (off with `--json`).
-    pub verbose: bool,
-    /// Full: a job's start line is flushed before its spawn. Relaxed: the
-    /// publisher flushes the ledger once per batch, before it places the
-    /// batch's results.
-    pub durability: Durability,
-    /// How many jobs run at once: 1 runs each in the listener's own thread
-    /// (the serial drain); more run each in a thread of its own.
-    pub slots: usize,
-}
-
-/// The summary counters (docs/protocol.md §7.12).
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
-pub struct Counters {
-    /// Ran and exited 0 (including a raced completion).
-    pub done: u64,
-    /// Ran, anything else.
-    pub failed: u64,
-    /// Stopped by a marker, or cancelled before start.
-    pub cancelled: u64,
-    /// Left queued by the governor.
-    pub deferred: u64,
-    /// Rejected inputs.
-    pub rejected: u64,
-    /// Already processed (replays).
-    pub skipped: u64,
-    /// Layout folders found to be links or files, moved aside and made
-    /// again (docs/protocol.md §3.5).
-    pub repaired: u64,
-}
+pub use recorder::Counters;
+pub use site::Settings;
 
 /// How a listener run ended.
 #[derive(Debug)]
@@ -137,95 +90,16 @@ pub struct Summary {
     pub drained: bool,
 }
 
-/// Where the listener runs and with what.
+/// Where the listener runs and with what: its parts.
 pub struct Listener {
-    dirs: TargetDirs,
-    /// The layout's folders, held open for one pass (opened again at the
-    /// next, so a folder swapped meanwhile is noticed and moved aside).
-    folders: Option<Folders>,
-    key: Arc<Key>,
-    key_path: PathBuf,
-    root: PathBuf,
-    settings: Settings,
-    ledger: Ledger,
-    /// Finished jobs whose results are recorded in the ledger but not yet
-    /// flushed: handed to the publisher after the next start line, or when
-    /// nothing starts.
-    pending: Vec<Finished>,
-    publisher: Publisher,
-    /// Results handed over since the last checkpoint, and when it was.
-    unchecked: u64,
-    checkpointed: Instant,
-    counters: Counters,
-    /// Jobs already reported as deferred by the governor.
-    deferred: HashSet<JobId>,
-    /// The held jobs' verdicts, kept until what they wait for may have
-    /// ended ([`held`]).
-    held: held::Held,
-    /// A job was held on a result of ours still being placed (with
-    /// `--once`, one more pass after the placing lets it start).
-    held_on_own: bool,
-    /// The verdict being made leaned on a result of ours being placed.
-    leaned_on_own: bool,
-    inbox: Inbox,
-    /// `cancel/` as last listed: a queued job's cancel check, and the
-    /// completion race's, look at the folder's time, not up the name.
-    markers: Listing,
-    /// The jobs running in slots (none with one slot: its job runs in
-    /// this thread).
-    slots: Slots,
-    mail: Mailbox,
-    rx: Receiver<Control>,
-    /// What file-system events hinted at, and the watch that feeds it
-    /// (none when off, or when it could not be set up).
-    hint: Hint,
-    events: Option<Events>,
-    /// The hint's change count at the last listing of the inbox.
-    listed_changes: u64,
-    /// A layout folder was moved aside and made again: watch it anew.
-    rewatch: bool,
-    /// The watch failed once already (said once; tried again only when a
-    /// folder is made anew).
-    watch_failed: bool,
-    /// Where [`Self::record_watching`] writes, in the state directory.
-    watching: PathBuf,
-    /// The root is not the one this listener knew (docs/protocol.md §3.6):
-    /// said once, and again once it is back.
-    root_gone: bool,
-    shutdown: Arc<Shutdown>,
-    beat: Heartbeat,
-    last_heartbeat: Instant,
-    /// Another listener seen serving this target, and when we last looked.
-    rival: Option<Beat>,
-    rival_checked: Option<Instant>,
-    rival_was_said: bool,
-    /// Where `listen --drain` asks this listener to stop between jobs: the
-    /// state folder, held open (the request is looked for by its one name
-    /// after every job, not by its path).
-    drain: Dir,
-    /// This process's id, for the `running/` files (asked once: each ask
-    /// is a system call).
-    pid: u32,
+    site: Site,
+    pickup: Pickup,
+    queue: Queue,
+    recorder: Recorder,
+    liveness: Liveness,
+    control: Control,
     _lock: Lock,
     _folder_lock: Lock,
-}
-
-/// The answer when `listener.lock` in the target folder is held but no
-/// verified heartbeat of another listener backs it. Still `BUSY`: the
-/// holder may be a genuine listener that has not written its first
-/// heartbeat yet, and on one file system the lock is what keeps two
-/// listeners started at one instant from both starting a job (SECURITY.md
-/// states the residual risk). Said plainly, so a squatter is
-/// found rather than waited for.
-fn held_unbacked(dirs: &TargetDirs) -> crate::error::Error {
-    crate::error::Error::new(
-        crate::error::Code::Busy,
-        format!(
-            "{} is held by another process, but no heartbeat signed with the fleet key backs it: a listener still starting, a listener with another key, or a process without the key squatting the lock",
-            dirs.folder_lock().display()
-        ),
-    )
-    .hint("try again in a few seconds; if it stays, find the process holding the file (`fuser`/`lsof` where the folder lives, Open Files in Computer Management for an SMB share) and stop it")
 }
 
 impl Listener {
@@ -246,59 +120,8 @@ impl Listener {
         // would run jobs whose results could never be placed: refused
         // before any job starts, naming the folder.
         folders.results().check_writable("write-probe")?;
-        let instance = state::instance_id(&state)?;
-        let host = platform::hostname().unwrap_or_default();
-        let who = heartbeat::Identity {
-            host,
-            instance,
-            key_fingerprint: key.key_id(),
-        };
         let key = Arc::new(key);
-        let beat = Heartbeat::new(
-            dirs.clone(),
-            &state,
-            dirs.target().as_str(),
-            &who,
-            Arc::clone(&key),
-            settings.poll,
-        );
-        let folder_lock = Lock::acquire_folder(&dirs)?;
-        if let Some(other) = beat.rival() {
-            let whence = if folder_lock.is_some() {
-                String::new()
-            } else {
-                format!(
-                    " (from this file system: it holds {})",
-                    dirs.folder_lock().display()
-                )
-            };
-            if other.instance == who.instance {
-                return Err(crate::error::Error::new(
-                    crate::error::Code::Busy,
-                    format!(
-                        "another listener serves {}: {}{whence}",
-                        dirs.target(),
-                        other.who_beside(&who.instance)
-                    ),
-                )
-                .hint(format!(
-                    "two listeners would run every job twice: stop the copy's, remove its {} (a new instance id is made at its next start) or give it its own state directory, then start them again",
-                    state.instance().display()
-                )));
-            }
-            return Err(crate::error::Error::new(
-                crate::error::Code::Busy,
-                format!("another listener serves {}: {}{whence}", dirs.target(), other.who()),
-            )
-            .hint(if folder_lock.is_some() {
-                "one listener per target in the whole fleet: two would run every job twice; stop the other, or start this one once its heartbeat is over 90 s old"
-            } else {
-                "one listener per target in the whole fleet: two would run every job twice; stop the other first (it holds the folder lock, which a stale heartbeat does not release)"
-            }));
-        }
-        let Some(folder_lock) = folder_lock else {
-            return Err(held_unbacked(&dirs));
-        };
+        let (liveness, folder_lock) = Liveness::start(&dirs, &state, &key, settings.poll)?;
         platform::become_subreaper();
         platform::tune_allocator();
         let now = clock::now();
@@ -307,193 +130,56 @@ impl Listener {
         let retention =
             settings.max_age.max(Duration::from_secs(30 * 86400)) + Duration::from_secs(86400);
         let (ledger, unfinished) = Ledger::load(&state, now, retention)?;
-        let (tx, rx) = mpsc::channel();
-        let bell = platform::Bell::new().map_err(|e| {
-            crate::error::Error::new(
-                crate::error::Code::Internal,
-                format!("cannot make the listener's wake-up pipe: {e}"),
-            )
-        })?;
-        let mail = Mailbox::new(tx, bell);
-        let wake = mail.clone();
-        shutdown.on_request(move || wake.send(Control::Shutdown));
-        // A second Ctrl-C exits at once: the folder is told the listener
-        // stopped, and no killed job shows as running any more.
-        let (last_beat, last_dirs) = (beat.clone(), dirs.clone());
-        shutdown.on_kill(move |killed| {
-            if let Ok(Some(running)) = last_dirs.open(Place::Running) {
-                for id in killed {
-                    let _ = running.remove(&format!("{id}.json"));
-                }
-            }
-            last_beat.write_killed(killed);
-        });
-        let drain = Dir::open_trusted(state.base())?;
-        // A request left from an earlier run is not for this one.
-        drain.take(DRAIN);
+        let control = Control::new(shutdown, &dirs, liveness.beat(), &state)?;
         let publisher = Publisher::start(
             dirs.clone(),
             Arc::clone(&key),
             (settings.durability == Durability::Relaxed).then(|| state.ledger()),
         );
-        let inbox = Inbox::new(settings.settle);
+        let queue = Queue::new(settings.settle);
         let mut l = Listener {
-            dirs,
-            folders: Some(folders),
-            key,
-            key_path,
-            root,
-            settings,
-            ledger,
-            pending: Vec::new(),
-            publisher,
-            unchecked: 0,
-            checkpointed: Instant::now(),
-            counters: Counters::default(),
-            deferred: HashSet::new(),
-            held: held::Held::default(),
-            held_on_own: false,
-            leaned_on_own: false,
-            inbox,
-            markers: Listing::default(),
-            slots: Slots::default(),
-            mail,
-            rx,
-            hint: Hint::new(),
-            events: None,
-            listed_changes: 0,
-            rewatch: false,
-            watch_failed: false,
-            root_gone: false,
-            watching: state.watching(),
-            shutdown,
-            beat,
-            last_heartbeat: Instant::now(),
-            rival: None,
-            rival_checked: None,
-            rival_was_said: false,
-            drain,
-            pid: std::process::id(),
+            pickup: Pickup::new(folders, state.watching()),
+            queue,
+            recorder: Recorder::new(ledger, publisher),
+            liveness,
+            control,
+            site: Site {
+                dirs,
+                key,
+                key_path,
+                root,
+                settings,
+                pid: std::process::id(),
+            },
             _lock: lock,
             _folder_lock: folder_lock,
         };
-        l.repaired(repairs);
-        l.record_governor(&state);
-        l.watch_folders();
-        l.recover(unfinished)?;
-        l.heartbeat(None, "listening");
+        l.pickup
+            .repaired(&l.site, &mut l.recorder.counters, repairs);
+        l.site.record_governor(&state);
+        l.pickup.watch(&l.site, l.control.mail());
+        recovery::recover(&l.site, &mut l.pickup, &mut l.recorder, unfinished)?;
+        l.liveness.heartbeat(None, "listening");
         Ok(l)
     }
 
-    /// Counts and logs layout folders moved aside.
-    fn repaired(&mut self, notes: Vec<String>) {
-        self.counters.repaired += notes.len() as u64;
-        self.rewatch |= !notes.is_empty();
-        for n in notes {
-            self.say(n);
-        }
-    }
-
-    /// Watches `inbox/` and `cancel/` for events (after the layout checks
-    /// passed: both are real folders in the root), each event waking the
-    /// listener through its mailbox. A watch that cannot be set up is said
-    /// once on stderr; the poll goes on.
-    fn watch_folders(&mut self) {
-        self.events = None;
-        if self.settings.once {
-            return;
-        }
-        if !self.settings.watch {
-            self.record_watching(&Watching::Off);
-            return;
-        }
-        let mail = self.mail.clone();
-        let dirs = [self.dirs.inbox(), self.dirs.cancel()];
-        match Events::watch(&dirs, &self.hint, move || mail.send(Control::Wake)) {
-            Ok(e) => {
-                self.events = Some(e);
-                self.record_watching(&Watching::Events);
-            }
-            Err(e) => {
-                self.record_watching(&Watching::Unavailable(e.clone()));
-                if !std::mem::replace(&mut self.watch_failed, true) {
-                    eprintln!(
-                        "fleet-dispatch: cannot watch {} for changes ({e}); looking every {} instead",
-                        self.dirs.inbox().display(),
-                        clock::format_duration(self.settings.poll)
-                    );
-                }
-            }
-        }
-    }
-
-    /// Records which governor file this listener obeys in its state
-    /// directory (or that it obeys none), where `doctor` and `status` read
-    /// it: a hold is otherwise seen only as jobs that stay queued. A failed
-    /// write is ignored.
-    fn record_governor(&self, state: &StateDirs) {
-        let at = state.governor();
-        match &self.settings.governor {
-            Some(file) => {
-                let file = std::path::absolute(file).unwrap_or_else(|_| file.clone());
-                let line = format!("{}\n", file.display());
-                let _ = fsops::replace(&at, line.as_bytes(), fsops::Flush::Nothing);
-            }
-            None => {
-                let _ = std::fs::remove_file(&at);
-            }
-        }
-    }
-
-    /// Records how this listener learns of changes in its state directory,
-    /// where `doctor` reads it; a failed write is ignored.
-    fn record_watching(&self, how: &Watching) {
-        let _ = fsops::replace(
-            &self.watching,
-            how.to_line().as_bytes(),
-            fsops::Flush::Nothing,
-        );
-    }
-
-    /// The layout's folders for this pass, opened (and repaired) when the
-    /// pass has none yet.
-    fn folders(&mut self) -> Result<Folders> {
-        if let Some(f) = &self.folders {
-            return Ok(f.clone());
-        }
-        let (f, notes) = rejected::open_repairing(&self.dirs)?;
-        self.repaired(notes);
-        self.folders = Some(f.clone());
-        Ok(f)
-    }
-
-    /// [`Self::say`] for a line made only when verbose: those said for
-    /// every job, so that a quiet drain makes none of them.
-    fn say_with(&self, line: impl FnOnce() -> String) {
-        if self.settings.verbose {
-            self.say(line());
-        }
-    }
-
-    /// Prints `line` when verbose.
-    fn say(&self, line: impl std::fmt::Display) {
-        if self.settings.verbose {
-            // A log line that cannot be written (a closed pipe) must never
-            // stop the listener or the job it runs.
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{} {}", clock::format(clock::now()), line);
-            let _ = out.flush();
-        }
+    /// What another thread needs to feed this listener (the HTTP intake).
+    pub fn handle(&self) -> Handle {
+        Handle::new(
+            &self.site,
+            self.control.mail().clone(),
+            self.recorder.view(),
+        )
     }
 
     /// Drains the inbox: once, or until shut down.
     pub fn run(mut self) -> Result<Summary> {
-        self.say(format!(
+        self.site.say(format!(
             "listening for {} in {} (poll {}{})",
-            self.dirs.target(),
-            self.dirs.inbox().display(),
-            clock::format_duration(self.settings.poll),
-            if self.events.is_some() {
+            self.site.dirs.target(),
+            self.site.dirs.inbox().display(),
+            clock::format_duration(self.site.settings.poll),
+            if self.pickup.has_events() {
                 ", and file-system events"
             } else {
                 ""
@@ -514,14 +200,14 @@ impl Listener {
                 // the stop a shutdown gives, and the heartbeat says stopped.
                 self.stop_every_slot();
                 let _ = self.checkpoint();
-                self.heartbeat(None, "stopped");
+                self.liveness.heartbeat(None, "stopped");
                 return Err(e);
             }
         };
-        let interrupted = self.shutdown.requested();
-        self.heartbeat(None, "stopped");
+        let interrupted = self.control.shutdown_requested();
+        self.liveness.heartbeat(None, "stopped");
         Ok(Summary {
-            counters: self.counters.clone(),
+            counters: self.recorder.counters.clone(),
             interrupted,
             drained,
         })
@@ -533,56 +219,57 @@ impl Listener {
         let mut drained = false;
         let mut again = false;
         loop {
-            if self.shutdown.requested() {
+            if self.control.shutdown_requested() {
                 break;
             }
             // Between jobs: a drain request ends the loop once the job that
             // ran has finished, before another starts.
-            if self.drain.take(DRAIN) {
-                self.say("draining: starting no new job, and stopping");
+            if self.control.drain_requested() {
+                self.site.say("draining: starting no new job, and stopping");
                 drained = true;
                 break;
             }
             // Jobs that ended in slots, and messages for them.
-            if !self.slots.is_empty() && self.dispatch_waiting()? {
+            if !self.control.slots.is_empty() && self.dispatch_waiting()? {
                 break;
             }
-            let acted = if self.slot_free() {
+            let acted = if self.slot_free_beside(0) {
                 self.pass()?
             } else {
                 false
             };
-            if self.shutdown.requested() {
+            if self.control.shutdown_requested() {
                 break;
             }
+            let busy = !self.control.slots.is_empty();
             if acted {
                 again = false;
-                self.checkpoint_if_due()?;
+                let (site, pickup) = (&self.site, &mut self.pickup);
+                self.recorder.checkpoint_if_due(site, pickup, busy)?;
                 continue;
             }
             self.checkpoint()?;
             // Folders are held for a pass only: an idle listener holds none
             // (one with jobs in slots keeps them for their ends), nor the
             // listing of `cancel/`, which holds that folder too.
-            if self.slots.is_empty() {
-                self.folders = None;
-                self.markers = Listing::default();
+            if !busy {
+                self.pickup.let_go();
             }
-            if self.settings.once && self.slots.is_empty() {
+            if self.site.settings.once && !busy {
                 // A job held on a result of ours that was being placed can
                 // start now that it is placed: one more pass.
-                if std::mem::take(&mut self.held_on_own) && !again {
+                if self.queue.take_held_on_own() && !again {
                     again = true;
                     continue;
                 }
                 break;
             }
-            if self.last_heartbeat.elapsed() >= heartbeat::EVERY {
-                self.heartbeat(None, "listening");
+            if self.liveness.due() {
+                self.liveness.heartbeat(None, "listening");
             }
             // Sleep one poll interval, waking at once on shutdown, a change
             // an event hinted at, or the end of a job running in a slot.
-            if let Ok(msg) = self.rx.recv_timeout(self.settings.poll)
+            if let Some(msg) = self.control.next(self.site.settings.poll)
                 && self.dispatch(msg)?
             {
                 break;
@@ -599,56 +286,25 @@ impl Listener {
     /// files. Before saying "nothing to do" the pass always looks at a
     /// fresh listing.
     ///
-    /// The folders are looked at afresh for each pass: those of the last
-    /// pass are kept when every name still leads to the folder held
-    /// ([`TargetDirs::still_holds`]), else all are opened again, and
-    /// repaired. When they cannot be (a writer keeps swapping them), the
-    /// pass is skipped and tried again after a poll interval: nothing in
-    /// the folder stops the listener.
+    /// The folders are looked at afresh for each pass
+    /// ([`Pickup::for_pass`]): when they cannot be opened (a writer keeps
+    /// swapping them), the pass is skipped and tried again after a poll
+    /// interval: nothing in the folder stops the listener.
     fn pass(&mut self) -> Result<bool> {
-        if self.rival_serves() {
+        if self.liveness.rival_serves(&self.site) {
             return Ok(false);
         }
-        if !self
-            .folders
-            .as_ref()
-            .is_some_and(|f| self.dirs.still_holds(f))
-        {
-            self.folders = None;
-        }
-        let f = match self.folders() {
-            Ok(f) => {
-                if std::mem::take(&mut self.root_gone) {
-                    eprintln!(
-                        "fleet-dispatch: the dispatch root {} is back",
-                        self.root.display()
-                    );
-                }
-                f
-            }
-            Err(e) if e.code == crate::error::Code::Config => {
-                // The root went away: nothing is made in what stands there.
-                if !std::mem::replace(&mut self.root_gone, true) {
-                    eprintln!("fleet-dispatch: {}; waiting for it", e.message);
-                }
-                return Ok(false);
-            }
-            Err(e) => {
-                self.say(format!(
-                    "cannot open the folders of {}: {e}; trying again",
-                    self.dirs.target()
-                ));
-                return Ok(false);
-            }
+        let counters = &mut self.recorder.counters;
+        let Some(f) = self
+            .pickup
+            .for_pass(&self.site, counters, self.control.mail())
+        else {
+            return Ok(false);
         };
-        if self.hint.take_lost() || std::mem::take(&mut self.rewatch) {
-            self.watch_folders();
-        }
-        let hinted = self.hint.changes() != self.listed_changes;
-        let fresh = hinted
+        let fresh = self.pickup.hinted()
             || self
-                .inbox
-                .stale(f.inbox(), self.settings.poll, self.publisher.inbox_mtime());
+                .queue
+                .stale(&f, self.site.settings.poll, self.recorder.inbox_mtime());
         if fresh {
             self.rescan(&f)?;
         }
@@ -662,34 +318,282 @@ impl Listener {
         Ok(false)
     }
 
+    /// Lists the inbox: refusals made, and the runnable jobs queued in
+    /// drain order.
     fn rescan(&mut self, f: &Folders) -> Result<()> {
-        // Read before listing: an event during the listing lists again.
-        self.listed_changes = self.hint.changes();
-        let (mut jobs, found) =
-            self.inbox
-                .scan(f.inbox(), self.dirs.target().as_str(), &self.key)?;
+        self.pickup.listing();
+        let (jobs, found) = self.queue.scan(&self.site, f)?;
         for line in found.notes {
-            self.say(line);
+            self.site.say(line);
         }
         for (name, r) in found.refused {
-            self.refuse(f, &name, &r);
+            let counters = &mut self.recorder.counters;
+            self.queue.refuse(&self.site, counters, f, &name, &r);
         }
-        // Finished jobs not yet archived, and jobs running in slots, are
-        // not queued (the ledger's start line would refuse them as replays).
-        jobs.retain(|c| {
-            !self.pending.iter().any(|p| p.id == c.job.id)
-                && !self.publisher.in_flight(&c.job.id)
-                && !self.slots.runs(&c.job.id)
-        });
-        jobs.sort_by(|a, b| a.job.drain_order(&b.job));
-        let queued: HashSet<&JobId> = jobs.iter().map(|c| &c.job.id).collect();
-        self.held.retain(|id| queued.contains(id));
-        self.inbox.reset(jobs, f.inbox());
+        let (recorder, slots) = (&self.recorder, &self.control.slots);
+        self.queue
+            .reset(f, jobs, |id| recorder.holds(id) || slots.runs(id));
         Ok(())
     }
 
-    fn heartbeat(&mut self, job: Option<&JobId>, state: &str) {
-        self.last_heartbeat = Instant::now();
-        self.beat.write(job.map(JobId::as_str), state);
+    /// Walks the queue ([`Queue::walk`]) and acts on the first job that
+    /// can start or end.
+    fn act(&mut self, f: &Folders) -> Result<bool> {
+        // Read before any marker is looked for: the job's watch looks at
+        // once if an event came after.
+        let looked = self.pickup.changes();
+        let tier = Tier::read(self.site.settings.governor.as_deref());
+        self.queue.look_for_endings(&self.site, f);
+        let (slots, n) = (&self.control.slots, self.site.settings.slots);
+        let step = self.queue.walk(
+            &self.site,
+            &mut self.pickup,
+            &mut self.recorder,
+            f,
+            tier,
+            |starting| slots.free_beside(starting, n),
+        );
+        match step {
+            Step::Nothing => return Ok(false),
+            Step::Cancel(c, marker) => {
+                let counters = &mut self.recorder.counters;
+                let outcome = job_run::cancelled_before_start(&self.site, counters, &c, &marker);
+                self.finish(&c.job.id, &outcome, true)?;
+            }
+            Step::Fail(c, dep) => {
+                let counters = &mut self.recorder.counters;
+                let outcome = job_run::dependency_failed(&self.site, counters, &c, dep);
+                let marker = self.has_valid_marker(&c.job.id);
+                self.finish(&c.job.id, &outcome, marker)?;
+            }
+            Step::Run(c) => self.run_job(f, c, looked)?,
+            Step::Start(batch) => self.start_slots(f, batch, looked)?,
+        }
+        self.queue.note_own_change(f);
+        Ok(true)
+    }
+
+    /// Runs `c`, whose marker was last looked for when the hint's change
+    /// count was `looked`, in this thread (one slot: the serial drain).
+    fn run_job(&mut self, f: &Folders, c: Candidate, looked: u64) -> Result<()> {
+        // Messages left from an earlier job are stale; a shutdown asked for
+        // meanwhile is in the flag, checked once the queue is clear; a
+        // change an event hinted at is in the hint's count.
+        self.control.clear();
+        self.pickup.woken();
+        if self.control.shutdown_requested() {
+            return Ok(());
+        }
+        let full = self.site.settings.durability == Durability::Full;
+        let Begun {
+            req,
+            mut watch,
+            started_at,
+        } = self.begin(f, &c, looked, full)?;
+        // The previous job's result is published while this one runs; a
+        // failure there is reported once this job is recorded.
+        let (report, settled) = match runner::start(req, self.control.mail().bell()) {
+            Ok(running) => {
+                let settled = self
+                    .recorder
+                    .spawned(&self.site, &c.job, running.id(), &started_at);
+                let report = running.wait(self.control.rx(), &mut watch);
+                // Wakes dropped while the job was being stopped.
+                self.pickup.woken();
+                (report, settled)
+            }
+            Err(report) => (*report, self.recorder.settle(&self.site)),
+        };
+        self.end(&c.job, &started_at, &report, watch)?;
+        settled
+    }
+
+    /// Starts each of `batch` in a slot of its own (see [`slots`]), their
+    /// markers last looked for when the hint's change count was `looked`.
+    /// Their start lines are flushed together, before the first spawn:
+    /// jobs that can start at the same moment share one flush.
+    fn start_slots(&mut self, f: &Folders, batch: Vec<Candidate>, looked: u64) -> Result<()> {
+        if self.control.shutdown_requested() {
+            return Ok(());
+        }
+        let mut begun = Vec::with_capacity(batch.len());
+        for c in batch {
+            let b = self.begin(f, &c, looked, false)?;
+            begun.push((c, b));
+        }
+        if self.site.settings.durability == Durability::Full {
+            self.recorder.sync()?;
+        }
+        let mut settled = Ok(());
+        for (c, b) in begun {
+            let s = self.start_slot(c, b);
+            if settled.is_ok() {
+                settled = s;
+            }
+        }
+        settled
+    }
+
+    /// Spawns `c`, begun as `b`, and hands it to a thread of its own.
+    fn start_slot(&mut self, c: Candidate, b: Begun) -> Result<()> {
+        let Begun {
+            req,
+            watch,
+            started_at,
+        } = b;
+        let mailbox = slots::mailbox(&c.job)?;
+        let running = match runner::start(req, mailbox.0.bell()) {
+            Ok(r) => r,
+            Err(report) => {
+                let settled = self.recorder.settle(&self.site);
+                self.end(&c.job, &started_at, &report, watch)?;
+                return settled;
+            }
+        };
+        let settled = self
+            .recorder
+            .spawned(&self.site, &c.job, running.id(), &started_at);
+        let done = self.control.mail().clone();
+        let id = c.job.id.clone();
+        let slot = slots::wait_apart(c.job, started_at, mailbox, running, watch, done)?;
+        self.liveness.slot(&id, true);
+        self.control.slots.add(slot);
+        settled
+    }
+
+    /// A job's start ([`job_run::begin`]).
+    fn begin(&mut self, f: &Folders, c: &Candidate, looked: u64, flush: bool) -> Result<Begun> {
+        let beat = self.liveness.beat();
+        job_run::begin(
+            &self.site,
+            &mut self.recorder,
+            &self.pickup,
+            beat,
+            f,
+            c,
+            looked,
+            flush,
+        )
+    }
+
+    /// A job's end: what its watch saw said, its outcome counted and
+    /// recorded ([`Self::finish`]).
+    fn end(
+        &mut self,
+        job: &Job,
+        started_at: &str,
+        report: &Report,
+        mut watch: Watch,
+    ) -> Result<()> {
+        if watch.beat_written() {
+            self.liveness.heartbeat(None, "listening");
+        }
+        let counters = &mut self.recorder.counters;
+        let outcome = job_run::outcome(&self.site, counters, job, started_at, report, &mut watch);
+        // The marker the runner met is the one to consume; without one, a
+        // marker may still have come after the watch's last look, and is
+        // consumed all the same (the completion race, docs/protocol.md §7).
+        let marker = report.marker().is_some() || self.has_valid_marker(&job.id);
+        self.finish(&job.id, &outcome, marker)
+    }
+
+    /// Records `outcome` ([`Recorder::record`]): the job ended, and the
+    /// held jobs waiting for it are judged afresh.
+    fn finish(&mut self, id: &JobId, outcome: &Outcome, marker: bool) -> Result<()> {
+        self.recorder.record(id, outcome, marker)?;
+        self.queue.ended(self.site.target(), id);
+        Ok(())
+    }
+
+    /// True when a valid marker for a finished job is in `cancel/`
+    /// ([`Pickup::has_valid_marker`]).
+    fn has_valid_marker(&mut self, id: &JobId) -> bool {
+        let counters = &mut self.recorder.counters;
+        self.pickup.has_valid_marker(&self.site, counters, id)
+    }
+
+    /// A checkpoint ([`Recorder::checkpoint`]).
+    fn checkpoint(&mut self) -> Result<()> {
+        let busy = !self.control.slots.is_empty();
+        self.recorder.checkpoint(&self.site, &mut self.pickup, busy)
+    }
+
+    /// True when a slot is free beside `starting` jobs about to start.
+    fn slot_free_beside(&self, starting: usize) -> bool {
+        let slots = self.site.settings.slots;
+        self.control.slots.free_beside(starting, slots)
+    }
+
+    /// Acts on one control message: an ended job is recorded, a cancel goes
+    /// to the slot running its job, a wake and a shutdown to every slot.
+    /// True for a shutdown. With one slot no job runs here while messages
+    /// are read: a wake only notes the hint, a cancel has no one to go to.
+    fn dispatch(&mut self, msg: Message) -> Result<bool> {
+        match msg {
+            Message::Ended(e) => {
+                let Some((job, started_at)) = self.control.slots.take(&e.job_id) else {
+                    return Ok(false);
+                };
+                self.liveness.slot(&job.id, false);
+                platform::reap_orphans_beside();
+                self.end(&job, &started_at, &e.report, e.watch)?;
+                Ok(false)
+            }
+            Message::Wake => {
+                self.pickup.woken();
+                Ok(self.control.route(Message::Wake))
+            }
+            other => Ok(self.control.route(other)),
+        }
+    }
+
+    /// Acts on the messages waiting, without waiting; true when one was a
+    /// shutdown.
+    fn dispatch_waiting(&mut self) -> Result<bool> {
+        let mut stop = false;
+        while let Some(msg) = self.control.waiting() {
+            stop |= self.dispatch(msg)?;
+        }
+        Ok(stop)
+    }
+
+    /// After a failure of the listener: every job in a slot gets the stop
+    /// a shutdown gives, and is waited for, whatever fails meanwhile. Each
+    /// end is recorded when it can be; one that cannot is in the ledger as
+    /// started, so the next start records it `interrupted`. Its processes
+    /// are stopped either way.
+    fn stop_every_slot(&mut self) {
+        self.control.slots.send_all(|| Message::Shutdown);
+        while !self.control.slots.is_empty() {
+            match self.control.next_or_closed(self.site.settings.poll) {
+                // An end leaves its slot before it is recorded.
+                Ok(msg) => {
+                    let _ = self.dispatch(msg);
+                }
+                Err(false) => {}
+                Err(true) => break,
+            }
+        }
+    }
+
+    /// Waits until every job running in a slot has ended, recording each:
+    /// they are asked to stop first when a shutdown was asked for (also
+    /// while waiting), and left to finish otherwise (a drain). Results are
+    /// handed on as they come.
+    fn wind_down(&mut self) -> Result<()> {
+        let mut stopping = false;
+        while !self.control.slots.is_empty() {
+            if self.control.shutdown_requested() && !stopping {
+                stopping = true;
+                self.control.slots.send_all(|| Message::Shutdown);
+            }
+            match self.control.next_or_closed(self.site.settings.poll) {
+                Ok(msg) => stopping |= self.dispatch(msg)?,
+                Err(false) => {}
+                Err(true) => break,
+            }
+            self.recorder.settle(&self.site)?;
+        }
+        Ok(())
     }
 }
