@@ -18,13 +18,15 @@
 //! 4. places and state: [`state`], [`heartbeat`], [`rejected`], [`observe`], [`jobref`], [`output`], [`prune`], [`doctor`]
 //! 5. requests: [`submit`], [`cancel`], [`wait`]
 //! 6. the engine: [`shutdown`], [`watcher`], [`publisher`], [`runner`], [`listener`]
-//! 7. front ends: [`http`], [`cli`], [`config`], [`complete`], [`cmd`]
+//! 7. front ends: [`http`], [`cli`], [`config`], [`complete`], [`send`], [`cmd`]
 //!
 //! Foundations name things (ids, times, exit statuses) and wrap the
 //! operating system; files place bytes without ever replacing; documents
 //! and rules are pure verdicts over values; places and state read what the
 //! folder and the ledger say; requests are what a sender asks of a target;
-//! the engine runs and stops jobs; front ends parse, call and print.
+//! the engine runs and stops jobs; front ends parse, call and print, the
+//! sender ([`send`]) building and delivering what `enqueue` and `cancel`
+//! ask, for [`cmd`] to print.
 
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
@@ -68,6 +70,7 @@ pub mod replay;
 pub mod retention;
 pub mod runner;
 pub mod screen;
+pub mod send;
 pub mod service;
 pub mod settle;
 pub mod shutdown;
