@@ -20,7 +20,7 @@ use crate::doc::{Job, Priority, Spec};
 use crate::error::{Error, Result};
 use crate::key::Key;
 use crate::layout::TargetDirs;
-use crate::names::{self, JobId, Machine};
+use crate::names::{JobId, Machine};
 
 /// The fields of one job request, from the flags or from a `--batch`
 /// line: every request goes through [`request`], so a line meets the same
@@ -302,22 +302,6 @@ impl<'a> Resolver<'a> {
 /// anything is written. `high` forces high priority (`--interrupt`).
 pub fn request(f: &Fields, origin: Origin, parent: Option<&JobId>, high: bool) -> Result<Request> {
     let name = |key: &str| origin.name(key);
-    let mut env = BTreeMap::new();
-    for (k, v) in f.env.iter().flatten() {
-        if !names::is_env_name(k) {
-            return Err(Error::validation(format!(
-                "{} {k:?}: names are letters, digits and '_', not starting with a digit or FLEET_DISPATCH_",
-                name("env")
-            )));
-        }
-        if v.contains('\0') {
-            return Err(Error::validation(format!(
-                "{} {k}: the value holds a NUL character",
-                name("env")
-            )));
-        }
-        env.insert(k.clone(), v.clone());
-    }
     if f.argv.is_empty() || f.argv[0].is_empty() {
         return Err(Error::validation(match origin {
             Origin::Flags => "no program given: put it after `--`".to_string(),
@@ -330,17 +314,15 @@ pub fn request(f: &Fields, origin: Origin, parent: Option<&JobId>, high: bool) -
                 .hint("or give --target with --batch, for every line without one"),
         );
     };
-    if let Some(cwd) = f.cwd.as_deref() {
-        if cwd.is_empty() {
-            return Err(Error::validation(format!("{} is empty", name("cwd"))));
-        }
-        if !is_absolute_anywhere(cwd) {
-            return Err(Error::validation(format!(
-                "{} {cwd:?} is relative: the job runs on the target, where no directory of this shell applies",
-                name("cwd")
-            ))
-            .hint("give the full path on the target, e.g. /home/me/repo or C:\\Users\\me\\repo"));
-        }
+    // An empty one is the spec's to refuse ([`Spec::refusal`]).
+    if let Some(cwd) = f.cwd.as_deref().filter(|c| !c.is_empty())
+        && !is_absolute_anywhere(cwd)
+    {
+        return Err(Error::validation(format!(
+            "{} {cwd:?} is relative: the job runs on the target, where no directory of this shell applies",
+            name("cwd")
+        ))
+        .hint("give the full path on the target, e.g. /home/me/repo or C:\\Users\\me\\repo"));
     }
     let timeout = spec_duration(&f.timeout, &name("timeout"))?;
     if timeout.is_some_and(|t| t.is_zero()) {
@@ -352,13 +334,6 @@ pub fn request(f: &Fields, origin: Origin, parent: Option<&JobId>, high: bool) -
     }
     let after = dependency::parse(f.after.as_deref().unwrap_or_default(), &name("after"))?;
     let after_any = f.after_any.unwrap_or(false);
-    if after_any && after.is_empty() {
-        return Err(Error::validation(format!(
-            "{} means nothing without {}: it says any ending of those jobs will do",
-            name("afterAny"),
-            name("after")
-        )));
-    }
     let high = f.priority == Some(PriorityArg::High) || high;
     let id = match &f.job_id {
         Some(s) if s == crate::jobref::LAST => {
@@ -373,7 +348,7 @@ pub fn request(f: &Fields, origin: Origin, parent: Option<&JobId>, high: bool) -
     let spec = Spec {
         argv: f.argv.clone(),
         cwd: f.cwd.clone(),
-        env,
+        env: f.env.clone().unwrap_or_default(),
         timeout,
         grace: spec_duration(&f.grace, &name("grace"))?,
         priority: if high {
@@ -410,22 +385,16 @@ fn duration_text(key: &str, v: Value) -> Result<String> {
     }
 }
 
-/// A `timeout` or `grace` value, within what every listener accepts.
+/// A `timeout` or `grace` value as a duration (a listener's bound on it is
+/// the spec's rule, [`Spec::refusal`]).
 fn spec_duration(value: &Option<String>, name: &str) -> Result<Option<Duration>> {
-    let d = value
+    value
         .as_deref()
         .map(|s| {
             clock::parse_duration(s)
                 .map_err(|e| Error::validation(format!("{name}: {}", e.message)))
         })
-        .transpose()?;
-    if d.is_some_and(|d| d > crate::doc::job::MAX_DURATION) {
-        return Err(Error::validation(format!(
-            "{name} {}: more than 10 years, the longest a target accepts",
-            value.as_deref().unwrap_or_default()
-        )));
-    }
-    Ok(d)
+        .transpose()
 }
 
 /// True for a path that is absolute on the Unix or the Windows side: the
@@ -446,32 +415,24 @@ fn is_absolute_anywhere(p: &str) -> bool {
 /// `given` gives it. Every door checks so before it writes.
 pub fn checked(job: Job, given: Origin) -> Result<(Job, Vec<u8>)> {
     let bytes = job.to_file_bytes();
-    let size = bytes.len() as u64;
-    let refusal = if size > MAX_BYTES {
-        Some(Unacceptable::TooLarge(size))
-    } else {
-        Spec::check(&job.spec_text).err().map(Unacceptable::Spec)
+    let name = |field: &'static str| {
+        given.name(match field {
+            "timeoutSec" => "timeout",
+            "graceSec" => "grace",
+            other => other,
+        })
     };
-    match refusal {
+    match job.refusal(&bytes, &name) {
         None => Ok((job, bytes)),
         Some(Unacceptable::TooLarge(size)) => Err(Error::validation(format!(
             "the job file would be {size} bytes, over the {MAX_BYTES} a target accepts (it would refuse it as too-large); most of it is {}",
             given.name(largest_field(&job.spec))
         ))
         .hint("put large data in a file on the target and give the job its path")),
-        Some(Unacceptable::Spec(r)) => {
-            let field = r.field.map_or("the job".to_string(), |f| {
-                given.name(match f {
-                    "timeoutSec" => "timeout",
-                    "graceSec" => "grace",
-                    other => other,
-                })
-            });
-            Err(Error::validation(format!(
-                "{field}: {}; a target would refuse the job (unsupported-spec)",
-                r.message
-            )))
-        }
+        Some(Unacceptable::Spec(r)) => Err(Error::validation(format!(
+            "{}; a target would refuse the job (unsupported-spec)",
+            r.message
+        ))),
     }
 }
 
