@@ -464,3 +464,96 @@ pub fn from_flags(ctx: &Context, args: &EnqueueArgs) -> Result<Request> {
         args.interrupt.is_some(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::job::After;
+
+    /// A spec with `argv` `true` changed by `f`.
+    fn spec(f: impl FnOnce(&mut Spec)) -> Spec {
+        let mut s = Spec {
+            argv: vec!["true".into()],
+            ..Spec::default()
+        };
+        f(&mut s);
+        s
+    }
+
+    #[test]
+    fn a_spec_value_is_refused_as_a_listener_refuses_its_text() {
+        let long = Some(crate::doc::job::MAX_DURATION + Duration::from_secs(1));
+        let bad = [
+            spec(|s| s.argv = vec!["tr\0ue".into()]),
+            spec(|s| s.cwd = Some(String::new())),
+            spec(|s| s.cwd = Some("/tmp/\0".into())),
+            spec(|s| {
+                s.env.insert("1A".into(), "x".into());
+            }),
+            spec(|s| {
+                s.env.insert("A".into(), "\0".into());
+            }),
+            spec(|s| s.timeout = long),
+            spec(|s| s.grace = long),
+            spec(|s| s.after_any = true),
+            spec(|s| s.parent_job_id = Some("../x".into())),
+        ];
+        let listener = |f: &'static str| format!("spec {f}");
+        for s in bad {
+            let by_value = s.refusal(&listener);
+            assert!(by_value.is_some(), "{s:?}");
+            assert_eq!(by_value, Spec::check(&s.to_text()).err(), "{s:?}");
+        }
+        let fine = spec(|s| {
+            s.after = vec![After {
+                target: Machine::parse("PC", "target").unwrap(),
+                job_id: JobId::parse("a").unwrap(),
+            }];
+            s.after_any = true;
+            s.timeout = Some(crate::doc::job::MAX_DURATION);
+        });
+        assert_eq!(fine.refusal(&listener), None);
+        assert!(Spec::check(&fine.to_text()).is_ok());
+    }
+
+    #[test]
+    fn a_refused_spec_names_the_field_as_it_was_given() {
+        let key = Key::from_bytes(&[7u8; 32]).unwrap();
+        let id = JobId::parse("j").unwrap();
+        let job = |s: Spec| Job::sign(&key, id.clone(), "PC", "PC", clock::now(), s);
+        let env = || {
+            spec(|s| {
+                s.env.insert("1A".into(), "x".into());
+            })
+        };
+        let flags = checked(job(env()), Origin::Flags).unwrap_err();
+        assert!(
+            flags.message.starts_with("--env name \"1A\""),
+            "{}",
+            flags.message
+        );
+        assert!(
+            flags.message.ends_with("(unsupported-spec)"),
+            "{}",
+            flags.message
+        );
+        let line = checked(job(env()), Origin::Line).unwrap_err();
+        assert!(line.message.starts_with("\"env\" name"), "{}", line.message);
+        let any = checked(job(spec(|s| s.after_any = true)), Origin::Line).unwrap_err();
+        assert!(
+            any.message
+                .starts_with("\"afterAny\" means nothing without \"after\""),
+            "{}",
+            any.message
+        );
+        let long = spec(|s| s.grace = Some(crate::doc::job::MAX_DURATION * 2));
+        let grace = checked(job(long), Origin::Flags).unwrap_err();
+        assert!(
+            grace.message.starts_with("--grace must be"),
+            "{}",
+            grace.message
+        );
+        let (j, bytes) = checked(job(spec(|_| {})), Origin::Flags).unwrap();
+        assert_eq!(bytes, j.to_file_bytes());
+    }
+}
