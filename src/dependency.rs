@@ -9,6 +9,8 @@
 //! early: a forged or garbled result reads as "not there", and the job
 //! waits (until its age runs out, when it goes `stale` like any job).
 
+use std::collections::BTreeMap;
+
 use crate::doc::detail::DependencySeen;
 use crate::doc::job::{After, MAX_AFTER};
 use crate::doc::{Outcome, Termination};
@@ -81,6 +83,66 @@ pub fn bind(named: &[Named], target: &Machine, id: &JobId, field: &str) -> Resul
         out.push(after);
     }
     Ok(out)
+}
+
+/// A job as [`cycle`] compares them: its target (without case, as target
+/// folders are) and its id.
+pub type Node = (String, String);
+
+/// The [`Node`] of job `id` on `target`.
+pub fn node(target: &str, id: &str) -> Node {
+    (target.to_ascii_lowercase(), id.to_string())
+}
+
+/// A cycle of `after` among `jobs` (each job and the jobs it waits for),
+/// which could never start: the indices into `jobs` in the order each
+/// waits for the next, the first repeated at the end; `None` when there is
+/// none. A job outside `jobs` closes no cycle. Iterative depth-first
+/// search, linear in jobs and `after` entries.
+pub fn cycle(jobs: &[(Node, Vec<Node>)]) -> Option<Vec<usize>> {
+    let index: BTreeMap<&Node, usize> = jobs.iter().enumerate().map(|(i, j)| (&j.0, i)).collect();
+    let edges: Vec<Vec<usize>> = jobs
+        .iter()
+        .map(|(_, after)| after.iter().filter_map(|a| index.get(a).copied()).collect())
+        .collect();
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        OnPath,
+        Done,
+    }
+    let mut mark = vec![Mark::New; jobs.len()];
+    for start in 0..jobs.len() {
+        if mark[start] != Mark::New {
+            continue;
+        }
+        // Each job on the path with the next of its edges to follow.
+        let mut path = vec![(start, 0)];
+        mark[start] = Mark::OnPath;
+        while let Some((v, next)) = path.last_mut() {
+            let v = *v;
+            let Some(&w) = edges[v].get(*next) else {
+                mark[v] = Mark::Done;
+                path.pop();
+                continue;
+            };
+            *next += 1;
+            match mark[w] {
+                Mark::New => {
+                    mark[w] = Mark::OnPath;
+                    path.push((w, 0));
+                }
+                Mark::OnPath => {
+                    let from = path.iter().position(|(u, _)| *u == w)?;
+                    let mut ring: Vec<usize> = path[from..].iter().map(|(u, _)| *u).collect();
+                    ring.push(w);
+                    return Some(ring);
+                }
+                Mark::Done => {}
+            }
+        }
+    }
+    None
 }
 
 /// What the listener found of one job waited for.
@@ -181,6 +243,25 @@ pub fn decide(after_any: bool, deps: &[(After, Found)]) -> Verdict {
 mod tests {
     use super::*;
     use crate::names::{JobId, Machine};
+
+    fn w(job: &str, after: &[&str]) -> (Node, Vec<Node>) {
+        (
+            node("PC", job),
+            after.iter().map(|a| node("pc", a)).collect(),
+        )
+    }
+
+    #[test]
+    fn cycles_among_the_batch_are_found_and_chains_are_not() {
+        let chain = [w("a", &[]), w("b", &["a"]), w("c", &["b", "a", "x"])];
+        assert_eq!(cycle(&chain), None);
+        let ring = [w("a", &["c"]), w("b", &["a"]), w("c", &["b"])];
+        let found = cycle(&ring).unwrap();
+        assert_eq!(found.len(), 4);
+        assert_eq!(found.first(), found.last());
+        let pair = [w("x", &[]), w("c1", &["c2"]), w("c2", &["c1"])];
+        assert_eq!(cycle(&pair), Some(vec![1, 2, 1]));
+    }
 
     fn dep(target: &str, id: &str) -> After {
         After {

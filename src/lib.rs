@@ -20,7 +20,7 @@
 //! 6. requests: [`submit`], [`cancel`], [`wait`]
 //! 7. the engine: [`shutdown`], [`watcher`], [`publisher`], [`runner`], [`listener`]
 //! 8. views: [`view`]
-//! 9. front ends: [`http`], [`cli`], [`config`], [`complete`], [`cmd`]
+//! 9. front ends: [`http`], [`cli`], [`config`], [`complete`], [`send`], [`cmd`]
 //!
 //! Foundations name things (ids, times, exit statuses) and wrap the
 //! operating system; files place bytes without ever replacing; trust holds
@@ -29,7 +29,8 @@
 //! folder and the ledger say; requests are what a sender asks of a target;
 //! the engine runs and stops jobs; views word, colour and escape the
 //! models the layers above compute, deciding nothing; front ends parse,
-//! call and print.
+//! call and print, the sender ([`send`]) building and delivering what
+//! `enqueue` and `cancel` ask, for [`cmd`] to print.
 
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
@@ -72,6 +73,7 @@ pub mod replay;
 pub mod retention;
 pub mod runner;
 pub mod screen;
+pub mod send;
 pub mod service;
 pub mod settle;
 pub mod shutdown;

@@ -128,34 +128,46 @@ pub fn admit(
 /// signed job sent twice (a retry, or both doors) is the same job, queued
 /// once; another file holding the id is left untouched and refused.
 pub fn publish(dirs: &TargetDirs, job: &Job, key: &Key, flush: Flush) -> Result<()> {
+    publish_bytes(dirs, job, &job.to_file_bytes(), key, flush)
+}
+
+/// [`publish`] with the job file's `bytes`, serialised once by a sender
+/// that checked their size before.
+pub fn publish_bytes(
+    dirs: &TargetDirs,
+    job: &Job,
+    bytes: &[u8],
+    key: &Key,
+    flush: Flush,
+) -> Result<()> {
     let (inbox, name) = (dirs.open_made(Place::Inbox)?, job.id.file_name());
-    if inbox.publish(&name, &job.to_file_bytes(), flush)? {
+    if inbox.publish(&name, bytes, flush)? {
         return Ok(());
     }
     taken(dirs, &inbox, job, key)
 }
 
-/// Publishes every job of `jobs` (all for `dirs`' target) as [`publish`]
-/// does each, with one flush of the inbox for them all (the data of every
-/// file, then the folder once): a batch costs one flush per target, not
-/// one per job. `Err` when none was placed; otherwise what became of each
-/// job, in order.
+/// Publishes every job of `jobs` (all for `dirs`' target, each with its
+/// file's bytes) as [`publish`] does each, with one flush of the inbox for
+/// them all (the data of every file, then the folder once): a batch costs
+/// one flush per target, not one per job. `Err` when none was placed;
+/// otherwise what became of each job, in order.
 pub fn publish_all(
     dirs: &TargetDirs,
-    jobs: &[Job],
+    jobs: &[(Job, Vec<u8>)],
     key: &Key,
     flush: Flush,
 ) -> Result<Vec<Result<()>>> {
     let inbox = dirs.open_made(Place::Inbox)?;
     let files: Vec<(String, Vec<u8>)> = jobs
         .iter()
-        .map(|j| (j.id.file_name(), j.to_file_bytes()))
+        .map(|(j, bytes)| (j.id.file_name(), bytes.clone()))
         .collect();
     let placed = inbox.publish_all(&files, flush)?;
     Ok(placed
         .into_iter()
         .zip(jobs)
-        .map(|(p, job)| match p? {
+        .map(|(p, (job, _))| match p? {
             true => Ok(()),
             false => taken(dirs, &inbox, job, key),
         })

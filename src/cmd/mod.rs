@@ -131,23 +131,6 @@ pub fn job_ref(
     crate::jobref::resolve(dirs, ctx.state_dir(root).ok().as_deref(), key, text)
 }
 
-/// The root's identity (docs/protocol.md §3.6), for a command about to
-/// write into the root: one whose mount went away, leaving a folder, is
-/// refused (`CONFIG`) rather than built again there, and so is a root one
-/// level too deep or too high (`doctor`'s layout rule,
-/// [`crate::doctor::check_layout`]), where a target folder made now would
-/// never be read.
-pub fn known_root(
-    ctx: &Context,
-    root: &std::path::Path,
-    key: &Key,
-) -> Result<crate::layout::RootGuard> {
-    let mut fleet = ctx.fleet();
-    fleet.extend(ctx.machine().ok().map(|m| m.as_str().to_string()));
-    crate::doctor::check_layout(root, &fleet)?;
-    crate::state::identify_root(root, ctx.state_dir(root).ok().as_deref(), key)
-}
-
 /// Prints the answers of a command over several targets, one line each
 /// (or one JSON array), and returns the worst status ([`exit::worst`]).
 pub fn emit_each(ctx: &Context, answers: &[Answer]) -> u8 {

@@ -277,33 +277,17 @@ impl Spec {
                 ));
             }
         };
-        if argv.iter().any(|a| a.contains('\0')) {
-            return Err(refuse("argv", "spec argv holds a NUL character"));
-        }
+        argv_rule(&argv, &spec_field)?;
         let cwd = opt_string(obj, "cwd")?;
-        if cwd
-            .as_deref()
-            .is_some_and(|c| c.is_empty() || c.contains('\0'))
-        {
-            return Err(refuse(
-                "cwd",
-                "spec cwd must be a non-empty path without NUL",
-            ));
-        }
+        cwd_rule(cwd.as_deref(), &spec_field)?;
         let mut env = BTreeMap::new();
         match obj.get("env") {
             None => {}
             Some(Value::Object(m)) => {
                 for (k, v) in m {
-                    if !names::is_env_name(k) {
-                        return Err(refuse("env", format!("spec env name {k:?} is not allowed")));
-                    }
-                    let v = v.as_str().filter(|v| !v.contains('\0')).ok_or_else(|| {
-                        refuse(
-                            "env",
-                            format!("spec env {k:?} must be a string without NUL"),
-                        )
-                    })?;
+                    // A value that is not a string is named as one with a NUL is.
+                    let v = v.as_str().unwrap_or("\0");
+                    env_rule(k, v, &spec_field)?;
                     env.insert(k.clone(), v.to_string());
                 }
             }
@@ -320,26 +304,14 @@ impl Spec {
             }
         };
         let parent_job_id = opt_string(obj, "parentJobId")?;
-        if let Some(p) = &parent_job_id
-            && !names::is_job_id(p)
-        {
-            return Err(refuse(
-                "parentJobId",
-                format!("spec parentJobId {p:?} is not a valid job id"),
-            ));
-        }
+        parent_rule(parent_job_id.as_deref(), &spec_field)?;
         let after = parse_after(obj.get("after")).map_err(|m| refuse("after", m))?;
         let after_any = match obj.get("afterAny") {
             None => false,
             Some(Value::Bool(b)) => *b,
             Some(_) => return Err(refuse("afterAny", "spec afterAny must be true or false")),
         };
-        if after_any && after.is_empty() {
-            return Err(refuse(
-                "afterAny",
-                "spec afterAny is set but after names no job",
-            ));
-        }
+        after_any_rule(after_any, &after, &spec_field)?;
         Ok(Spec {
             header: Header {
                 timeout: opt_seconds(obj, "timeoutSec")?,
@@ -362,6 +334,22 @@ impl Spec {
     pub fn to_text(&self) -> String {
         serde_json::to_string(self).expect("specs serialise")
     }
+
+    /// What a listener would refuse in this spec's values
+    /// (`unsupported-spec`), by the same rules [`Spec::check`] applies once
+    /// it has read a spec's text: a sender asks before it signs, without
+    /// writing the spec out and reading it back. `name` says how a message
+    /// names a field, given as the spec spells it (`--env` for a flag, say).
+    pub fn refusal(&self, name: Name) -> Option<SpecRefusal> {
+        argv_rule(&self.payload.argv, name)
+            .and_then(|()| cwd_rule(self.payload.cwd.as_deref(), name))
+            .and_then(|()| self.payload.env.iter().try_for_each(|(k, v)| env_rule(k, v, name)))
+            .and_then(|()| parent_rule(self.header.parent_job_id.as_deref(), name))
+            .and_then(|()| after_any_rule(self.header.after_any, &self.header.after, name))
+            .and_then(|()| seconds_rule("timeoutSec", self.header.timeout, name))
+            .and_then(|()| seconds_rule("graceSec", self.header.grace, name))
+            .err()
+    }
 }
 
 impl Header {
@@ -369,6 +357,89 @@ impl Header {
     pub fn grace(&self) -> Duration {
         self.grace.unwrap_or(DEFAULT_GRACE)
     }
+}
+
+/// How a refusal names a spec field, given as the spec spells it.
+pub type Name<'a> = &'a dyn Fn(&'static str) -> String;
+
+/// A field as [`Spec::check`] names it: `spec argv`.
+fn spec_field(field: &'static str) -> String {
+    format!("spec {field}")
+}
+
+// The rules on a spec's values, one place each, for `Spec::check` and
+// `Spec::refusal`.
+
+fn argv_rule(argv: &[String], name: Name) -> Result<(), SpecRefusal> {
+    if argv.is_empty() {
+        let why = format!("{} must be a non-empty array of strings", name("argv"));
+        return Err(refuse("argv", why));
+    }
+    if argv.iter().any(|a| a.contains('\0')) {
+        return Err(refuse(
+            "argv",
+            format!("{} holds a NUL character", name("argv")),
+        ));
+    }
+    Ok(())
+}
+
+fn cwd_rule(cwd: Option<&str>, name: Name) -> Result<(), SpecRefusal> {
+    if cwd.is_some_and(|c| c.is_empty() || c.contains('\0')) {
+        let why = format!("{} must be a non-empty path without NUL", name("cwd"));
+        return Err(refuse("cwd", why));
+    }
+    Ok(())
+}
+
+fn env_rule(k: &str, v: &str, name: Name) -> Result<(), SpecRefusal> {
+    if !names::is_env_name(k) {
+        let why = format!(
+            "{} name {k:?} is not allowed: names are letters, digits and '_', not starting with a digit or FLEET_DISPATCH_",
+            name("env")
+        );
+        return Err(refuse("env", why));
+    }
+    if v.contains('\0') {
+        let why = format!("{} {k:?} must be a string without NUL", name("env"));
+        return Err(refuse("env", why));
+    }
+    Ok(())
+}
+
+fn parent_rule(parent: Option<&str>, name: Name) -> Result<(), SpecRefusal> {
+    match parent {
+        Some(p) if !names::is_job_id(p) => Err(refuse(
+            "parentJobId",
+            format!("{} {p:?} is not a valid job id", name("parentJobId")),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn after_any_rule(after_any: bool, after: &[After], name: Name) -> Result<(), SpecRefusal> {
+    if after_any && after.is_empty() {
+        return Err(refuse(
+            "afterAny",
+            format!(
+                "{} means nothing without {}: it says any ending of those jobs will do",
+                name("afterAny"),
+                name("after")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn seconds_rule(field: &'static str, d: Option<Duration>, name: Name) -> Result<(), SpecRefusal> {
+    if d.is_some_and(|d| d > MAX_DURATION) {
+        let why = format!(
+            "{} must be a number of seconds from 0 to 10 years",
+            name(field)
+        );
+        return Err(refuse(field, why));
+    }
+    Ok(())
 }
 
 /// The `after` list: at most [`MAX_AFTER`] distinct `{"target", "jobId"}`
@@ -535,16 +606,16 @@ impl Job {
     }
 
     /// What a target's listener would refuse this job for once it holds
-    /// the signature: a file over [`MAX_BYTES`] (`too-large`), or a
-    /// signed spec text [`Spec::check`] refuses (`unsupported-spec`). A
-    /// sender asks before publishing, so it never sends a job that cannot
-    /// run.
-    pub fn refusal(&self) -> Option<Unacceptable> {
-        let size = self.to_file_bytes().len() as u64;
+    /// the signature: a `file` (the job's bytes) over [`MAX_BYTES`]
+    /// (`too-large`), or a spec [`Spec::refusal`] refuses
+    /// (`unsupported-spec`), a field named by `name`. A sender asks before
+    /// publishing, so it never sends a job that cannot run.
+    pub fn refusal(&self, file: &[u8], name: Name) -> Option<Unacceptable> {
+        let size = file.len() as u64;
         if size > MAX_BYTES {
             return Some(Unacceptable::TooLarge(size));
         }
-        Spec::check(&self.spec_text).err().map(Unacceptable::Spec)
+        self.spec.refusal(name).map(Unacceptable::Spec)
     }
 
     /// The job's public facts: what any machine may read of it

@@ -29,9 +29,11 @@
 //! door it came through. A marker is placed in `cancel/` as `cancel` would,
 //! then handed straight to the runner, which stops the job if it is the one
 //! running. No TLS: SECURITY.md says what travels in clear text.
+//!
+//! This is the intake only; the sending side, which POSTs to it, is
+//! [`crate::send::http`].
 
 pub mod auth;
-pub mod client;
 pub mod routes;
 pub mod server;
 

@@ -116,12 +116,13 @@ fn a_job_over_the_limit_or_with_a_bad_spec_would_be_refused() {
             Spec::of(argv),
         )
     };
-    assert_eq!(sign(vec!["true".into()]).refusal(), None);
+    let refusal = |j: &Job| j.refusal(&j.to_file_bytes(), &spec_field);
+    assert_eq!(refusal(&sign(vec!["true".into()])), None);
     let big = sign(vec!["x".repeat(MAX_BYTES as usize)]);
-    assert!(matches!(big.refusal(), Some(Unacceptable::TooLarge(n)) if n > MAX_BYTES));
+    assert!(matches!(refusal(&big), Some(Unacceptable::TooLarge(n)) if n > MAX_BYTES));
     let nul = sign(vec!["tr\0ue".into()]);
     assert!(matches!(
-        nul.refusal(),
+        refusal(&nul),
         Some(Unacceptable::Spec(SpecRefusal {
             field: Some("argv"),
             ..

@@ -1,7 +1,7 @@
-//! The sending side of `--via http://HOST:PORT`: one POST over a plain
-//! `TcpStream`, with a connect timeout and a read timeout, and the rule for
-//! falling back to the folder ([`deliver_job`], [`deliver_marker`]: the one
-//! way `enqueue` and `cancel` hand a document to a target).
+//! The HTTP route of the sender (`--via http://HOST:PORT`): one POST over a
+//! plain `TcpStream`, with a connect timeout and a read timeout, to the
+//! intake of [`crate::http`], and the rule for falling back to the folder
+//! ([`job`], [`marker`]).
 //!
 //! Only a target that cannot be reached at all (no address, connection
 //! refused or timed out) falls back to the shared folder, because then
@@ -20,12 +20,13 @@ use crate::cancel::{self, CancelStatus};
 use crate::doc::{self, Job, Marker};
 use crate::error::{Code, Error, Result};
 use crate::fsops::Flush;
+use crate::http::routes;
+use crate::trust::Key;
 use crate::layout::TargetDirs;
 use crate::names::JobId;
 use crate::observe::{Forged, Observed};
 use crate::read::FileRead;
 use crate::submit;
-use crate::trust::Key;
 
 /// How long to try to connect to each address of the target.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -123,12 +124,12 @@ pub enum Sent {
 
 /// POSTs a signed job (its file bytes) to `url`.
 pub fn post_job(url: &Url, job: &[u8]) -> Result<Sent> {
-    post(url, super::routes::JOBS_PATH, job)
+    post(url, routes::JOBS_PATH, job)
 }
 
 /// POSTs a signed cancel marker for `id` (its file bytes) to `url`.
 pub fn post_cancel(url: &Url, id: &JobId, marker: &[u8]) -> Result<Sent> {
-    post(url, &super::routes::cancel_path(id), marker)
+    post(url, &routes::cancel_path(id), marker)
 }
 
 /// POSTs `body` to `path` under `url`. `Err` when the connection broke after
@@ -244,60 +245,52 @@ pub fn say_fallback(url: &Url, why: &str, wrote: bool) {
     eprintln!("fleet-dispatch: could not reach {url} ({why}); {did}");
 }
 
-/// Delivers a signed job: over HTTP to `via` when given, into the folder
-/// otherwise or when the target cannot be reached (then said on stderr).
-pub fn deliver_job(
-    via: Option<&Url>,
+/// Delivers a signed job (`bytes`, its file) over HTTP to `url`, or into
+/// the folder when the target cannot be reached (then said on stderr).
+pub fn job(
+    url: &Url,
     dirs: &TargetDirs,
     job: &Job,
+    bytes: &[u8],
     key: &Key,
     flush: Flush,
 ) -> Result<()> {
-    if let Some(url) = via {
-        match post_job(url, &job.to_file_bytes())? {
-            // Only the intake's own answer for this job means it is queued:
-            // anything else at that address (a proxy, another service) that
-            // says 202 has queued nothing.
-            Sent::Answer { status: 202, body }
-                if body["jobId"] == job.id.as_str() && body["status"] == "queued" =>
-            {
-                return Ok(());
-            }
-            Sent::Answer { status: 202, body } => {
-                return Err(Error::new(
-                    Code::Internal,
-                    format!(
-                        "{url} answered 202 without saying it queued {}: {}; nothing is known to be queued",
-                        job.id,
-                        crate::screen::tame(&body.to_string())
-                    ),
-                )
-                .hint("check that --via names a listener's HTTP intake (listen --http)"));
-            }
-            Sent::Answer { status, body } => return Err(refusal(url, status, &body)),
-            Sent::Unreachable(why) => {
-                submit::publish(dirs, job, key, flush)?;
-                say_fallback(url, &why, true);
-                return Ok(());
-            }
+    match post_job(url, bytes)? {
+        // Only the intake's own answer for this job means it is queued:
+        // anything else at that address (a proxy, another service) that
+        // says 202 has queued nothing.
+        Sent::Answer { status: 202, body }
+            if body["jobId"] == job.id.as_str() && body["status"] == "queued" =>
+        {
+            Ok(())
+        }
+        Sent::Answer { status: 202, body } => Err(Error::new(
+            Code::Internal,
+            format!(
+                "{url} answered 202 without saying it queued {}: {}; nothing is known to be queued",
+                job.id,
+                crate::screen::tame(&body.to_string())
+            ),
+        )
+        .hint("check that --via names a listener's HTTP intake (listen --http)")),
+        Sent::Answer { status, body } => Err(refusal(url, status, &body)),
+        Sent::Unreachable(why) => {
+            submit::publish_bytes(dirs, job, bytes, key, flush)?;
+            say_fallback(url, &why, true);
+            Ok(())
         }
     }
-    submit::publish(dirs, job, key, flush)
 }
 
-/// Delivers a signed cancel marker: over HTTP to `via` when given, into the
-/// folder otherwise or when the target cannot be reached (then said on
-/// stderr).
-pub fn deliver_marker(
-    via: Option<&Url>,
+/// Delivers a signed cancel marker over HTTP to `url`, or into the folder
+/// when the target cannot be reached (then said on stderr).
+pub fn marker(
+    url: &Url,
     dirs: &TargetDirs,
     id: &JobId,
     key: &Key,
     marker: &Marker,
 ) -> Result<CancelStatus> {
-    let Some(url) = via else {
-        return cancel::place_marker(dirs, id, key, marker);
-    };
     match post_cancel(url, id, &doc::to_file_bytes(marker))? {
         Sent::Answer { status, body } => cancel_answer(dirs, id, key, url, status, &body),
         Sent::Unreachable(why) => {
