@@ -612,14 +612,6 @@ fn wait_for(mut child: std::process::Child, limit: Duration) -> std::process::Ex
     }
 }
 
-fn on_path(program: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 // ---------------------------------------------------------------- command lines
 
 #[test]
@@ -1015,12 +1007,10 @@ fn systemd_timer_runs_the_sweep_daily_and_catches_up() {
     );
 }
 
+#[cfg(unix)] // systemd units
 #[test]
+#[ignore = "needs systemd-analyze (systemd)"]
 fn systemd_analyze_verify_accepts_the_units() {
-    if !on_path("systemd-analyze") {
-        eprintln!("systemd-analyze is not installed: `systemd-analyze verify` not run");
-        return;
-    }
     // verify insists the binary exists: point the copies at the one built.
     let dir = tempfile::tempdir().unwrap();
     let runtime = tempfile::tempdir().unwrap();
@@ -1046,16 +1036,12 @@ fn systemd_analyze_verify_accepts_the_units() {
         .env("XDG_RUNTIME_DIR", runtime.path())
         .current_dir(dir.path())
         .output()
-        .unwrap();
+        .unwrap_or_else(|e| panic!("systemd-analyze cannot run ({e}): install systemd"));
     let said = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    if said.contains("Failed to initialize manager") {
-        eprintln!("systemd-analyze cannot start a user manager here: not verified\n{said}");
-        return;
-    }
     assert!(
         out.status.success() && !said.contains("fleet-dispatch"),
         "systemd-analyze verify --user objects:\n{said}"

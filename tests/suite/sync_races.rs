@@ -792,13 +792,7 @@ fn held_for_two_seconds(dir: impl Fn(&World) -> PathBuf) {
         &appends_then_waits(&side, "ran", &release),
     );
     wait_until(Duration::from_secs(10), || lines(&side) == ["ran"]);
-    let lock = match Immutable::set(&dir(&w)) {
-        Ok(g) => g,
-        Err(why) => {
-            eprintln!("not exercised: {why}");
-            return;
-        }
-    };
+    let lock = Immutable::set(&dir(&w)).unwrap_or_else(|why| panic!("{why}"));
     let locked_at = Instant::now();
     std::fs::write(&release, b"").unwrap();
     // While the folder is held the result is written but the job file
@@ -836,18 +830,21 @@ fn held_for_two_seconds(dir: impl Fn(&World) -> PathBuf) {
 
 #[test]
 #[cfg(target_os = "linux")] // `chattr +i` holds the folder; Windows: sharing violations, see `windows`
+#[ignore = "needs root: makes a folder immutable with `chattr +i`"]
 fn archive_done_refusing_renames_for_2s_delays_the_bookkeeping_which_then_completes_once() {
     held_for_two_seconds(|w| w.pc().join("archive").join("done"));
 }
 
 #[test]
 #[cfg(target_os = "linux")] // `chattr +i` holds the folder; Windows: sharing violations, see `windows`
+#[ignore = "needs root: makes a folder immutable with `chattr +i`"]
 fn an_inbox_refusing_renames_for_2s_delays_the_bookkeeping_which_then_completes_once() {
     held_for_two_seconds(|w| w.pc().join("inbox"));
 }
 
 #[test]
 #[cfg(target_os = "linux")] // `chattr +i` holds the folder; Windows: sharing violations, see `windows`
+#[ignore = "needs root: makes a folder immutable with `chattr +i`"]
 fn a_folder_held_past_the_retry_bound_is_a_clear_error_naming_it_and_a_restart_never_reruns() {
     let w = World::with_target();
     let side = scratch(&w, "side");
@@ -863,13 +860,7 @@ fn a_folder_held_past_the_retry_bound_is_a_clear_error_naming_it_and_a_restart_n
     );
     wait_until(Duration::from_secs(10), || lines(&side) == ["ran"]);
     let done_dir = w.pc().join("archive").join("done");
-    let lock = match Immutable::set(&done_dir) {
-        Ok(g) => g,
-        Err(why) => {
-            eprintln!("not exercised: {why}");
-            return;
-        }
-    };
+    let lock = Immutable::set(&done_dir).unwrap_or_else(|why| panic!("{why}"));
     std::fs::write(&release, b"").unwrap();
     wait_until(Duration::from_secs(5), || exists(&w.result_path(&id)));
     let failing_since = Instant::now();
@@ -1060,19 +1051,14 @@ fn concurrent_enqueues_of_one_id_publish_exactly_one() {
 
 #[test]
 #[cfg(target_os = "linux")] // `chattr +i` makes the folder unwritable even for root
+#[ignore = "needs root: makes a folder immutable with `chattr +i`"]
 fn a_listener_that_cannot_write_its_results_folder_starts_no_job() {
     let w = World::with_target();
     let side = scratch(&w, "side");
     let id = uid("unplaceable");
     w.write_job("PC", &id, "PC", &now_text(), &appends(&side, "ran"));
     let results = w.pc().join("results");
-    let held = match Immutable::set(&results) {
-        Ok(g) => g,
-        Err(why) => {
-            eprintln!("not exercised: {why}");
-            return;
-        }
-    };
+    let held = Immutable::set(&results).unwrap_or_else(|why| panic!("{why}"));
     let (code, out, err) = w.run(&["listen", "--once"]);
     assert_eq!(code, 70, "{out}{err}");
     assert!(

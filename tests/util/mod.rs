@@ -978,26 +978,50 @@ impl Beat {
     }
 }
 
+/// What `fleet-dispatch ARGS` printed under a pseudo-terminal (util-linux
+/// `script`) with `env` added (`TERM` is `xterm` unless set there). A
+/// missing `script` fails the test: the tests that call this are ignored
+/// for it, and `.ci/run` installs it and runs them.
+#[cfg(unix)]
+pub fn on_a_terminal(w: &World, args: &str, env: &[(&str, &str)]) -> String {
+    let mut c = std::process::Command::new("script");
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &w.home)
+        .env("FLEET_DISPATCH_ROOT", &w.root)
+        .env("FLEET_DISPATCH_KEY_FILE", &w.key)
+        .env("FLEET_DISPATCH_STATE_DIR", &w.state)
+        .env("FLEET_DISPATCH_MACHINE", "PC")
+        .env("TERM", "xterm")
+        .envs(env.iter().copied());
+    let line = format!("{} {args}", bin().display());
+    let o = c
+        .args(["-q", "-e", "-c", &line, "/dev/null"])
+        .output()
+        .unwrap_or_else(|e| panic!("util-linux `script` cannot run ({e}): install it"));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
 /// `c` run so that a mode-000 file is unreadable to it: as it is for a
 /// user other than root; as root (which reads anything) through `setpriv`
-/// without the two capabilities that let root read past permissions.
-/// `Err` says why that cannot be had here, for the test to print and skip.
+/// without the two capabilities that let root read past permissions
+/// (root with no `setpriv` fails the test: util-linux ships it).
 #[cfg(unix)]
-pub fn without_read_override(c: std::process::Command) -> Result<std::process::Command, String> {
+pub fn without_read_override(c: std::process::Command) -> std::process::Command {
     let uid = std::process::Command::new("id").arg("-u").output();
     let root = uid.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
     if !root {
-        return Ok(c);
+        return c;
     }
     let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"]
         .into_iter()
         .find(|p| Path::new(p).exists())
-        .ok_or("running as root, which reads a mode-000 file, and no setpriv to drop that")?;
-    Ok(through(
+        .expect("running as root, which reads a mode-000 file, and no setpriv (util-linux) to drop that");
+    through(
         setpriv,
         &["--bounding-set=-dac_override,-dac_read_search"],
         &c,
-    ))
+    )
 }
 
 /// `c` started by `wrapper` (given `first`, then `c`'s program and
@@ -1029,9 +1053,9 @@ pub struct Tmpfs {
 
 #[cfg(target_os = "linux")]
 impl Tmpfs {
-    /// None, said on stderr for the test to skip, where none can be
-    /// mounted here (not root, or no `mount`).
-    pub fn over(dir: &Path, size: &str) -> Option<Tmpfs> {
+    /// Mounts one of `size`; fails the test where none can be mounted
+    /// here (not root, or no `mount`): its tests are ignored for that.
+    pub fn over(dir: &Path, size: &str) -> Tmpfs {
         std::fs::create_dir_all(dir).unwrap();
         let ok = std::process::Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
@@ -1039,12 +1063,10 @@ impl Tmpfs {
             .stderr(std::process::Stdio::null())
             .status()
             .is_ok_and(|s| s.success());
-        if !ok {
-            eprintln!("skipped: no tmpfs can be mounted here (not root, or no mount)");
-        }
-        ok.then(|| Tmpfs {
+        assert!(ok, "no tmpfs can be mounted here (not root, or no mount)");
+        Tmpfs {
             dir: dir.to_path_buf(),
-        })
+        }
     }
 
     /// Fills it to the last byte.
