@@ -25,14 +25,16 @@ fn path_str(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-/// The envelope of a job signed independently with the vector key.
+/// The envelope of a job from `LAPTOP` signed with the fleet key.
 fn job_value(id: &str, target: &str, created_at: &str, spec: &Value) -> Value {
-    let spec_text = spec.to_string();
-    let canonical = format!("job|{id}|{target}|{created_at}|LAPTOP|{spec_text}");
-    json!({
-        "v": 1, "jobId": id, "target": target, "createdAt": created_at,
-        "origin": "LAPTOP", "spec": spec_text, "sig": independent_sig(&canonical),
-    })
+    job_doc(
+        id,
+        target,
+        created_at,
+        "LAPTOP",
+        &spec.to_string(),
+        Signer::Fleet,
+    )
 }
 
 fn job_bytes(id: &str, target: &str, created_at: &str, spec: &Value) -> Vec<u8> {

@@ -34,27 +34,25 @@ fn appends_then_waits(file: &Path, word: &str, release: &Path) -> Value {
     })
 }
 
-/// A job envelope signed independently with the vector key.
+/// A job envelope for PC from LAPTOP signed with the fleet key.
 fn job_bytes(id: &str, created_at: &str, spec: &Value) -> Vec<u8> {
-    let spec_text = spec.to_string();
-    let canonical = format!("job|{id}|PC|{created_at}|LAPTOP|{spec_text}");
-    json!({
-        "v": 1, "jobId": id, "target": "PC", "createdAt": created_at,
-        "origin": "LAPTOP", "spec": spec_text, "sig": independent_sig(&canonical),
-    })
+    job_doc(
+        id,
+        "PC",
+        created_at,
+        "LAPTOP",
+        &spec.to_string(),
+        Signer::Fleet,
+    )
     .to_string()
     .into_bytes()
 }
 
-/// A cancel marker for `id` on PC signed independently, with this createdAt.
+/// A cancel marker for `id` on PC signed with the fleet key, with this createdAt.
 fn marker_bytes(id: &str, created_at: &str) -> Vec<u8> {
-    let canonical = format!("cancel|{id}|PC|{created_at}|LAPTOP");
-    json!({
-        "jobId": id, "target": "PC", "createdAt": created_at,
-        "origin": "LAPTOP", "sig": independent_sig(&canonical),
-    })
-    .to_string()
-    .into_bytes()
+    marker_doc(id, "PC", created_at, "LAPTOP", Signer::Fleet)
+        .to_string()
+        .into_bytes()
 }
 
 fn read(f: &Path) -> Vec<u8> {
@@ -1035,16 +1033,11 @@ fn concurrent_enqueues_of_one_id_publish_exactly_one() {
         assert!(codes.iter().all(|&c| c == 0 || c == 64), "{codes:?}");
         assert_inbox_holds_only(&w, &[format!("{id}.json")]);
         let body: Value = serde_json::from_slice(&read(&w.inbox(&id))).unwrap();
-        let s = |k: &str| body[k].as_str().unwrap().to_string();
-        let canonical = format!(
-            "job|{}|{}|{}|{}|{}",
-            s("jobId"),
-            s("target"),
-            s("createdAt"),
-            s("origin"),
-            s("spec")
+        assert_eq!(
+            body["sig"].as_str(),
+            Some(independent_sig(&job_canonical_of(&body)).as_str()),
+            "a torn file: {body}"
         );
-        assert_eq!(s("sig"), independent_sig(&canonical), "a torn file");
         std::fs::remove_file(w.inbox(&id)).unwrap();
     }
 }
