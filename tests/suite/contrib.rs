@@ -10,14 +10,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
 use fleet_dispatch::cli::{Cli, Cmd};
 use roxmltree::{Document, Node, ParsingOptions};
-
-use crate::util::bin;
 
 const TASK_NS: &str = "http://schemas.microsoft.com/windows/2004/02/mit/task";
 
@@ -1026,7 +1024,11 @@ fn systemd_analyze_verify_accepts_the_units() {
         }
         let name = Path::new(rel).file_name().unwrap();
         let copy = dir.path().join(name);
-        std::fs::write(&copy, text.replace(recipe_bin, bin().to_str().unwrap())).unwrap();
+        std::fs::write(
+            &copy,
+            text.replace(recipe_bin, crate::util::bin().to_str().unwrap()),
+        )
+        .unwrap();
         files.push(copy);
     }
     // --man=no: the man pages live in man/, not installed on this machine.
@@ -1134,7 +1136,7 @@ fn cron_listener_loop_retries_after_75_and_ends_on_130() {
             .env_clear()
             .env("HOME", home.path())
             .env("PATH", format!("{}:/usr/bin:/bin", fake.display()))
-            .stdin(Stdio::null())
+            .stdin(std::process::Stdio::null())
             .spawn()
             .unwrap();
         wait_for(child, Duration::from_secs(20));
