@@ -1,7 +1,7 @@
 //! `listen` (docs/protocol.md §3, §6, §7): the real binary draining
 //! a real inbox, running real processes, writing signed results, and refusing
-//! what must never run. Jobs are minted by the independent signer of
-//! `util` unless the test is about `enqueue`'s own path into the listener.
+//! what must never run. Jobs are minted by `util::sign` unless the test
+//! is about `enqueue`'s own path into the listener.
 //!
 //! Every job that must *not* run appends to a side-effect file when it does,
 //! so "never run" is checked, not assumed.
@@ -458,7 +458,7 @@ struct PidsLimit {
 #[cfg(target_os = "linux")]
 impl PidsLimit {
     /// `Err` says why no such group can be had here (no pids controller,
-    /// not root), for the test to print and skip.
+    /// not root), for the test to fail with: it is ignored for that.
     fn hold(pid: i32) -> Result<PidsLimit, String> {
         let name = format!("fleet-dispatch-test-{}", uid("pids"));
         let base = ["/sys/fs/cgroup/pids", "/sys/fs/cgroup"]
