@@ -23,17 +23,9 @@ fn spec_of(doc: &Value) -> Value {
     serde_json::from_str(doc["spec"].as_str().unwrap()).unwrap()
 }
 
-/// The job's signature, recomputed independently with the vector key.
+/// The job's signature, recomputed independently with the fleet key.
 fn expected_job_sig(doc: &Value) -> String {
-    let f = |k: &str| doc[k].as_str().unwrap_or_else(|| panic!("no {k} in {doc}"));
-    independent_sig(&format!(
-        "job|{}|{}|{}|{}|{}",
-        f("jobId"),
-        f("target"),
-        f("createdAt"),
-        f("origin"),
-        f("spec")
-    ))
+    independent_sig(&job_canonical_of(doc))
 }
 
 /// `^\d{8}-\d{6}-[0-9a-f]{16}$`, without a regex crate.
@@ -630,11 +622,10 @@ fn enqueue_refuses_an_id_already_used() {
     let w = World::with_target();
     // A result counts only when it verifies; an archived job likewise
     // (`trust::junk_in_the_archive_*` holds the other half).
-    let mut result = json!({
+    let result = signed_result(json!({
         "jobId": "old-result", "target": "PC", "ok": true, "exitCode": 0, "error": "",
         "startedAt": now_text(), "finishedAt": now_text(), "detail": "{}",
-    });
-    result["sig"] = json!(independent_sig(&result_canonical(&result)));
+    }));
     std::fs::write(w.result_path("old-result"), result.to_string()).unwrap();
     let job = w.write_job(
         "PC",

@@ -140,20 +140,6 @@ fn obj(fields: &[(&str, String)]) -> String {
     format!("{{{}}}", body.join(","))
 }
 
-fn job_canonical(id: &str, target: &str, created: &str, origin: &str, spec: &str) -> String {
-    format!("job|{id}|{target}|{created}|{origin}|{spec}")
-}
-
-fn marker_canonical(id: &str, target: &str, created: &str, origin: &str) -> String {
-    format!("cancel|{id}|{target}|{created}|{origin}")
-}
-
-/// HMAC-SHA256 hex with some other key.
-fn sig_with(key: &[u8], canonical: &str) -> String {
-    let k = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, key);
-    hex::encode(ring::hmac::sign(&k, canonical.as_bytes()).as_ref())
-}
-
 /// The fields of a job envelope, in the usual order.
 fn job_fields(
     id: &str,
@@ -533,14 +519,17 @@ fn documents(
                         "LAPTOP",
                         &format!(" {hostile}"),
                     )),
-                    independent_sig(&format!("result|{i_d}|PC|true|0||{now}|{now}|{{}}")),
+                    independent_sig(&result_canonical(&json!({
+                        "jobId": i_d, "target": "PC", "ok": true, "exitCode": 0, "error": "",
+                        "startedAt": now, "finishedAt": now, "detail": "{}",
+                    }))),
                 ]
             } else {
                 vec![
                     independent_sig(&job_canonical(i_d, "PC", now, "LAPTOP", "")),
                     independent_sig(&format!("{}\n", marker_canonical(i_d, "PC", now, "LAPTOP"))),
                     independent_sig(&marker_canonical(i_d, "pc", now, "LAPTOP")),
-                    independent_sig(&format!("cancel|{i_d}|PC|{now}|LAPTOP|")),
+                    independent_sig(&format!("{}|", marker_canonical(i_d, "PC", now, "LAPTOP"))),
                 ]
             }
         };
@@ -671,11 +660,8 @@ fn documents(
             Some("malformed"),
         ));
         let i_d = id("kind");
-        let detail = "{}";
-        let canonical = format!("result|{i_d}|PC|true|0||{now}|{now}|{detail}");
-        let doc = json!({"v": 1, "jobId": i_d, "target": "PC", "ok": true, "exitCode": 0,
-            "error": "", "startedAt": now, "finishedAt": now, "detail": detail,
-            "sig": independent_sig(&canonical)});
+        let doc = signed_result(json!({"v": 1, "jobId": i_d, "target": "PC", "ok": true,
+            "exitCode": 0, "error": "", "startedAt": now, "finishedAt": now, "detail": "{}"}));
         out.push((
             "a result in the inbox",
             i_d,

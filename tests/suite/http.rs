@@ -144,11 +144,9 @@ fn post_request(path: &str, body: &str) -> Vec<u8> {
     .into_bytes()
 }
 
-/// A GET to PC's listener signed independently:
-/// `t=<t>,sig=HMAC("get|pc|<path>|<t>")`.
+/// A GET to PC's listener signed with the fleet key.
 fn get_request(path: &str, t: i64) -> Vec<u8> {
-    let sig = independent_sig(&format!("get|pc|{path}|{t}"));
-    get_with_header(path, &format!("t={t},sig={sig}"))
+    get_with_header(path, &request_header("PC", path, t, Signer::Fleet))
 }
 
 fn get_with_header(path: &str, header: &str) -> Vec<u8> {
@@ -163,14 +161,16 @@ fn get(i: &Intake, path: &str) -> (u16, Value) {
     exchange(i.addr, &get_request(path, now_unix()))
 }
 
-/// A job body signed independently with the vector key, origin `LAPTOP`.
+/// A job body signed with the fleet key, origin `LAPTOP`.
 fn job_text(id: &str, target: &str, created: &str, spec: &Value) -> String {
-    let spec_text = spec.to_string();
-    let sig = independent_sig(&format!("job|{id}|{target}|{created}|LAPTOP|{spec_text}"));
-    json!({
-        "v": 1, "jobId": id, "target": target, "createdAt": created,
-        "origin": "LAPTOP", "spec": spec_text, "sig": sig,
-    })
+    job_doc(
+        id,
+        target,
+        created,
+        "LAPTOP",
+        &spec.to_string(),
+        Signer::Fleet,
+    )
     .to_string()
 }
 
@@ -180,10 +180,7 @@ fn job_for_pc<S: AsRef<str>>(id: &str, argv: &[S]) -> String {
 }
 
 fn marker_text(id: &str, target: &str) -> String {
-    let created = now_text();
-    let sig = independent_sig(&format!("cancel|{id}|{target}|{created}|LAPTOP"));
-    json!({"jobId": id, "target": target, "createdAt": created, "origin": "LAPTOP", "sig": sig})
-        .to_string()
+    marker_doc(id, target, &now_text(), "LAPTOP", Signer::Fleet).to_string()
 }
 
 fn cancel_path(id: &str) -> String {
@@ -702,12 +699,7 @@ fn a_forged_marker_is_forbidden_and_nothing_is_written_or_stopped() {
     assert_eq!(post(&i, "/v1/jobs", &job_for_pc("f-run", &argv)).0, 202);
     let pid = read_pid(&pidfile, Duration::from_secs(10));
     let created = now_text();
-    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &[7u8; 32]);
-    let canonical = format!("cancel|f-run|PC|{created}|LAPTOP");
-    let sig = hex::encode(ring::hmac::sign(&key, canonical.as_bytes()).as_ref());
-    let forged = json!({"jobId": "f-run", "target": "PC", "createdAt": created,
-                        "origin": "LAPTOP", "sig": sig})
-    .to_string();
+    let forged = marker_doc("f-run", "PC", &created, "LAPTOP", Signer::Foreign).to_string();
     let sent = Instant::now();
     let answer = post(&i, &cancel_path("f-run"), &forged);
     assert_error(&answer, 403, "FORBIDDEN");
@@ -738,24 +730,14 @@ fn unsigned_forged_and_replayed_gets_are_forbidden() {
     let i = intake(&w, "100ms", &[]);
     let now = now_unix();
     let path = "/v1/status";
-    let other_key = {
-        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &[7u8; 32]);
-        let sig =
-            hex::encode(ring::hmac::sign(&key, format!("get|pc|{path}|{now}").as_bytes()).as_ref());
-        format!("t={now},sig={sig}")
-    };
-    let for_other_path = {
-        let sig = independent_sig(&format!("get|pc|/v1/jobs/x|{now}"));
-        format!("t={now},sig={sig}")
-    };
+    let other_key = request_header("PC", path, now, Signer::Foreign);
+    let for_other_path = request_header("PC", "/v1/jobs/x", now, Signer::Fleet);
     // Captured on its way to another machine of the fleet.
-    let for_other_target = {
-        let sig = independent_sig(&format!("get|laptop|{path}|{now}"));
-        format!("t={now},sig={sig}")
-    };
-    // The form before the target was signed.
+    let for_other_target = request_header("LAPTOP", path, now, Signer::Fleet);
+    // The form before the target was signed: today's without the target.
     let without_target = {
-        let sig = independent_sig(&format!("get|{path}|{now}"));
+        let today = request_canonical("PC", path, &now.to_string());
+        let sig = independent_sig(&today.replacen("|pc|", "|", 1));
         format!("t={now},sig={sig}")
     };
     let requests = [

@@ -4,9 +4,10 @@
 //!
 //! What they hold the product to:
 //! - no input panics them: arbitrary bytes, arbitrary JSON-ish documents;
-//! - a `valid` verdict means the document's own fields, joined by hand into
-//!   the docs/protocol.md §5 canonical string and HMAC'd with `ring` directly (not with
-//!   the crate's signer), verify against its `sig`;
+//! - a `valid` verdict means the document's own fields, joined into the
+//!   docs/protocol.md §5 canonical string (by the crate's canonical functions,
+//!   which the reference vectors pin) and HMAC'd with `ring` directly (not
+//!   with the crate's signer), verify against its `sig`;
 //! - any single-byte change to a valid document's signed fields is never
 //!   `valid`, even when the attacker also renames the file or picks the
 //!   folder to match;
@@ -43,11 +44,6 @@ fn config() -> ProptestConfig {
         failure_persistence: None,
         ..ProptestConfig::default()
     }
-}
-
-/// The crate's key from the vector key file's text.
-fn key() -> Key {
-    Key::from_file_text(VECTOR_KEY.as_bytes()).unwrap()
 }
 
 const MARKER_FIELDS: [&str; 4] = ["jobId", "target", "createdAt", "origin"];
@@ -93,45 +89,21 @@ fn text<'a>(doc: &'a Map<String, Value>, field: &str) -> &'a str {
     doc.get(field).and_then(Value::as_str).unwrap_or("")
 }
 
-/// docs/protocol.md §5.1, by hand.
-fn hand_marker(doc: &Map<String, Value>) -> String {
-    let f = |k| text(doc, k);
-    format!(
-        "cancel|{}|{}|{}|{}",
-        f("jobId"),
-        f("target"),
-        f("createdAt"),
-        f("origin")
-    )
+/// The document's own fields joined into its canonical string
+/// (docs/protocol.md §5.1), a missing field as empty.
+fn marker_string(doc: &Map<String, Value>) -> String {
+    marker_canonical_of(&Value::Object(doc.clone()))
 }
 
-/// docs/protocol.md §5.2, by hand.
-fn hand_job(doc: &Map<String, Value>) -> String {
-    let f = |k| text(doc, k);
-    format!(
-        "job|{}|{}|{}|{}|{}",
-        f("jobId"),
-        f("target"),
-        f("createdAt"),
-        f("origin"),
-        f("spec")
-    )
+/// The same for a job (docs/protocol.md §5.2).
+fn job_string(doc: &Map<String, Value>) -> String {
+    job_canonical_of(&Value::Object(doc.clone()))
 }
 
-/// docs/protocol.md §5.3, by hand (`ok`, `exitCode` as the document holds them).
-fn hand_result(doc: &Map<String, Value>) -> String {
-    let f = |k| text(doc, k);
-    format!(
-        "result|{}|{}|{}|{}|{}|{}|{}|{}",
-        f("jobId"),
-        f("target"),
-        doc.get("ok").and_then(Value::as_bool).unwrap_or(false),
-        doc.get("exitCode").and_then(Value::as_i64).unwrap_or(0),
-        f("error"),
-        f("startedAt"),
-        f("finishedAt"),
-        f("detail")
-    )
+/// The same for a result (docs/protocol.md §5.3; `ok`, `exitCode` as the
+/// document holds them).
+fn result_string(doc: &Map<String, Value>) -> String {
+    result_canonical_of(&Value::Object(doc.clone()))
 }
 
 /// The document's `sig` verifies over `canonical`, by `ring` directly.
@@ -419,7 +391,7 @@ fn check_marker(
     for f in MARKER_FIELDS {
         prop_assert!(doc.get(f).is_some_and(Value::is_string), "{f} in {doc:?}");
     }
-    let canonical = hand_marker(doc);
+    let canonical = marker_string(doc);
     prop_assert!(independently_verifies(doc, &canonical), "{doc:?}");
     prop_assert_eq!(
         marker::canonical(&m.job_id, &m.target, &m.created_at, &m.origin),
@@ -447,7 +419,7 @@ fn check_job(
     for f in JOB_FIELDS {
         prop_assert!(doc.get(f).is_some_and(Value::is_string), "{f} in {doc:?}");
     }
-    let canonical = hand_job(doc);
+    let canonical = job_string(doc);
     prop_assert!(independently_verifies(doc, &canonical), "{doc:?}");
     prop_assert_eq!(
         job::canonical(
@@ -485,7 +457,7 @@ fn check_result(
     }
     prop_assert!(doc.get("ok").is_some_and(Value::is_boolean));
     prop_assert!(doc.get("exitCode").and_then(Value::as_i64).is_some());
-    let canonical = hand_result(doc);
+    let canonical = result_string(doc);
     prop_assert!(independently_verifies(doc, &canonical), "{doc:?}");
     prop_assert_eq!(
         outcome::canonical(
@@ -526,7 +498,7 @@ fn signed_marker(id: &str, target: &str, created: &str, origin: &str) -> Map<Str
     doc.insert("target".into(), json!(target));
     doc.insert("createdAt".into(), json!(created));
     doc.insert("origin".into(), json!(origin));
-    let sig = independent_sig(&hand_marker(&doc));
+    let sig = independent_sig(&marker_string(&doc));
     doc.insert("sig".into(), json!(sig));
     doc
 }
@@ -545,7 +517,7 @@ fn signed_job(
     doc.insert("createdAt".into(), json!(created));
     doc.insert("origin".into(), json!(origin));
     doc.insert("spec".into(), json!(spec));
-    let sig = independent_sig(&hand_job(&doc));
+    let sig = independent_sig(&job_string(&doc));
     doc.insert("sig".into(), json!(sig));
     doc
 }
@@ -559,7 +531,7 @@ fn signed_result(fields: [&str; 6], ok: bool, exit_code: i64) -> Map<String, Val
     }
     doc.insert("ok".into(), json!(ok));
     doc.insert("exitCode".into(), json!(exit_code));
-    let sig = independent_sig(&hand_result(&doc));
+    let sig = independent_sig(&result_string(&doc));
     doc.insert("sig".into(), json!(sig));
     doc
 }
@@ -605,7 +577,7 @@ proptest! {
         name in prop_oneof![any::<String>(), job_id().prop_map(|i| format!("{i}.json"))],
         folder in plausible_machine(),
     ) {
-        let k = key();
+        let k = fleet_key();
         let _ = accept::marker(&name, FileRead::Bytes(bytes.clone()), &folder, &k);
         let _ = accept::job(&name, FileRead::Bytes(bytes.clone()), &folder, &k);
         let _ = accept::outcome(&name, FileRead::Bytes(bytes), &folder, &k);
@@ -625,7 +597,7 @@ proptest! {
         };
         let want = [Verdict::NotAFile, Verdict::Unreadable, Verdict::TooLarge, Verdict::Missing]
             [pick as usize];
-        let k = key();
+        let k = fleet_key();
         prop_assert_eq!(accept::marker("a.json", read(), "PC", &k).unwrap_err().verdict, want);
         prop_assert_eq!(accept::job("a.json", read(), "PC", &k).unwrap_err().verdict, want);
         prop_assert_eq!(accept::outcome("a", read(), "PC", &k).unwrap_err().verdict, want);
@@ -648,11 +620,11 @@ proptest! {
     ) {
         let doc = soup(
             vec![("jobId", id), ("target", target), ("createdAt", created), ("origin", origin)],
-            extras, choice, hand_marker,
+            extras, choice, marker_string,
         );
         let name = name_for(&doc, own_name, other_name);
         let folder = target_for(&doc, pick, other_target);
-        let verdict = accept::marker(&name, bytes_of(&doc), &folder, &key());
+        let verdict = accept::marker(&name, bytes_of(&doc), &folder, &fleet_key());
         check_marker(&doc, &name, &folder, &verdict)?;
     }
 
@@ -675,11 +647,11 @@ proptest! {
                 ("jobId", id), ("target", target), ("createdAt", created),
                 ("origin", origin), ("spec", spec),
             ],
-            extras, choice, hand_job,
+            extras, choice, job_string,
         );
         let name = name_for(&doc, own_name, other_name);
         let folder = target_for(&doc, pick, other_target);
-        let verdict = accept::job(&name, bytes_of(&doc), &folder, &key());
+        let verdict = accept::job(&name, bytes_of(&doc), &folder, &fleet_key());
         check_job(&doc, &name, &folder, &verdict)?;
     }
 
@@ -713,11 +685,11 @@ proptest! {
                 ("jobId", id), ("target", target), ("error", error), ("startedAt", started),
                 ("finishedAt", finished), ("detail", detail), ("ok", ok), ("exitCode", code),
             ],
-            Vec::new(), choice, hand_result,
+            Vec::new(), choice, result_string,
         );
         let asked = if own_id { text(&doc, "jobId").to_string() } else { other_id };
         let folder = target_for(&doc, pick, other_target);
-        let verdict = accept::outcome(&asked, bytes_of(&doc), &folder, &key());
+        let verdict = accept::outcome(&asked, bytes_of(&doc), &folder, &fleet_key());
         check_result(&doc, &asked, &folder, &verdict)?;
     }
 
@@ -735,7 +707,7 @@ proptest! {
         }
         let folder = if lower_folder { target.to_ascii_lowercase() } else { target.clone() };
         let name = format!("{id}.json");
-        let verdict = accept::marker(&name, bytes_of(&doc), &folder, &key());
+        let verdict = accept::marker(&name, bytes_of(&doc), &folder, &fleet_key());
         prop_assert!(verdict.is_ok(), "{:?} for {doc:?}", verdict.unwrap_err());
         check_marker(&doc, &name, &folder, &verdict)?;
     }
@@ -747,7 +719,7 @@ proptest! {
     ) {
         let doc = signed_job(&id, &target, &created, &origin, &spec);
         let name = format!("{id}.json");
-        let verdict = accept::job(&name, bytes_of(&doc), &target, &key());
+        let verdict = accept::job(&name, bytes_of(&doc), &target, &fleet_key());
         prop_assert!(verdict.is_ok(), "{:?} for {doc:?}", verdict.unwrap_err());
         check_job(&doc, &name, &target, &verdict)?;
     }
@@ -756,7 +728,7 @@ proptest! {
     fn a_well_formed_result_signed_by_an_independent_signer_is_valid(doc in result_strategy()) {
         let id = text(&doc, "jobId").to_string();
         let target = text(&doc, "target").to_string();
-        let verdict = accept::outcome(&id, bytes_of(&doc), &target, &key());
+        let verdict = accept::outcome(&id, bytes_of(&doc), &target, &fleet_key());
         prop_assert!(verdict.is_ok(), "{:?} for {doc:?}", verdict.unwrap_err());
         check_result(&doc, &id, &target, &verdict)?;
     }
@@ -782,7 +754,7 @@ proptest! {
             (Some(c), "target") => c.clone(),
             _ => target.clone(),
         };
-        let verdict = accept::marker(&name, FileRead::Bytes(bytes), &folder, &key());
+        let verdict = accept::marker(&name, FileRead::Bytes(bytes), &folder, &fleet_key());
         prop_assert!(verdict.is_err(), "changed {field} and still valid: {verdict:?}");
     }
 
@@ -805,7 +777,7 @@ proptest! {
             (Some(c), "target") => c.clone(),
             _ => target.clone(),
         };
-        let verdict = accept::job(&name, FileRead::Bytes(bytes), &folder, &key());
+        let verdict = accept::job(&name, FileRead::Bytes(bytes), &folder, &fleet_key());
         prop_assert!(verdict.is_err(), "changed {field} and still valid: {verdict:?}");
     }
 
@@ -856,7 +828,7 @@ proptest! {
             (Some(c), "target") => c.clone(),
             _ => target.clone(),
         };
-        let verdict = accept::outcome(&asked, FileRead::Bytes(bytes), &folder, &key());
+        let verdict = accept::outcome(&asked, FileRead::Bytes(bytes), &folder, &fleet_key());
         prop_assert!(verdict.is_err(), "changed {field} and still valid: {verdict:?}");
     }
 
@@ -865,7 +837,7 @@ proptest! {
         id in job_id(), target in machine(), created in timestamp(), origin in machine(),
         spec in spec_text(), at in any::<Index>(), to in any::<u8>(),
     ) {
-        let k = key();
+        let k = fleet_key();
         let m = signed_marker(&id, &target, &created, &origin);
         let name = format!("{id}.json");
         let bad = render_with(&m, "sig", &sig_changed(text(&m, "sig"), &at, to));
@@ -966,7 +938,7 @@ fn regression_a_result_re_split_at_a_pipe_is_not_valid() {
         true,
         0,
     );
-    let honest = accept::outcome("job-1", bytes_of(&doc), "PC", &key());
+    let honest = accept::outcome("job-1", bytes_of(&doc), "PC", &fleet_key());
     assert!(honest.is_ok(), "{honest:?}");
     let mut forged = doc.clone();
     forged.insert(
@@ -975,11 +947,11 @@ fn regression_a_result_re_split_at_a_pipe_is_not_valid() {
     );
     forged.insert("detail".into(), json!(r#"done"}"#));
     assert_eq!(
-        hand_result(&forged),
-        hand_result(&doc),
+        result_string(&forged),
+        result_string(&doc),
         "precondition: same signed bytes"
     );
-    let verdict = accept::outcome("job-1", bytes_of(&forged), "PC", &key());
+    let verdict = accept::outcome("job-1", bytes_of(&forged), "PC", &fleet_key());
     assert!(
         verdict.is_err(),
         "a re-split result is valid, its finishedAt now {:?}",

@@ -105,6 +105,7 @@ fn ctrl_c_says_what_stops_and_a_second_leaves_the_folder_saying_stopped() {
 // typed into it as the terminal's interrupt character.
 #[cfg(unix)]
 #[test]
+#[ignore = "needs util-linux `script` for a pseudo-terminal"]
 fn ctrl_c_typed_on_a_terminal_names_the_job_and_its_grace() {
     use std::io::{Read, Write};
     let w = World::with_target();
@@ -123,10 +124,9 @@ fn ctrl_c_typed_on_a_terminal_names_the_job_and_its_grace() {
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null());
-    let Ok(mut child) = c.spawn() else {
-        eprintln!("SKIPPED: script missing: Ctrl-C on a terminal is not checked");
-        return;
-    };
+    let mut child = c
+        .spawn()
+        .unwrap_or_else(|e| panic!("util-linux `script` cannot run ({e}): install it"));
     wait_until(LIMIT, || w.running(&id).exists());
     let mut keys = child.stdin.take().unwrap();
     keys.write_all(b"\x03").unwrap();
@@ -742,13 +742,15 @@ fn tasks_of_nobody() -> u64 {
 /// the user has processes to spare again.
 #[cfg(target_os = "linux")]
 #[test]
+#[ignore = "needs root: runs the listener as another user"]
 fn a_spawn_at_the_process_limit_is_spawn_failed_and_the_listener_goes_on() {
     use std::os::unix::process::CommandExt;
     // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: only root can run a listener as another user here");
-        return;
-    }
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "only root can run a listener as another user"
+    );
     for slots in ["1", "2"] {
         let w = World::with_target();
         let side = scratch(&w, "side");

@@ -244,12 +244,10 @@ fn sweep_goes_by_file_time_not_created_at() {
     let w = World::with_target();
     // Signed three days ago, but the file arrived just now (sync lag).
     let created = ts_offset(-3 * DAY as i64);
-    let sig = independent_sig(&format!("cancel|late|PC|{created}|LAPTOP"));
     let late = w.marker("late");
     std::fs::write(
         &late,
-        json!({"jobId": "late", "target": "PC", "createdAt": created, "origin": "LAPTOP", "sig": sig})
-            .to_string(),
+        marker_doc("late", "PC", &created, "LAPTOP", Signer::Fleet).to_string(),
     )
     .unwrap();
     // Signed just now, but the file is old.

@@ -1,5 +1,6 @@
 //! Shared test helpers: a scratch world (root, key, state) per test, a
-//! command with a scrubbed environment, an independent signer, and waiting.
+//! command with a scrubbed environment, waiting, and (in [`sign`]) every
+//! signed document a test writes.
 //!
 //! The binary runs through `assert_cmd`: [`World::cmd`] gives an
 //! `assert_cmd::Command` for a command that runs to completion, and
@@ -14,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-/// The key text of the reference vectors.
-pub const VECTOR_KEY: &str = "3f6c2a9e1b7d4c58a0e9f2b6d1c7e4a89b3d5f7a1c2e4b6d8f0a1b3c5d7e9f21\n";
+pub mod sign;
+pub use sign::*;
 
 /// Path of the built binary, for a job or a script that runs it itself.
 pub fn bin() -> PathBuf {
@@ -25,51 +26,6 @@ pub fn bin() -> PathBuf {
 /// The reference vectors, copied unchanged from the specification.
 pub fn vectors() -> Value {
     serde_json::from_str(include_str!("../data/signing.json")).unwrap()
-}
-
-/// HMAC-SHA256 hex with the vector key, computed here with `ring` directly,
-/// independently of the crate's own signing code.
-pub fn independent_sig(canonical: &str) -> String {
-    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, VECTOR_KEY.trim_end().as_bytes());
-    hex::encode(ring::hmac::sign(&key, canonical.as_bytes()).as_ref())
-}
-
-/// `beat` (a heartbeat's fields, docs/protocol.md §7.11) with its `sig`
-/// made here over the canonical string the protocol gives, with the vector
-/// key, independently of the crate's own code.
-pub fn signed_beat(mut beat: Value) -> Value {
-    let f = |k: &str| match &beat[k] {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        v => v.to_string(),
-    };
-    let canonical = [
-        "heartbeat".to_string(),
-        f("target"),
-        f("instance"),
-        f("run"),
-        f("pid"),
-        f("state"),
-        f("running"),
-        beat["runningJobs"]
-            .as_array()
-            .map(|ids| {
-                ids.iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(",")
-            })
-            .unwrap_or_default(),
-        f("startedAt"),
-        f("heartbeatAt"),
-        f("pollIntervalMs"),
-        f("version"),
-        f("keyFingerprint"),
-        f("host"),
-    ]
-    .join("|");
-    beat["sig"] = Value::String(independent_sig(&canonical));
-    beat
 }
 
 /// The current time as the protocol writes it.
@@ -332,7 +288,7 @@ impl World {
         self.result(id)
     }
 
-    /// Writes a job file signed independently with the vector key.
+    /// Writes a job file from `LAPTOP` signed with the fleet key.
     pub fn write_job(
         &self,
         dir_target: &str,
@@ -341,12 +297,14 @@ impl World {
         created_at: &str,
         spec: &Value,
     ) -> PathBuf {
-        let spec_text = spec.to_string();
-        let canonical = format!("job|{id}|{body_target}|{created_at}|LAPTOP|{spec_text}");
-        let body = json!({
-            "v": 1, "jobId": id, "target": body_target, "createdAt": created_at,
-            "origin": "LAPTOP", "spec": spec_text, "sig": independent_sig(&canonical),
-        });
+        let body = job_doc(
+            id,
+            body_target,
+            created_at,
+            "LAPTOP",
+            &spec.to_string(),
+            Signer::Fleet,
+        );
         let path = self
             .root
             .join(dir_target)
@@ -356,14 +314,9 @@ impl World {
         path
     }
 
-    /// Writes a marker signed independently with the vector key.
+    /// Writes a marker from `LAPTOP` signed with the fleet key.
     pub fn write_marker(&self, dir_target: &str, id: &str, body_target: &str) -> PathBuf {
-        let created = now_text();
-        let canonical = format!("cancel|{id}|{body_target}|{created}|LAPTOP");
-        let body = json!({
-            "jobId": id, "target": body_target, "createdAt": created,
-            "origin": "LAPTOP", "sig": independent_sig(&canonical),
-        });
+        let body = marker_doc(id, body_target, &now_text(), "LAPTOP", Signer::Fleet);
         let path = self
             .root
             .join(dir_target)
@@ -838,42 +791,6 @@ pub fn wait_open_pid(w: &World, id: &str) -> i32 {
     pid
 }
 
-/// A result's canonical string (docs/protocol.md §5.3), built by hand from the document.
-pub fn result_canonical(r: &Value) -> String {
-    let s = |k: &str| r[k].as_str().unwrap_or_else(|| panic!("{k} in {r}"));
-    format!(
-        "result|{}|{}|{}|{}|{}|{}|{}|{}",
-        s("jobId"),
-        s("target"),
-        r["ok"].as_bool().unwrap_or_else(|| panic!("ok in {r}")),
-        r["exitCode"]
-            .as_i64()
-            .unwrap_or_else(|| panic!("exitCode in {r}")),
-        s("error"),
-        s("startedAt"),
-        s("finishedAt"),
-        s("detail"),
-    )
-}
-
-/// True when a result's signature verifies with the independent signer.
-pub fn result_sig_ok(r: &Value) -> bool {
-    r["sig"].as_str().map(str::to_ascii_lowercase) == Some(independent_sig(&result_canonical(r)))
-}
-
-/// A job for `PC` from `LAPTOP`, signed with a key that is not the fleet's
-/// (as from a machine that ran its own `keygen`).
-pub fn foreign_job_text(id: &str) -> String {
-    let created = now_text();
-    let spec = json!({"argv": ["true"]}).to_string();
-    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &[7u8; 32]);
-    let canonical = format!("job|{id}|PC|{created}|LAPTOP|{spec}");
-    let sig = hex::encode(ring::hmac::sign(&key, canonical.as_bytes()).as_ref());
-    json!({"v": 1, "jobId": id, "target": "PC", "createdAt": created,
-           "origin": "LAPTOP", "spec": spec, "sig": sig})
-    .to_string()
-}
-
 /// Waits up to `limit` for a job to write its pid to `path`; returns it.
 pub fn read_pid(path: &Path, limit: Duration) -> i32 {
     let mut pid = 0;
@@ -978,26 +895,50 @@ impl Beat {
     }
 }
 
+/// What `fleet-dispatch ARGS` printed under a pseudo-terminal (util-linux
+/// `script`) with `env` added (`TERM` is `xterm` unless set there). A
+/// missing `script` fails the test: the tests that call this are ignored
+/// for it, and `.ci/run` installs it and runs them.
+#[cfg(unix)]
+pub fn on_a_terminal(w: &World, args: &str, env: &[(&str, &str)]) -> String {
+    let mut c = std::process::Command::new("script");
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &w.home)
+        .env("FLEET_DISPATCH_ROOT", &w.root)
+        .env("FLEET_DISPATCH_KEY_FILE", &w.key)
+        .env("FLEET_DISPATCH_STATE_DIR", &w.state)
+        .env("FLEET_DISPATCH_MACHINE", "PC")
+        .env("TERM", "xterm")
+        .envs(env.iter().copied());
+    let line = format!("{} {args}", bin().display());
+    let o = c
+        .args(["-q", "-e", "-c", &line, "/dev/null"])
+        .output()
+        .unwrap_or_else(|e| panic!("util-linux `script` cannot run ({e}): install it"));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
 /// `c` run so that a mode-000 file is unreadable to it: as it is for a
 /// user other than root; as root (which reads anything) through `setpriv`
-/// without the two capabilities that let root read past permissions.
-/// `Err` says why that cannot be had here, for the test to print and skip.
+/// without the two capabilities that let root read past permissions
+/// (root with no `setpriv` fails the test: util-linux ships it).
 #[cfg(unix)]
-pub fn without_read_override(c: std::process::Command) -> Result<std::process::Command, String> {
+pub fn without_read_override(c: std::process::Command) -> std::process::Command {
     let uid = std::process::Command::new("id").arg("-u").output();
     let root = uid.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
     if !root {
-        return Ok(c);
+        return c;
     }
     let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"]
         .into_iter()
         .find(|p| Path::new(p).exists())
-        .ok_or("running as root, which reads a mode-000 file, and no setpriv to drop that")?;
-    Ok(through(
+        .expect("running as root, which reads a mode-000 file, and no setpriv (util-linux) to drop that");
+    through(
         setpriv,
         &["--bounding-set=-dac_override,-dac_read_search"],
         &c,
-    ))
+    )
 }
 
 /// `c` started by `wrapper` (given `first`, then `c`'s program and
@@ -1029,9 +970,9 @@ pub struct Tmpfs {
 
 #[cfg(target_os = "linux")]
 impl Tmpfs {
-    /// None, said on stderr for the test to skip, where none can be
-    /// mounted here (not root, or no `mount`).
-    pub fn over(dir: &Path, size: &str) -> Option<Tmpfs> {
+    /// Mounts one of `size`; fails the test where none can be mounted
+    /// here (not root, or no `mount`): its tests are ignored for that.
+    pub fn over(dir: &Path, size: &str) -> Tmpfs {
         std::fs::create_dir_all(dir).unwrap();
         let ok = std::process::Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
@@ -1039,12 +980,10 @@ impl Tmpfs {
             .stderr(std::process::Stdio::null())
             .status()
             .is_ok_and(|s| s.success());
-        if !ok {
-            eprintln!("skipped: no tmpfs can be mounted here (not root, or no mount)");
-        }
-        ok.then(|| Tmpfs {
+        assert!(ok, "no tmpfs can be mounted here (not root, or no mount)");
+        Tmpfs {
             dir: dir.to_path_buf(),
-        })
+        }
     }
 
     /// Fills it to the last byte.
