@@ -25,7 +25,6 @@ use fleet_dispatch::clock::{format_duration, parse_duration};
 use fleet_dispatch::doc::{job, marker, outcome};
 use fleet_dispatch::names::{JobId, Machine, is_job_id, is_machine};
 use fleet_dispatch::read::FileRead;
-use fleet_dispatch::trust::Key;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::{Map, Value, json};

@@ -52,8 +52,8 @@ pub fn independent_sig(canonical: &str) -> String {
 
 /// The crate's own key, from the vector key file's text (for tests that
 /// call the library's acceptance functions directly).
-pub fn fleet_key() -> fleet_dispatch::key::Key {
-    fleet_dispatch::key::Key::from_file_text(VECTOR_KEY.as_bytes()).unwrap()
+pub fn fleet_key() -> fleet_dispatch::trust::Key {
+    fleet_dispatch::trust::Key::from_file_text(VECTOR_KEY.as_bytes()).unwrap()
 }
 
 // ---------------------------------------------------------------- canonical strings
