@@ -1,4 +1,7 @@
-//! Windows: file operations: `MoveFileExW` without replace for moves,
+//! Windows file operations: `MoveFileExW` without replace for moves,
+//! opens with `FILE_FLAG_OPEN_REPARSE_POINT` that never follow a link or
+//! junction, the sharing and lock violations worth retrying, and a cloud
+//! folder's residency read from its attributes.
 
 use std::fs::File;
 use std::io;

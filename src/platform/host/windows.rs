@@ -1,4 +1,5 @@
-//! Windows: the DNS host label, a thread's priority class.
+//! Windows: the DNS host label, a thread's priority, and an allocator
+//! left as it is.
 
 use windows_sys::Win32::System::SystemInformation::{ComputerNameDnsHostname, GetComputerNameExW};
 

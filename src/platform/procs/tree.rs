@@ -1,6 +1,9 @@
-//! Unix process trees, shared by Linux, macOS and other Unixes: a job's
-//! processes found (through the subreaper and `/proc` on Linux, `libproc`
-//! on macOS, the process group elsewhere) and signalled one by one, by pid.
+//! Unix process trees, shared by Linux, macOS and other Unixes. Nothing a
+//! job started may escape its stop: every process is signalled by its pid,
+//! never by a group a job could have moved into. Linux finds them through
+//! the child subreaper and `/proc` (`linux.rs`); macOS through `libproc`
+//! (`macos.rs`), without a subreaper; other Unixes, with no process table
+//! to walk, signal the job's main process and the group it was started in.
 
 use std::io;
 use std::sync::Arc;

@@ -1,5 +1,6 @@
 //! Unix waiting: one `poll(2)` over a job's output pipes, its exit and
-//! the bell, shared by Linux (a pidfd) and macOS (a kqueue).
+//! the bell, shared by Linux (a pidfd for the exit), macOS (a kqueue) and
+//! other Unixes (a look for the exit every 20 ms).
 
 use std::fs::File;
 use std::io;
