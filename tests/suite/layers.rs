@@ -2,7 +2,10 @@
 //! every module imports only from its own layer or the ones before it, with
 //! no cycle anywhere, and no command imports another; CONTRIBUTING.md's
 //! Dependencies table names every crate where it is used. A change that makes a
-//! rule layer call up into a front end fails here, naming the import.
+//! rule layer call up into a front end fails here, naming the import. Inside
+//! `src/platform/`, no OS leaf file (`unix.rs`, `linux.rs`, `macos.rs`,
+//! `windows.rs`, …) names another; and no source file is over 600 lines but
+//! those listed as being split.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -409,4 +412,130 @@ fn ring_is_told_from_string() {
     assert!(names_ring_but_rand("x(ring::hmac::sign(k, b))"));
     assert!(!names_ring_but_rand("use ring::rand::SystemRandom;"));
     assert!(!names_ring_but_rand("String::new(); std::string::String"));
+}
+
+/// The OS leaf files of `src/platform/`: one system's implementation of a
+/// concern (`unix.rs`, `linux.rs`, `macos.rs`, `windows.rs`, or a name
+/// ending in `_unix`, `_linux`, `_macos`, `_windows`).
+fn is_platform_leaf(stem: &str) -> bool {
+    const SYSTEMS: [&str; 4] = ["unix", "linux", "macos", "windows"];
+    SYSTEMS
+        .iter()
+        .any(|s| stem == *s || stem.ends_with(&format!("_{s}")))
+}
+
+/// The module names a path in `text` reaches through `super::` or
+/// `crate::platform::` (each segment, and each name of a `{…}` group).
+fn platform_paths(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    for prefix in ["super::", "crate::platform::"] {
+        for (i, _) in text.match_indices(prefix) {
+            let rest = &text[i + prefix.len()..];
+            // The path ends at the first character a path cannot hold;
+            // inside braces a group also holds commas and white space.
+            let mut depth = 0usize;
+            let end = rest
+                .char_indices()
+                .find(|&(_, c)| {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth > 0 => depth -= 1,
+                        c if c.is_ascii_alphanumeric() || c == '_' || c == ':' => {}
+                        c if depth > 0 && (c == ',' || c.is_whitespace()) => {}
+                        _ => return true,
+                    }
+                    false
+                })
+                .map_or(rest.len(), |(j, _)| j);
+            out.extend(
+                rest[..end]
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .filter(|n| !n.is_empty()),
+            );
+        }
+    }
+    out
+}
+
+#[test]
+fn no_platform_leaf_names_another() {
+    let root = src().join("platform");
+    let leaves: BTreeSet<String> = rust_files(&root)
+        .iter()
+        .map(|p| p.file_stem().unwrap().to_str().unwrap().to_string())
+        .filter(|s| is_platform_leaf(s))
+        .collect();
+    let mut wrong = Vec::new();
+    for file in rust_files(&root) {
+        let stem = file.file_stem().unwrap().to_str().unwrap();
+        if !is_platform_leaf(stem) {
+            continue;
+        }
+        let text = code(&std::fs::read_to_string(&file).unwrap());
+        // `imp` is the name a concern's mod.rs gives the leaf compiled in.
+        for name in platform_paths(&text) {
+            if leaves.contains(name) || name == "imp" {
+                wrong.push(format!(
+                    "{} names `{name}`: code two leaves share goes into a shared file of the concern or its mod.rs",
+                    file.strip_prefix(src()).unwrap().display()
+                ));
+            }
+        }
+    }
+    assert!(
+        !leaves.is_empty(),
+        "no OS leaf file found under src/platform"
+    );
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn a_leaf_naming_another_is_seen() {
+    assert!(platform_paths("use super::linux::descendants;").contains(&"linux"));
+    assert!(platform_paths("use super::{Proc, macos};").contains(&"macos"));
+    assert!(!platform_paths("super::Exited\n}\nmod windows;").contains(&"windows"));
+    assert!(platform_paths("super::imp::open(p)").contains(&"imp"));
+    assert!(platform_paths("crate::platform::procs::windows::x").contains(&"windows"));
+    assert!(!platform_paths("use std::os::unix::fs::OpenOptionsExt;").contains(&"unix"));
+    assert!(is_platform_leaf("dir_windows") && !is_platform_leaf("tree"));
+}
+
+/// Files longer than the limit that are being split; a file not listed
+/// here fails the limit, and nothing under `src/platform/` may be listed.
+const LONG_FILES: [&str; 9] = [
+    "accept.rs",
+    "cli.rs",
+    "cmd/enqueue.rs",
+    "doc/job.rs",
+    "doctor/mod.rs",
+    "fsops/dir.rs",
+    "heartbeat.rs",
+    "jobref.rs",
+    "listener/mod.rs",
+];
+
+#[test]
+fn no_source_file_is_over_600_lines() {
+    let mut wrong = Vec::new();
+    for file in rust_files(&src()) {
+        let rel = file
+            .strip_prefix(src())
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let lines = std::fs::read_to_string(&file).unwrap().lines().count();
+        if lines <= 600 {
+            continue;
+        }
+        if LONG_FILES.contains(&rel.as_str()) && !rel.starts_with("platform/") {
+            println!("still over 600 lines: src/{rel} ({lines})");
+        } else {
+            wrong.push(format!("src/{rel}: {lines} lines"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "over 600 lines (split the file by concern):\n{}",
+        wrong.join("\n")
+    );
 }

@@ -7,7 +7,8 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use super::{IoEvent, Stream, Tree};
+use super::{IoEvent, Stream};
+use crate::platform::Tree;
 
 /// What the helper threads send.
 #[derive(Debug)]

@@ -183,7 +183,7 @@ impl DirHandle {
     pub fn sync_names(&self, names: &[&OsStr]) -> io::Result<()> {
         names
             .iter()
-            .try_for_each(|n| super::imp::open_write_no_follow(&self.at(n)?)?.sync_all())
+            .try_for_each(|n| super::open_write_no_follow(&self.at(n)?)?.sync_all())
     }
 
     /// The folder's own modification time.
