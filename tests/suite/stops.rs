@@ -111,16 +111,8 @@ fn ctrl_c_typed_on_a_terminal_names_the_job_and_its_grace() {
     let w = World::with_target();
     let id = w.enqueue(&["--grace", "20s"], &kit(&["ignore-stop", "sleep", "60"]));
     let line = format!("{} listen --poll-interval 100ms", bin().display());
-    let mut c = std::process::Command::new("script");
-    c.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &w.home)
-        .env("FLEET_DISPATCH_ROOT", &w.root)
-        .env("FLEET_DISPATCH_KEY_FILE", &w.key)
-        .env("FLEET_DISPATCH_STATE_DIR", &w.state)
-        .env("FLEET_DISPATCH_MACHINE", "PC")
-        .env("TERM", "xterm")
-        .args(["-q", "-e", "-c", &line, "/dev/null"])
+    let mut c = script_command(&w);
+    c.args(["-q", "-e", "-c", &line, "/dev/null"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null());

@@ -895,12 +895,11 @@ impl Beat {
     }
 }
 
-/// What `fleet-dispatch ARGS` printed under a pseudo-terminal (util-linux
-/// `script`) with `env` added (`TERM` is `xterm` unless set there). A
-/// missing `script` fails the test: the tests that call this are ignored
-/// for it, and `.ci/run` installs it and runs them.
+/// `script` (util-linux) with the world's settings and an `xterm`
+/// terminal, in a clean environment: the pseudo-terminal every terminal
+/// test runs the binary under; the caller adds the arguments.
 #[cfg(unix)]
-pub fn on_a_terminal(w: &World, args: &str, env: &[(&str, &str)]) -> String {
+pub fn script_command(w: &World) -> std::process::Command {
     let mut c = std::process::Command::new("script");
     c.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -909,8 +908,18 @@ pub fn on_a_terminal(w: &World, args: &str, env: &[(&str, &str)]) -> String {
         .env("FLEET_DISPATCH_KEY_FILE", &w.key)
         .env("FLEET_DISPATCH_STATE_DIR", &w.state)
         .env("FLEET_DISPATCH_MACHINE", "PC")
-        .env("TERM", "xterm")
-        .envs(env.iter().copied());
+        .env("TERM", "xterm");
+    c
+}
+
+/// What `fleet-dispatch ARGS` printed under a pseudo-terminal (util-linux
+/// `script`) with `env` added (`TERM` is `xterm` unless set there). A
+/// missing `script` fails the test: the tests that call this are ignored
+/// for it, and `.ci/run` installs it and runs them.
+#[cfg(unix)]
+pub fn on_a_terminal(w: &World, args: &str, env: &[(&str, &str)]) -> String {
+    let mut c = script_command(w);
+    c.envs(env.iter().copied());
     let line = format!("{} {args}", bin().display());
     let o = c
         .args(["-q", "-e", "-c", &line, "/dev/null"])
