@@ -343,7 +343,12 @@ impl Spec {
     pub fn refusal(&self, name: Name) -> Option<SpecRefusal> {
         argv_rule(&self.payload.argv, name)
             .and_then(|()| cwd_rule(self.payload.cwd.as_deref(), name))
-            .and_then(|()| self.payload.env.iter().try_for_each(|(k, v)| env_rule(k, v, name)))
+            .and_then(|()| {
+                self.payload
+                    .env
+                    .iter()
+                    .try_for_each(|(k, v)| env_rule(k, v, name))
+            })
             .and_then(|()| parent_rule(self.header.parent_job_id.as_deref(), name))
             .and_then(|()| after_any_rule(self.header.after_any, &self.header.after, name))
             .and_then(|()| seconds_rule("timeoutSec", self.header.timeout, name))

@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::site::Site;
-use crate::trust::Key;
 use crate::layout::TargetDirs;
 use crate::names::JobId;
 use crate::replay;
 use crate::runner::Mailbox;
 use crate::state::LedgerView;
+use crate::trust::Key;
 
 /// What the HTTP intake holds to feed a running listener from its own
 /// threads: the same folders, key and replay guard, and the same control

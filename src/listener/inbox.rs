@@ -21,10 +21,10 @@ use crate::doc::{self, Job};
 use crate::error::Result;
 use crate::fsops::Dir;
 use crate::judge;
-use crate::trust::Key;
 use crate::names::JobId;
 use crate::platform::{Entry, EntryKind};
 use crate::publisher::Archiving;
+use crate::trust::Key;
 
 /// A job that passed acceptance (steps 1 to 8); its file is
 /// `inbox/<id>.json` (the name matches the body's id, §6.1 step 5).

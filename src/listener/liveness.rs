@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 use super::site::Site;
 use crate::error::{Code, Error, Result};
 use crate::heartbeat::{self, Beat, Heartbeat};
-use crate::trust::Key;
 use crate::layout::{StateDirs, TargetDirs};
 use crate::names::JobId;
 use crate::platform;
 use crate::state::{self, Lock};
+use crate::trust::Key;
 
 /// The heartbeat and what was seen of another listener.
 pub(super) struct Liveness {

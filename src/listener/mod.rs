@@ -42,7 +42,6 @@ use crate::doc::{Job, Outcome};
 use crate::error::Result;
 use crate::fsops::Durability;
 use crate::governor::Tier;
-use crate::trust::Key;
 use crate::layout::{Folders, StateDirs, TargetDirs};
 use crate::names::JobId;
 use crate::platform;
@@ -51,6 +50,7 @@ use crate::rejected;
 use crate::runner::{self, Control as Message};
 use crate::shutdown::Shutdown;
 use crate::state::{Ledger, Lock};
+use crate::trust::Key;
 use crate::watcher::Watch;
 
 use control::Control;

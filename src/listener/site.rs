@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use crate::clock;
 use crate::fsops::{self, Durability};
-use crate::trust::Key;
 use crate::layout::{StateDirs, TargetDirs};
+use crate::trust::Key;
 
 /// Listener settings from the command line.
 #[derive(Clone, Debug)]

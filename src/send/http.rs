@@ -21,12 +21,12 @@ use crate::doc::{self, Job, Marker};
 use crate::error::{Code, Error, Result};
 use crate::fsops::Flush;
 use crate::http::routes;
-use crate::trust::Key;
 use crate::layout::TargetDirs;
 use crate::names::JobId;
 use crate::observe::{Forged, Observed};
 use crate::read::FileRead;
 use crate::submit;
+use crate::trust::Key;
 
 /// How long to try to connect to each address of the target.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);

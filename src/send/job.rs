@@ -14,11 +14,11 @@ use crate::config::Context;
 use crate::doc::Job;
 use crate::doctor::Check;
 use crate::error::{Error, Result};
-use crate::trust::Key;
 use crate::layout::TargetDirs;
 use crate::names::JobId;
 use crate::observe::Observed;
 use crate::submit;
+use crate::trust::Key;
 
 /// What sending one request came to.
 pub enum Enqueued {

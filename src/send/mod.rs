@@ -31,9 +31,9 @@ use crate::config::Context;
 use crate::doc::{Job, Marker};
 use crate::error::Result;
 use crate::fsops::Flush;
-use crate::trust::Key;
 use crate::layout::{RootGuard, TargetDirs};
 use crate::names::{JobId, Machine};
+use crate::trust::Key;
 use http::Url;
 
 /// How a document reaches its target.

@@ -18,9 +18,9 @@ use crate::dependency;
 use crate::doc::job::{Header, MAX_BYTES, Payload, Unacceptable};
 use crate::doc::{Job, Priority, Spec};
 use crate::error::{Error, Result};
-use crate::trust::Key;
 use crate::layout::TargetDirs;
 use crate::names::{JobId, Machine};
+use crate::trust::Key;
 
 /// The fields of one job request, from the flags or from a `--batch`
 /// line: every request goes through [`request`], so a line meets the same

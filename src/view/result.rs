@@ -13,10 +13,10 @@ use crate::clock;
 use crate::doc::Outcome;
 use crate::error::{Code, Error};
 use crate::exit;
-use crate::trust::Key;
 use crate::layout::TargetDirs;
 use crate::names::JobId;
 use crate::observe::{self, Observed};
+use crate::trust::Key;
 use crate::wait::Why;
 
 use super::{Tone, paint};

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use crate::accept;
 use crate::clock;
 use crate::doc::job::argv_summary;
-use crate::trust::{self, COPY_ONE_KEY, KeyIds};
 use crate::observe::{ListenerState, RecentResult, TargetStatus};
+use crate::trust::{self, COPY_ONE_KEY, KeyIds};
 
 use super::{Tone, paint};
 
