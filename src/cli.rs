@@ -650,6 +650,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "set by the listener for a job; inside a job, enqueue records it as parentJobId and cancel applies the parent rule",
     ),
     (
+        "FLEET_DISPATCH_JOB_TOKEN",
+        "set by the listener for a job: the token by which mcp, run inside the job, acts as that job",
+    ),
+    (
         "FLEET_DISPATCH_TARGET, FLEET_DISPATCH_ORIGIN",
         "set by the listener for a job: the machine running it and the one that sent it",
     ),

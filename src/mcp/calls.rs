@@ -20,6 +20,7 @@ use crate::cli::{CancelArgs, EnqueueArgs, WaitArgs};
 use crate::config::Context;
 use crate::doc::Termination;
 use crate::error::{Error, Result};
+use crate::jobenv;
 use crate::layout::TargetDirs;
 use crate::names::{JobId, Machine};
 use crate::observe::{self, NoResult, Observed, Unseen};
@@ -50,11 +51,29 @@ pub struct Caller {
 }
 
 impl Caller {
-    /// The caller this process is, from the environment its listener set.
+    /// The caller this process is, from the environment its listener set:
+    /// a job id is believed only with the token its listener gave that job
+    /// ([`jobenv::token_holds`]), so a process cannot act as another job by
+    /// setting [`jobenv::JOB_ID`] (`FORBIDDEN`).
     pub fn of(ctx: &Context) -> Result<Caller> {
-        Ok(Caller {
-            job: ctx.enclosing_job()?,
-        })
+        let Some(job) = ctx.enclosing_job()? else {
+            return Ok(Caller { job: None });
+        };
+        let root = ctx.root()?;
+        let key = ctx.key(Some(&root))?;
+        let var = |name: &str| std::env::var(name).unwrap_or_default();
+        if !jobenv::token_holds(&key, &job, &var(jobenv::TARGET), &var(jobenv::TOKEN)) {
+            return Err(Error::forbidden(format!(
+                "{} names job {job}, but {} is not the token its listener gave it: only that job acts as it",
+                jobenv::JOB_ID,
+                jobenv::TOKEN
+            ))
+            .hint(format!(
+                "outside a job, unset {} to act as this machine",
+                jobenv::JOB_ID
+            )));
+        }
+        Ok(Caller { job: Some(job) })
     }
 
     /// Refuses (`FORBIDDEN`) a job on `target` that is not the caller's

@@ -387,9 +387,7 @@ fn inside_a_job_the_caller_acts_only_on_its_direct_children() {
     let w = World::with_target();
     let parent = w.enqueue(&[], &kit(&["sleep", "1"]));
     let other = w.enqueue(&[], &kit(&["sleep", "1"]));
-    let mut cmd = w.bg_cmd();
-    cmd.env("FLEET_DISPATCH_JOB_ID", &parent);
-    let mut c = Client::start(cmd);
+    let mut c = Client::start(inside(&w, &parent, &job_token(&parent, "PC")));
     c.initialize("2025-11-25");
     let child = c.ok(
         "dispatch_job",
@@ -423,6 +421,54 @@ fn inside_a_job_the_caller_acts_only_on_its_direct_children() {
     let stop = c.ok("stop_job", json!({"target": "PC", "job_id": child}));
     assert_eq!(stop["status"], "stopped", "{stop}");
     assert!(w.marker(&child).exists());
+}
+
+/// The server's command as a job's process: its id, target and token.
+fn inside(w: &World, job: &str, token: &str) -> std::process::Command {
+    let mut c = w.bg_cmd();
+    c.env("FLEET_DISPATCH_JOB_ID", job)
+        .env("FLEET_DISPATCH_TARGET", "PC")
+        .env("FLEET_DISPATCH_JOB_TOKEN", token);
+    c
+}
+
+#[test]
+fn a_job_id_without_its_token_is_refused() {
+    let w = World::with_target();
+    let job = w.enqueue(&[], &kit(&["sleep", "1"]));
+    let sibling = w.enqueue(&[], &kit(&["sleep", "1"]));
+    for token in [
+        String::new(),
+        job_token(&sibling, "PC"),
+        job_token(&job, "LAPTOP"),
+    ] {
+        let mut c = inside(&w, &job, &token);
+        if token.is_empty() {
+            c.env_remove("FLEET_DISPATCH_JOB_TOKEN");
+        }
+        let c = Client::start(c);
+        let (code, err) = c.close();
+        assert_eq!(code, 77, "{err}");
+        assert!(
+            err.contains("FORBIDDEN") && err.contains("FLEET_DISPATCH_JOB_TOKEN"),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        files(&w.pc().join("inbox")).len(),
+        2,
+        "a refused start wrote a job"
+    );
+}
+
+#[test]
+fn the_listener_gives_each_job_its_token() {
+    let w = World::with_target();
+    let id = w.enqueue(&[], &kit(&["env", "FLEET_DISPATCH_JOB_TOKEN"]));
+    w.listen_once(&[]);
+    let log =
+        std::fs::read_to_string(w.pc().join("logs").join(format!("{id}.stdout.log"))).unwrap();
+    assert_eq!(log.trim(), job_token(&id, "PC"));
 }
 
 trait Children {
