@@ -1,6 +1,7 @@
 """`fleet-dispatch mcp` driven by the official MCP Python SDK's stdio
 client, against a real root, key and listener: the handshake, the tools,
-a job dispatched and its result waited for (with progress), and a parent
+a job dispatched and its result waited for (with progress), a message in
+both delivery modes, and a parent
 job that runs an MCP client itself (tests/engines/parent_job.py), which
 dispatches a child, stops it (`stopped`, then `not_running`) and is refused
 (`FORBIDDEN`, nothing written) for a job that is not its child.
@@ -124,6 +125,33 @@ async def test_dispatch_and_wait_for_a_result(w: World):
             assert seen and seen[0][1] == LIMIT, seen
             logs = await s.call_tool("job_logs", {"target": "PC", "job_id": job["job_id"]})
             assert logs.structured_content["stdout"] == "engine\n", logs
+
+
+async def test_message_job_in_both_modes(w: World):
+    async with stdio_client(w.server()) as (read, write):
+        async with ClientSession(read, write) as s:
+            await s.initialize()
+
+            async def call(name, args):
+                r = await s.call_tool(name, args)
+                assert not r.is_error, r
+                return r.structured_content
+
+            old = (await call("dispatch_job", {"target": "PC", "argv": ["sleep", "60"]}))["job_id"]
+            for _ in range(300):
+                if (await call("job_status", {"target": "PC", "job_id": old}))["state"] == "running":
+                    break
+                await asyncio.sleep(0.1)
+            queued = await call("message_job", {"target": "PC", "job_id": old, "argv": ["true"]})
+            assert queued["delivery"] == "queued", queued
+            sent = await call("message_job", {"target": "PC", "job_id": old, "argv": ["true"],
+                                              "delivery_mode": "interrupt"})
+            assert sent["delivery"] == "sent", sent
+            ended = await call("job_result", {"target": "PC", "job_id": old, "wait_seconds": LIMIT})
+            assert ended["outcome"] == "cancelled", ended
+            for new in (sent, queued):
+                r = await call("job_result", {"target": "PC", "job_id": new["job_id"], "wait_seconds": LIMIT})
+                assert r["ok"], r
 
 
 async def test_a_parent_job_stops_its_child_and_only_its_child(w: World):
