@@ -330,8 +330,10 @@ pub fn logs(ctx: &Context, args: &Args) -> Answered {
 /// `stop_job`: `cancel`'s marker; `stopped` once a stop was accepted,
 /// `not_running` for a job with nothing live (one that ended during the
 /// call too). A marker that could not be placed is an error, never a
-/// false `stopped`.
-pub fn stop(ctx: &Context, _caller: &Caller, args: &Args) -> Answered {
+/// false `stopped`. The parent rule is the sender's
+/// ([`crate::cancel::sign`]), with the caller [`Caller::of`] checked at
+/// start, read from the same environment.
+pub fn stop(ctx: &Context, args: &Args) -> Answered {
     let target = args.need("target")?;
     one_target(&target)?;
     let flags = CancelArgs {
@@ -342,8 +344,6 @@ pub fn stop(ctx: &Context, _caller: &Caller, args: &Args) -> Answered {
         via: None,
         force: false,
     };
-    // The parent rule ([`crate::cancel::sign`]) is the sender's, with the
-    // caller from the same environment [`Caller::of`] read.
     let r = match crate::send::cancel::send(ctx, &flags)? {
         crate::send::cancel::Cancelled::One(r) => r,
         crate::send::cancel::Cancelled::Each(_) => {

@@ -162,7 +162,7 @@ pub fn call(ctx: &Context, caller: &Caller, params: &Value, wait: &Waiting) -> A
             Err(e) => Err(e),
         },
         "job_logs" => calls::logs(ctx, &args),
-        "stop_job" => calls::stop(ctx, caller, &args),
+        "stop_job" => calls::stop(ctx, &args),
         "message_job" => calls::message(ctx, caller, &args),
         "list_jobs" => calls::list(ctx, &args),
         other => return Answer::Unknown(format!("no tool {other:?}; tools/list names them")),
