@@ -235,6 +235,16 @@ against the current settings.",
         after_help = "Examples:\n  fleet-dispatch service install --print   # show the entry, write nothing\n  fleet-dispatch service install\n  fleet-dispatch service uninstall"
     )]
     Service(ServiceArgs),
+    /// Serve the fleet to an AI agent as MCP tools on stdin and stdout
+    #[command(
+        long_about = "Run a Model Context Protocol server on stdin and stdout (JSON-RPC, one \
+message a line), so an agent dispatches, follows, stops and steers jobs as tools: dispatch_job, \
+job_status, job_result, job_logs, stop_job, message_job, list_jobs. It uses this machine's \
+settings. Inside a job, the caller is that job: what it dispatches is its child, and it may stop \
+or message only its own direct children.",
+        after_help = "Example (Claude Code):\n  claude mcp add fleet -- fleet-dispatch mcp"
+    )]
+    Mcp(McpArgs),
 }
 
 /// What `service` does.
@@ -582,6 +592,10 @@ pub struct VerifyMarkerArgs {
     pub target: Option<String>,
 }
 
+/// `mcp`.
+#[derive(Debug, Args)]
+pub struct McpArgs {}
+
 /// `demo`.
 #[derive(Debug, Args)]
 pub struct DemoArgs {
@@ -634,6 +648,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     (
         "FLEET_DISPATCH_JOB_ID",
         "set by the listener for a job; inside a job, enqueue records it as parentJobId and cancel applies the parent rule",
+    ),
+    (
+        "FLEET_DISPATCH_JOB_TOKEN",
+        "set by the listener for a job: the token by which mcp, run inside the job, acts as that job",
     ),
     (
         "FLEET_DISPATCH_TARGET, FLEET_DISPATCH_ORIGIN",

@@ -20,7 +20,7 @@
 //! 6. requests: [`submit`], [`cancel`], [`wait`]
 //! 7. the engine: [`shutdown`], [`watcher`], [`publisher`], [`runner`], [`listener`]
 //! 8. views: [`view`]
-//! 9. front ends: [`http`], [`cli`], [`config`], [`complete`], [`send`], [`cmd`]
+//! 9. front ends: [`http`], [`cli`], [`config`], [`complete`], [`send`], [`mcp`], [`cmd`]
 //!
 //! Foundations name things (ids, times, exit statuses) and wrap the
 //! operating system; files place bytes without ever replacing; trust holds
@@ -30,7 +30,8 @@
 //! the engine runs and stops jobs; views word, colour and escape the
 //! models the layers above compute, deciding nothing; front ends parse,
 //! call and print, the sender ([`send`]) building and delivering what
-//! `enqueue` and `cancel` ask, for [`cmd`] to print.
+//! `enqueue` and `cancel` ask, for [`cmd`] to print and for [`mcp`] to
+//! answer an agent with.
 
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
@@ -58,6 +59,7 @@ pub mod judge;
 pub mod layout;
 pub mod listener;
 pub mod listing;
+pub mod mcp;
 pub mod names;
 pub mod observe;
 pub mod out;

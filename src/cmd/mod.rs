@@ -12,6 +12,7 @@ mod enqueue;
 mod keygen;
 mod listen;
 mod logs;
+mod mcp;
 mod result;
 mod service;
 mod status;
@@ -52,6 +53,7 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
         Cmd::Config(a) => config::run(&ctx, a),
         Cmd::Doctor(a) => doctor::run(&ctx, a),
         Cmd::Service(a) => service::run(&ctx, a),
+        Cmd::Mcp(a) => mcp::run(&ctx, a),
     }
 }
 

@@ -54,6 +54,7 @@ pub(super) fn begin(
         &site.root.display().to_string(),
         site.target(),
         &site.key_path.display().to_string(),
+        &jobenv::token(&site.key, &id, &c.job.target),
     );
     // Alone, a job owns every process below the listener; beside
     // others, its own are told apart by its id in their environment.

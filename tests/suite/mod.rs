@@ -22,6 +22,7 @@ mod layers;
 mod listen;
 mod logs;
 mod manners;
+mod mcp;
 mod operator;
 mod pickup;
 mod properties;

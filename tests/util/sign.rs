@@ -50,6 +50,13 @@ pub fn independent_sig(canonical: &str) -> String {
     Signer::Fleet.sig(canonical)
 }
 
+/// The token a listener holding the fleet key gives job `id` on `target`
+/// (`FLEET_DISPATCH_JOB_TOKEN`), computed with `ring` directly.
+pub fn job_token(id: &str, target: &str) -> String {
+    let id = fleet_dispatch::names::JobId::parse(id).unwrap();
+    independent_sig(&fleet_dispatch::jobenv::token_text(&id, target))
+}
+
 /// The crate's own key, from the vector key file's text (for tests that
 /// call the library's acceptance functions directly).
 pub fn fleet_key() -> fleet_dispatch::trust::Key {
