@@ -218,6 +218,8 @@ enum Form {
     /// JSON lines, one document each, as they come (the streaming forms:
     /// `demo`, `logs --follow`).
     Lines,
+    /// JSON-RPC lines, answering a `ping` given on stdin (`mcp`).
+    Rpc,
 }
 
 /// How each subcommand runs one-shot in `w` (a target `PC` with a finished
@@ -254,6 +256,7 @@ fn invocations(
         "config" => vec![(args(&["config"]), doc)],
         "doctor" => vec![(args(&["doctor"]), doc)],
         "service" => vec![(args(&["service", "install", "--print"]), doc)],
+        "mcp" => vec![(args(&["mcp"]), Form::Rpc)],
         other => panic!(
             "add an invocation for {other} to `invocations` in tests/suite/first_hour.rs: \
              every subcommand is run with --json"
@@ -276,13 +279,18 @@ fn every_subcommand_prints_json_with_json() {
         for (args, form) in invocations(&name, &done, &queued, p(&marker), p(&fresh_key)) {
             let mut a = vec!["--json".to_string()];
             a.extend(args);
-            let (code, out, err) = output_within(w.cmd().args(&a), Duration::from_secs(60));
+            let mut c = w.cmd();
+            c.args(&a);
+            if form == Form::Rpc {
+                c.write_stdin("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n");
+            }
+            let (code, out, err) = output_within(&mut c, Duration::from_secs(60));
             assert!(code == 0 || code == 1, "{a:?}: exit {code}\n{out}{err}");
             let docs: Vec<Value> = match form {
                 Form::Document => vec![serde_json::from_str(out.trim()).unwrap_or_else(|e| {
                     panic!("{a:?}: stdout is not one JSON document ({e}): {out}")
                 })],
-                Form::Lines => out
+                Form::Lines | Form::Rpc => out
                     .lines()
                     .map(|l| {
                         serde_json::from_str(l)
