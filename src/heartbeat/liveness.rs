@@ -17,7 +17,7 @@ pub fn alive(state: &str, age: Option<Duration>) -> bool {
 /// own time (`age`) or by the file's last change (`changed`, how long ago
 /// its modification time is by this clock). A listener whose clock was
 /// stepped dates its beats hours off, but the file still changes every
-/// [`EVERY`]: its liveness is that change, not the wall time it writes.
+/// [`EVERY`](super::EVERY): its liveness is that change, not the wall time it writes.
 /// The one-listener rule (§7.1) keeps to the signed time alone: a file's
 /// time is anyone's to set.
 pub fn seen_alive(state: &str, age: Option<Duration>, changed: Option<Duration>) -> bool {
@@ -91,7 +91,7 @@ pub(super) const REMEMBERED: usize = 64;
 /// A watcher's liveness rule (the wait): a listener lives while its
 /// verified beats keep changing, timed on the watcher's own monotonic
 /// clock, so neither clock's wall time decides. A listener whose clock is
-/// hours off still writes a new beat every [`EVERY`] and is alive; one that
+/// hours off still writes a new beat every [`EVERY`](super::EVERY) and is alive; one that
 /// stopped writing is quiet after `stale_after` without a new beat,
 /// whatever time its last one bears. A beat counts as new when this
 /// tracker has not seen its `run` and `heartbeatAt` before: a clock
