@@ -1,6 +1,7 @@
 //! Unit tests of naming a job: prefixes, `last`, the nearest ids and
 //! the ids this machine sent.
 
+use super::sent::remember;
 use super::*;
 use crate::names::Machine;
 
