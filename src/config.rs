@@ -20,6 +20,7 @@ use crate::trust::Key;
 mod file;
 mod rules;
 mod service;
+pub mod shown;
 
 use file::load_config;
 pub use file::{ConfigFile, FileConfig, config_path, parse_config};

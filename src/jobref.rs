@@ -7,30 +7,25 @@
 //! marker behind while the real job runs on), from the target's folders and
 //! the ids this machine sent (the `sent` file in the state directory), and
 //! `running`, the job a target runs now.
+//!
+//! The files this machine keeps of what it sent (`last-enqueued`, `sent`)
+//! are read and written in `jobref/sent.rs`.
+
+mod sent;
+
+pub use sent::{record_sent_on, remember_on};
+use sent::{remembered, sent_to};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::fsops;
 use crate::layout::{Place, TargetDirs};
 use crate::names::{JobId, Machine};
 use crate::trust::Key;
 
 /// The word that names the last job enqueued from this machine.
 pub const LAST: &str = "last";
-
-/// The file in the state directory that remembers it.
-const LAST_FILE: &str = "last-enqueued";
-
-/// The file in the state directory that lists the jobs this machine sent,
-/// one `TARGET ID` a line, newest last: an id sent from here is known even
-/// before sync has carried it to the target's folder.
-const SENT_FILE: &str = "sent";
-
-/// The size past which the sent list keeps only its newer half: thousands
-/// of ids, more than sync ever lags behind.
-const SENT_MAX_BYTES: u64 = 256 * 1024;
 
 /// The word `enqueue --interrupt` takes for the one job the target runs now.
 pub const RUNNING: &str = "running";
@@ -40,99 +35,6 @@ const NEAREST: usize = 3;
 
 /// How many candidates an ambiguous prefix lists.
 const SHOWN: usize = 10;
-
-/// Remembers `id`, just enqueued for each of `targets`, as `last` in the
-/// state directory `state`. One that cannot be used (not set, inside the
-/// root, not a folder) loses only the shorthand: the job is sent, and that
-/// is said on stderr.
-pub fn remember_on(state: Result<std::path::PathBuf>, targets: &[&TargetDirs], id: &JobId) {
-    let remembered =
-        state.and_then(|dir| targets.iter().try_for_each(|dirs| remember(&dir, dirs, id)));
-    if let Err(e) = remembered {
-        eprintln!(
-            "fleet-dispatch: {id} is not remembered as `{LAST}`: {}",
-            e.message
-        );
-    }
-}
-
-/// Remembers `id`, just enqueued for `dirs`' target, as `last`: a copy of
-/// the same id for another target (a fan-out) joins the targets already
-/// remembered for it, so `last` names it on each.
-fn remember(state_dir: &Path, dirs: &TargetDirs, id: &JobId) -> Result<()> {
-    fsops::create_dirs(&[state_dir.to_path_buf()])?;
-    let mut targets = match remembered(state_dir) {
-        Some((targets, last)) if last == id.as_str() => targets,
-        _ => Vec::new(),
-    };
-    if !targets.iter().any(|t| dirs.target().same(t)) {
-        targets.push(dirs.target().to_string());
-    }
-    let text = format!("{} {id}\n", targets.join(","));
-    fsops::replace(
-        &state_dir.join(LAST_FILE),
-        text.as_bytes(),
-        fsops::Flush::Nothing,
-    )?;
-    record_sent(state_dir, &[(dirs, id)])
-}
-
-/// Adds every job of a batch, each `(targets, id)`, to the sent list in
-/// one write (only the last becomes `last`, by [`remember_on`]), so a
-/// cancel of any of them is taken before it has synced. A failure is
-/// said on stderr; the jobs are sent either way.
-pub fn record_sent_on(state: Result<std::path::PathBuf>, jobs: &[(&[TargetDirs], &JobId)]) {
-    let each: Vec<(&TargetDirs, &JobId)> = jobs
-        .iter()
-        .flat_map(|(targets, id)| targets.iter().map(move |d| (d, *id)))
-        .collect();
-    let recorded = state.and_then(|dir| {
-        fsops::create_dirs(std::slice::from_ref(&dir))?;
-        record_sent(&dir, &each)
-    });
-    if let Err(e) = recorded {
-        eprintln!(
-            "fleet-dispatch: the batch's ids are not recorded as sent from here: {}",
-            e.message
-        );
-    }
-}
-
-/// Adds each `(target, id)` sent to the sent list in one append, keeping
-/// the list's newer half once it outgrows [`SENT_MAX_BYTES`].
-fn record_sent(state_dir: &Path, sent: &[(&TargetDirs, &JobId)]) -> Result<()> {
-    use std::io::Write;
-    let path = state_dir.join(SENT_FILE);
-    let lines: String = sent
-        .iter()
-        .map(|(dirs, id)| format!("{} {id}\n", dirs.target()))
-        .collect();
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .and_then(|mut f| f.write_all(lines.as_bytes()))
-        .map_err(|e| Error::io("write", &path, &e))?;
-    if std::fs::metadata(&path).is_ok_and(|m| m.len() > SENT_MAX_BYTES) {
-        let text = std::fs::read_to_string(&path).map_err(|e| Error::io("read", &path, &e))?;
-        let lines: Vec<&str> = text.lines().collect();
-        let kept = lines[lines.len() / 2..].join("\n") + "\n";
-        fsops::replace(&path, kept.as_bytes(), fsops::Flush::Nothing)?;
-    }
-    Ok(())
-}
-
-/// The ids this machine sent to `target` (any case), oldest first.
-fn sent_to(state_dir: Option<&Path>, target: &Machine) -> Vec<String> {
-    let Some(text) = state_dir.and_then(|d| std::fs::read_to_string(d.join(SENT_FILE)).ok()) else {
-        return Vec::new();
-    };
-    text.lines()
-        .filter_map(|l| l.split_once(' '))
-        .filter(|(t, _)| target.same(t))
-        .map(|(_, id)| id.to_string())
-        .collect()
-}
 
 /// The folders whose file names are the job ids a target knows.
 const PLACES: [Place; 5] = [
@@ -483,14 +385,6 @@ pub fn resolve(
     Names::new(key, state_dir.map(Path::to_path_buf)).resolve(dirs, text)
 }
 
-/// The targets and the id `last` names, from the state directory.
-fn remembered(state_dir: &Path) -> Option<(Vec<String>, String)> {
-    let text = std::fs::read_to_string(state_dir.join(LAST_FILE)).ok()?;
-    let (targets, id) = text.trim().split_once(' ')?;
-    let targets = targets.split(',').map(str::to_string).collect();
-    Some((targets, id.to_string()))
-}
-
 fn last(dirs: &TargetDirs, state_dir: Option<&Path>) -> Result<JobId> {
     let (targets, id) = state_dir.and_then(remembered).ok_or_else(|| {
         Error::not_found(format!(
@@ -509,168 +403,4 @@ fn last(dirs: &TargetDirs, state_dir: Option<&Path>) -> Result<JobId> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::names::Machine;
-
-    fn world() -> (tempfile::TempDir, TargetDirs) {
-        let dir = tempfile::tempdir().unwrap();
-        let dirs = TargetDirs::new(dir.path(), &Machine::parse("PC", "t").unwrap());
-        dirs.make_all().unwrap();
-        (dir, dirs)
-    }
-
-    fn key() -> Key {
-        Key::from_bytes(&[7u8; 32]).unwrap()
-    }
-
-    /// A job signed with [`key`] for PC, written as `dir/<id>.json`.
-    fn signed(dir: &std::path::Path, id: &str) {
-        signed_for(dir, id, "PC");
-    }
-
-    fn signed_for(dir: &std::path::Path, id: &str, target: &str) {
-        let job = crate::doc::Job::sign(
-            &key(),
-            JobId::parse(id).unwrap(),
-            target,
-            "PC",
-            crate::clock::now(),
-            crate::doc::Spec::of(vec!["true".into()]),
-        );
-        std::fs::write(dir.join(format!("{id}.json")), job.to_file_bytes()).unwrap();
-    }
-
-    #[test]
-    fn a_unique_prefix_names_its_verified_job_and_an_ambiguous_one_lists_them() {
-        let (_d, dirs) = world();
-        let key = key();
-        signed(&dirs.inbox(), "20261201-0900-aaaa1111");
-        signed(&dirs.rejected(), "20261201-0900-aaaa2222");
-        signed(&dirs.done(), "20261201-0900-bbbb3333");
-        let got = resolve(&dirs, None, &key, "20261201-0900-b").unwrap();
-        assert_eq!(got.as_str(), "20261201-0900-bbbb3333");
-        let e = resolve(&dirs, None, &key, "20261201-0900-aaaa").unwrap_err();
-        assert_eq!(e.code, crate::error::Code::Validation);
-        assert!(
-            e.message.contains("aaaa1111") && e.message.contains("aaaa2222"),
-            "{}",
-            e.message
-        );
-        // A full id nothing knows yet is taken as it is.
-        assert_eq!(
-            resolve(&dirs, None, &key, "not-synced-yet")
-                .unwrap()
-                .as_str(),
-            "not-synced-yet"
-        );
-    }
-
-    #[test]
-    fn a_file_that_does_not_verify_takes_no_part_and_an_exact_id_wins() {
-        let (_d, dirs) = world();
-        let key = key();
-        // Planted: not JSON, unsigned, signed for another target.
-        std::fs::write(dirs.inbox().join("nightly-x.json"), b"junk").unwrap();
-        std::fs::write(dirs.results().join("nightly-y.json"), b"{}").unwrap();
-        // Signed, but for another target, or under another id's name.
-        signed_for(&dirs.inbox(), "nightly-v", "LAPTOP");
-        signed(&dirs.done(), "nightly-z");
-        let moved = dirs.inbox().join("nightly-w.json");
-        std::fs::rename(dirs.done().join("nightly-z.json"), moved).unwrap();
-        let got = resolve(&dirs, None, &key, "nightly").unwrap();
-        assert_eq!(got.as_str(), "nightly", "taken as it is");
-        // A verified job it is the start of is named by it ...
-        signed(&dirs.done(), "nightly-2");
-        assert_eq!(
-            resolve(&dirs, None, &key, "nightly").unwrap().as_str(),
-            "nightly-2"
-        );
-        // ... until a job of exactly that id is known.
-        signed(&dirs.inbox(), "nightly");
-        assert_eq!(
-            resolve(&dirs, None, &key, "nightly").unwrap().as_str(),
-            "nightly"
-        );
-        // The command's own job is known and wins as exactly.
-        let mut names = Names::new(&key, None);
-        names.add_own(dirs.target(), &JobId::parse("night").unwrap());
-        assert_eq!(names.resolve(&dirs, "night").unwrap().as_str(), "night");
-        assert_eq!(
-            names.resolve(&dirs, "nig").unwrap_err().code,
-            crate::error::Code::Validation
-        );
-    }
-
-    #[test]
-    fn the_nearest_ids_are_by_edit_distance_then_common_start() {
-        assert_eq!(edit_distance("build-1243", "build-1234"), 2);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("same", "same"), 0);
-        let known = ["build-1234", "deploy-77", "build-9999", "build-124"];
-        assert_eq!(
-            nearest("build-1243", known.into_iter(), 2),
-            ["build-124", "build-1234"]
-        );
-        assert!(nearest("x", std::iter::empty(), 3).is_empty());
-    }
-
-    #[test]
-    fn an_id_is_known_by_its_folders_or_as_sent_from_here_and_refused_otherwise() {
-        let (d, dirs) = world();
-        let state = d.path().join("state");
-        let key = key();
-        let id = |s: &str| JobId::parse(s).unwrap();
-        let mut names = Names::new(&key, Some(state.clone()));
-        signed(&dirs.done(), "build-1234");
-        assert!(names.is_known(&dirs, &id("build-1234")));
-        let e = names
-            .check_known(&dirs, &id("build-1243"), "--force")
-            .unwrap_err();
-        assert_eq!(e.code, crate::error::Code::NotFound);
-        assert!(e.message.contains("build-1234"), "{}", e.message);
-        // Sent from here, not synced: known, and still after `last` moved on.
-        remember(&state, &dirs, &id("sent-1")).unwrap();
-        remember(&state, &dirs, &id("sent-2")).unwrap();
-        assert!(names.is_known(&dirs, &id("sent-1")));
-        let other = TargetDirs::new(d.path(), &Machine::parse("LAPTOP", "t").unwrap());
-        assert!(!names.is_known(&other, &id("sent-1")), "sent to PC only");
-    }
-
-    #[test]
-    fn last_is_the_last_job_enqueued_to_that_target() {
-        let (d, dirs) = world();
-        let state = d.path().join("state");
-        let key = key();
-        assert_eq!(
-            resolve(&dirs, Some(&state), &key, LAST).unwrap_err().code,
-            crate::error::Code::NotFound
-        );
-        remember(&state, &dirs, &JobId::parse("j-1").unwrap()).unwrap();
-        assert_eq!(
-            resolve(&dirs, Some(&state), &key, LAST).unwrap().as_str(),
-            "j-1"
-        );
-        let other = TargetDirs::new(d.path(), &Machine::parse("LAPTOP", "t").unwrap());
-        let e = resolve(&other, Some(&state), &key, LAST).unwrap_err();
-        assert!(e.message.contains("went to PC"), "{}", e.message);
-        // A fan-out's copies: `last` names the id on each of its targets,
-        // until another id is enqueued.
-        remember(&state, &other, &JobId::parse("j-1").unwrap()).unwrap();
-        assert_eq!(
-            resolve(&dirs, Some(&state), &key, LAST).unwrap().as_str(),
-            "j-1"
-        );
-        assert_eq!(
-            resolve(&other, Some(&state), &key, LAST).unwrap().as_str(),
-            "j-1"
-        );
-        remember(&state, &other, &JobId::parse("j-2").unwrap()).unwrap();
-        let e = resolve(&dirs, Some(&state), &key, LAST).unwrap_err();
-        assert!(
-            e.message.contains("went to LAPTOP, not PC"),
-            "{}",
-            e.message
-        );
-    }
-}
+mod tests;

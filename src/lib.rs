@@ -20,7 +20,7 @@
 //! 6. requests: [`submit`], [`cancel`], [`wait`]
 //! 7. the engine: [`shutdown`], [`watcher`], [`publisher`], [`runner`], [`listener`]
 //! 8. views: [`view`]
-//! 9. front ends: [`http`], [`cli`], [`config`], [`complete`], [`send`], [`mcp`], [`cmd`]
+//! 9. front ends: [`http`], [`cli`], [`config`], [`complete`], [`send`], [`mcp`], [`demo`], [`cmd`]
 //!
 //! Foundations name things (ids, times, exit statuses) and wrap the
 //! operating system; files place bytes without ever replacing; trust holds
@@ -43,6 +43,7 @@ pub mod clock;
 pub mod cmd;
 pub mod complete;
 pub mod config;
+pub mod demo;
 pub mod dependency;
 pub mod doc;
 pub mod doctor;

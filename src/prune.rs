@@ -3,9 +3,10 @@
 //! job files, results, logs, consumed markers and rejected files — once
 //! older than the retention. The rules are [`crate::retention`]'s; this
 //! module walks a target's folders and names the entries they condemn,
-//! for `sweep` to remove and for `doctor` to count. It never follows a
-//! link or leaves the target's folder: every folder is held open as it is
-//! walked, and each entry is named in the folder it was found in.
+//! removes them for `sweep` ([`sweep`]) and counts them for `doctor`. It
+//! never follows a link or leaves the target's folder: every folder is
+//! held open as it is walked, and each entry is named in the folder it was
+//! found in.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
@@ -400,6 +401,61 @@ fn doomed(f: &Found, kind: &'static str) -> Doomed {
         name: f.name.clone(),
         kind,
     }
+}
+
+/// What a sweep of some targets of one root did.
+#[derive(Debug, Default)]
+pub struct Swept {
+    /// What was removed (or would be, on a dry run): target, path, kind.
+    pub removed: Vec<(String, PathBuf, &'static str)>,
+    /// What could not be planned or removed: path, and why.
+    pub failed: Vec<(String, String)>,
+    /// The markers kept, by target.
+    pub kept: Vec<(String, KeptMarker)>,
+}
+
+/// Removes what [`plan_kept`] condemns in each of `targets` (all of one
+/// root), or with `dry_run` only lists it. A target whose plan fails, or
+/// an entry that cannot be removed, is reported and the sweep goes on.
+pub fn sweep(targets: &[TargetDirs], ages: Ages, dry_run: bool) -> Swept {
+    let mut swept = Swept::default();
+    // Every target is of one root: what its queued jobs wait for is read
+    // once, not once per target.
+    let mut awaited: Option<Awaited> = None;
+    for dirs in targets {
+        let read = match awaited.take() {
+            Some(a) => Ok(a),
+            None => Awaited::read(dirs),
+        };
+        let planned = match read.and_then(|a| {
+            let planned = plan_kept(dirs, ages, &a);
+            awaited = Some(a);
+            planned
+        }) {
+            Ok((p, k)) => {
+                let target = dirs.target().to_string();
+                swept
+                    .kept
+                    .extend(k.into_iter().map(|k| (target.clone(), k)));
+                p
+            }
+            Err(e) => {
+                let path = dirs.base().display().to_string();
+                swept.failed.push((path, e.message));
+                continue;
+            }
+        };
+        for d in planned {
+            if !dry_run && let Err(e) = d.dir.remove(&d.name) {
+                swept.failed.push((d.path.display().to_string(), e.message));
+                continue;
+            }
+            swept
+                .removed
+                .push((dirs.target().to_string(), d.path, d.kind));
+        }
+    }
+    swept
 }
 
 #[cfg(test)]

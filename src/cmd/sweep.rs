@@ -102,42 +102,15 @@ pub fn run(ctx: &Context, args: SweepArgs) -> Result<u8> {
         };
         vec![ctx.target(&root, &name)?]
     };
-    let mut removed = Vec::new();
-    let mut failed = Vec::new();
-    let mut kept: Vec<(String, prune::KeptMarker)> = Vec::new();
-    // Every target is of one root: what its queued jobs wait for is read
-    // once, not once per target.
-    let mut awaited: Option<prune::Awaited> = None;
-    for dirs in &targets {
-        let read = match awaited.take() {
-            Some(a) => Ok(a),
-            None => prune::Awaited::read(dirs),
-        };
-        let planned = match read.and_then(|a| {
-            let planned = prune::plan_kept(dirs, ages, &a);
-            awaited = Some(a);
-            planned
-        }) {
-            Ok((p, k)) => {
-                kept.extend(k.into_iter().map(|k| (dirs.target().to_string(), k)));
-                p
-            }
-            Err(e) => {
-                let path = dirs.base().display().to_string();
-                failed.push(json!({"path": path, "error": e.message}));
-                continue;
-            }
-        };
-        for d in planned {
-            if !args.dry_run
-                && let Err(e) = d.dir.remove(&d.name)
-            {
-                failed.push(json!({"path": d.path.display().to_string(), "error": e.message}));
-                continue;
-            }
-            removed.push((dirs.target().to_string(), d.path, d.kind));
-        }
-    }
+    let prune::Swept {
+        removed,
+        failed,
+        kept,
+    } = prune::sweep(&targets, ages, args.dry_run);
+    let failed: Vec<_> = failed
+        .into_iter()
+        .map(|(path, error)| json!({"path": path, "error": error}))
+        .collect();
     let mut counts: BTreeMap<&'static str, usize> = KINDS.iter().map(|k| (*k, 0)).collect();
     for (_, _, kind) in &removed {
         *counts.entry(kind).or_default() += 1;

@@ -4,7 +4,10 @@ use std::path::{Path, PathBuf};
 
 use time::OffsetDateTime;
 
+use super::root::judge_shape;
 use super::*;
+use crate::events::Watching;
+use crate::platform::Residency;
 
 fn at(s: &str) -> OffsetDateTime {
     clock::parse(s).unwrap()

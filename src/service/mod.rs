@@ -3,8 +3,8 @@
 //! (Windows), written as text from a [`Spec`] — the binary's absolute path
 //! and the settings the listener must see. Pure: where the entry goes, its
 //! text, its quoting, and the commands that start, stop and show it are
-//! plain functions over values; `service install` and `doctor` do the
-//! reading and writing.
+//! plain functions over values; [`install`] writes and removes the entry,
+//! and `doctor` reads it.
 //!
 //! Why the entry pins values at all: a service manager starts the listener
 //! with an environment of its own — neither the installing shell's
@@ -20,6 +20,8 @@
 //! arguments and has no escape for it, so a value with two `%` is refused
 //! there. A control character (a newline in a path) fits none of them and
 //! is refused everywhere.
+
+pub mod install;
 
 use std::path::{Path, PathBuf};
 

@@ -827,7 +827,7 @@ pub fn config_file_keys() -> Vec<String> {
 }
 
 /// Target `PC`'s heartbeat (`listener.json`) as a listener writes it
-/// (src/heartbeat.rs), for a test that plants one: the one place that
+/// (src/heartbeat/mod.rs), for a test that plants one: the one place that
 /// knows the document's fields, so a change to it (a signature, say) is
 /// made here and nowhere else.
 pub struct Beat {

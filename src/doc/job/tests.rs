@@ -1,6 +1,7 @@
 //! Unit tests of the job rules: the spec text, its header and payload,
 //! and what a listener would refuse.
 
+use super::rules::spec_field;
 use super::*;
 
 /// When the jobs of these tests were made.
