@@ -1,7 +1,8 @@
 //! Output manners: lines to stdout that end the program quietly when the
-//! reader has gone (`| head`), and whether colour is on: only on a
-//! terminal and never when `NO_COLOR` is set or `TERM` is `dumb` (the
-//! colours themselves are the view's, [`crate::view::Tone`]).
+//! reader has gone (`| head`), notes to stderr that never fail, and
+//! whether colour is on: only on a terminal and never when `NO_COLOR` is
+//! set or `TERM` is `dumb` (the colours themselves are the view's,
+//! [`crate::view::Tone`]).
 
 use std::io::{IsTerminal, Write};
 
@@ -42,6 +43,27 @@ pub fn json_text(doc: &serde_json::Value) -> String {
         }
     }
     escaped
+}
+
+/// Writes one line to stderr as `eprintln!` would, except that a stderr
+/// that cannot be written (a closed pipe, a service manager's log gone) is
+/// ignored: `eprintln!` panics there, and a panic in the signal handler's
+/// thread would leave a listener no SIGTERM can stop.
+pub fn note(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{text}");
+}
+
+/// [`note`] with `format!` arguments: the crate's `eprintln!`, which
+/// `tests/suite/layers.rs` keeps the only one.
+#[macro_export]
+macro_rules! note {
+    () => {
+        $crate::out::note("")
+    };
+    ($($arg:tt)*) => {
+        $crate::out::note(&format!($($arg)*))
+    };
 }
 
 fn write_line(text: &str) {

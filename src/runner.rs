@@ -253,7 +253,7 @@ pub fn start(req: Request, bell: &platform::Bell) -> std::result::Result<Running
 /// said whatever the verbosity, as a shell's `fork: retry` is.
 fn say_retry(req: &Request, e: &std::io::Error, tries: usize) {
     let pause = SPAWN_RETRIES.get(tries - 1).copied().unwrap_or_default();
-    eprintln!(
+    crate::note!(
         "job {}: cannot start {:?} yet ({e}); trying again in {} ms",
         req.job_id,
         req.argv[0],

@@ -162,7 +162,7 @@ pub fn install() -> Result<Arc<Shutdown>> {
     if fresh {
         ctrlc::set_handler(|| {
             if SIGNALS.fetch_add(1, Ordering::SeqCst) == 0 {
-                eprintln!("{}", first_words());
+                crate::note!("{}", first_words());
                 if let Some(s) = SHUTDOWN.get() {
                     s.request();
                 }
@@ -182,11 +182,11 @@ pub fn install() -> Result<Arc<Shutdown>> {
                     s.last_words(&killed);
                 }
                 match killed.len() {
-                    0 => eprintln!("fleet-dispatch: stopped at once; no job was running"),
-                    1 => eprintln!(
+                    0 => crate::note!("fleet-dispatch: stopped at once; no job was running"),
+                    1 => crate::note!(
                         "fleet-dispatch: killed; the job is recorded as interrupted at the next start"
                     ),
-                    _ => eprintln!(
+                    _ => crate::note!(
                         "fleet-dispatch: killed; the jobs are recorded as interrupted at the next start"
                     ),
                 }

@@ -66,7 +66,7 @@ fn stale_after() -> Duration {
     match v.to_str().map(clock::parse_duration) {
         Some(Ok(d)) => d,
         _ => {
-            eprintln!(
+            crate::note!(
                 "fleet-dispatch: warning: {STALE_VAR}={} is not a duration (90s, 5m); the wait uses {}",
                 v.to_string_lossy(),
                 clock::format_duration(heartbeat::STALE_AFTER)
@@ -92,7 +92,7 @@ pub fn pump(follow: &mut Follower) {
         std::process::exit(i32::from(crate::exit::SUCCESS));
     }
     for note in follow.take_notes() {
-        eprintln!("fleet-dispatch: {note}");
+        crate::note!("fleet-dispatch: {note}");
     }
 }
 
@@ -118,7 +118,7 @@ fn settle_logs(follow: &mut Follower, id: &JobId, o: &Outcome) -> Result<()> {
         pump(follow);
     };
     for note in follow.take_notes() {
-        eprintln!("fleet-dispatch: {note}");
+        crate::note!("fleet-dispatch: {note}");
     }
     for (file, verdict) in judged {
         match verdict {
@@ -133,7 +133,7 @@ fn settle_logs(follow: &mut Follower, id: &JobId, o: &Outcome) -> Result<()> {
                     o.target
                 )));
             }
-            Verdict::Short(has, should) => eprintln!(
+            Verdict::Short(has, should) => crate::note!(
                 "fleet-dispatch: {file} holds {has} of the {should} bytes {id}'s result says it does (it may still be arriving); `fleet-dispatch logs` prints it once it has"
             ),
             Verdict::Matches => {}
@@ -214,7 +214,7 @@ pub fn for_result(
             && warned.as_ref() != Some(&forged)
         {
             clear();
-            eprintln!("fleet-dispatch: {}", forged.note(id, &seen));
+            crate::note!("fleet-dispatch: {}", forged.note(id, &seen));
             warned = Some(forged);
         }
         if let Some(f) = follow.as_deref_mut() {
@@ -265,7 +265,7 @@ pub fn for_result(
                 clear();
                 let note = listener_note(dirs, live)
                     .unwrap_or_else(|| format!("{}'s listener is running", dirs.target()));
-                eprintln!("fleet-dispatch: {note}");
+                crate::note!("fleet-dispatch: {note}");
             }
             announced = Some(kind);
         }
@@ -279,7 +279,7 @@ pub fn for_result(
             && said.as_deref() != Some(note.as_str())
         {
             clear();
-            eprintln!("fleet-dispatch: {note}");
+            crate::note!("fleet-dispatch: {note}");
             said = Some(note);
         }
         if show {
@@ -293,7 +293,7 @@ pub fn for_result(
         }
         if limit.is_some_and(|l| start.elapsed() >= l) {
             if show {
-                eprintln!();
+                crate::note!();
             }
             let live = listener.unwrap_or(Liveness::Never);
             let why = Why::look(dirs, id, key, seen, live);
@@ -361,7 +361,7 @@ fn end_on_interrupt(dirs: &TargetDirs, id: &JobId, show: bool) {
                 if show {
                     eprint!("\r\x1b[2K");
                 }
-                eprintln!("{line}");
+                crate::note!("{line}");
             }
             std::process::exit(i32::from(crate::exit::INTERRUPTED));
         });

@@ -51,7 +51,7 @@ pub fn refuse(mut err: clap::Error, args: &[std::ffi::OsString]) -> u8 {
     }
     let _ = err.print();
     if let Some(h) = hint {
-        eprintln!("hint: {h}");
+        crate::note!("hint: {h}");
     }
     crate::exit::USAGE
 }

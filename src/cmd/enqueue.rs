@@ -57,7 +57,7 @@ fn answer_one(
         let (json, note) = job::steer_report(id, old, status, args.interrupt.as_deref());
         out["interrupt"] = json;
         if !ctx.json() {
-            eprintln!("fleet-dispatch: {note}");
+            crate::note!("fleet-dispatch: {note}");
         }
     }
     if !args.waiting.wait {
@@ -132,7 +132,7 @@ fn answer_copies(
         super::emit(ctx, &out, id.as_str());
         if !ctx.json() {
             for (_, a) in &passed_over {
-                eprintln!("fleet-dispatch: {}; no copy was sent there", a.line);
+                crate::note!("fleet-dispatch: {}; no copy was sent there", a.line);
             }
         }
         return Ok(exit::worst(passed_over.iter().map(|(_, a)| a.status)));
@@ -173,7 +173,7 @@ fn warn(ctx: &Context, out: &mut Value, warnings: &[crate::doctor::Check]) {
             .as_deref()
             .map(|h| format!("\nhint: {h}"))
             .unwrap_or_default();
-        eprintln!(
+        crate::note!(
             "fleet-dispatch: warning: {target}: {}; the job is queued{hint}",
             w.message
         );

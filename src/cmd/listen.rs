@@ -38,7 +38,7 @@ fn drain(ctx: &Context) -> Result<u8> {
     }
     fsops::replace(&state.drain_request(), b"drain\n", fsops::Flush::Nothing)?;
     if !ctx.json() {
-        eprintln!(
+        crate::note!(
             "fleet-dispatch: asked the listener for {target} to drain: it finishes the job it runs, starts no new one and stops"
         );
     }
@@ -73,7 +73,7 @@ fn root_identity(
         match crate::state::identify_root(root, Some(&state), key) {
             Ok(guard) => {
                 if said {
-                    eprintln!(
+                    crate::note!(
                         "fleet-dispatch: the dispatch root {} is back",
                         root.display()
                     );
@@ -82,7 +82,7 @@ fn root_identity(
             }
             Err(e) if e.code == crate::error::Code::Config && !settings.once => {
                 if !said {
-                    eprintln!(
+                    crate::note!(
                         "fleet-dispatch: {}; waiting for it (looking every {})",
                         e.message,
                         crate::clock::format_duration(settings.poll)

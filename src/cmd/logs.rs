@@ -191,6 +191,6 @@ fn finished(
 /// Says on stderr when a log printed holds less than its job wrote.
 fn short_log_note(o: &Outcome, streams: Streams) {
     for note in view::logs::short_log_notes(o, streams) {
-        eprintln!("fleet-dispatch: {note}");
+        crate::note!("fleet-dispatch: {note}");
     }
 }

@@ -116,7 +116,7 @@ pub fn no_result(
     if ctx.json() {
         crate::out::json(&out);
     } else {
-        eprintln!("fleet-dispatch: {human}");
+        crate::note!("fleet-dispatch: {human}");
     }
     no.exit_status()
 }
@@ -176,7 +176,7 @@ fn result_of(
     let Some(left) = wait else {
         let (answered, note) = crate::wait::at_once(dirs, id, key)?;
         if let Some(note) = note {
-            eprintln!("fleet-dispatch: {}: {note}", dirs.target());
+            crate::note!("fleet-dispatch: {}: {note}", dirs.target());
         }
         return Ok(answered);
     };

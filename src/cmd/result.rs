@@ -46,7 +46,7 @@ pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
     } else {
         let (answered, note) = wait::at_once(&dirs, &id, &key)?;
         if let Some(note) = note {
-            eprintln!("fleet-dispatch: {note}");
+            crate::note!("fleet-dispatch: {note}");
         }
         match answered? {
             Ok(o) => o,

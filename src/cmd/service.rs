@@ -28,12 +28,12 @@ fn install(ctx: &Context, platform: Platform, args: &ServiceArgs) -> Result<u8> 
     let entry = Entry::new(platform, &spec)?;
     let (path, text) = (&entry.path, &entry.text);
     for var in service::not_carried(platform, &spec) {
-        eprintln!(
+        crate::note!(
             "fleet-dispatch: note: a Task Scheduler task sets no variables: the listener gets your account's {var}, not this shell's"
         );
     }
     if service::is_build_output(&spec.exe) {
-        eprintln!(
+        crate::note!(
             "fleet-dispatch: note: {} is a build in a cargo target folder, which `cargo clean` or the next build replaces; install it first (`cargo install --locked --path .`) and run `service install` with the installed binary",
             spec.exe
         );
@@ -110,7 +110,7 @@ fn uninstall(ctx: &Context, platform: Platform, force: bool) -> Result<u8> {
         return Ok(exit::SUCCESS);
     };
     if let Some(note) = &removed.note {
-        eprintln!("fleet-dispatch: note: {note}");
+        crate::note!("fleet-dispatch: note: {note}");
     }
     let after = &removed.commands.after_removal;
     super::emit(

@@ -31,7 +31,7 @@ pub fn remember_on(state: Result<std::path::PathBuf>, targets: &[&TargetDirs], i
     let remembered =
         state.and_then(|dir| targets.iter().try_for_each(|dirs| remember(&dir, dirs, id)));
     if let Err(e) = remembered {
-        eprintln!(
+        crate::note!(
             "fleet-dispatch: {id} is not remembered as `{LAST}`: {}",
             e.message
         );
@@ -73,7 +73,7 @@ pub fn record_sent_on(state: Result<std::path::PathBuf>, jobs: &[(&[TargetDirs],
         record_sent(&dir, &each)
     });
     if let Err(e) = recorded {
-        eprintln!(
+        crate::note!(
             "fleet-dispatch: the batch's ids are not recorded as sent from here: {}",
             e.message
         );

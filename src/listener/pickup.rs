@@ -105,7 +105,7 @@ impl Pickup {
             Err(e) => {
                 self.record_watching(&Watching::Unavailable(e.clone()));
                 if !std::mem::replace(&mut self.watch_failed, true) {
-                    eprintln!(
+                    crate::note!(
                         "fleet-dispatch: cannot watch {} for changes ({e}); looking every {} instead",
                         site.dirs.inbox().display(),
                         clock::format_duration(site.settings.poll)
@@ -178,7 +178,7 @@ impl Pickup {
         let f = match self.open(site, counters) {
             Ok(f) => {
                 if std::mem::take(&mut self.root_gone) {
-                    eprintln!(
+                    crate::note!(
                         "fleet-dispatch: the dispatch root {} is back",
                         site.root.display()
                     );
@@ -188,7 +188,7 @@ impl Pickup {
             Err(e) if e.code == crate::error::Code::Config => {
                 // The root went away: nothing is made in what stands there.
                 if !std::mem::replace(&mut self.root_gone, true) {
-                    eprintln!("fleet-dispatch: {}; waiting for it", e.message);
+                    crate::note!("fleet-dispatch: {}; waiting for it", e.message);
                 }
                 return None;
             }

@@ -58,7 +58,7 @@ pub fn serve(
             let line = match line {
                 Ok(l) => l,
                 Err(e) => {
-                    eprintln!("fleet-dispatch: mcp: reading stdin: {e}");
+                    crate::note!("fleet-dispatch: mcp: reading stdin: {e}");
                     break;
                 }
             };

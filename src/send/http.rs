@@ -242,7 +242,7 @@ pub fn say_fallback(url: &Url, why: &str, wrote: bool) {
     } else {
         "used the shared folder instead"
     };
-    eprintln!("fleet-dispatch: could not reach {url} ({why}); {did}");
+    crate::note!("fleet-dispatch: could not reach {url} ({why}); {did}");
 }
 
 /// Delivers a signed job (`bytes`, its file) over HTTP to `url`, or into

@@ -1018,6 +1018,30 @@ fn demo_runs_on_a_fresh_machine_and_leaves_nothing_behind() {
     );
 }
 
+/// Regression: `demo 2>&1 | head` never ended: the listener it started
+/// wrote to the closed pipe in its signal handler with `eprintln!`, which
+/// panicked there, so the SIGTERM the demo sent it was lost and the demo
+/// waited for it for ever, its folder left behind.
+#[test]
+#[cfg(unix)] // a shell pipeline
+fn demo_whose_reader_went_away_ends_and_leaves_nothing_behind() {
+    let home = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let line = format!("{} demo 2>&1 | head -3", bin().display());
+    let mut c = assert_cmd::Command::new("sh");
+    c.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("TMPDIR", tmp.path())
+        .args(["-c", &line]);
+    let (code, out, err) = output_within(&mut c, Duration::from_secs(60));
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(out.lines().count(), 3, "{out}");
+    // The demo removes its folder on the way out; the pipeline may end
+    // (with `head`) a moment before it does.
+    wait_until(Duration::from_secs(20), || files(tmp.path()).is_empty());
+}
+
 // ---------------------------------------------------------------- keygen and key files that are no regular file
 
 /// Regression: `keygen --force` renamed its key over whatever had the

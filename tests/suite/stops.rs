@@ -58,6 +58,41 @@ fn drain_lets_the_running_job_finish_and_starts_no_new_one() {
     assert_eq!(heartbeat_state(&w), "stopped");
 }
 
+/// Regression: a listener whose stdout and stderr had been closed (a
+/// pipe whose reader went away, a service manager's log gone) could not be
+/// stopped by SIGTERM: its signal handler wrote the stop's first words
+/// with `eprintln!`, which panicked on the closed pipe and took the
+/// handler's thread with it.
+#[test]
+#[cfg(unix)]
+fn a_listener_whose_output_pipes_are_closed_still_stops_on_sigterm() {
+    let w = World::with_target();
+    let mut c = w.bg_cmd();
+    c.args(["listen", "--poll-interval", "100ms"]);
+    let mut g = ListenerGuard::spawn(&mut c);
+    wait_until(Duration::from_secs(10), || {
+        w.pc().join("listener.json").exists()
+    });
+    // The readers go away.
+    let child = g.child.as_mut().unwrap();
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    g.signal(libc::SIGTERM);
+    let started = std::time::Instant::now();
+    let child = g.child.as_mut().unwrap();
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "the listener did not stop on SIGTERM with its output closed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Interrupted (130), or 0 when its summary met the closed stdout: a
+    // reader that went away asked for no more.
+    let code = child.try_wait().unwrap().unwrap().code();
+    assert!(matches!(code, Some(130) | Some(0)), "{code:?}");
+}
+
 #[test]
 fn drain_without_a_running_listener_says_so() {
     let w = World::with_target();
