@@ -543,3 +543,33 @@ fn no_command_file_is_over_200_lines() {
         wrong.join("\n")
     );
 }
+
+/// `eprintln!` panics when stderr cannot be written (a closed pipe), and
+/// in a listener's signal handler that panic lost the stop: notes to
+/// stderr go through `crate::note!` (`out::note`), which never fails.
+#[test]
+fn no_eprintln_outside_tests() {
+    let mut wrong = Vec::new();
+    for file in rust_files(&src()) {
+        if file.file_name().is_some_and(|n| n == "tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let text = text.split("#[cfg(test)]").next().unwrap_or("");
+        for (n, line) in code(text).lines().enumerate() {
+            if line.contains("println!") {
+                wrong.push(format!(
+                    "{}:{}: {}",
+                    file.strip_prefix(src()).unwrap().display(),
+                    n + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "write to stderr with crate::note!, to stdout with out::line:\n{}",
+        wrong.join("\n")
+    );
+}
