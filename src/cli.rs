@@ -66,6 +66,16 @@ pub struct Global {
         value_hint = ValueHint::FilePath
     )]
     pub key_file: Option<PathBuf>,
+    /// This machine's identity file [default: ~/.claude/fleet-dispatch.identity]
+    #[arg(
+        long,
+        global = true,
+        env = "FLEET_DISPATCH_IDENTITY_FILE",
+        hide_env_values = true,
+        value_name = "FILE",
+        value_hint = ValueHint::FilePath
+    )]
+    pub identity_file: Option<PathBuf>,
     /// This machine's name [default: the host name]
     #[arg(
         long,
@@ -155,6 +165,18 @@ pub enum Cmd {
         after_help = "Example:\n  fleet-dispatch keygen\n  # copy it out of band, never into the shared folder:\n  scp ~/.claude/fleet-dispatch.key laptop:.claude/"
     )]
     Keygen(KeygenArgs),
+    /// This machine's identity: an Ed25519 and an X25519 key pair (docs/identities.md)
+    #[command(
+        subcommand,
+        after_help = "Example:\n  fleet-dispatch identity init\n  # paste the line it prints into `roster add` on the admin's machine"
+    )]
+    Identity(IdentityCmd),
+    /// The signed roster of the fleet's machines and their keys (docs/identities.md)
+    #[command(
+        subcommand,
+        after_help = "Example (the admin's machine):\n  fleet-dispatch roster init\n  fleet-dispatch roster add LAPTOP --identity \"LAPTOP ed25519:… x25519:…\"\n# every other machine:\n  fleet-dispatch roster pin ed25519:…"
+    )]
+    Roster(RosterCmd),
     /// Sign a job and drop it into a target's inbox; prints its id
     #[command(
         after_help = "Examples:\n  fleet-dispatch enqueue --target PC -- claude -p \"fix the flaky test\"\n  fleet-dispatch enqueue --target PC --timeout 1h --wait -- make test\n  # stop job 9f2c… and run this one first:\n  fleet-dispatch enqueue --target PC --interrupt 9f2c -- claude -p \"do this\"\n  # straight to PC's listen --http:\n  fleet-dispatch enqueue --target PC --via http://pc.lan:7070 -- make test\n  # the same job id on each target:\n  fleet-dispatch enqueue --target PC,LAPTOP -- make test\n  # one job per line, such as {\"argv\": [\"make\", \"test\"], \"label\": \"t\"}:\n  fleet-dispatch enqueue --batch jobs.jsonl --target PC"
@@ -294,6 +316,106 @@ pub struct KeygenArgs {
     /// Replace an existing key file
     #[arg(long)]
     pub force: bool,
+}
+
+/// `identity`.
+#[derive(Debug, Subcommand)]
+pub enum IdentityCmd {
+    /// Make this machine's key pair; prints its identity line, last
+    Init {
+        /// Replace an existing identity (the old keys are gone from this machine)
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print this machine's identity line and key id
+    Show,
+}
+
+/// The admin key file option of the roster edits.
+#[derive(Debug, Args)]
+pub struct AdminKeyArg {
+    /// The admin key file [default: ~/.claude/fleet-dispatch.admin.key]
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub admin_key: Option<PathBuf>,
+}
+
+/// `roster`.
+#[derive(Debug, Subcommand)]
+pub enum RosterCmd {
+    /// Make the admin key (when FILE is absent) and <root>/roster.json version 1, pinned here; prints the admin public key, last
+    Init {
+        /// The admin key file.
+        #[command(flatten)]
+        admin: AdminKeyArg,
+        /// How long the roster is valid, e.g. 90d [default: 90d]
+        #[arg(long, value_name = "D")]
+        expires: Option<String>,
+    },
+    /// Trust this admin public key (ed25519:<key>) on this machine
+    Pin {
+        /// The key `roster init` printed
+        #[arg(value_name = "ADMIN_PUBLIC_KEY")]
+        key: String,
+    },
+    /// Add a machine by its identity line
+    Add {
+        /// The machine's name, as its identity line gives it
+        name: String,
+        /// The line `identity init` printed on that machine
+        #[arg(long, value_name = "LINE")]
+        identity: String,
+        /// The targets it may send to, comma-separated, or * [default: *]
+        #[arg(long, value_name = "T1,T2|*")]
+        may_send: Option<String>,
+        /// Jobs to this machine must be sealed
+        #[arg(long)]
+        require_seal: bool,
+        /// The admin key file.
+        #[command(flatten)]
+        admin: AdminKeyArg,
+    },
+    /// Remove a machine, or only one of its keys
+    Remove {
+        /// The machine's name
+        name: String,
+        /// Remove only this key id
+        #[arg(long, value_name = "KEY_ID")]
+        key: Option<String>,
+        /// The admin key file.
+        #[command(flatten)]
+        admin: AdminKeyArg,
+    },
+    /// Give a machine a new key; its old keys end after the overlap
+    Rotate {
+        /// The machine's name
+        name: String,
+        /// The new identity line
+        #[arg(long, value_name = "LINE")]
+        identity: String,
+        /// How long the old keys stay valid [default: 24h]
+        #[arg(long, value_name = "D")]
+        overlap: Option<String>,
+        /// The admin key file.
+        #[command(flatten)]
+        admin: AdminKeyArg,
+    },
+    /// Sign the roster again with a new expiry
+    Renew {
+        /// How long the roster is valid from now [default: 90d]
+        #[arg(long, value_name = "D")]
+        expires: Option<String>,
+        /// The admin key file.
+        #[command(flatten)]
+        admin: AdminKeyArg,
+    },
+    /// Print the roster's machines and keys, once verified
+    Show,
+    /// Check a roster's signature, version and expiry; exit 0 valid, 1 not
+    Verify {
+        /// The roster file [default: <root>/roster.json]
+        #[arg(value_hint = ValueHint::FilePath)]
+        file: Option<PathBuf>,
+    },
 }
 
 /// Drain priority on the command line.
@@ -608,6 +730,10 @@ pub struct DemoArgs {
 pub const ENVIRONMENT: &[(&str, &str)] = &[
     ("FLEET_DISPATCH_ROOT", "the dispatch root (--root)"),
     ("FLEET_DISPATCH_KEY_FILE", "the fleet key file (--key-file)"),
+    (
+        "FLEET_DISPATCH_IDENTITY_FILE",
+        "this machine's identity file (--identity-file)",
+    ),
     ("FLEET_DISPATCH_MACHINE", "this machine's name (--machine)"),
     (
         "FLEET_DISPATCH_STATE_DIR",
@@ -734,6 +860,10 @@ pub const CONFIG_FILE: ConfigFileDoc = ConfigFileDoc {
             "the dispatch root (--root); ~ is the home directory",
         ),
         ("key_file = \"FILE\"", "the fleet key file (--key-file)"),
+        (
+            "identity_file = \"FILE\"",
+            "this machine's identity file (--identity-file)",
+        ),
         ("machine = \"NAME\"", "this machine's name (--machine)"),
         (
             "state_dir = \"DIR\"",
