@@ -168,12 +168,14 @@ pub enum Cmd {
     /// This machine's identity: an Ed25519 and an X25519 key pair (docs/identities.md)
     #[command(
         subcommand,
+        disable_help_subcommand = true,
         after_help = "Example:\n  fleet-dispatch identity init\n  # paste the line it prints into `roster add` on the admin's machine"
     )]
     Identity(IdentityCmd),
     /// The signed roster of the fleet's machines and their keys (docs/identities.md)
     #[command(
         subcommand,
+        disable_help_subcommand = true,
         after_help = "Example (the admin's machine):\n  fleet-dispatch roster init\n  fleet-dispatch roster add LAPTOP --identity \"LAPTOP ed25519:… x25519:…\"\n# every other machine:\n  fleet-dispatch roster pin ed25519:…"
     )]
     Roster(RosterCmd),

@@ -212,10 +212,17 @@ impl Local {
 
     /// The highest version seen (0 for none).
     pub fn seen(&self) -> Result<u64> {
-        Ok(self
-            .read(SEEN_FILE)?
-            .and_then(|t| t.parse().ok())
-            .unwrap_or(0))
+        match self.read(SEEN_FILE)? {
+            None => Ok(0),
+            // Never read as 0: that would let an old roster back in.
+            Some(t) => t.parse().map_err(|_| {
+                Error::config(format!(
+                    "{} does not hold a roster version",
+                    self.state.join(SEEN_FILE).display()
+                ))
+                .hint("remove it and run `fleet-dispatch roster verify` to record the current version again")
+            }),
+        }
     }
 
     /// Records `version` as seen when higher than what was.
