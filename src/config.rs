@@ -199,6 +199,11 @@ impl Context {
         &self.key_file
     }
 
+    /// The identity file as configured, whether or not it exists.
+    pub fn identity_file_setting(&self) -> &Setting<PathBuf> {
+        &self.identity_file
+    }
+
     /// This machine's name as configured (the host name by default), not
     /// yet checked.
     pub fn machine_setting(&self) -> &Setting<String> {
