@@ -344,7 +344,7 @@ pub struct AdminKeyArg {
 /// `roster`.
 #[derive(Debug, Subcommand)]
 pub enum RosterCmd {
-    /// Make the admin key (when FILE is absent) and <root>/roster.json version 1, pinned here; prints the admin public key, last
+    /// Make the admin key (when FILE is absent) and the root's roster.json, version 1, pinned here; prints the admin public key, last
     Init {
         /// The admin key file.
         #[command(flatten)]
@@ -353,7 +353,7 @@ pub enum RosterCmd {
         #[arg(long, value_name = "D")]
         expires: Option<String>,
     },
-    /// Trust this admin public key (ed25519:<key>) on this machine
+    /// Trust this admin public key (ed25519:KEY) on this machine
     Pin {
         /// The key `roster init` printed
         #[arg(value_name = "ADMIN_PUBLIC_KEY")]
@@ -414,7 +414,7 @@ pub enum RosterCmd {
     Show,
     /// Check a roster's signature, version and expiry; exit 0 valid, 1 not
     Verify {
-        /// The roster file [default: <root>/roster.json]
+        /// The roster file [default: roster.json in the root]
         #[arg(value_hint = ValueHint::FilePath)]
         file: Option<PathBuf>,
     },
