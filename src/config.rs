@@ -128,6 +128,7 @@ pub struct Context {
     json: bool,
     root: Setting<PathBuf>,
     key_file: Setting<PathBuf>,
+    identity_file: Setting<PathBuf>,
     machine: Setting<String>,
     state_dir: Setting<PathBuf>,
     durability: Setting<crate::fsops::Durability>,
@@ -161,6 +162,14 @@ impl Context {
                 file.key_file.clone(),
                 layout::default_key_file,
             ),
+            identity_file: Setting::resolve(
+                global
+                    .identity_file
+                    .clone()
+                    .map(|v| (v, given("identity_file"))),
+                file.identity_file.clone(),
+                layout::default_identity_file,
+            ),
             machine: Setting::resolve(
                 global.machine.clone().map(|v| (v, given("machine"))),
                 file.machine.clone(),
@@ -189,6 +198,11 @@ impl Context {
     /// The key file as configured, whether or not it exists.
     pub fn key_file_setting(&self) -> &Setting<PathBuf> {
         &self.key_file
+    }
+
+    /// The identity file as configured, whether or not it exists.
+    pub fn identity_file_setting(&self) -> &Setting<PathBuf> {
+        &self.identity_file
     }
 
     /// This machine's name as configured (the host name by default), not
@@ -438,6 +452,13 @@ impl Context {
     pub fn key_path(&self) -> Result<PathBuf> {
         self.key_file.value.clone().ok_or_else(|| {
             Error::config("no key file: pass --key-file FILE or set FLEET_DISPATCH_KEY_FILE (HOME is not set)")
+        })
+    }
+
+    /// The identity file's path.
+    pub fn identity_path(&self) -> Result<PathBuf> {
+        self.identity_file.value.clone().ok_or_else(|| {
+            Error::config("no identity file: pass --identity-file FILE or set FLEET_DISPATCH_IDENTITY_FILE (HOME is not set)")
         })
     }
 

@@ -8,12 +8,14 @@
 //! command line have their own files. Everything is re-exported here, so
 //! the rest of the crate names `crate::cli::X`.
 
+mod identity;
 mod jobs;
 mod reference;
 mod refuse;
 mod setup;
 mod target;
 
+pub use identity::{AdminKeyArg, IdentityCmd, RosterCmd};
 pub use jobs::{CancelArgs, EnqueueArgs, LogsArgs, PriorityArg, ResultArgs, StreamArg, WaitArgs};
 pub use reference::{CONFIG_FILE, ConfigFileDoc, ENVIRONMENT, FILES};
 pub use refuse::{option_name, refuse};
@@ -80,6 +82,16 @@ pub struct Global {
         value_hint = ValueHint::FilePath
     )]
     pub key_file: Option<PathBuf>,
+    /// This machine's identity file [default: ~/.claude/fleet-dispatch.identity]
+    #[arg(
+        long,
+        global = true,
+        env = "FLEET_DISPATCH_IDENTITY_FILE",
+        hide_env_values = true,
+        value_name = "FILE",
+        value_hint = ValueHint::FilePath
+    )]
+    pub identity_file: Option<PathBuf>,
     /// This machine's name [default: the host name]
     #[arg(
         long,
@@ -169,6 +181,20 @@ pub enum Cmd {
         after_help = "Example:\n  fleet-dispatch keygen\n  # copy it out of band, never into the shared folder:\n  scp ~/.claude/fleet-dispatch.key laptop:.claude/"
     )]
     Keygen(KeygenArgs),
+    /// This machine's identity: an Ed25519 and an X25519 key pair (docs/identities.md)
+    #[command(
+        subcommand,
+        disable_help_subcommand = true,
+        after_help = "Example:\n  fleet-dispatch identity init\n  # paste the line it prints into `roster add` on the admin's machine"
+    )]
+    Identity(IdentityCmd),
+    /// The signed roster of the fleet's machines and their keys (docs/identities.md)
+    #[command(
+        subcommand,
+        disable_help_subcommand = true,
+        after_help = "Example (the admin's machine):\n  fleet-dispatch roster init\n  fleet-dispatch roster add LAPTOP --identity \"LAPTOP ed25519:… x25519:…\"\n# every other machine:\n  fleet-dispatch roster pin ed25519:…"
+    )]
+    Roster(RosterCmd),
     /// Sign a job and drop it into a target's inbox; prints its id
     #[command(
         after_help = "Examples:\n  fleet-dispatch enqueue --target PC -- claude -p \"fix the flaky test\"\n  fleet-dispatch enqueue --target PC --timeout 1h --wait -- make test\n  # stop job 9f2c… and run this one first:\n  fleet-dispatch enqueue --target PC --interrupt 9f2c -- claude -p \"do this\"\n  # straight to PC's listen --http:\n  fleet-dispatch enqueue --target PC --via http://pc.lan:7070 -- make test\n  # the same job id on each target:\n  fleet-dispatch enqueue --target PC,LAPTOP -- make test\n  # one job per line, such as {\"argv\": [\"make\", \"test\"], \"label\": \"t\"}:\n  fleet-dispatch enqueue --batch jobs.jsonl --target PC"

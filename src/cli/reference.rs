@@ -7,6 +7,10 @@
 pub const ENVIRONMENT: &[(&str, &str)] = &[
     ("FLEET_DISPATCH_ROOT", "the dispatch root (--root)"),
     ("FLEET_DISPATCH_KEY_FILE", "the fleet key file (--key-file)"),
+    (
+        "FLEET_DISPATCH_IDENTITY_FILE",
+        "this machine's identity file (--identity-file)",
+    ),
     ("FLEET_DISPATCH_MACHINE", "this machine's name (--machine)"),
     (
         "FLEET_DISPATCH_STATE_DIR",
@@ -133,6 +137,10 @@ pub const CONFIG_FILE: ConfigFileDoc = ConfigFileDoc {
             "the dispatch root (--root); ~ is the home directory",
         ),
         ("key_file = \"FILE\"", "the fleet key file (--key-file)"),
+        (
+            "identity_file = \"FILE\"",
+            "this machine's identity file (--identity-file)",
+        ),
         ("machine = \"NAME\"", "this machine's name (--machine)"),
         (
             "state_dir = \"DIR\"",

@@ -9,11 +9,13 @@ mod config;
 mod demo;
 mod doctor;
 mod enqueue;
+mod identity;
 mod keygen;
 mod listen;
 mod logs;
 mod mcp;
 mod result;
+mod roster;
 mod service;
 mod status;
 mod sweep;
@@ -41,6 +43,8 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
     let ctx = Context::load(cli.global)?;
     match cli.command {
         Cmd::Keygen(a) => keygen::run(&ctx, a),
+        Cmd::Identity(a) => identity::run(&ctx, a),
+        Cmd::Roster(a) => roster::run(&ctx, a),
         Cmd::Enqueue(a) => enqueue::run(&ctx, a),
         Cmd::Listen(a) => listen::run(&ctx, a),
         Cmd::Result(a) => result::run(&ctx, a),

@@ -23,6 +23,8 @@ pub struct FileConfig {
     pub root: Option<PathBuf>,
     /// The fleet key file.
     pub key_file: Option<PathBuf>,
+    /// This machine's identity file.
+    pub identity_file: Option<PathBuf>,
     /// This machine's name.
     pub machine: Option<String>,
     /// The local state directory.
@@ -98,9 +100,14 @@ pub fn parse_config(text: &str, path: &Path) -> Result<FileConfig> {
         ))
     })?;
     let home = std::env::var_os(if cfg!(windows) { "USERPROFILE" } else { "HOME" });
-    for p in [&mut cfg.root, &mut cfg.key_file, &mut cfg.state_dir]
-        .into_iter()
-        .flatten()
+    for p in [
+        &mut cfg.root,
+        &mut cfg.key_file,
+        &mut cfg.identity_file,
+        &mut cfg.state_dir,
+    ]
+    .into_iter()
+    .flatten()
     {
         if let (Ok(rest), Some(home)) = (p.strip_prefix("~"), home.as_ref()) {
             *p = PathBuf::from(home).join(rest);
@@ -128,6 +135,7 @@ fn check(cfg: &FileConfig) -> std::result::Result<(), (&'static str, String)> {
     };
     each("root", cfg.root.as_ref(), path)?;
     each("key_file", cfg.key_file.as_ref(), path)?;
+    each("identity_file", cfg.identity_file.as_ref(), path)?;
     each("state_dir", cfg.state_dir.as_ref(), path)?;
     each("machine", cfg.machine.as_ref(), |m| rules::machine(m))?;
     for member in cfg.fleet.iter().flatten() {

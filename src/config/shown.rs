@@ -81,6 +81,7 @@ fn given(v: &Option<(String, crate::cli::Given)>) -> Option<(&str, crate::cli::G
 pub fn shown(ctx: &Context) -> Shown {
     let root = ctx.root_setting();
     let key = ctx.key_file_setting();
+    let identity = ctx.identity_file_setting();
     let state = ctx.state_dir_setting();
     let inside = |p: &Option<std::path::PathBuf>| match (p, &root.value) {
         (Some(p), Some(r)) if crate::layout::is_inside(p, r) => {
@@ -147,6 +148,18 @@ pub fn shown(ctx: &Context) -> Shown {
                     key.value.as_deref(),
                     false,
                     "missing: run `fleet-dispatch keygen`, or copy the fleet's key here",
+                )
+            }),
+        ),
+        line(
+            "identityFile",
+            "identity file",
+            identity,
+            inside(&identity.value).or_else(|| {
+                presence(
+                    identity.value.as_deref(),
+                    false,
+                    "missing: run `fleet-dispatch identity init` (used by the roster, docs/identities.md)",
                 )
             }),
         ),

@@ -27,6 +27,7 @@ fn no_flags() -> Global {
     Global {
         root: None,
         key_file: None,
+        identity_file: None,
         machine: None,
         state_dir: None,
         json: false,

@@ -77,6 +77,16 @@ pub fn default_key_file() -> Option<PathBuf> {
     home_dir().map(|h| h.join(".claude").join("fleet-dispatch.key"))
 }
 
+/// The default identity file: `~/.claude/fleet-dispatch.identity`.
+pub fn default_identity_file() -> Option<PathBuf> {
+    home_dir().map(|h| h.join(".claude").join("fleet-dispatch.identity"))
+}
+
+/// The default admin key file: `~/.claude/fleet-dispatch.admin.key`.
+pub fn default_admin_key_file() -> Option<PathBuf> {
+    home_dir().map(|h| h.join(".claude").join("fleet-dispatch.admin.key"))
+}
+
 /// The default root: `$OneDrive/fleet-dispatch` when `OneDrive` is set.
 pub fn default_root() -> Option<PathBuf> {
     std::env::var_os("OneDrive")

@@ -13,7 +13,10 @@ mod local;
 mod root;
 mod targets;
 
-pub use local::{DRAIN, StateDirs, default_key_file, default_root, default_state_dir, is_inside};
+pub use local::{
+    DRAIN, StateDirs, default_admin_key_file, default_identity_file, default_key_file,
+    default_root, default_state_dir, is_inside,
+};
 pub use root::{
     Identity, Pending, ROOT_FILE, RootGuard, has_layout, identity_canonical, known_identity,
     not_the_root, read_identity, root_key,

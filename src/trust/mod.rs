@@ -14,12 +14,21 @@
 //! [`file`](mod@file) loads the key file (and `keygen` writes one): this module sits
 //! in its own layer below the documents, so the pure rules above it take a
 //! loaded [`Key`] and never read a file.
+//!
+//! Machine identities (docs/identities.md) are the second scheme in the
+//! making: [`identity`] holds a machine's Ed25519 and X25519 keys and its
+//! identity line, [`roster`] the signed, versioned, expiring list of the
+//! fleet's machines, and [`store`] their files and this machine's pin.
+//! Nothing signs or accepts a job with them yet.
 
 use std::fmt;
 
 use ring::hmac;
 
 pub mod file;
+pub mod identity;
+pub mod roster;
+pub mod store;
 
 pub use file::{MAX_KEY_FILE_BYTES, POINT_AT_KEY, generate, judge_file_text};
 

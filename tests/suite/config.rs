@@ -435,6 +435,11 @@ fn every_key_s_bad_value_is_config_naming_the_file() {
         ("root", format!("root = {nowhere:?}"), "root in config file"),
         ("key_file", "key_file = 5".into(), "line 4, column 12"),
         (
+            "identity_file",
+            "identity_file = 5".into(),
+            "line 5, column 17",
+        ),
+        (
             "state_dir",
             format!("state_dir = {inside:?}"),
             "state_dir in config file",

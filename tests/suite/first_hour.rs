@@ -237,6 +237,21 @@ fn invocations(
     let doc = Form::Document;
     match name {
         "keygen" => vec![(args(&["--key-file", fresh_key, "keygen"]), doc)],
+        "identity" => {
+            let file = format!("{fresh_key}.identity");
+            vec![
+                (args(&["--identity-file", &file, "identity", "init"]), doc),
+                (args(&["--identity-file", &file, "identity", "show"]), doc),
+            ]
+        }
+        "roster" => {
+            let admin = format!("{fresh_key}.admin");
+            vec![
+                (args(&["roster", "init", "--admin-key", &admin]), doc),
+                (args(&["roster", "show"]), doc),
+                (args(&["roster", "verify"]), doc),
+            ]
+        }
         "enqueue" => vec![(args(&["enqueue", "--target", "PC", "--", "true"]), doc)],
         "listen" => vec![(args(&["listen", "--once"]), doc)],
         "result" => vec![(args(&["result", "--target", "PC", "--job-id", done]), doc)],

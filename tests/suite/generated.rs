@@ -214,6 +214,13 @@ fn generated() -> Vec<(PathBuf, String)> {
         cmd.get_subcommands()
             .map(|s| format!("{name}-{}", s.get_name())),
     );
+    // A command's own subcommands (`identity init`) have pages too.
+    for sub in cmd.get_subcommands() {
+        pages.extend(
+            sub.get_subcommands()
+                .map(|n| format!("{name}-{}-{}", sub.get_name(), n.get_name())),
+        );
+    }
     let mut files = vec![(
         PathBuf::from(format!("man/{name}.1")),
         man_page(cmd.clone(), &name, None, &pages),
@@ -224,6 +231,14 @@ fn generated() -> Vec<(PathBuf, String)> {
             PathBuf::from(format!("man/{page}.1")),
             man_page(sub.clone(), &page, Some(&name), &pages),
         ));
+        for nested in sub.get_subcommands() {
+            let parent = format!("{name} {}", sub.get_name());
+            let page = format!("{page}-{}", nested.get_name());
+            files.push((
+                PathBuf::from(format!("man/{page}.1")),
+                man_page(nested.clone(), &page, Some(&parent), &pages),
+            ));
+        }
     }
     files.extend(completion_scripts());
     files
@@ -439,7 +454,14 @@ fn man_pages_name_only_pages_that_exist_and_show_option_values() {
         let mut cmd = Cli::command();
         cmd.build();
         let cmd = match page.strip_prefix("fleet-dispatch-") {
-            Some(sub) => cmd.find_subcommand(sub).unwrap().clone(),
+            Some(sub) => cmd
+                .find_subcommand(sub)
+                .or_else(|| {
+                    let (outer, inner) = sub.split_once('-')?;
+                    cmd.find_subcommand(outer)?.find_subcommand(inner)
+                })
+                .unwrap()
+                .clone(),
             None => cmd,
         };
         for a in cmd.get_arguments().filter(|a| {

@@ -17,6 +17,7 @@ mod first_hour;
 mod generated;
 mod hostile;
 mod http;
+mod identity;
 mod install;
 mod layers;
 mod listen;

@@ -1,0 +1,337 @@
+//! Where identities and the roster live, and the operations behind the
+//! `identity` and `roster` commands (docs/identities.md): the identity and
+//! admin key files (mode 600, refused when others may read them, as the
+//! fleet key file is), `<root>/roster.json` published whole by a rename,
+//! and this machine's pin of the admin key and the highest roster version
+//! it has seen, in its state directory (never synced). The rules are
+//! [`super::identity`]'s and [`super::roster`]'s; this module only reads,
+//! writes and hands values to them.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::fsops::{Dir, Flush};
+use crate::read::FileRead;
+
+use super::identity::{AdminKey, Identity, SigningPublic};
+use super::roster::{self, Body, Edit, Refusal};
+
+/// The roster's name in the root.
+pub const ROSTER_FILE: &str = "roster.json";
+
+/// The pinned admin key's file in the state directory.
+const PIN_FILE: &str = "roster.pin";
+
+/// The file in the state directory holding the highest version seen.
+const SEEN_FILE: &str = "roster.seen";
+
+/// The largest identity or admin key file read, in bytes.
+const MAX_SECRET_FILE_BYTES: u64 = 4096;
+
+/// Reads a private key file's text: `what` names it in messages, `hint`
+/// says how to make one.
+fn read_secret(path: &Path, what: &str, hint: &str) -> Result<String> {
+    let text = match crate::fsops::read_local(path, MAX_SECRET_FILE_BYTES) {
+        FileRead::Bytes(t) => t,
+        FileRead::Missing => {
+            return Err(Error::config(format!("no {what} at {}", path.display())).hint(hint));
+        }
+        FileRead::NotAFile(kind) => {
+            return Err(Error::config(format!(
+                "{what} {} is a {kind}, not a regular file; it was not read",
+                path.display()
+            )));
+        }
+        FileRead::TooLarge(_) => {
+            return Err(Error::config(format!(
+                "{what} {} holds more than {MAX_SECRET_FILE_BYTES} bytes; it is not a {what}",
+                path.display()
+            )));
+        }
+        FileRead::Unreadable(e) => {
+            return Err(Error::config(format!(
+                "cannot read {what} {}: {e}",
+                path.display()
+            )));
+        }
+    };
+    crate::platform::check_key_permissions(path)?;
+    String::from_utf8(text)
+        .map_err(|_| Error::config(format!("{} is not a {what} (not text)", path.display())))
+}
+
+/// Writes a private key file: mode 600 from the start, beside `path`, then
+/// moved into place; refuses an existing one without `force`
+/// (`VALIDATION_ERROR`) and anything but a regular file even with it.
+fn write_secret(path: &Path, text: &str, force: bool, what: &str) -> Result<()> {
+    let taken = |p: &Path| -> Result<()> {
+        match std::fs::symlink_metadata(p) {
+            Ok(m) if !m.is_file() => Err(Error::config(format!(
+                "{what} {} is a {}, not a regular file; nothing was written",
+                p.display(),
+                crate::fsops::local_kind_word(m.file_type())
+            ))),
+            Ok(_) if !force => Err(Error::validation(format!(
+                "{what} {} already exists; refusing to overwrite it",
+                p.display()
+            ))
+            .hint("pass --force to replace it (the old keys are then gone from this machine)")),
+            _ => Ok(()),
+        }
+    };
+    taken(path)?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, &e))?;
+    }
+    let tmp = crate::fsops::temp_path(path);
+    let mut f = crate::platform::create_private(&tmp).map_err(|e| Error::io("create", &tmp, &e))?;
+    let written = f
+        .write_all(text.as_bytes())
+        .and_then(|_| f.sync_all())
+        .map_err(|e| Error::io("write", &tmp, &e));
+    drop(f);
+    let moved = written.and_then(|_| {
+        if force {
+            taken(path)?;
+            std::fs::rename(&tmp, path).map_err(|e| Error::io("replace", path, &e))
+        } else if crate::fsops::move_no_replace(&tmp, path)? {
+            Ok(())
+        } else {
+            taken(path)
+        }
+    });
+    if moved.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    moved
+}
+
+/// Refuses a private file that lies inside the root: it would sync.
+pub fn outside_root(path: &Path, root: Option<&Path>, what: &str) -> Result<()> {
+    match root {
+        Some(root) if crate::layout::is_inside(path, root) => Err(Error::config(format!(
+            "{what} {} would lie inside the dispatch root {}; it would sync to every machine",
+            path.display(),
+            root.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Makes this machine's identity as `name` at `path`.
+pub fn identity_init(path: &Path, name: &str, force: bool) -> Result<Identity> {
+    let mut random = [0u8; 64];
+    crate::random::fill(&mut random);
+    let id = Identity::new(name, random);
+    write_secret(path, &id.to_file_text(), force, "identity file")?;
+    Ok(id)
+}
+
+/// Loads this machine's identity.
+pub fn load_identity(path: &Path) -> Result<Identity> {
+    let text = read_secret(path, "identity file", "run `fleet-dispatch identity init`")?;
+    Identity::from_file_text(&text)
+        .map_err(|why| Error::config(format!("{} is not an identity file: {why}", path.display())))
+}
+
+/// Loads the admin key.
+pub fn load_admin(path: &Path) -> Result<AdminKey> {
+    let text = read_secret(
+        path,
+        "admin key file",
+        "run `fleet-dispatch roster init` on the admin's machine, or pass --admin-key FILE",
+    )?;
+    AdminKey::from_file_text(&text).map_err(|why| {
+        Error::config(format!(
+            "{} is not an admin key file: {why}",
+            path.display()
+        ))
+    })
+}
+
+/// This machine's roster state: its pin and the highest version seen.
+pub struct Local {
+    state: PathBuf,
+}
+
+impl Local {
+    /// The state kept in the directory `state`.
+    pub fn new(state: &Path) -> Local {
+        Local {
+            state: state.to_path_buf(),
+        }
+    }
+
+    fn dir(&self) -> Result<Dir> {
+        std::fs::create_dir_all(&self.state)
+            .map_err(|e| Error::io("create directory", &self.state, &e))?;
+        Dir::open_trusted(&self.state)
+    }
+
+    fn read(&self, name: &str) -> Result<Option<String>> {
+        let path = self.state.join(name);
+        match crate::fsops::read_local(&path, 4096) {
+            FileRead::Bytes(b) => Ok(Some(String::from_utf8_lossy(&b).trim().to_string())),
+            FileRead::Missing => Ok(None),
+            _ => Err(Error::config(format!("cannot read {}", path.display()))),
+        }
+    }
+
+    /// The pinned admin key, if any.
+    pub fn pin(&self) -> Result<Option<SigningPublic>> {
+        let Some(text) = self.read(PIN_FILE)? else {
+            return Ok(None);
+        };
+        SigningPublic::parse(&text).map(Some).ok_or_else(|| {
+            Error::config(format!(
+                "{} does not hold an admin public key",
+                self.state.join(PIN_FILE).display()
+            ))
+            .hint("run `fleet-dispatch roster pin ed25519:<key>` again")
+        })
+    }
+
+    /// The pin, or the `CONFIG` refusal that says how to make one.
+    pub fn pinned(&self) -> Result<SigningPublic> {
+        self.pin()?.ok_or_else(|| {
+            Error::config("no admin key is pinned on this machine")
+                .hint("run `fleet-dispatch roster pin ed25519:<key>` with the key `roster init` printed on the admin's machine")
+        })
+    }
+
+    /// Pins `key`; a new pin forgets the versions seen under the old one.
+    pub fn set_pin(&self, key: &SigningPublic) -> Result<()> {
+        let dir = self.dir()?;
+        if self.pin()? != Some(*key) {
+            dir.replace(SEEN_FILE, b"0\n", Flush::DataAndName)?;
+        }
+        dir.replace(PIN_FILE, format!("{key}\n").as_bytes(), Flush::DataAndName)
+    }
+
+    /// The highest version seen (0 for none).
+    pub fn seen(&self) -> Result<u64> {
+        match self.read(SEEN_FILE)? {
+            None => Ok(0),
+            // Never read as 0: that would let an old roster back in.
+            Some(t) => t.parse().map_err(|_| {
+                Error::config(format!(
+                    "{} does not hold a roster version",
+                    self.state.join(SEEN_FILE).display()
+                ))
+                .hint("remove it and run `fleet-dispatch roster verify` to record the current version again")
+            }),
+        }
+    }
+
+    /// Records `version` as seen when higher than what was.
+    pub fn saw(&self, version: u64) -> Result<()> {
+        if version > self.seen()? {
+            self.dir()?.replace(
+                SEEN_FILE,
+                format!("{version}\n").as_bytes(),
+                Flush::DataAndName,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The roster file's bytes at `path`.
+pub fn read_roster(path: &Path) -> Result<Vec<u8>> {
+    match crate::fsops::read_local(path, roster::MAX_ROSTER_BYTES) {
+        FileRead::Bytes(b) => Ok(b),
+        FileRead::Missing => Err(Error::not_found(format!("no roster at {}", path.display()))
+            .hint("run `fleet-dispatch roster init` on the admin's machine")),
+        _ => Err(Error::config(format!(
+            "cannot read the roster {}",
+            path.display()
+        ))),
+    }
+}
+
+/// The verdict on the roster at `path` for this machine; a good one's
+/// version is recorded as seen.
+pub fn verify(path: &Path, local: &Local) -> Result<std::result::Result<Body, Refusal>> {
+    let pin = local.pinned()?;
+    let bytes = read_roster(path)?;
+    let verdict = roster::verify(&bytes, &pin, local.seen()?, crate::clock::now(), true);
+    if let Ok(body) = &verdict {
+        local.saw(body.version)?;
+    }
+    Ok(verdict)
+}
+
+/// `roster init`: the admin key at `admin_path` (made when absent), the
+/// first roster published at `<root>/roster.json` and pinned here. Returns
+/// the admin public key and whether the key file was made.
+pub fn roster_init(
+    root: &Path,
+    admin_path: &Path,
+    local: &Local,
+    expires: Duration,
+) -> Result<(SigningPublic, bool)> {
+    let dir = Dir::open_trusted(root)?;
+    if dir.exists(ROSTER_FILE) {
+        return Err(Error::validation(format!(
+            "{} already exists; refusing to replace it",
+            dir.shown(ROSTER_FILE).display()
+        ))
+        .hint("edit it with `roster add`, `remove`, `rotate` or `renew`"));
+    }
+    let made = !admin_path.exists();
+    let admin = if made {
+        let mut seed = [0u8; 32];
+        crate::random::fill(&mut seed);
+        let admin = AdminKey::new(seed);
+        write_secret(admin_path, &admin.to_file_text(), false, "admin key file")?;
+        admin
+    } else {
+        load_admin(admin_path)?
+    };
+    let body = roster::first(&admin, crate::clock::now(), expires);
+    if !dir.publish(
+        ROSTER_FILE,
+        &roster::sign(&body, &admin),
+        Flush::DataAndName,
+    )? {
+        return Err(Error::validation(format!(
+            "{} appeared meanwhile; refusing to replace it",
+            dir.shown(ROSTER_FILE).display()
+        )));
+    }
+    local.set_pin(&admin.public())?;
+    local.saw(body.version)?;
+    Ok((admin.public(), made))
+}
+
+/// An admin's edit: the roster at `<root>/roster.json` verified with the
+/// admin key itself (expired or not: `renew` mends that) and not older
+/// than seen here, edited, re-signed and published in one rename.
+pub fn roster_edit(
+    root: &Path,
+    admin_path: &Path,
+    local: &Local,
+    edit: Edit,
+    expires: Option<Duration>,
+) -> Result<Body> {
+    let admin = load_admin(admin_path)?;
+    let dir = Dir::open_trusted(root)?;
+    let bytes = read_roster(&dir.shown(ROSTER_FILE))?;
+    let now = crate::clock::now();
+    let body = roster::verify(&bytes, &admin.public(), local.seen()?, now, false).map_err(|r| {
+        Error::config(format!(
+            "{}: {r}; it was not edited",
+            dir.shown(ROSTER_FILE).display()
+        ))
+    })?;
+    let next = roster::apply(body, edit, now, expires).map_err(Error::validation)?;
+    dir.replace(
+        ROSTER_FILE,
+        &roster::sign(&next, &admin),
+        Flush::DataAndName,
+    )?;
+    local.saw(next.version)?;
+    Ok(next)
+}
