@@ -126,15 +126,35 @@ fn unlike_a_key(text: &[u8]) -> Option<String> {
 /// device) with `CONFIG`, and nothing is written: `--force` replaces an old
 /// key file, never whatever else has its name.
 pub fn generate(path: &Path, force: bool) -> Result<()> {
-    may_take_place(path, force)?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, &e))?;
-    }
     let mut raw = [0u8; 32];
     crate::random::fill(&mut raw);
     let text = format!("{}\n", hex::encode(raw));
-    // Write beside the target with owner-only permissions from the start, then
-    // move into place, so the secret is never briefly readable by others.
+    write_private(
+        path,
+        &text,
+        force,
+        |p| may_take_place(p, force),
+        already_exists,
+    )
+}
+
+/// Writes a secret file: beside `path` with owner-only permissions from the
+/// start, then moved into place, so the secret is never briefly readable by
+/// others. `may_take` judges what is at `path` first, and again just before
+/// a replacing rename (`force`), so what appeared there meanwhile is
+/// refused too; without `force` nothing is ever replaced and a name taken
+/// meanwhile is `taken`'s error. The temp file is removed on any failure.
+pub(crate) fn write_private(
+    path: &Path,
+    text: &str,
+    force: bool,
+    may_take: impl Fn(&Path) -> Result<()>,
+    taken: impl Fn(&Path) -> Error,
+) -> Result<()> {
+    may_take(path)?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, &e))?;
+    }
     let tmp = crate::fsops::temp_path(path);
     let mut f = crate::platform::create_private(&tmp).map_err(|e| Error::io("create", &tmp, &e))?;
     let written = f
@@ -144,18 +164,12 @@ pub fn generate(path: &Path, force: bool) -> Result<()> {
     drop(f);
     let moved = written.and_then(|_| {
         if force {
-            // Looked at again just before the replacing rename, so what
-            // appeared there meanwhile is refused too.
-            may_take_place(path, force)?;
+            may_take(path)?;
             std::fs::rename(&tmp, path).map_err(|e| Error::io("replace", path, &e))
+        } else if crate::fsops::move_no_replace(&tmp, path)? {
+            Ok(())
         } else {
-            crate::fsops::move_no_replace(&tmp, path).and_then(|placed| {
-                if placed {
-                    Ok(())
-                } else {
-                    Err(already_exists(path))
-                }
-            })
+            Err(taken(path))
         }
     });
     if moved.is_err() {

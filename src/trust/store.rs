@@ -7,7 +7,6 @@
 //! [`super::identity`]'s and [`super::roster`]'s; this module only reads,
 //! writes and hands values to them.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -81,31 +80,11 @@ fn write_secret(path: &Path, text: &str, force: bool, what: &str) -> Result<()> 
             _ => Ok(()),
         }
     };
-    taken(path)?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, &e))?;
-    }
-    let tmp = crate::fsops::temp_path(path);
-    let mut f = crate::platform::create_private(&tmp).map_err(|e| Error::io("create", &tmp, &e))?;
-    let written = f
-        .write_all(text.as_bytes())
-        .and_then(|_| f.sync_all())
-        .map_err(|e| Error::io("write", &tmp, &e));
-    drop(f);
-    let moved = written.and_then(|_| {
-        if force {
-            taken(path)?;
-            std::fs::rename(&tmp, path).map_err(|e| Error::io("replace", path, &e))
-        } else if crate::fsops::move_no_replace(&tmp, path)? {
-            Ok(())
-        } else {
-            taken(path)
-        }
-    });
-    if moved.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    moved
+    super::file::write_private(path, text, force, taken, |p| {
+        taken(p)
+            .err()
+            .unwrap_or_else(|| Error::validation(format!("{what} {} already exists", p.display())))
+    })
 }
 
 /// Refuses a private file that lies inside the root: it would sync.
