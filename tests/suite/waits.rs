@@ -263,7 +263,21 @@ fn beat_skewed(pc: &Path, skew: i64, mtime: Option<SystemTime>) {
             .and_then(|f| f.set_modified(t))
             .unwrap();
     }
-    std::fs::rename(&tmp, pc.join("listener.json")).unwrap();
+    // On Windows a rename over a file another process is reading fails
+    // (a sharing violation) until the reader lets go: tried again, as a
+    // sync engine does.
+    let started = std::time::Instant::now();
+    loop {
+        match std::fs::rename(&tmp, pc.join("listener.json")) {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::PermissionDenied
+                    && started.elapsed() < Duration::from_secs(5) =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            r => break r.unwrap(),
+        }
+    }
 }
 
 /// `skew` seconds from now as a file time.
