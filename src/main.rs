@@ -8,19 +8,19 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    fleet_dispatch::complete::respond();
+    fleet_dispatch::front::complete::respond();
     forget_empty_variables();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let cli = match fleet_dispatch::cli::parse(&args) {
+    let cli = match fleet_dispatch::front::cli::parse(&args) {
         Ok(cli) => cli,
-        Err(e) => return ExitCode::from(fleet_dispatch::cli::refuse(e, &args)),
+        Err(e) => return ExitCode::from(fleet_dispatch::front::cli::refuse(e, &args)),
     };
     let json = cli.global.json;
-    match fleet_dispatch::cmd::dispatch(cli) {
+    match fleet_dispatch::front::cmd::dispatch(cli) {
         Ok(status) => ExitCode::from(status),
         Err(err) => {
             err.report(json);
-            ExitCode::from(fleet_dispatch::exit::of(err.code))
+            ExitCode::from(fleet_dispatch::base::exit::of(err.code))
         }
     }
 }

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use fleet_dispatch::clock::{format_duration, parse_duration};
+use fleet_dispatch::base::clock::{format_duration, parse_duration};
 use libfuzzer_sys::fuzz_target;
 
 /// The same grammar read again, in milliseconds: a bare number of at most

@@ -4,7 +4,7 @@
 
 #![no_main]
 
-use fleet_dispatch::names::{JobId, Machine, is_job_id, is_machine};
+use fleet_dispatch::base::names::{JobId, Machine, is_job_id, is_machine};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -6,8 +6,8 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::error::{Error, Result};
-use crate::read::FileRead;
+use crate::base::error::{Error, Result};
+use crate::base::read::FileRead;
 
 use super::{Key, MIN_KEY_BYTES};
 
@@ -32,7 +32,7 @@ impl Key {
     /// may read (docs/protocol.md §4.2): a key with the advice to make it
     /// private, a file that does not look like a key as not a key file.
     pub fn load(path: &Path) -> Result<Key> {
-        let text = match crate::fsops::read_local(path, MAX_KEY_FILE_BYTES) {
+        let text = match crate::store::fsops::read_local(path, MAX_KEY_FILE_BYTES) {
             FileRead::Bytes(t) => t,
             FileRead::Missing => {
                 return Err(Error::config(format!("no key file at {}", path.display()))
@@ -127,7 +127,7 @@ fn unlike_a_key(text: &[u8]) -> Option<String> {
 /// key file, never whatever else has its name.
 pub fn generate(path: &Path, force: bool) -> Result<()> {
     let mut raw = [0u8; 32];
-    crate::random::fill(&mut raw);
+    crate::base::random::fill(&mut raw);
     let text = format!("{}\n", hex::encode(raw));
     write_private(
         path,
@@ -155,7 +155,7 @@ pub(crate) fn write_private(
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, &e))?;
     }
-    let tmp = crate::fsops::temp_path(path);
+    let tmp = crate::store::fsops::temp_path(path);
     let mut f = crate::platform::create_private(&tmp).map_err(|e| Error::io("create", &tmp, &e))?;
     let written = f
         .write_all(text.as_bytes())
@@ -166,7 +166,7 @@ pub(crate) fn write_private(
         if force {
             may_take(path)?;
             std::fs::rename(&tmp, path).map_err(|e| Error::io("replace", path, &e))
-        } else if crate::fsops::move_no_replace(&tmp, path)? {
+        } else if crate::store::fsops::move_no_replace(&tmp, path)? {
             Ok(())
         } else {
             Err(taken(path))
@@ -189,7 +189,7 @@ fn may_take_place(path: &Path, force: bool) -> Result<()> {
         return Ok(());
     };
     if !meta.is_file() {
-        let kind = crate::fsops::local_kind_word(meta.file_type());
+        let kind = crate::store::fsops::local_kind_word(meta.file_type());
         return Err(Error::config(format!(
             "key file {} is a {kind}, not a regular file; keygen replaces only an old key file, never anything else at its path, and changed nothing",
             path.display()

@@ -106,7 +106,7 @@ impl IdentityLine {
                 words.len()
             ));
         };
-        crate::names::Machine::parse(name, "machine name").map_err(|e| e.message)?;
+        crate::base::names::Machine::parse(name, "machine name").map_err(|e| e.message)?;
         let ed25519 = SigningPublic::parse(ed)
             .ok_or_else(|| format!("`{ed}` is not `ed25519:` and 64 hex digits"))?;
         let x25519 = SealingPublic::parse(x)
@@ -177,7 +177,7 @@ impl Identity {
             IDENTITY_HEADER,
             &["name", "ed25519-seed", "x25519-secret"],
         )?;
-        crate::names::Machine::parse(fields[0], "machine name").map_err(|e| e.message)?;
+        crate::base::names::Machine::parse(fields[0], "machine name").map_err(|e| e.message)?;
         let key = |i: usize| {
             key_bytes(fields[i]).ok_or_else(|| {
                 format!(

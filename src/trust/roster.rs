@@ -176,7 +176,7 @@ pub fn parse(bytes: &[u8]) -> Result<(Body, Vec<u8>), Refusal> {
         return Err(bad(format!("format {:?}, not {FORMAT:?}", body.format)));
     }
     for t in [&body.issued_at, &body.expires_at] {
-        crate::clock::parse(t).ok_or_else(|| bad(format!("{t:?} is not a time")))?;
+        crate::base::clock::parse(t).ok_or_else(|| bad(format!("{t:?} is not a time")))?;
     }
     Ok((body, sig))
 }
@@ -210,7 +210,7 @@ pub fn verify(
             seen,
         });
     }
-    let expires = crate::clock::parse(&body.expires_at).expect("checked by parse");
+    let expires = crate::base::clock::parse(&body.expires_at).expect("checked by parse");
     if expiry && now >= expires {
         return Err(Refusal::Expired {
             version: body.version,
@@ -225,8 +225,8 @@ pub fn first(admin: &AdminKey, now: OffsetDateTime, expires: Duration) -> Body {
     Body {
         format: FORMAT.to_string(),
         version: 1,
-        issued_at: crate::clock::format(now),
-        expires_at: crate::clock::format(now + expires),
+        issued_at: crate::base::clock::format(now),
+        expires_at: crate::base::clock::format(now + expires),
         admin: admin.public().to_string(),
         machines: Vec::new(),
     }
@@ -270,7 +270,7 @@ pub fn apply(
     now: OffsetDateTime,
     expires: Option<Duration>,
 ) -> Result<Body, String> {
-    let stamp = crate::clock::format(now);
+    let stamp = crate::base::clock::format(now);
     let key = |line: &IdentityLine| RosterKey {
         key_id: line.ed25519.key_id(),
         ed25519: line.ed25519.to_string(),
@@ -331,12 +331,12 @@ pub fn apply(
             if let Some(why) = uses(&body, &line) {
                 return Err(why);
             }
-            let until = crate::clock::format(now + overlap);
+            let until = crate::base::clock::format(now + overlap);
             for k in &mut body.machines[at].keys {
                 let ends_later = k
                     .valid_until
                     .as_deref()
-                    .and_then(crate::clock::parse)
+                    .and_then(crate::base::clock::parse)
                     .is_none_or(|u| u > now + overlap);
                 if ends_later {
                     k.valid_until = Some(until.clone());
@@ -349,7 +349,7 @@ pub fn apply(
     body.version += 1;
     body.issued_at = stamp;
     if let Some(d) = expires {
-        body.expires_at = crate::clock::format(now + d);
+        body.expires_at = crate::base::clock::format(now + d);
     }
     Ok(body)
 }
@@ -363,8 +363,8 @@ fn position(body: &Body, name: &str) -> Result<usize, String> {
 
 /// Whether `key` is valid at `at`: within `[validFrom, validUntil)`.
 pub fn key_valid_at(key: &RosterKey, at: OffsetDateTime) -> bool {
-    let from = crate::clock::parse(&key.valid_from);
-    let until = key.valid_until.as_deref().map(crate::clock::parse);
+    let from = crate::base::clock::parse(&key.valid_from);
+    let until = key.valid_until.as_deref().map(crate::base::clock::parse);
     from.is_some_and(|f| f <= at) && until.is_none_or(|u| u.is_some_and(|u| at < u))
 }
 

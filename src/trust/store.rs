@@ -10,9 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::error::{Error, Result};
-use crate::fsops::{Dir, Flush};
-use crate::read::FileRead;
+use crate::base::error::{Error, Result};
+use crate::base::read::FileRead;
+use crate::store::fsops::{Dir, Flush};
 
 use super::identity::{AdminKey, Identity, SigningPublic};
 use super::roster::{self, Body, Edit, Refusal};
@@ -32,7 +32,7 @@ const MAX_SECRET_FILE_BYTES: u64 = 4096;
 /// Reads a private key file's text: `what` names it in messages, `hint`
 /// says how to make one.
 fn read_secret(path: &Path, what: &str, hint: &str) -> Result<String> {
-    let text = match crate::fsops::read_local(path, MAX_SECRET_FILE_BYTES) {
+    let text = match crate::store::fsops::read_local(path, MAX_SECRET_FILE_BYTES) {
         FileRead::Bytes(t) => t,
         FileRead::Missing => {
             return Err(Error::config(format!("no {what} at {}", path.display())).hint(hint));
@@ -70,7 +70,7 @@ fn write_secret(path: &Path, text: &str, force: bool, what: &str) -> Result<()> 
             Ok(m) if !m.is_file() => Err(Error::config(format!(
                 "{what} {} is a {}, not a regular file; nothing was written",
                 p.display(),
-                crate::fsops::local_kind_word(m.file_type())
+                crate::store::fsops::local_kind_word(m.file_type())
             ))),
             Ok(_) if !force => Err(Error::validation(format!(
                 "{what} {} already exists; refusing to overwrite it",
@@ -90,7 +90,7 @@ fn write_secret(path: &Path, text: &str, force: bool, what: &str) -> Result<()> 
 /// Refuses a private file that lies inside the root: it would sync.
 pub fn outside_root(path: &Path, root: Option<&Path>, what: &str) -> Result<()> {
     match root {
-        Some(root) if crate::layout::is_inside(path, root) => Err(Error::config(format!(
+        Some(root) if crate::store::layout::is_inside(path, root) => Err(Error::config(format!(
             "{what} {} would lie inside the dispatch root {}; it would sync to every machine",
             path.display(),
             root.display()
@@ -102,7 +102,7 @@ pub fn outside_root(path: &Path, root: Option<&Path>, what: &str) -> Result<()> 
 /// Makes this machine's identity as `name` at `path`.
 pub fn identity_init(path: &Path, name: &str, force: bool) -> Result<Identity> {
     let mut random = [0u8; 64];
-    crate::random::fill(&mut random);
+    crate::base::random::fill(&mut random);
     let id = Identity::new(name, random);
     write_secret(path, &id.to_file_text(), force, "identity file")?;
     Ok(id)
@@ -151,7 +151,7 @@ impl Local {
 
     fn read(&self, name: &str) -> Result<Option<String>> {
         let path = self.state.join(name);
-        match crate::fsops::read_local(&path, 4096) {
+        match crate::store::fsops::read_local(&path, 4096) {
             FileRead::Bytes(b) => Ok(Some(String::from_utf8_lossy(&b).trim().to_string())),
             FileRead::Missing => Ok(None),
             _ => Err(Error::config(format!("cannot read {}", path.display()))),
@@ -219,7 +219,7 @@ impl Local {
 
 /// The roster file's bytes at `path`.
 pub fn read_roster(path: &Path) -> Result<Vec<u8>> {
-    match crate::fsops::read_local(path, roster::MAX_ROSTER_BYTES) {
+    match crate::store::fsops::read_local(path, roster::MAX_ROSTER_BYTES) {
         FileRead::Bytes(b) => Ok(b),
         FileRead::Missing => Err(Error::not_found(format!("no roster at {}", path.display()))
             .hint("run `fleet-dispatch roster init` on the admin's machine")),
@@ -235,7 +235,7 @@ pub fn read_roster(path: &Path) -> Result<Vec<u8>> {
 pub fn verify(path: &Path, local: &Local) -> Result<std::result::Result<Body, Refusal>> {
     let pin = local.pinned()?;
     let bytes = read_roster(path)?;
-    let verdict = roster::verify(&bytes, &pin, local.seen()?, crate::clock::now(), true);
+    let verdict = roster::verify(&bytes, &pin, local.seen()?, crate::base::clock::now(), true);
     if let Ok(body) = &verdict {
         local.saw(body.version)?;
     }
@@ -262,14 +262,14 @@ pub fn roster_init(
     let made = !admin_path.exists();
     let admin = if made {
         let mut seed = [0u8; 32];
-        crate::random::fill(&mut seed);
+        crate::base::random::fill(&mut seed);
         let admin = AdminKey::new(seed);
         write_secret(admin_path, &admin.to_file_text(), false, "admin key file")?;
         admin
     } else {
         load_admin(admin_path)?
     };
-    let body = roster::first(&admin, crate::clock::now(), expires);
+    let body = roster::first(&admin, crate::base::clock::now(), expires);
     if !dir.publish(
         ROSTER_FILE,
         &roster::sign(&body, &admin),
@@ -298,7 +298,7 @@ pub fn roster_edit(
     let admin = load_admin(admin_path)?;
     let dir = Dir::open_trusted(root)?;
     let bytes = read_roster(&dir.shown(ROSTER_FILE))?;
-    let now = crate::clock::now();
+    let now = crate::base::clock::now();
     let body = roster::verify(&bytes, &admin.public(), local.seen()?, now, false).map_err(|r| {
         Error::config(format!(
             "{}: {r}; it was not edited",

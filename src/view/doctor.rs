@@ -1,10 +1,10 @@
-//! Doctor's report rendered ([`crate::doctor::Report`]): one check a line,
+//! Doctor's report rendered ([`crate::requests::doctor::Report`]): one check a line,
 //! its hint under it, and a closing count ([`text`]); or the report as
-//! one JSON document ([`json()`]). The judging is [`crate::doctor`]'s.
+//! one JSON document ([`json()`]). The judging is [`crate::requests::doctor`]'s.
 
 use serde_json::Value;
 
-use crate::doctor::{Check, Report, Status};
+use crate::requests::doctor::{Check, Report, Status};
 
 use super::{Tone, paint};
 

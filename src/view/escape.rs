@@ -2,17 +2,17 @@
 //! it goes to: anyone with folder access writes a label, a rejection's
 //! reason, a heartbeat's state. On a terminal its control characters are
 //! written out ([`terminal`]; every printed line is screened again by
-//! [`crate::out::line`]); on a page its markup characters are entities
+//! [`crate::base::out::line`]); on a page its markup characters are entities
 //! ([`html`]). JSON needs neither: serde escapes it, and
-//! [`crate::out::json_text`] the controls serde leaves.
+//! [`crate::base::out::json_text`] the controls serde leaves.
 
 use std::borrow::Cow;
 
 /// `text` for a terminal: every control character a `\u{..}` escape, so
 /// it can neither drive the terminal nor start a line of its own
-/// ([`crate::screen::tame`], which the documents apply as they are read).
+/// ([`crate::base::screen::tame`], which the documents apply as they are read).
 pub fn terminal(text: &str) -> Cow<'_, str> {
-    crate::screen::tame(text)
+    crate::base::screen::tame(text)
 }
 
 /// `text` for an HTML page, as element text or a quoted attribute value:

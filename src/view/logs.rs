@@ -5,8 +5,8 @@
 
 use serde_json::{Value, json};
 
-use crate::doc::Outcome;
-use crate::output::Streams;
+use crate::places::output::Streams;
+use crate::protocol::doc::Outcome;
 
 /// `out` (the job's id and target) with the job's state `done` and its
 /// verified result: the last JSON line of `logs --follow --json`, and

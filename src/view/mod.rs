@@ -1,10 +1,10 @@
 //! The view layer: one model per output, rendered as text for a terminal
 //! or as JSON (an HTML renderer is the next). The models are the
-//! library's — a verified result ([`crate::doc::Outcome`]), a target's
-//! status ([`crate::observe::TargetStatus`]), doctor's report
-//! ([`crate::doctor::Report`]) — and a view never decides a state: it
+//! library's — a verified result ([`crate::protocol::doc::Outcome`]), a target's
+//! status ([`crate::places::observe::TargetStatus`]), doctor's report
+//! ([`crate::requests::doctor::Report`]) — and a view never decides a state: it
 //! only words, colours and escapes what it is given. Printing is the
-//! front end's ([`crate::out`]).
+//! front end's ([`crate::base::out`]).
 //!
 //! What each sink needs is kept here: a [`Tone`] is an ANSI colour on a
 //! terminal and a CSS class on a page, and text read from the shared
@@ -16,7 +16,7 @@ pub mod logs;
 pub mod result;
 pub mod status;
 
-use crate::doc::outcome::Ending;
+use crate::protocol::doc::outcome::Ending;
 
 /// How a word is meant to strike its reader.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,10 +64,10 @@ impl Tone {
         }
     }
 
-    /// The tone of a file's verdict ([`crate::accept::Verdict`]'s word):
+    /// The tone of a file's verdict ([`crate::protocol::accept::Verdict`]'s word):
     /// good only when it is valid.
     pub fn of_verdict(verdict: &str) -> Tone {
-        if verdict == crate::accept::Verdict::Valid.as_str() {
+        if verdict == crate::protocol::accept::Verdict::Valid.as_str() {
             Tone::Good
         } else {
             Tone::Warn
@@ -76,9 +76,9 @@ impl Tone {
 }
 
 /// `word` for a terminal, in its tone's colour when colour is on
-/// ([`crate::out::colour`]).
+/// ([`crate::base::out::colour`]).
 pub fn paint(word: &str, tone: Tone) -> String {
-    paint_if(crate::out::colour(), word, tone)
+    paint_if(crate::base::out::colour(), word, tone)
 }
 
 /// `word` in its tone's colour when `colour`, else as it is.

@@ -3,21 +3,21 @@
 //! ([`text`], [`json()`]); a job rejected or unfinished is said so
 //! ([`no_result`]); over a target list each target is one [`Answer`].
 //! The state and the exit status are decided by
-//! [`crate::observe::Observed::answer`]; here they are only worded.
+//! [`crate::places::observe::Observed::answer`]; here they are only worded.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::clock;
-use crate::doc::Outcome;
-use crate::error::{Code, Error};
-use crate::exit;
-use crate::layout::TargetDirs;
-use crate::names::JobId;
-use crate::observe::{self, Observed};
+use crate::base::clock;
+use crate::base::error::{Code, Error};
+use crate::base::exit;
+use crate::base::names::JobId;
+use crate::places::observe::{self, Observed};
+use crate::protocol::doc::Outcome;
+use crate::requests::wait::Why;
+use crate::store::layout::TargetDirs;
 use crate::trust::Key;
-use crate::wait::Why;
 
 use super::{Tone, paint};
 
@@ -124,7 +124,7 @@ pub type NoResult = observe::NoResult<Unfinished>;
 
 /// Words a job without a result (`no`) of `id` on `dirs`' target — the
 /// sentence for stderr, returned — adding to `out`, the command's JSON
-/// answer; `key` is the sender's ([`crate::observe::rejection_sentence`]).
+/// answer; `key` is the sender's ([`crate::places::observe::rejection_sentence`]).
 pub fn no_result(
     dirs: &TargetDirs,
     id: &JobId,
@@ -136,7 +136,7 @@ pub fn no_result(
         NoResult::Rejected(r) => {
             out["state"] = json!("rejected");
             out["rejected"] = json!(r);
-            crate::observe::rejection_sentence(dirs, id, r, key)
+            crate::places::observe::rejection_sentence(dirs, id, r, key)
         }
         NoResult::Unfinished(Unfinished { why, limit }) => {
             why.add_json(out);
@@ -173,14 +173,14 @@ impl Answer {
     }
 
     /// The answer for `id` on `dirs`' target from what
-    /// [`crate::observe::Observed::answer`] made of it: its result, why
+    /// [`crate::places::observe::Observed::answer`] made of it: its result, why
     /// it has none, or the refusal. `waited` is the limit of the wait
     /// that ran out, when one did.
     pub fn of(
         dirs: &TargetDirs,
         id: &JobId,
         key: &Key,
-        answered: crate::error::Result<crate::wait::Waited>,
+        answered: crate::base::error::Result<crate::requests::wait::Waited>,
         waited: Option<Duration>,
     ) -> Answer {
         let target = dirs.target().as_str();
@@ -210,7 +210,10 @@ impl Answer {
             observe::NoResult::Rejected(r) => {
                 let mut json = state("rejected");
                 json["rejected"] = json!(r);
-                (json, crate::observe::rejection_sentence(dirs, id, &r, key))
+                (
+                    json,
+                    crate::places::observe::rejection_sentence(dirs, id, &r, key),
+                )
             }
             observe::NoResult::Unfinished(why) => {
                 // Which target never answered, and why it may not.

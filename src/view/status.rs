@@ -1,4 +1,4 @@
-//! A status rendered ([`crate::observe::TargetStatus`], which `status`
+//! A status rendered ([`crate::places::observe::TargetStatus`], which `status`
 //! and `GET /v1/status` share): each target as lines for a terminal
 //! ([`text`], queued jobs summarised past the first ten), or the whole
 //! answer as one JSON document ([`json()`]) with every job listed.
@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::accept;
-use crate::clock;
-use crate::doc::job::argv_summary;
-use crate::observe::{ListenerState, RecentResult, TargetStatus};
+use crate::base::clock;
+use crate::places::observe::{ListenerState, RecentResult, TargetStatus};
+use crate::protocol::accept;
+use crate::protocol::doc::job::argv_summary;
 use crate::trust::{self, COPY_ONE_KEY, KeyIds};
 
 use super::{Tone, paint};

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use clap::CommandFactory;
-use fleet_dispatch::cli::Cli;
+use fleet_dispatch::front::cli::Cli;
 
 use crate::util::{World, bin};
 

@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use fleet_dispatch::cli::{Cli, Cmd};
+use fleet_dispatch::front::cli::{Cli, Cmd};
 use roxmltree::{Document, Node, ParsingOptions};
 
 const TASK_NS: &str = "http://schemas.microsoft.com/windows/2004/02/mit/task";
@@ -960,10 +960,10 @@ fn systemd_listener_retries_a_held_lock_and_stops_gracefully() {
         .unwrap_or_else(|| {
             panic!("{rel}: no Environment=FLEET_DISPATCH_STOP_GRACE=: a job's grace is not capped")
         });
-    let cap = fleet_dispatch::clock::parse_duration(cap)
+    let cap = fleet_dispatch::base::clock::parse_duration(cap)
         .unwrap_or_else(|e| panic!("{rel}: FLEET_DISPATCH_STOP_GRACE={cap}: {}", e.message))
         .as_secs_f64();
-    let grace = fleet_dispatch::doc::job::DEFAULT_GRACE.as_secs_f64();
+    let grace = fleet_dispatch::protocol::doc::job::DEFAULT_GRACE.as_secs_f64();
     assert!(
         cap >= grace,
         "{rel}: a stop grace of {cap}s cuts even the default grace ({grace}s)"
@@ -1199,7 +1199,7 @@ fn launchd_agent_keeps_the_listener_alive_and_logs_to_library_logs() {
         .unwrap_or_else(|| {
             panic!("{PLIST}: no FLEET_DISPATCH_STOP_GRACE: a job's grace is not capped")
         });
-    let cap = fleet_dispatch::clock::parse_duration(cap)
+    let cap = fleet_dispatch::base::clock::parse_duration(cap)
         .unwrap()
         .as_secs();
     assert!(

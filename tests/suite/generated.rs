@@ -1,5 +1,5 @@
 //! Man pages and shell completions are generated from the clap definition,
-//! the user guide's exit-status table from `src/exit.rs`, and its table of
+//! the user guide's exit-status table from `src/base/exit.rs`, and its table of
 //! where each test module runs from the test sources. These tests
 //! regenerate them and fail, with a diff and the command to refresh them,
 //! when the committed files are out of date. Run
@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use clap::{ArgAction, CommandFactory};
 use clap_complete::env::{Bash, EnvCompleter, Fish, Powershell, Zsh};
-use fleet_dispatch::cli::{self, Cli};
-use fleet_dispatch::complete;
+use fleet_dispatch::front::cli::{self, Cli};
+use fleet_dispatch::front::complete;
 
 use crate::util::config_file_keys;
 
@@ -145,7 +145,7 @@ fn man_page(cmd: clap::Command, title: &str, parent: Option<&str>, pages: &[Stri
         out.push_str(".fi\n");
     }
     out.push_str(".SH \"EXIT STATUS\"\n");
-    let statuses = fleet_dispatch::exit::table();
+    let statuses = fleet_dispatch::base::exit::table();
     tagged(
         &mut out,
         statuses.into_iter().map(|(n, t)| (n.to_string(), t)),
@@ -358,10 +358,10 @@ fn every_subcommand_has_an_example_in_its_help() {
     }
 }
 
-/// The exit-status table of `src/exit.rs` as Markdown rows.
+/// The exit-status table of `src/base/exit.rs` as Markdown rows.
 fn exit_rows() -> String {
     let mut out = String::from("| exit | meaning |\n| --- | --- |\n");
-    for (n, text) in fleet_dispatch::exit::table() {
+    for (n, text) in fleet_dispatch::base::exit::table() {
         out.push_str(&format!("| {n} | {} |\n", text.replace('|', "\\|")));
     }
     out.push_str(&format!("\n{}\n", worst_sentence()));
@@ -369,11 +369,11 @@ fn exit_rows() -> String {
 }
 
 /// How a command over a target list combines its statuses, from
-/// `src/exit.rs`.
+/// `src/base/exit.rs`.
 fn worst_sentence() -> String {
     format!(
         "Over a target list (`--target A,B` or `all`), `result`, `cancel` and `enqueue --wait` exit with the worst status of the targets': {}.",
-        fleet_dispatch::exit::WORST_ORDER
+        fleet_dispatch::base::exit::WORST_ORDER
     )
 }
 
@@ -410,14 +410,14 @@ fn check_block(
 #[test]
 fn the_readme_and_the_protocol_carry_the_one_exit_status_table() {
     const MARKS: (&str, &str) = (
-        "<!-- exit statuses: generated from src/exit.rs -->\n",
+        "<!-- exit statuses: generated from src/base/exit.rs -->\n",
         "<!-- end of exit statuses -->",
     );
     for rel in ["docs/guide.md", "docs/protocol.md"] {
         check_block(
             rel,
             MARKS,
-            "the exit-status table differs from src/exit.rs",
+            "the exit-status table differs from src/base/exit.rs",
             |_| exit_rows(),
         );
     }
@@ -525,7 +525,7 @@ fn the_config_file_is_documented_in_the_man_pages_and_help() {
     // And each documented key, fed alone, is one the parser knows.
     for key in &documented {
         let text = format!("{key} = []");
-        let err = fleet_dispatch::config::parse_config(&text, Path::new("/c.toml"))
+        let err = fleet_dispatch::front::config::parse_config(&text, Path::new("/c.toml"))
             .err()
             .map(|e| e.message)
             .unwrap_or_default();

@@ -17,7 +17,7 @@ use crate::util::*;
 /// Long enough for any result in this module.
 const RESULT_LIMIT: Duration = Duration::from_secs(20);
 
-/// The server's worker pool and queue (src/http/server.rs `Limits`).
+/// The server's worker pool and queue (src/front/http/server.rs `Limits`).
 const WORKERS_AND_QUEUE: usize = 4 + 8;
 
 /// A listener with its HTTP intake, killed when dropped.

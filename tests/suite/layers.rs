@@ -1,11 +1,12 @@
-//! The architecture holds: `src/lib.rs` lists the modules in layers, and
-//! every module imports only from its own layer or the ones before it, with
-//! no cycle anywhere, and no command imports another; CONTRIBUTING.md's
+//! The architecture holds: `src/` is `lib.rs`, `main.rs` and a folder per
+//! layer that `src/lib.rs` lists in order; every module (a layer folder, or
+//! each module of one that only groups modules) imports only from its own
+//! layer or the ones before it, with no import circle anywhere, and no command imports another; CONTRIBUTING.md's
 //! Dependencies table names every crate where it is used. A change that makes a
 //! rule layer call up into a front end fails here, naming the import. Inside
 //! `src/platform/`, no OS leaf file (`unix.rs`, `linux.rs`, `macos.rs`,
 //! `windows.rs`, …) names another; no source file is over 600 lines, and
-//! no command file (`src/cmd/`) over 200: a command parses, calls one
+//! no command file (`src/front/cmd/`) over 200: a command parses, calls one
 //! library function and renders.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -40,40 +41,85 @@ fn code(text: &str) -> String {
 /// The identifiers following each `prefix` in `text`.
 fn names_after<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
     text.match_indices(prefix)
-        .map(|(i, _)| {
-            let rest = &text[i + prefix.len()..];
-            let end = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len());
-            &rest[..end]
-        })
+        .map(|(i, _)| ident(&text[i + prefix.len()..]))
         .filter(|n| !n.is_empty())
         .collect()
 }
 
-/// The crate modules `text` names: `crate::a::…` and each first item of a
-/// group, `crate::{a, b::c}`.
-fn crate_names(text: &str) -> Vec<&str> {
-    let mut out = names_after(text, "crate::");
-    for (i, _) in text.match_indices("crate::{") {
-        let rest = &text[i + "crate::{".len()..];
-        let (mut depth, mut item_start) = (0usize, true);
-        for (j, c) in rest.char_indices() {
-            match c {
-                '{' => depth += 1,
-                '}' if depth == 0 => break,
-                '}' => depth -= 1,
-                ',' if depth == 0 => item_start = true,
-                c if item_start && (c.is_ascii_alphanumeric() || c == '_') => {
-                    item_start = false;
-                    let item = &rest[j..];
-                    let end = item
-                        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                        .unwrap_or(item.len());
-                    out.push(&item[..end]);
+/// The identifier `text` starts with.
+fn ident(text: &str) -> &str {
+    let end = text
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(text.len());
+    &text[..end]
+}
+
+/// The first `depth` segments of every path a use tree starting at `text`
+/// names: `a::b::c` gives `[a, b]` for a depth of 2, and a group
+/// `{a::b, c::{d, e}}` gives each of its paths, `a` then `b` and `c::d`
+/// and `c::e` (a path shorter than `depth` is given as it is).
+fn tree_paths(text: &str, depth: usize) -> Vec<Vec<String>> {
+    /// The paths of the tree at `text[at..]`, each under `prefix`, and where
+    /// the tree ends.
+    fn tree(
+        text: &str,
+        mut at: usize,
+        prefix: Vec<String>,
+        depth: usize,
+        out: &mut Vec<Vec<String>>,
+    ) -> usize {
+        let skip_space = |at: usize| at + (text[at..].len() - text[at..].trim_start().len());
+        let mut path = prefix;
+        loop {
+            at = skip_space(at);
+            if text[at..].starts_with('{') {
+                at += 1;
+                loop {
+                    at = skip_space(at);
+                    if text[at..].starts_with('}') {
+                        return at + 1;
+                    }
+                    at = skip_space(tree(text, at, path.clone(), depth, out));
+                    if text[at..].starts_with(',') {
+                        at += 1;
+                    } else {
+                        return at + usize::from(text[at..].starts_with('}'));
+                    }
                 }
-                _ => {}
             }
+            let name = ident(&text[at..]);
+            at += name.len();
+            if !name.is_empty() && name != "self" && path.len() < depth {
+                path.push(name.to_string());
+            }
+            if name.is_empty() || !text[at..].starts_with("::") {
+                if !path.is_empty() {
+                    out.push(path);
+                }
+                return at;
+            }
+            at += 2;
+        }
+    }
+    let mut out = Vec::new();
+    tree(text, 0, Vec::new(), depth, &mut out);
+    out
+}
+
+/// The crate modules `text` names, as `layer` or `layer::module`: a layer
+/// folder whose `mod.rs` only lists modules is a group of them
+/// (`crate::store::fsops::Dir` names `store::fsops`), the others are one
+/// module each (`crate::trust::Key` names `trust`).
+fn crate_names(text: &str, groups: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (i, _) in text.match_indices("crate::") {
+        for path in tree_paths(&text[i + "crate::".len()..], 2) {
+            let name = match path.as_slice() {
+                [layer, module] if groups.contains(layer) => format!("{layer}::{module}"),
+                [layer, ..] => layer.clone(),
+                [] => continue,
+            };
+            out.insert(name);
         }
     }
     out
@@ -81,11 +127,23 @@ fn crate_names(text: &str) -> Vec<&str> {
 
 #[test]
 fn grouped_imports_name_each_module() {
-    let text = "use crate::{clock, submit::{a, b}};\nuse crate::names::JobId;";
-    assert_eq!(crate_names(text), ["names", "clock", "submit"]);
+    let groups: BTreeSet<String> = ["base", "requests"].map(String::from).into();
+    let text = "use crate::{base::clock, requests::{submit::{a, b}, wait}};\nuse crate::base::names::JobId;\nuse crate::trust::{Key, Signer};";
+    assert_eq!(
+        crate_names(text, &groups),
+        [
+            "base::clock",
+            "base::names",
+            "requests::submit",
+            "requests::wait",
+            "trust"
+        ]
+        .map(String::from)
+        .into()
+    );
 }
 
-/// Module → layer number, from the numbered list in `lib.rs`'s doc.
+/// Layer folder → layer number, from the numbered list in `lib.rs`'s doc.
 fn layers() -> BTreeMap<String, usize> {
     let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
     let mut out = BTreeMap::new();
@@ -97,48 +155,96 @@ fn layers() -> BTreeMap<String, usize> {
             continue;
         };
         let Ok(n) = n.parse::<usize>() else { continue };
-        for m in names_after(rest, "[`") {
-            assert!(
-                out.insert(m.to_string(), n).is_none(),
-                "{m} is listed in two layers of lib.rs"
-            );
+        let Some(folder) = names_after(rest, "[`").first().map(|s| s.to_string()) else {
+            continue;
+        };
+        assert!(
+            out.insert(folder.clone(), n).is_none(),
+            "{folder} is listed in two layers of lib.rs"
+        );
+    }
+    out
+}
+
+/// The layer folders whose `mod.rs` does nothing but declare modules: each
+/// of those modules is checked on its own.
+fn groups() -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for layer in layers().keys() {
+        let Ok(text) = std::fs::read_to_string(src().join(layer).join("mod.rs")) else {
+            continue;
+        };
+        let only_modules = code(&text)
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .all(|l| {
+                l.starts_with("pub mod ") || l.starts_with("pub(crate) mod ") || l.starts_with("#[")
+            });
+        if only_modules {
+            out.insert(layer.clone());
         }
     }
     out
 }
 
+/// The module a file under `src/` belongs to: `store/fsops/dir/read.rs` is
+/// `store::fsops` when `store` is a group, `trust/roster.rs` is `trust`.
+fn module_of(rel: &Path, groups: &BTreeSet<String>) -> String {
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| {
+            c.as_os_str()
+                .to_str()
+                .unwrap()
+                .trim_end_matches(".rs")
+                .to_string()
+        })
+        .collect();
+    match parts.as_slice() {
+        [layer, module, ..] if groups.contains(layer) && module != "mod" => {
+            format!("{layer}::{module}")
+        }
+        [layer, ..] => layer.clone(),
+        [] => unreachable!(),
+    }
+}
+
 /// Module → the crate modules its code names.
 fn imports() -> BTreeMap<String, BTreeSet<String>> {
     let root = src();
+    let groups = groups();
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for file in rust_files(&root) {
         let rel = file.strip_prefix(&root).unwrap();
-        let first = rel
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_str()
-            .unwrap();
-        let module = first.trim_end_matches(".rs").to_string();
-        if module == "lib" || module == "main" {
+        if rel == Path::new("lib.rs") || rel == Path::new("main.rs") {
             continue;
         }
+        let module = module_of(rel, &groups);
         let text = code(&std::fs::read_to_string(&file).unwrap());
         let deps = out.entry(module.clone()).or_default();
-        for dep in crate_names(&text) {
-            // `crate::note!` is a macro `out` exports at the crate's root.
-            let dep = if dep == "note" { "out" } else { dep };
+        for dep in crate_names(&text, &groups) {
+            // `crate::note!` is a macro `base::out` exports at the crate's root.
+            let dep = if dep == "note" {
+                "base::out".to_string()
+            } else {
+                dep
+            };
             if dep != module {
-                deps.insert(dep.to_string());
+                deps.insert(dep);
             }
         }
     }
     out
 }
 
+/// The layer of a module `layer` or `layer::module`.
+fn layer_of(module: &str) -> &str {
+    module.split("::").next().unwrap()
+}
+
 #[test]
-fn every_module_is_in_exactly_one_layer() {
+fn only_lib_and_main_are_loose_and_every_folder_is_a_layer() {
     let layers = layers();
     let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
     let declared: BTreeSet<String> = code(&lib)
@@ -151,6 +257,22 @@ fn every_module_is_in_exactly_one_layer() {
         declared, listed,
         "lib.rs: `pub mod` lines vs the layer list"
     );
+    let mut loose = Vec::new();
+    let mut folders = BTreeSet::new();
+    for entry in std::fs::read_dir(src()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        if path.is_dir() {
+            folders.insert(name);
+        } else if name != "lib.rs" && name != "main.rs" {
+            loose.push(name);
+        }
+    }
+    assert!(
+        loose.is_empty(),
+        "src/ holds only lib.rs, main.rs and a folder per layer; put these in their layer's folder: {loose:?}"
+    );
+    assert_eq!(folders, listed, "src/ folders vs the layers lib.rs lists");
 }
 
 #[test]
@@ -158,10 +280,10 @@ fn no_module_imports_one_in_a_later_layer() {
     let layers = layers();
     let mut wrong = Vec::new();
     for (module, deps) in imports() {
-        let mine = layers[&module];
+        let mine = layers[layer_of(&module)];
         for dep in deps {
             let theirs = *layers
-                .get(&dep)
+                .get(layer_of(&dep))
                 .unwrap_or_else(|| panic!("{module} names crate::{dep}, which no layer lists"));
             if theirs > mine {
                 wrong.push(format!(
@@ -177,38 +299,73 @@ fn no_module_imports_one_in_a_later_layer() {
     );
 }
 
-#[test]
-fn the_module_graph_has_no_cycle() {
-    let graph = imports();
+/// The first import circle in `graph`, as the chain of modules round it.
+fn circle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
     // Depth-first search; `path` is the chain being explored.
     fn visit(
         m: &str,
         graph: &BTreeMap<String, BTreeSet<String>>,
         done: &mut BTreeSet<String>,
         path: &mut Vec<String>,
-    ) {
+    ) -> Option<Vec<String>> {
         if let Some(i) = path.iter().position(|p| p == m) {
-            panic!("import cycle: {} -> {m}", path[i..].join(" -> "));
+            let mut found = path[i..].to_vec();
+            found.push(m.to_string());
+            return Some(found);
         }
         if done.contains(m) {
-            return;
+            return None;
         }
         path.push(m.to_string());
         for dep in graph.get(m).into_iter().flatten() {
-            visit(dep, graph, done, path);
+            if let Some(found) = visit(dep, graph, done, path) {
+                return Some(found);
+            }
         }
         path.pop();
         done.insert(m.to_string());
+        None
     }
     let mut done = BTreeSet::new();
-    for m in graph.keys() {
-        visit(m, &graph, &mut done, &mut Vec::new());
+    graph
+        .keys()
+        .find_map(|m| visit(m, graph, &mut done, &mut Vec::new()))
+}
+
+#[test]
+fn no_module_imports_in_a_circle() {
+    if let Some(found) = circle(&imports()) {
+        panic!("import circle: {}", found.join(" -> "));
     }
 }
 
 #[test]
+fn a_circle_is_seen() {
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        ("places::a", vec!["places::b"]),
+        ("places::b", vec!["base::c", "places::a"]),
+        ("base::c", vec![]),
+    ]
+    .into_iter()
+    .map(|(m, deps)| (m.to_string(), deps.into_iter().map(String::from).collect()))
+    .collect();
+    assert_eq!(
+        circle(&graph).unwrap(),
+        ["places::a", "places::b", "places::a"]
+    );
+    let mut acyclic = graph.clone();
+    acyclic.get_mut("places::b").unwrap().remove("places::a");
+    assert_eq!(circle(&acyclic), None);
+}
+
+/// `src/front/cmd/`: one file per subcommand.
+fn cmd_dir() -> PathBuf {
+    src().join("front").join("cmd")
+}
+
+#[test]
 fn no_command_imports_another() {
-    let dir = src().join("cmd");
+    let dir = cmd_dir();
     let commands: BTreeSet<String> = rust_files(&dir)
         .iter()
         .map(|p| p.file_stem().unwrap().to_str().unwrap().to_string())
@@ -528,7 +685,7 @@ fn no_source_file_is_over_600_lines() {
 #[test]
 fn no_command_file_is_over_200_lines() {
     let mut wrong = Vec::new();
-    for file in rust_files(&src().join("cmd")) {
+    for file in rust_files(&cmd_dir()) {
         let lines = std::fs::read_to_string(&file).unwrap().lines().count();
         if lines > 200 {
             let rel = file

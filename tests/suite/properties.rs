@@ -20,11 +20,11 @@
 
 use std::time::Duration;
 
-use fleet_dispatch::accept::{self, Verdict};
-use fleet_dispatch::clock::{format_duration, parse_duration};
-use fleet_dispatch::doc::{job, marker, outcome};
-use fleet_dispatch::names::{JobId, Machine, is_job_id, is_machine};
-use fleet_dispatch::read::FileRead;
+use fleet_dispatch::base::clock::{format_duration, parse_duration};
+use fleet_dispatch::base::names::{JobId, Machine, is_job_id, is_machine};
+use fleet_dispatch::base::read::FileRead;
+use fleet_dispatch::protocol::accept::{self, Verdict};
+use fleet_dispatch::protocol::doc::{job, marker, outcome};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::{Map, Value, json};
@@ -384,7 +384,7 @@ fn check_marker(
     doc: &Map<String, Value>,
     name: &str,
     folder: &str,
-    verdict: &Result<fleet_dispatch::doc::Marker, accept::Rejection>,
+    verdict: &Result<fleet_dispatch::protocol::doc::Marker, accept::Rejection>,
 ) -> Result<(), TestCaseError> {
     let Ok(m) = verdict else { return Ok(()) };
     for f in MARKER_FIELDS {
@@ -412,7 +412,7 @@ fn check_job(
     doc: &Map<String, Value>,
     name: &str,
     folder: &str,
-    verdict: &Result<fleet_dispatch::doc::Job, accept::Rejection>,
+    verdict: &Result<fleet_dispatch::protocol::doc::Job, accept::Rejection>,
 ) -> Result<(), TestCaseError> {
     let Ok(j) = verdict else { return Ok(()) };
     for f in JOB_FIELDS {
@@ -448,7 +448,7 @@ fn check_result(
     doc: &Map<String, Value>,
     job_id: &str,
     folder: &str,
-    verdict: &Result<fleet_dispatch::doc::Outcome, accept::Rejection>,
+    verdict: &Result<fleet_dispatch::protocol::doc::Outcome, accept::Rejection>,
 ) -> Result<(), TestCaseError> {
     let Ok(o) = verdict else { return Ok(()) };
     for f in RESULT_STRINGS {

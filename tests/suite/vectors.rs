@@ -2,8 +2,8 @@
 //! yields its verdict — markers through the real `verify-marker` binary and
 //! the library's acceptance function, jobs and results through the library.
 
-use fleet_dispatch::accept;
-use fleet_dispatch::read::FileRead;
+use fleet_dispatch::base::read::FileRead;
+use fleet_dispatch::protocol::accept;
 use fleet_dispatch::trust::Key;
 use serde_json::Value;
 
@@ -34,7 +34,7 @@ fn canonical_strings_and_signatures_match() {
     let c = &v["canonical"];
     assert_eq!(k.sign(c["marker"].as_str().unwrap()), c["markerSig"]);
     assert_eq!(k.sign(c["job"].as_str().unwrap()), c["jobSig"]);
-    let m = fleet_dispatch::doc::marker::canonical(
+    let m = fleet_dispatch::protocol::doc::marker::canonical(
         "20261129-193000-9f2c4e1ab37d5c08",
         "PC",
         "2026-11-29T19:31:00.000Z",

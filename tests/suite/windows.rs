@@ -188,7 +188,7 @@ fn keygen_writes_a_private_key_that_signs() {
 
 #[test]
 fn publishing_never_replaces_a_name_in_any_case() {
-    use fleet_dispatch::fsops::{Dir, Flush};
+    use fleet_dispatch::store::fsops::{Dir, Flush};
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("job.json");
     let d = Dir::open_trusted(dir.path()).unwrap();
@@ -211,7 +211,7 @@ fn publishing_never_replaces_a_name_in_any_case() {
 
 #[test]
 fn a_held_folder_cannot_be_renamed_or_swapped_while_held() {
-    use fleet_dispatch::fsops::{Child, Dir};
+    use fleet_dispatch::store::fsops::{Child, Dir};
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("inbox")).unwrap();
     let root = Dir::open_trusted(dir.path()).unwrap();
@@ -222,7 +222,7 @@ fn a_held_folder_cannot_be_renamed_or_swapped_while_held() {
     assert!(moved.is_err(), "a held folder was renamed");
     assert!(
         inbox
-            .publish("a.json", b"x", fleet_dispatch::fsops::Flush::Nothing)
+            .publish("a.json", b"x", fleet_dispatch::store::fsops::Flush::Nothing)
             .unwrap()
     );
     drop(inbox);

@@ -809,7 +809,7 @@ pub fn read_pid(path: &Path, limit: Duration) -> i32 {
 /// unknown one (serde lists the fields of the struct it fills), so a key
 /// added to the parser shows up here without being named twice.
 pub fn config_file_keys() -> Vec<String> {
-    let err = fleet_dispatch::config::parse_config("no_such_key = 1", Path::new("/c.toml"))
+    let err = fleet_dispatch::front::config::parse_config("no_such_key = 1", Path::new("/c.toml"))
         .expect_err("an unknown key is refused")
         .message;
     let (_, list) = err
@@ -827,7 +827,7 @@ pub fn config_file_keys() -> Vec<String> {
 }
 
 /// Target `PC`'s heartbeat (`listener.json`) as a listener writes it
-/// (src/heartbeat/mod.rs), for a test that plants one: the one place that
+/// (src/places/heartbeat/mod.rs), for a test that plants one: the one place that
 /// knows the document's fields, so a change to it (a signature, say) is
 /// made here and nowhere else.
 pub struct Beat {

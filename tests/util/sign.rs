@@ -12,7 +12,7 @@
 
 use serde_json::{Value, json};
 
-use fleet_dispatch::doc::{job, marker, outcome};
+use fleet_dispatch::protocol::doc::{job, marker, outcome};
 
 /// The key text of the reference vectors: the fleet key of every test world.
 pub const VECTOR_KEY: &str = "3f6c2a9e1b7d4c58a0e9f2b6d1c7e4a89b3d5f7a1c2e4b6d8f0a1b3c5d7e9f21\n";
@@ -53,8 +53,8 @@ pub fn independent_sig(canonical: &str) -> String {
 /// The token a listener holding the fleet key gives job `id` on `target`
 /// (`FLEET_DISPATCH_JOB_TOKEN`), computed with `ring` directly.
 pub fn job_token(id: &str, target: &str) -> String {
-    let id = fleet_dispatch::names::JobId::parse(id).unwrap();
-    independent_sig(&fleet_dispatch::jobenv::token_text(&id, target))
+    let id = fleet_dispatch::base::names::JobId::parse(id).unwrap();
+    independent_sig(&fleet_dispatch::protocol::jobenv::token_text(&id, target))
 }
 
 /// The crate's own key, from the vector key file's text (for tests that
@@ -96,7 +96,7 @@ pub fn result_canonical(r: &Value) -> String {
 /// A heartbeat's canonical string (docs/protocol.md §7.11), from its
 /// fields as a listener writes them.
 pub fn heartbeat_canonical(beat: &Value) -> String {
-    serde_json::from_value::<fleet_dispatch::heartbeat::Beat>(beat.clone())
+    serde_json::from_value::<fleet_dispatch::places::heartbeat::Beat>(beat.clone())
         .unwrap_or_else(|e| panic!("not a heartbeat ({e}): {beat}"))
         .canonical()
 }
@@ -104,7 +104,7 @@ pub fn heartbeat_canonical(beat: &Value) -> String {
 /// What a GET request's signature signs (docs/protocol.md §10): `path` on
 /// `target` at unix time `t`.
 pub fn request_canonical(target: &str, path: &str, t: &str) -> String {
-    fleet_dispatch::http::auth::canonical(target, path, t)
+    fleet_dispatch::front::http::auth::canonical(target, path, t)
 }
 
 // ---------------------------------------------------------------- documents

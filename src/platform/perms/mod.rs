@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io;
 use std::path::Path;
 
-use crate::error::Result;
+use crate::base::error::Result;
 
 #[cfg(unix)]
 mod unix;

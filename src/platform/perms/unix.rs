@@ -5,7 +5,7 @@ use std::io;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 
 /// Refuses a key file readable or writable by group or others.
 pub(super) fn check_key_permissions(path: &Path) -> Result<()> {

@@ -29,7 +29,7 @@ use windows_sys::Win32::System::SystemServices::{
 };
 use windows_sys::Win32::System::Threading::{GetCurrentProcess, OpenProcessToken};
 
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
 use crate::platform::win32::{Handle, wide};
 
 /// Reads a NUL-terminated UTF-16 string that the system allocated with
@@ -393,7 +393,7 @@ mod tests {
         let p = dir.path().join("everyone.key");
         drop(create_with_dacl(&p, &format!("D:P(A;;FA;;;{me})(A;;FR;;;WD)")).unwrap());
         let e = check_key_permissions(&p).unwrap_err();
-        assert_eq!(e.code, crate::error::Code::Config);
+        assert_eq!(e.code, crate::base::error::Code::Config);
         assert!(
             e.to_string().contains("readable or writable by others"),
             "{e}"

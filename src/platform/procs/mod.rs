@@ -133,7 +133,7 @@ pub fn terminate(child: &mut Child) {
 }
 
 /// What a dead listener's journal says about the job it ran, for
-/// [`orphans`] to find what is left of it.
+/// [`orphans()`] to find what is left of it.
 #[derive(Clone, Debug)]
 pub struct Orphaned<'a> {
     /// `NAME=value` entries of the environment the listener gave the job

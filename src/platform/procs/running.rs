@@ -10,9 +10,9 @@ pub(in crate::platform) struct Live {
     /// The thread that spawned it (whose `children` list holds it).
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(in crate::platform) spawner: i32,
-    /// Its mark, when it runs beside others (see [`Tree`]).
+    /// Its mark, when it runs beside others (see [`Tree`](super::Tree)).
     pub(in crate::platform) mark: Option<String>,
-    /// True when the leader is a keeper (see [`Kept`]).
+    /// True when the leader is a keeper (see [`Kept`](crate::platform::spawn::Kept)).
     pub(in crate::platform) keeper: bool,
 }
 

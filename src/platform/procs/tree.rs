@@ -47,7 +47,7 @@ pub struct Tree {
     /// Under a keeper (then `leader` is the keeper): its main process.
     pub(in crate::platform) kept: Option<Arc<Kept>>,
     /// Set once the leader is known to have exited (it stays so until it
-    /// is reaped), by the tree or by the job's [`JobIo`]: not asked again.
+    /// is reaped), by the tree or by the job's [`JobIo`](crate::platform::wait::JobIo): not asked again.
     pub(in crate::platform) exited: Arc<AtomicBool>,
 }
 

@@ -31,7 +31,7 @@ pub(in crate::platform) use windows::prepare_job;
 /// system's or the user's process limit (`EAGAIN` on Unix, as a shell's
 /// `fork: retry` sees it); on Windows, exhausted system resources, and the
 /// internal error Wine's process creation gives now and then under load.
-/// Such a spawn is tried again ([`crate::runner::SPAWN_RETRIES`]); nothing
+/// Such a spawn is tried again ([`crate::engine::runner::SPAWN_RETRIES`]); nothing
 /// ran, so the job still runs at most once.
 pub fn spawn_may_pass(e: &io::Error) -> bool {
     imp::spawn_may_pass(e)

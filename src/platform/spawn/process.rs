@@ -22,7 +22,7 @@ pub struct JobProcess {
     /// A pidfd made by the spawn itself (Linux 5.2+), until taken.
     pub exit_fd: Option<std::os::fd::OwnedFd>,
     /// The write ends of its output pipes, kept beside its pidfd until
-    /// its exit is seen (see [`JobIo`], which takes them): a reader of the
+    /// its exit is seen (see [`JobIo`](crate::platform::wait::JobIo), which takes them): a reader of the
     /// pipes without a `JobIo` drops them first, or never sees their end.
     pub(in crate::platform) writers: Vec<std::os::fd::OwnedFd>,
     /// Under a keeper (Linux, jobs beside others): the process started is

@@ -1,0 +1,9 @@
+//! The engine: the listener that drains an inbox and runs each job
+//! ([`listener`], [`runner`]), the watcher that polls for cancels while a
+//! job runs, the publisher of results, and the shutdown that stops it all.
+
+pub(crate) mod listener;
+pub(crate) mod publisher;
+pub(crate) mod runner;
+pub(crate) mod shutdown;
+pub(crate) mod watcher;

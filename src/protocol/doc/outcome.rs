@@ -1,0 +1,355 @@
+//! Results (docs/protocol.md §5.3): `results/<jobId>.json`, written only by the target's
+//! listener. Called "outcome" here to keep clear of Rust's `Result`.
+
+use serde::Serialize;
+
+use super::Detail;
+use crate::trust::Key;
+
+/// Largest result file read back.
+pub const MAX_BYTES: u64 = 1024 * 1024;
+
+/// How a job ended, the `error` field of a result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Termination {
+    /// The process ran to its end (`""`).
+    Exited,
+    /// A valid cancel marker stopped it.
+    Cancelled,
+    /// A valid cancel marker was found before it started.
+    CancelledBeforeStart,
+    /// It outlived its `timeoutSec`.
+    Timeout,
+    /// The listener stopped or died while it ran.
+    Interrupted,
+    /// The program could not be started.
+    SpawnFailed,
+    /// A job it waited for (`after`) did not end as required, so it never
+    /// started; `detail.dependency` names which and how it ended.
+    DependencyFailed,
+}
+
+impl Termination {
+    /// The `error` field's text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Termination::Exited => "",
+            Termination::Cancelled => "cancelled",
+            Termination::CancelledBeforeStart => "cancelled-before-start",
+            Termination::Timeout => "timeout",
+            Termination::Interrupted => "interrupted",
+            Termination::SpawnFailed => "spawn-failed",
+            Termination::DependencyFailed => "dependency-failed",
+        }
+    }
+
+    /// Every ending.
+    pub const ALL: [Termination; 7] = [
+        Termination::Exited,
+        Termination::Cancelled,
+        Termination::CancelledBeforeStart,
+        Termination::Timeout,
+        Termination::Interrupted,
+        Termination::SpawnFailed,
+        Termination::DependencyFailed,
+    ];
+
+    /// The inverse of [`Termination::as_str`].
+    pub fn parse(s: &str) -> Option<Termination> {
+        Termination::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+
+    /// A word for people: `done`, `failed`, `cancelled`, …
+    pub fn describe(self, ok: bool) -> &'static str {
+        self.ending(ok).as_str()
+    }
+
+    /// How a result that ended so, `ok` or not, is shown ([`Ending`]).
+    pub fn ending(self, ok: bool) -> Ending {
+        match self {
+            Termination::Exited if ok => Ending::Done,
+            Termination::Exited => Ending::Failed,
+            Termination::Cancelled => Ending::Cancelled,
+            Termination::CancelledBeforeStart => Ending::CancelledBeforeStart,
+            Termination::Timeout => Ending::Timeout,
+            Termination::Interrupted => Ending::Interrupted,
+            Termination::SpawnFailed => Ending::SpawnFailed,
+            Termination::DependencyFailed => Ending::DependencyFailed,
+        }
+    }
+}
+
+/// How a job ended, in the one word every output uses for it (`result`,
+/// `status`, `--json`'s `outcome`) and `status --outcome` takes: a
+/// [`Termination`] with a clean exit told apart from a failed one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// Ran and exited 0.
+    Done,
+    /// Ran and ended any other way by itself.
+    Failed,
+    /// Stopped by a cancel marker.
+    Cancelled,
+    /// Cancelled before it started.
+    CancelledBeforeStart,
+    /// Outlived its timeout.
+    Timeout,
+    /// The listener stopped while it ran.
+    Interrupted,
+    /// Could not be started.
+    SpawnFailed,
+    /// Never started: a job it waited for did not end as required.
+    DependencyFailed,
+}
+
+impl Ending {
+    /// Every ending, in the order `--help` lists them.
+    pub const ALL: [Ending; 8] = [
+        Ending::Done,
+        Ending::Failed,
+        Ending::Cancelled,
+        Ending::CancelledBeforeStart,
+        Ending::Timeout,
+        Ending::Interrupted,
+        Ending::SpawnFailed,
+        Ending::DependencyFailed,
+    ];
+
+    /// Its word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ending::Done => "done",
+            Ending::Failed => "failed",
+            Ending::Cancelled => "cancelled",
+            Ending::CancelledBeforeStart => "cancelled-before-start",
+            Ending::Timeout => "timeout",
+            Ending::Interrupted => "interrupted",
+            Ending::SpawnFailed => "spawn-failed",
+            Ending::DependencyFailed => "dependency-failed",
+        }
+    }
+}
+
+impl std::fmt::Display for Ending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Ending {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// A signed result.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    /// Always 1.
+    pub v: u32,
+    /// The job.
+    pub job_id: String,
+    /// The machine that ran it.
+    pub target: String,
+    /// True only for a process that exited 0 by itself.
+    pub ok: bool,
+    /// The process's own exit code, or -1.
+    pub exit_code: i64,
+    /// How it ended ([`Termination::as_str`]).
+    pub error: String,
+    /// When it started; empty when it never did.
+    pub started_at: String,
+    /// When it finished.
+    pub finished_at: String,
+    /// A JSON object as a string ([`Detail`]): duration, signal, output
+    /// tails, marker.
+    pub detail: String,
+    /// Hex HMAC over [`canonical`].
+    pub sig: String,
+}
+
+/// `result|{jobId}|{target}|{ok}|{exitCode}|{error}|{startedAt}|{finishedAt}|{detail}`.
+#[allow(clippy::too_many_arguments)]
+pub fn canonical(
+    job_id: &str,
+    target: &str,
+    ok: bool,
+    exit_code: i64,
+    error: &str,
+    started_at: &str,
+    finished_at: &str,
+    detail: &str,
+) -> String {
+    format!("result|{job_id}|{target}|{ok}|{exit_code}|{error}|{started_at}|{finished_at}|{detail}")
+}
+
+impl Outcome {
+    /// A newly signed result. `ok` follows from the termination and exit code.
+    #[allow(clippy::too_many_arguments)]
+    pub fn sign(
+        key: &Key,
+        job_id: &str,
+        target: &str,
+        how: Termination,
+        exit_code: Option<i32>,
+        started_at: Option<&str>,
+        finished_at: &str,
+        detail: &Detail,
+    ) -> Outcome {
+        let ok = how == Termination::Exited && exit_code == Some(0);
+        let exit_code = match how {
+            Termination::Exited => exit_code.map_or(-1, i64::from),
+            _ => -1,
+        };
+        let mut o = Outcome {
+            v: 1,
+            job_id: job_id.to_string(),
+            target: target.to_string(),
+            ok,
+            exit_code,
+            error: how.as_str().to_string(),
+            started_at: started_at.unwrap_or("").to_string(),
+            finished_at: finished_at.to_string(),
+            detail: detail.to_text(),
+            sig: String::new(),
+        };
+        o.sig = key.sign(&o.canonical());
+        o
+    }
+
+    /// This result's canonical string.
+    pub fn canonical(&self) -> String {
+        canonical(
+            &self.job_id,
+            &self.target,
+            self.ok,
+            self.exit_code,
+            &self.error,
+            &self.started_at,
+            &self.finished_at,
+            &self.detail,
+        )
+    }
+
+    /// How the job ended.
+    pub fn termination(&self) -> Termination {
+        Termination::parse(&self.error).unwrap_or(Termination::Exited)
+    }
+
+    /// The detail; an empty one when it does not parse.
+    pub fn detail(&self) -> Detail {
+        Detail::from_text(&self.detail)
+    }
+
+    /// The detail as it was written, unknown fields included (for showing
+    /// it whole); an empty object when it does not parse.
+    pub fn detail_value(&self) -> serde_json::Value {
+        serde_json::from_str(&self.detail).unwrap_or_else(|_| serde_json::json!({}))
+    }
+
+    /// How its process ended, for people: `exit 3` for a code it gave by
+    /// itself, `exited 143 after SIGTERM` for one it gave once stopped,
+    /// `ended by SIGKILL` for a signal, `never started`, or `no exit code`
+    /// (a result recovered after a crash). Never the `-1` the protocol
+    /// records for "no code of its own" (§5.3): a job that exited 143 was
+    /// shown as `exit -1` beside one that was killed.
+    pub fn exit_phrase(&self) -> String {
+        let d = self.detail();
+        match (self.termination(), &d.signal, d.exit_code_after_signal) {
+            (Termination::Exited, None, _) if self.exit_code >= 0 => {
+                format!("exit {}", self.exit_code)
+            }
+            (_, Some(sig), Some(c)) => format!("exited {c} after {sig}"),
+            (_, Some(sig), None) => format!("ended by {sig}"),
+            _ if self.started_at.is_empty() => "never started".to_string(),
+            _ => "no exit code".to_string(),
+        }
+    }
+
+    /// The exit status `enqueue --wait` and `result --wait` end with (docs/protocol.md §9):
+    /// the job's own exit code when it ran to its end, 1 otherwise.
+    pub fn wait_exit_status(&self) -> u8 {
+        match self.termination() {
+            Termination::Exited if (0..=255).contains(&self.exit_code) => self.exit_code as u8,
+            _ => crate::base::exit::NO,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn termination_words_round_trip() {
+        for t in Termination::ALL {
+            assert_eq!(Termination::parse(t.as_str()), Some(t));
+        }
+        assert_eq!(Termination::parse("exploded"), None);
+    }
+
+    #[test]
+    fn every_ending_has_its_own_word_and_every_termination_an_ending() {
+        let words: std::collections::BTreeSet<&str> =
+            Ending::ALL.iter().map(|e| e.as_str()).collect();
+        assert_eq!(words.len(), Ending::ALL.len());
+        for t in Termination::ALL {
+            for ok in [false, true] {
+                assert!(Ending::ALL.contains(&t.ending(ok)));
+                assert_eq!(t.describe(ok), t.ending(ok).as_str());
+            }
+        }
+        assert_eq!(Termination::Exited.ending(true), Ending::Done);
+        assert_eq!(Termination::Exited.ending(false), Ending::Failed);
+        assert_eq!(serde_json::json!(Ending::SpawnFailed), "spawn-failed");
+    }
+
+    #[test]
+    fn ok_only_for_a_clean_exit() {
+        let key = Key::from_bytes(&[1u8; 32]).unwrap();
+        let d = Detail::default();
+        let ok = Outcome::sign(
+            &key,
+            "a",
+            "PC",
+            Termination::Exited,
+            Some(0),
+            Some("s"),
+            "f",
+            &d,
+        );
+        assert!(ok.ok);
+        assert_eq!(ok.wait_exit_status(), 0);
+        let fail = Outcome::sign(
+            &key,
+            "a",
+            "PC",
+            Termination::Exited,
+            Some(3),
+            Some("s"),
+            "f",
+            &d,
+        );
+        assert!(!fail.ok);
+        assert_eq!(fail.wait_exit_status(), 3);
+        let c = Outcome::sign(
+            &key,
+            "a",
+            "PC",
+            Termination::Cancelled,
+            Some(0),
+            Some("s"),
+            "f",
+            &d,
+        );
+        assert!(!c.ok);
+        assert_eq!(c.exit_code, -1);
+        assert_eq!(c.wait_exit_status(), 1);
+        assert!(key.verify(
+            crate::trust::Signer::Machine(&c.target),
+            &c.canonical(),
+            &c.sig
+        ));
+    }
+}

@@ -1,0 +1,8 @@
+//! The storage port and its local-folder implementation: [`fsops::Dir`]
+//! places bytes without ever replacing, [`layout`] names every place in the
+//! root and on this machine, [`events`] and [`listing`] see what arrived.
+
+pub(crate) mod events;
+pub mod fsops;
+pub(crate) mod layout;
+pub(crate) mod listing;
