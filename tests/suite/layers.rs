@@ -1,8 +1,9 @@
 //! The architecture holds: `src/` is `lib.rs`, `main.rs` and a folder per
 //! layer that `src/lib.rs` lists in order; every module (a layer folder, or
 //! each module of one that only groups modules) imports only from its own
-//! layer or the ones before it, with no import circle anywhere, and no command imports another; CONTRIBUTING.md's
-//! Dependencies table names every crate where it is used. A change that makes a
+//! layer or the ones before it, with no import circle anywhere, and no
+//! command imports another; CONTRIBUTING.md's Dependencies table names
+//! every crate where it is used. A change that makes a
 //! rule layer call up into a front end fails here, naming the import. Inside
 //! `src/platform/`, no OS leaf file (`unix.rs`, `linux.rs`, `macos.rs`,
 //! `windows.rs`, …) names another; no source file is over 600 lines, and
