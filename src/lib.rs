@@ -18,8 +18,8 @@
 //! 3. [`store`]: the storage port (the folder), the places in it, change events
 //! 4. [`trust`]: the keys, loaded once from their files, and every signature
 //! 5. [`protocol`]: the documents and the pure rules that judge them
-//! 6. [`places`]: what the shared folder says, read through the judges
-//! 7. [`local`]: this machine's own state: the ledger, the lock, the governor
+//! 6. [`local`]: this machine's own state: the ledger, the lock, the governor, what it sent
+//! 7. [`places`]: what the shared folder says, read through the judges
 //! 8. [`requests`]: submit, cancel, wait, doctor
 //! 9. [`engine`]: the listener, the runner, the watcher, the publisher
 //! 10. [`view`]: text, JSON and HTML renderers over the models above
@@ -27,8 +27,8 @@
 //!
 //! Foundations name things and wrap the operating system; the store places
 //! bytes without ever replacing; trust holds every signature; the protocol
-//! is pure verdicts over values; places and local state read what the
-//! folder and this machine say; requests are what a sender asks of a
+//! is pure verdicts over values; local state and places read what this
+//! machine and the folder say; requests are what a sender asks of a
 //! target; the engine runs and stops jobs; views word, colour and escape
 //! the models the layers above compute, deciding nothing; front ends
 //! parse, call and print. `docs/architecture.md` has a paragraph per folder

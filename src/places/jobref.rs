@@ -9,12 +9,10 @@
 //! `running`, the job a target runs now.
 //!
 //! The files this machine keeps of what it sent (`last-enqueued`, `sent`)
-//! are read and written in `places/jobref/sent.rs`.
+//! are read and written in `local/sent.rs`.
 
-mod sent;
-
-pub use sent::{record_sent_on, remember_on};
-use sent::{remembered, sent_to};
+pub use crate::local::sent::{LAST, record_sent_on, remember_on};
+use crate::local::sent::{remembered, sent_to};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -23,9 +21,6 @@ use crate::base::error::{Error, Result};
 use crate::base::names::{JobId, Machine};
 use crate::store::layout::{Place, TargetDirs};
 use crate::trust::Key;
-
-/// The word that names the last job enqueued from this machine.
-pub const LAST: &str = "last";
 
 /// The word `enqueue --interrupt` takes for the one job the target runs now.
 pub const RUNNING: &str = "running";

@@ -12,10 +12,13 @@ use std::time::{Duration, Instant};
 use super::site::Site;
 use crate::base::error::{Code, Error, Result};
 use crate::base::names::JobId;
-use crate::local::state::{self, Lock};
+use crate::local::state;
 use crate::places::heartbeat::{self, Beat, Heartbeat};
+use crate::places::rejected;
 use crate::platform;
-use crate::store::layout::{StateDirs, TargetDirs};
+use crate::protocol::accept;
+use crate::store::fsops;
+use crate::store::layout::{FOLDER_LOCK, Place, StateDirs, TargetDirs};
 use crate::trust::Key;
 
 /// The heartbeat and what was seen of another listener.
@@ -55,7 +58,7 @@ impl Liveness {
         state: &StateDirs,
         key: &Arc<Key>,
         poll: Duration,
-    ) -> Result<(Liveness, Lock)> {
+    ) -> Result<(Liveness, fsops::FileLock)> {
         let instance = state::instance_id(state)?;
         let host = platform::hostname().unwrap_or_default();
         let who = heartbeat::Identity {
@@ -71,7 +74,7 @@ impl Liveness {
             Arc::clone(key),
             poll,
         );
-        let folder_lock = Lock::acquire_folder(dirs)?;
+        let folder_lock = take_folder_lock(dirs)?;
         if let Some(other) = beat.rival() {
             let whence = if folder_lock.is_some() {
                 String::new()
@@ -184,5 +187,46 @@ impl Liveness {
         self.rival_was_said = seen.is_some();
         self.rival = seen;
         self.rival.is_some()
+    }
+}
+
+/// Takes the lock in the target folder itself (`listener.lock`), or
+/// answers `None` when another process holds it: a listener with another
+/// state directory serving the target from this file system, or a process
+/// without the key squatting it (the caller tells them apart by the
+/// heartbeat). The file is opened without following a link; anything but a
+/// regular file there is moved to `archive/rejected/` and the file made
+/// again, so a folder writer cannot keep the listener from starting that
+/// way.
+fn take_folder_lock(dirs: &TargetDirs) -> Result<Option<fsops::FileLock>> {
+    let path = dirs.folder_lock();
+    let base = dirs
+        .open_base()?
+        .ok_or_else(|| Error::not_found(format!("{} vanished", dirs.base().display())))?;
+    let mut moved = false;
+    loop {
+        match base.lock_file(FOLDER_LOCK) {
+            Ok(fsops::Locking::Held(held)) => return Ok(Some(held)),
+            Ok(fsops::Locking::Busy) => return Ok(None),
+            Ok(fsops::Locking::NotAFile) if !moved => {
+                let r = accept::Rejection::new(
+                    accept::Verdict::NotAFile,
+                    "the listener's lock must be a regular file",
+                );
+                let reason =
+                    rejected::Reason::new(&r, rejected::Kind::Layout, dirs.target().as_str());
+                rejected::file(
+                    &dirs.open_made(Place::Rejected)?,
+                    &base,
+                    FOLDER_LOCK,
+                    &reason,
+                )?;
+                moved = true;
+            }
+            Ok(fsops::Locking::NotAFile) => {
+                return Err(fsops::not_a_folder(&path, "file that is not a regular one"));
+            }
+            Err(e) => return Err(Error::io("lock", &path, &e)),
+        }
     }
 }

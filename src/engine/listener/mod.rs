@@ -99,7 +99,7 @@ pub struct Listener {
     liveness: Liveness,
     control: Control,
     _lock: Lock,
-    _folder_lock: Lock,
+    _folder_lock: crate::store::fsops::FileLock,
 }
 
 impl Listener {

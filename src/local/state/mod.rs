@@ -21,10 +21,8 @@ use std::time::Duration;
 use time::OffsetDateTime;
 
 use crate::base::error::{Code, Error, Result};
-use crate::places::rejected;
-use crate::protocol::accept;
 use crate::store::fsops;
-use crate::store::layout::{FOLDER_LOCK, Place, StateDirs, TargetDirs};
+use crate::store::layout::StateDirs;
 
 mod line;
 mod root;
@@ -32,18 +30,12 @@ mod root;
 use line::{Line, replay};
 pub use root::identify_root;
 
-/// The held listener lock; dropping it releases the lock.
+/// The held listener lock in the state directory; dropping it releases
+/// the lock. (The lock in the target folder, a place in the root, is
+/// taken by the listener's liveness check.)
 #[derive(Debug)]
 pub struct Lock {
-    _held: Held,
-}
-
-/// The file a [`Lock`] holds: in the state directory, or in the target
-/// folder, reached through the folder's handle.
-#[derive(Debug)]
-enum Held {
-    Local(#[allow(dead_code)] File),
-    Folder(#[allow(dead_code)] fsops::FileLock),
+    _file: File,
 }
 
 impl Lock {
@@ -84,56 +76,7 @@ impl Lock {
         let _ = file.rewind();
         let _ = writeln!(file, "{}", std::process::id());
         let _ = file.flush();
-        Ok(Lock {
-            _held: Held::Local(file),
-        })
-    }
-}
-
-impl Lock {
-    /// Takes the lock in the target folder itself (`listener.lock`), or
-    /// answers `None` when another process holds it: a listener with
-    /// another state directory serving the target from this file system,
-    /// or a process without the key squatting it (the caller tells them
-    /// apart by the heartbeat). The file is opened without following a
-    /// link; anything but a regular file there is moved to
-    /// `archive/rejected/` and the file made again, so a folder writer
-    /// cannot keep the listener from starting that way.
-    pub fn acquire_folder(dirs: &TargetDirs) -> Result<Option<Lock>> {
-        let path = dirs.folder_lock();
-        let base = dirs
-            .open_base()?
-            .ok_or_else(|| Error::not_found(format!("{} vanished", dirs.base().display())))?;
-        let mut moved = false;
-        loop {
-            match base.lock_file(FOLDER_LOCK) {
-                Ok(fsops::Locking::Held(held)) => {
-                    return Ok(Some(Lock {
-                        _held: Held::Folder(held),
-                    }));
-                }
-                Ok(fsops::Locking::Busy) => return Ok(None),
-                Ok(fsops::Locking::NotAFile) if !moved => {
-                    let r = accept::Rejection::new(
-                        accept::Verdict::NotAFile,
-                        "the listener's lock must be a regular file",
-                    );
-                    let reason =
-                        rejected::Reason::new(&r, rejected::Kind::Layout, dirs.target().as_str());
-                    rejected::file(
-                        &dirs.open_made(Place::Rejected)?,
-                        &base,
-                        FOLDER_LOCK,
-                        &reason,
-                    )?;
-                    moved = true;
-                }
-                Ok(fsops::Locking::NotAFile) => {
-                    return Err(fsops::not_a_folder(&path, "file that is not a regular one"));
-                }
-                Err(e) => return Err(Error::io("lock", &path, &e)),
-            }
-        }
+        Ok(Lock { _file: file })
     }
 }
 

@@ -1,9 +1,9 @@
 //! Unit tests of naming a job: prefixes, `last`, the nearest ids and
 //! the ids this machine sent.
 
-use super::sent::remember;
 use super::*;
 use crate::base::names::Machine;
+use crate::local::sent::remember;
 
 fn world() -> (tempfile::TempDir, TargetDirs) {
     let dir = tempfile::tempdir().unwrap();

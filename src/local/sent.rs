@@ -5,13 +5,15 @@
 
 use std::path::Path;
 
-use super::LAST;
 use crate::base::error::{Error, Result};
 use crate::base::names::{JobId, Machine};
 use crate::store::fsops;
 use crate::store::layout::TargetDirs;
 
 /// The file in the state directory that remembers the last job enqueued.
+/// The word that names the last job enqueued from this machine.
+pub const LAST: &str = "last";
+
 const LAST_FILE: &str = "last-enqueued";
 
 /// The file in the state directory that lists the jobs this machine sent,
@@ -41,7 +43,7 @@ pub fn remember_on(state: Result<std::path::PathBuf>, targets: &[&TargetDirs], i
 /// Remembers `id`, just enqueued for `dirs`' target, as `last`: a copy of
 /// the same id for another target (a fan-out) joins the targets already
 /// remembered for it, so `last` names it on each.
-pub(super) fn remember(state_dir: &Path, dirs: &TargetDirs, id: &JobId) -> Result<()> {
+pub fn remember(state_dir: &Path, dirs: &TargetDirs, id: &JobId) -> Result<()> {
     fsops::create_dirs(&[state_dir.to_path_buf()])?;
     let mut targets = match remembered(state_dir) {
         Some((targets, last)) if last == id.as_str() => targets,
@@ -105,7 +107,7 @@ fn record_sent(state_dir: &Path, sent: &[(&TargetDirs, &JobId)]) -> Result<()> {
 }
 
 /// The ids this machine sent to `target` (any case), oldest first.
-pub(super) fn sent_to(state_dir: Option<&Path>, target: &Machine) -> Vec<String> {
+pub fn sent_to(state_dir: Option<&Path>, target: &Machine) -> Vec<String> {
     let Some(text) = state_dir.and_then(|d| std::fs::read_to_string(d.join(SENT_FILE)).ok()) else {
         return Vec::new();
     };
@@ -117,7 +119,7 @@ pub(super) fn sent_to(state_dir: Option<&Path>, target: &Machine) -> Vec<String>
 }
 
 /// The targets and the id `last` names, from the state directory.
-pub(super) fn remembered(state_dir: &Path) -> Option<(Vec<String>, String)> {
+pub fn remembered(state_dir: &Path) -> Option<(Vec<String>, String)> {
     let text = std::fs::read_to_string(state_dir.join(LAST_FILE)).ok()?;
     let (targets, id) = text.trim().split_once(' ')?;
     let targets = targets.split(',').map(str::to_string).collect();
