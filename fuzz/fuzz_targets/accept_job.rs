@@ -4,9 +4,9 @@
 
 #![no_main]
 
+use fleet_dispatch::base::read::FileRead;
 use fleet_dispatch::protocol::accept::{self, Verdict};
 use fleet_dispatch::protocol::doc::job;
-use fleet_dispatch::base::read::FileRead;
 use fleet_dispatch_fuzz::{file_name, folder, key, object, text, verifies};
 use libfuzzer_sys::fuzz_target;
 
