@@ -160,6 +160,13 @@ impl Identity {
         }
     }
 
+    /// The X25519 shared secret with `their` public key (for
+    /// [`super::seal::open`]; the secret key never leaves this type).
+    pub(super) fn agree(&self, their: &[u8; KEY_BYTES]) -> x25519_dalek::SharedSecret {
+        x25519_dalek::StaticSecret::from(self.x25519)
+            .diffie_hellman(&x25519_dalek::PublicKey::from(*their))
+    }
+
     /// The identity file's text.
     pub fn to_file_text(&self) -> String {
         format!(

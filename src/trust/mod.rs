@@ -28,6 +28,7 @@ use ring::hmac;
 pub mod file;
 pub mod identity;
 pub mod roster;
+pub mod seal;
 pub mod store;
 
 pub use file::{MAX_KEY_FILE_BYTES, POINT_AT_KEY, generate, judge_file_text};
