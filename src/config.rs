@@ -132,6 +132,7 @@ pub struct Context {
     machine: Setting<String>,
     state_dir: Setting<PathBuf>,
     durability: Setting<crate::fsops::Durability>,
+    auth: Setting<crate::trust::Auth>,
     file: FileConfig,
     config_file: Option<ConfigFile>,
 }
@@ -185,6 +186,9 @@ impl Context {
                 file.durability,
                 || Some(crate::fsops::Durability::default()),
             ),
+            auth: Setting::resolve(global.auth.map(|v| (v, given("auth"))), file.auth, || {
+                Some(crate::trust::Auth::default())
+            }),
             file,
             config_file: None,
         }
@@ -214,6 +218,16 @@ impl Context {
     /// The state directory as configured, whether or not it exists.
     pub fn state_dir_setting(&self) -> &Setting<PathBuf> {
         &self.state_dir
+    }
+
+    /// The signature mode and where it came from.
+    pub fn auth_setting(&self) -> &Setting<crate::trust::Auth> {
+        &self.auth
+    }
+
+    /// The signature mode ([`crate::trust::Auth`]).
+    pub fn auth(&self) -> crate::trust::Auth {
+        self.auth.value.unwrap_or_default()
     }
 
     /// The durability level and where it came from.
@@ -462,8 +476,51 @@ impl Context {
         })
     }
 
-    /// Loads the key, refusing one that lies inside `root` (it would sync).
+    /// Loads what this machine signs and judges with for its `--auth`
+    /// mode ([`crate::trust::Auth`]): the fleet key (`shared-key`,
+    /// `both`), this machine's identity (`roster`) and, for `roster` and a
+    /// `both` machine that pins an admin key, the roster of `root`.
     pub fn key(&self, root: Option<&Path>) -> Result<Key> {
+        use crate::trust::{Auth, live::Live, store};
+        let auth = self.auth();
+        if auth == Auth::SharedKey {
+            return self.fleet_key(root);
+        }
+        let root = root.ok_or_else(|| {
+            Error::config(format!(
+                "--auth {}: the roster is read from the dispatch root, and none is set",
+                auth.as_str()
+            ))
+            .hint("pass --root DIR or set FLEET_DISPATCH_ROOT")
+        })?;
+        let state = self.state_dir(root)?;
+        if auth == Auth::Both {
+            let pinned = crate::trust::store::Local::new(&state).pin()?.is_some();
+            let live = if pinned {
+                Some(Live::open(root, &state)?)
+            } else {
+                None
+            };
+            return Ok(Key::both(self.fleet_key(Some(root))?, live));
+        }
+        let path = self.identity_path()?;
+        store::outside_root(&path, Some(root), "identity file")?;
+        let own = store::load_identity(&path)?;
+        if let Ok(m) = self.machine()
+            && !m.same(own.name())
+        {
+            return Err(Error::config(format!(
+                "identity file {} is {}'s, and this machine is {m}",
+                path.display(),
+                own.name()
+            ))
+            .hint("run `fleet-dispatch identity init --force` here, then `roster rotate` on the admin's machine"));
+        }
+        Ok(Key::roster(own, Live::open(root, &state)?))
+    }
+
+    /// Loads the fleet key, refusing one that lies inside `root` (it would sync).
+    fn fleet_key(&self, root: Option<&Path>) -> Result<Key> {
         let path = self.key_path()?;
         if let Some(root) = root
             && layout::is_inside(&path, root)

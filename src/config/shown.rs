@@ -129,6 +129,11 @@ pub fn shown(ctx: &Context) -> Shown {
             .map(|p| p.get_name().to_string()),
         source: d.source,
     };
+    let a = ctx.auth_setting();
+    let auth = Setting {
+        value: a.value.map(|v| v.as_str().to_string()),
+        source: a.source,
+    };
     let lines = [
         line(
             "root",
@@ -172,6 +177,7 @@ pub fn shown(ctx: &Context) -> Shown {
                 .or_else(|| presence(state.value.as_deref(), true, "not created yet")),
         ),
         line("durability", "durability", &durability, None),
+        line("auth", "auth", &auth, None),
         line("pollInterval", "poll interval", &poll, poll_bad),
         line("watch", "watch", &ctx.watch_setting(), None),
         line(
