@@ -162,6 +162,12 @@ pub fn run(ctx: &Context, args: DoctorArgs) -> Result<u8> {
         .max_job_age(None)
         .and_then(|age| ctx.retention(None, age))
         .unwrap_or(crate::retention::DEFAULT_RETENTION);
+    let auth = ctx.auth();
+    let shared = auth == crate::trust::Auth::SharedKey;
+    let loaded = root
+        .as_deref()
+        .filter(|_| !shared)
+        .and_then(|r| ctx.key(Some(r)).ok());
     let mut report = doctor::examine(&Inputs {
         root: configured_root.as_deref(),
         key_file: key_file.as_deref(),
@@ -172,7 +178,16 @@ pub fn run(ctx: &Context, args: DoctorArgs) -> Result<u8> {
         file_limit,
         retention,
         config,
+        judge_with: (!shared).then_some(loaded.as_ref()),
     });
+    if !shared {
+        let identity = ctx.identity_path().unwrap_or_default();
+        let state = root.as_deref().and_then(|r| ctx.state_dir(r).ok());
+        let facts = doctor::roster::gather(auth, &identity, root.as_deref(), state.as_deref());
+        let mut checks = std::mem::take(&mut report.checks);
+        checks.extend(doctor::roster::judge_roster(&facts, crate::clock::now()));
+        report = doctor::Report::new(checks, report.key_fingerprint);
+    }
     if let Some(facts) = service_facts(ctx) {
         let mut checks = std::mem::take(&mut report.checks);
         checks.push(doctor::judge_service(&facts));

@@ -13,7 +13,8 @@
 //! [`crate::heartbeat`]): doctor judges that document, it does not read
 //! the folder a second way.
 //!
-//! The checks, by what they look at: `key.rs`, `root.rs`, `target.rs`
+//! The checks, by what they look at: `key.rs`, `roster.rs` (the `--auth`
+//! mode, the identity, the pin and the roster), `root.rs`, `target.rs`
 //! (each target's listener and queue), `local.rs` (this machine's state),
 //! `service.rs` (an installed service entry). This file holds what they
 //! share: a [`Check`], its [`Status`], the [`Report`] and the limits.
@@ -22,6 +23,7 @@ mod gather;
 mod key;
 mod local;
 mod root;
+pub mod roster;
 mod service;
 mod target;
 

@@ -498,3 +498,50 @@ fn a_cancel_marker_in_roster_mode_is_signed_by_its_origin_and_honoured() {
     assert_eq!(c["cancelled"], 1, "{c}");
     assert_eq!(w.result(&id)["error"], "cancelled-before-start");
 }
+
+#[test]
+fn doctor_shows_the_mode_identity_pin_and_how_long_the_roster_has_left() {
+    let w = keyless();
+    let key = admin(&w, None);
+    join(&w, "LAPTOP", &key, &[]);
+    listen_once(&w);
+    let (_, out, err) = run(&w, "PC", &["--json", "doctor"]);
+    let v: Value = serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("{out}{err}"));
+    let check = |name: &str| {
+        v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == name)
+            .unwrap_or_else(|| panic!("no {name} check: {v}"))
+            .clone()
+    };
+    assert_eq!(check("auth")["status"], "ok", "{v}");
+    assert!(
+        check("auth")["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("roster")
+    );
+    assert_eq!(check("identity")["status"], "ok", "{v}");
+    assert!(
+        check("identity")["message"]
+            .as_str()
+            .unwrap()
+            .contains(&key_id(&w, "PC"))
+    );
+    assert_eq!(check("pin")["message"], format!("admin key {key}"));
+    let roster = check("roster");
+    assert_eq!(roster["status"], "ok", "{v}");
+    let m = roster["message"].as_str().unwrap();
+    assert!(m.contains("version 3") && m.contains("expires at"), "{m}");
+    assert!(m.contains("in 89 days") || m.contains("in 90 days"), "{m}");
+    // No fleet key is asked for, and PC's heartbeat verifies.
+    let checks = v["checks"].as_array().unwrap();
+    assert!(checks.iter().all(|c| c["check"] != "key"), "{v}");
+    // On a machine with no pin the pin check says what to run.
+    ok(&w, "NAS", &["identity", "init"]);
+    let (code, out, _) = run(&w, "NAS", &["doctor"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("roster pin"), "{out}");
+}
