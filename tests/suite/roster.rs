@@ -545,3 +545,41 @@ fn doctor_shows_the_mode_identity_pin_and_how_long_the_roster_has_left() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("roster pin"), "{out}");
 }
+
+#[cfg(unix)]
+#[test]
+fn the_http_intake_takes_a_roster_signed_job_and_answers_a_roster_signed_wait() {
+    let w = keyless();
+    let key = admin(&w, None);
+    join(&w, "LAPTOP", &key, &[]);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let l = ListenerGuard::spawn(bg(&w, "PC").args([
+        "listen",
+        "--poll-interval",
+        "100ms",
+        "--http",
+        &addr,
+    ]));
+    let url = format!("http://{addr}");
+    let mut answer = (0, String::new(), String::new());
+    wait_until(Duration::from_secs(10), || {
+        answer = run(
+            &w,
+            "LAPTOP",
+            &[
+                "enqueue", "--target", "PC", "--via", &url, "--wait", "--", "true",
+            ],
+        );
+        !answer.2.contains("connect")
+    });
+    let (code, out, err) = answer;
+    assert_eq!(code, 0, "{out}{err}");
+    let _ = l.stop(&w, libc::SIGTERM, Duration::from_secs(10));
+    let id = out.lines().next().unwrap().trim().to_string();
+    assert_eq!(w.result(&id)["alg"], "ed25519");
+}
