@@ -181,17 +181,13 @@ pub fn run(ctx: &Context, args: DoctorArgs) -> Result<u8> {
         judge_with: (!shared).then_some(loaded.as_ref()),
     });
     if !shared {
-        let identity = ctx.identity_path().unwrap_or_default();
         let state = root.as_deref().and_then(|r| ctx.state_dir(r).ok());
-        let facts = doctor::roster::gather(auth, &identity, root.as_deref(), state.as_deref());
-        let mut checks = std::mem::take(&mut report.checks);
-        checks.extend(doctor::roster::judge_roster(&facts, crate::clock::now()));
-        report = doctor::Report::new(checks, report.key_fingerprint);
+        let id = ctx.identity_path().unwrap_or_default();
+        let facts = doctor::roster::gather(auth, &id, root.as_deref(), state.as_deref());
+        report = report.with(doctor::roster::judge_roster(&facts, crate::clock::now()));
     }
     if let Some(facts) = service_facts(ctx) {
-        let mut checks = std::mem::take(&mut report.checks);
-        checks.push(doctor::judge_service(&facts));
-        report = doctor::Report::new(checks, report.key_fingerprint);
+        report = report.with(vec![doctor::judge_service(&facts)]);
     }
     super::emit(
         ctx,

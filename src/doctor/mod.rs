@@ -143,6 +143,13 @@ impl Report {
             checks,
         }
     }
+
+    /// This report with `more` checks, failures moved first again.
+    pub fn with(mut self, more: Vec<Check>) -> Report {
+        let mut checks = std::mem::take(&mut self.checks);
+        checks.extend(more);
+        Report::new(checks, self.key_fingerprint)
+    }
 }
 
 #[cfg(test)]
