@@ -456,11 +456,12 @@ fn a_revoked_machine_s_queued_job_is_refused_and_its_running_job_is_not_killed()
     let w = keyless();
     let key = admin(&w, None);
     join(&w, "LAPTOP", &key, &[]);
+    // Both are queued, and judged by the listener's first pass, before
+    // the revocation.
     let first = enqueue(&w, "LAPTOP", &["sleep", "2"]);
+    let queued = enqueue(&w, "LAPTOP", &["true"]);
     let l = ListenerGuard::spawn(bg(&w, "PC").args(["listen", "--poll-interval", "100ms"]));
     wait_until(Duration::from_secs(10), || w.running(&first).exists());
-    let queued = enqueue(&w, "LAPTOP", &["true"]);
-    std::thread::sleep(Duration::from_millis(300));
     ok(&w, "PC", &["roster", "remove", "LAPTOP"]);
     let v = w.wait_result(&first, Duration::from_secs(15));
     assert_eq!(v["ok"], true, "the running job ran to its end: {v}");
