@@ -184,3 +184,117 @@ impl Live {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trust::identity::{AdminKey, Identity};
+    use crate::trust::roster::Edit;
+    use crate::trust::{Claim, Key, Refusal};
+
+    /// A root whose roster lists PC (may send anywhere) and NAS (only to
+    /// LAPTOP), pinned in a state directory; PC's key, judging with it.
+    fn fleet(tmp: &Path) -> (Key, Identity) {
+        let admin = AdminKey::new([1; 32]);
+        let now = crate::clock::now();
+        let mut body = roster::first(&admin, now, roster::DEFAULT_EXPIRY);
+        for (name, seed, may) in [("PC", 2, "*"), ("NAS", 3, "LAPTOP")] {
+            let edit = Edit::Add {
+                line: Identity::new(name, [seed; 64]).line(),
+                may_send: vec![may.into()],
+                require_seal: false,
+            };
+            body = roster::apply(body, edit, now, None).unwrap();
+        }
+        std::fs::write(tmp.join(ROSTER_FILE), roster::sign(&body, &admin)).unwrap();
+        let state = tmp.join("state");
+        Local::new(&state).set_pin(&admin.public()).unwrap();
+        let live = Live::open(tmp, &state).unwrap();
+        (
+            Key::roster(Identity::new("PC", [2; 64]), live),
+            Identity::new("NAS", [3; 64]),
+        )
+    }
+
+    fn claim<'a>(signer: &'a str, s: &'a crate::trust::Signed, to: Option<&'a str>) -> Claim<'a> {
+        Claim {
+            signer,
+            alg: s.alg.as_deref(),
+            key_id: s.key_id.as_deref(),
+            made: Some(crate::clock::now()),
+            sends_to: to,
+            canonical: "job|x",
+            sig: &s.sig,
+        }
+    }
+
+    #[test]
+    fn a_document_is_judged_by_its_signer_key_and_permission() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (key, nas) = fleet(tmp.path());
+        let signed = key.sign_document("job|x");
+        assert_eq!(signed.alg.as_deref(), Some("ed25519"));
+        assert_eq!(key.judge(&claim("PC", &signed, Some("NAS"))), Ok(()));
+        // Named as another machine: that machine has no such key.
+        assert!(matches!(
+            key.judge(&claim("NAS", &signed, None)),
+            Err(Refusal::UnknownSigner(_))
+        ));
+        assert!(matches!(
+            key.judge(&claim("EVE", &signed, None)),
+            Err(Refusal::UnknownSigner(_))
+        ));
+        // Edited.
+        let mut c = claim("PC", &signed, None);
+        c.canonical = "job|y";
+        assert!(matches!(key.judge(&c), Err(Refusal::Forged(_))));
+        // Made before the key was valid.
+        let mut c = claim("PC", &signed, None);
+        c.made = crate::clock::parse("2000-01-01T00:00:00.000Z");
+        assert!(matches!(key.judge(&c), Err(Refusal::KeyNotValid(_))));
+        // NAS may send to LAPTOP only.
+        let by_nas = crate::trust::Signed {
+            alg: Some("ed25519".into()),
+            key_id: Some(nas.line().ed25519.key_id()),
+            sig: hex::encode(nas.sign(b"job|x")),
+        };
+        assert_eq!(key.judge(&claim("NAS", &by_nas, Some("LAPTOP"))), Ok(()));
+        assert!(matches!(
+            key.judge(&claim("NAS", &by_nas, Some("PC"))),
+            Err(Refusal::NotPermitted(_))
+        ));
+        // A fleet key document, and an unknown algorithm.
+        let hmac = crate::trust::Signed {
+            sig: "00".repeat(32),
+            ..Default::default()
+        };
+        assert!(matches!(
+            key.judge(&claim("PC", &hmac, None)),
+            Err(Refusal::AlgNotAllowed(_))
+        ));
+        let other = crate::trust::Signed {
+            alg: Some("rsa".into()),
+            ..signed.clone()
+        };
+        assert!(matches!(
+            key.judge(&claim("PC", &other, None)),
+            Err(Refusal::AlgNotAllowed(_))
+        ));
+    }
+
+    #[test]
+    fn a_new_roster_is_taken_and_a_forged_one_leaves_the_last_good() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (key, _) = fleet(tmp.path());
+        let live = key.live().unwrap();
+        let before = live.generation();
+        assert_eq!(live.current().unwrap().version, 3);
+        let path = tmp.path().join(ROSTER_FILE);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace("LAPTOP", "PC")).unwrap();
+        live.look(true);
+        assert_eq!(live.generation(), before);
+        assert_eq!(live.current().unwrap().version, 3);
+        assert!(live.ready().is_ok());
+    }
+}

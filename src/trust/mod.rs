@@ -1,25 +1,29 @@
-//! Every signature (docs/protocol.md §4, §5): what this machine signs with,
-//! what it accepts and from whom. The rest of the code signs and verifies
-//! through [`Key`] and never sees the scheme: today one fleet key, an
+//! Every signature (docs/protocol.md §4, §5, §6.7): what this machine
+//! signs with, what it accepts and from whom. The rest of the code signs
+//! and verifies through [`Key`] and never sees the scheme, chosen by the
+//! [`Auth`] mode: the fleet key (`shared-key`, the default), an
 //! HMAC-SHA256 whose text form is 64 hex digits (either case), with its
-//! algorithm and key implied.
+//! algorithm and key implied; or each machine's own Ed25519 key judged
+//! against the roster (`roster`), the document stating `alg` and `keyId`
+//! ([`Signed`]); or either, by what the document states (`both`).
 //!
 //! Verification takes the [`Signer`] a document names (a job's or marker's
-//! origin, a result's or heartbeat's target), so a scheme with a key per
-//! machine changes this module and not its callers: today every signer
-//! maps to the fleet key. A signature's text is parsed only here
-//! ([`Signature`]), and a key's short name for messages is its
-//! [`Key::key_id`]; whether two machines' keys differ is [`compare`]'s.
+//! origin, a result's or heartbeat's target): [`Key::judge`] for documents
+//! (their [`Claim`]), [`Key::check`] for what names no algorithm (a GET's
+//! header, a job's token, the root's identity). A signature's text is
+//! parsed only here ([`Signature`]), and a fleet key's short name for
+//! messages is its [`Key::key_id`]; whether two machines' keys differ is
+//! [`compare`]'s.
 //!
-//! [`file`](mod@file) loads the key file (and `keygen` writes one): this module sits
-//! in its own layer below the documents, so the pure rules above it take a
-//! loaded [`Key`] and never read a file.
+//! [`file`](mod@file) loads the key file (and `keygen` writes one): this
+//! module sits in its own layer below the documents, so the pure rules
+//! above it take a loaded [`Key`] and never read a file themselves.
 //!
-//! Machine identities (docs/identities.md) are the second scheme in the
-//! making: [`identity`] holds a machine's Ed25519 and X25519 keys and its
-//! identity line, [`roster`] the signed, versioned, expiring list of the
-//! fleet's machines, and [`store`] their files and this machine's pin.
-//! Nothing signs or accepts a job with them yet.
+//! Machine identities (docs/identities.md): [`identity`] holds a machine's
+//! Ed25519 and X25519 keys and its identity line, [`roster`] the signed,
+//! versioned, expiring list of the fleet's machines, [`store`] their files
+//! and this machine's pin, and [`live`] the roster a reader judges with:
+//! the last good one, read again when it changes.
 
 use std::fmt;
 
