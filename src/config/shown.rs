@@ -152,7 +152,11 @@ pub fn shown(ctx: &Context) -> Shown {
                 presence(
                     key.value.as_deref(),
                     false,
-                    "missing: run `fleet-dispatch keygen`, or copy the fleet's key here",
+                    if ctx.auth() == crate::trust::Auth::Roster {
+                        "missing, and not needed: --auth roster signs with this machine's identity"
+                    } else {
+                        "missing: run `fleet-dispatch keygen`, or copy the fleet's key here"
+                    },
                 )
             }),
         ),

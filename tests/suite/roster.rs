@@ -213,6 +213,8 @@ fn config_shows_the_mode_and_shared_key_stays_the_default() {
         serde_json::from_str(&output(on(&w, "PC").args(["--json", "config"])).1).unwrap();
     assert_eq!(v["auth"]["value"], "roster", "{v}");
     assert_eq!(v["auth"]["source"], "variable", "{v}");
+    let note = v["keyFile"]["note"].as_str().unwrap_or("");
+    assert!(note.contains("not needed"), "{v}");
     // A shared-key job carries neither alg nor keyId.
     w.make_target("PC");
     let id = w.enqueue(&[], &["true"]);
