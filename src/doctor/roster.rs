@@ -179,7 +179,7 @@ mod tests {
         let soon = facts(Some(Ok((4, "2026-12-03T00:00:00.000Z".into()))));
         let c = judge_roster(&soon, now);
         assert_eq!(c.last().unwrap().status, super::super::Status::Warn);
-        assert!(c.last().unwrap().message.contains("in 48h00m"), "{c:?}");
+        assert!(c.last().unwrap().message.contains("in 2 days"), "{c:?}");
         let bad = facts(Some(Err("expired: version 4 expired at …".into())));
         assert_eq!(
             judge_roster(&bad, now).last().unwrap().status,

@@ -482,7 +482,9 @@ pub const COPY_ONE_KEY: &str = "copy one key to every machine";
 /// another machine reports (`theirs`, when it does): the one rule for
 /// every "the keys differ" message.
 pub fn compare<'a>(mine: Option<&'a str>, theirs: Option<&'a str>) -> KeyIds<'a> {
-    match (mine, theirs) {
+    // An empty id is a machine without a fleet key (`--auth roster`).
+    let known = |id: Option<&'a str>| id.filter(|i| !i.is_empty());
+    match (known(mine), known(theirs)) {
         (_, None) => KeyIds::Unreported,
         (None, Some(theirs)) => KeyIds::NoneHere(theirs),
         (Some(mine), Some(theirs)) if mine == theirs => KeyIds::Same(theirs),
