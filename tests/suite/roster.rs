@@ -333,13 +333,44 @@ fn a_job_edited_to_name_another_origin_is_refused() {
     assert_eq!(reason["verdict"], "bad-signature", "{reason}");
 }
 
+/// Runs `f` while machine `name` holds no good roster (the root's is
+/// garbage for the moment, and its kept copy gone), so it signs without
+/// judging its own job first, as a machine with a stale roster would.
+fn blindly<T>(w: &World, name: &str, f: impl FnOnce() -> T) -> T {
+    let path = w.root.join("roster.json");
+    let good = std::fs::read(&path).unwrap();
+    std::fs::write(&path, "not a roster").unwrap();
+    let _ = std::fs::remove_file(state(w, name).join("roster.good.json"));
+    let out = f();
+    std::fs::write(&path, good).unwrap();
+    out
+}
+
 #[test]
 fn a_machine_not_on_the_roster_is_an_unknown_signer_and_its_sender_sees_why() {
     let w = keyless();
     let key = admin(&w, None);
     ok(&w, "EVE", &["identity", "init"]);
     ok(&w, "EVE", &["roster", "pin", &key]);
-    let id = enqueue(&w, "EVE", &["true"]);
+    // The sender refuses at once what the target would refuse.
+    let (code, out, err) = run(&w, "EVE", &["enqueue", "--target", "PC", "--", "true"]);
+    assert_eq!(code, 77, "{out}{err}");
+    assert!(
+        err.contains("PC would refuse this job as unknown-signer"),
+        "{err}"
+    );
+    assert!(
+        files(&w.pc().join("inbox")).is_empty(),
+        "nothing was written"
+    );
+    // A job EVE signed anyway (its roster stale, say) is refused by PC,
+    // and EVE sees why through `result`.
+    let eve = w.dir.path().join("EVE").join("state");
+    std::fs::remove_file(eve.join("roster.pin")).unwrap();
+    let (code, out, err) = run(&w, "EVE", &["enqueue", "--target", "PC", "--", "true"]);
+    assert_eq!(code, 78, "no pin, no roster mode: {out}{err}");
+    ok(&w, "EVE", &["roster", "pin", &key]);
+    let id = blindly(&w, "EVE", || enqueue(&w, "EVE", &["true"]));
     let c = listen_once(&w);
     assert_eq!(c["rejected"], 1, "{c}");
     assert_eq!(w.reason(&format!("{id}.json"))["verdict"], "unknown-signer");
@@ -354,7 +385,7 @@ fn a_machine_may_send_only_where_the_roster_permits() {
     let key = admin(&w, None);
     w.make_target("LAPTOP");
     join(&w, "NAS", &key, &["--may-send", "LAPTOP"]);
-    let id = enqueue(&w, "NAS", &["true"]);
+    let id = blindly(&w, "NAS", || enqueue(&w, "NAS", &["true"]));
     listen_once(&w);
     let reason = w.reason(&format!("{id}.json"));
     assert_eq!(reason["verdict"], "not-permitted", "{reason}");
@@ -362,6 +393,12 @@ fn a_machine_may_send_only_where_the_roster_permits() {
         reason.to_string().contains("may not send to PC"),
         "{reason}"
     );
+    // Now NAS itself refuses to send there, naming the verdict.
+    let (code, out, err) = run(&w, "NAS", &["enqueue", "--target", "PC", "--", "true"]);
+    assert_eq!(code, 77, "{out}{err}");
+    assert!(err.contains("not-permitted"), "{err}");
+    let (code, out, err) = run(&w, "NAS", &["enqueue", "--target", "LAPTOP", "--", "true"]);
+    assert_eq!(code, 0, "{out}{err}");
     // A cancel marker is judged by the same rule: NAS may not cancel on PC.
     let id = enqueue(&w, "PC", &["true"]);
     ok(&w, "NAS", &["cancel", "--target", "PC", "--job-id", &id]);
