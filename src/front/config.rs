@@ -15,9 +15,9 @@ use crate::base::names::Machine;
 use crate::front::cli::{Given, Global};
 use crate::protocol::jobenv;
 use crate::store::layout::{self, StateDirs, TargetDirs};
-use crate::trust::Key;
 
 mod file;
+mod key;
 mod rules;
 mod service;
 pub mod shown;
@@ -132,6 +132,7 @@ pub struct Context {
     machine: Setting<String>,
     state_dir: Setting<PathBuf>,
     durability: Setting<crate::store::fsops::Durability>,
+    auth: Setting<crate::trust::Auth>,
     file: FileConfig,
     config_file: Option<ConfigFile>,
 }
@@ -185,6 +186,9 @@ impl Context {
                 file.durability,
                 || Some(crate::store::fsops::Durability::default()),
             ),
+            auth: Setting::resolve(global.auth.map(|v| (v, given("auth"))), file.auth, || {
+                Some(crate::trust::Auth::default())
+            }),
             file,
             config_file: None,
         }
@@ -214,6 +218,16 @@ impl Context {
     /// The state directory as configured, whether or not it exists.
     pub fn state_dir_setting(&self) -> &Setting<PathBuf> {
         &self.state_dir
+    }
+
+    /// The signature mode and where it came from.
+    pub fn auth_setting(&self) -> &Setting<crate::trust::Auth> {
+        &self.auth
+    }
+
+    /// The signature mode ([`crate::trust::Auth`]).
+    pub fn auth(&self) -> crate::trust::Auth {
+        self.auth.value.unwrap_or_default()
     }
 
     /// The durability level and where it came from.
@@ -461,24 +475,6 @@ impl Context {
         self.identity_file.value.clone().ok_or_else(|| {
             Error::config("no identity file: pass --identity-file FILE or set FLEET_DISPATCH_IDENTITY_FILE (HOME is not set)")
         })
-    }
-
-    /// Loads the key, refusing one that lies inside `root` (it would sync).
-    pub fn key(&self, root: Option<&Path>) -> Result<Key> {
-        let path = self.key_path()?;
-        if let Some(root) = root
-            && layout::is_inside(&path, root)
-        {
-            return Err(Error::config(format!(
-                "key file {}{} lies inside the dispatch root {}{}; it would sync to every machine",
-                path.display(),
-                self.given_in_file(self.key_file.source, "key_file"),
-                root.display(),
-                self.given_in_file(self.root.source, "root"),
-            ))
-            .hint("move it out, e.g. to ~/.claude/fleet-dispatch.key"));
-        }
-        Key::load(&path)
     }
 
     /// This machine's name: `--machine` (or its variable, or the file's

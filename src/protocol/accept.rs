@@ -15,7 +15,7 @@ use time::OffsetDateTime;
 use crate::base::names::{self, JobId};
 use crate::base::read::FileRead;
 use crate::protocol::doc::{Job, Marker, Outcome, Spec, Termination, job, marker, outcome};
-use crate::trust::{Key, Signer};
+use crate::trust::{Claim, Key, Refusal};
 
 /// A verdict word of docs/protocol.md §6.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +46,16 @@ pub enum Verdict {
     WrongTarget,
     /// Signature missing, not hex, or not verifying.
     BadSignature,
+    /// Its machine or key id is not on the roster, or was removed.
+    UnknownSigner,
+    /// Its key is outside its validity window on the roster.
+    KeyNotValid,
+    /// Its origin may not send to this target.
+    NotPermitted,
+    /// The target's roster entry requires sealed jobs.
+    SealRequired,
+    /// Signed by an algorithm this machine's `--auth` mode refuses.
+    AlgNotAllowed,
     /// A job spec that does not parse or has unknown fields.
     UnsupportedSpec,
     /// The job id was processed before (replay).
@@ -73,6 +83,11 @@ impl Verdict {
             Verdict::TargetMismatch => "target-mismatch",
             Verdict::WrongTarget => "wrong-target",
             Verdict::BadSignature => "bad-signature",
+            Verdict::UnknownSigner => "unknown-signer",
+            Verdict::KeyNotValid => "key-not-valid",
+            Verdict::NotPermitted => "not-permitted",
+            Verdict::SealRequired => "seal-required",
+            Verdict::AlgNotAllowed => "alg-not-allowed",
             Verdict::UnsupportedSpec => "unsupported-spec",
             Verdict::AlreadyProcessed => "already-processed",
             Verdict::Stale => "stale",
@@ -233,8 +248,18 @@ impl Envelope {
     }
 
     /// Step 7: `sig` present, a signature's text ([`crate::trust`]), and
-    /// `signer`'s over `canonical`.
-    fn signature(&self, key: &Key, signer: &str, canonical: &str) -> Verdicted<String> {
+    /// `signer`'s over `canonical` by the algorithm the document states,
+    /// as this machine's mode allows ([`Key::judge`]); made at `made`, and
+    /// for a job or marker sent to `sends_to`. Returns the document's
+    /// `alg`, `keyId` and `sig`.
+    fn signature(
+        &self,
+        key: &Key,
+        signer: &str,
+        canonical: &str,
+        made: Option<OffsetDateTime>,
+        sends_to: Option<&str>,
+    ) -> Verdicted<(Option<String>, Option<String>, String)> {
         let sig = match self.obj.get("sig") {
             Some(Value::String(s)) => s,
             Some(_) => return Err(Rejection::new(Verdict::BadSignature, "sig is not a string")),
@@ -245,9 +270,43 @@ impl Envelope {
                 ));
             }
         };
-        key.check(Signer::Machine(signer), canonical, sig)
-            .map(|()| sig.clone())
-            .map_err(|why| Rejection::new(Verdict::BadSignature, why.to_string()))
+        // A field that is there but no string is judged as an empty one.
+        let field = |name: &str| match self.obj.get(name) {
+            None => None,
+            Some(Value::String(s)) => Some(s.as_str()),
+            Some(_) => Some(""),
+        };
+        let (alg, key_id) = (field("alg"), field("keyId"));
+        let claim = Claim {
+            signer,
+            alg,
+            key_id,
+            made,
+            sends_to,
+            canonical,
+            sig,
+        };
+        match key.judge(&claim) {
+            Ok(()) => Ok((
+                alg.map(str::to_string),
+                key_id.map(str::to_string),
+                sig.clone(),
+            )),
+            Err(why) => Err(Rejection::new(refused(&why), why.to_string())),
+        }
+    }
+}
+
+/// The verdict of a signature [`Key::judge`] refused.
+fn refused(why: &Refusal) -> Verdict {
+    match why {
+        Refusal::NotASignature | Refusal::DoesNotVerify | Refusal::Forged(_) => {
+            Verdict::BadSignature
+        }
+        Refusal::UnknownSigner(_) => Verdict::UnknownSigner,
+        Refusal::KeyNotValid(_) => Verdict::KeyNotValid,
+        Refusal::NotPermitted(_) => Verdict::NotPermitted,
+        Refusal::AlgNotAllowed(_) => Verdict::AlgNotAllowed,
     }
 }
 
@@ -273,12 +332,21 @@ pub fn marker(
         env.str("createdAt"),
         env.str("origin"),
     );
-    let sig = env.signature(key, env.str("origin"), &canonical)?;
+    let made = crate::base::clock::parse(env.str("createdAt"));
+    let (alg, key_id, sig) = env.signature(
+        key,
+        env.str("origin"),
+        &canonical,
+        made,
+        Some(env.str("target")),
+    )?;
     Ok(Marker {
         job_id: env.str("jobId").to_string(),
         target: env.str("target").to_string(),
         created_at: env.str("createdAt").to_string(),
         origin: env.str("origin").to_string(),
+        alg,
+        key_id,
         sig,
     })
 }
@@ -334,7 +402,13 @@ pub fn job(file_name: &str, read: FileRead, listener_target: &str, key: &Key) ->
         env.str("origin"),
         env.str("spec"),
     );
-    let sig = env.signature(key, env.str("origin"), &canonical)?;
+    let (alg, key_id, sig) = env.signature(
+        key,
+        env.str("origin"),
+        &canonical,
+        Some(created),
+        Some(env.str("target")),
+    )?;
     let spec =
         Spec::parse(env.str("spec")).map_err(|m| Rejection::new(Verdict::UnsupportedSpec, m))?;
     if spec
@@ -356,6 +430,8 @@ pub fn job(file_name: &str, read: FileRead, listener_target: &str, key: &Key) ->
         origin: env.str("origin").to_string(),
         spec_text: env.str("spec").to_string(),
         spec,
+        alg,
+        key_id,
         sig,
     })
 }
@@ -492,9 +568,12 @@ pub fn outcome(job_id: &str, read: FileRead, target: &str, key: &Key) -> Verdict
         started_at: env.str("startedAt").to_string(),
         finished_at: env.str("finishedAt").to_string(),
         detail: env.str("detail").to_string(),
+        alg: None,
+        key_id: None,
         sig: String::new(),
     };
-    o.sig = env.signature(key, env.str("target"), &o.canonical())?;
+    let made = crate::base::clock::parse(env.str("finishedAt"));
+    (o.alg, o.key_id, o.sig) = env.signature(key, env.str("target"), &o.canonical(), made, None)?;
     Ok(o)
 }
 

@@ -167,6 +167,16 @@ impl Identity {
             .diffie_hellman(&x25519_dalek::PublicKey::from(*their))
     }
 
+    /// The machine's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its Ed25519 signature over `message`.
+    pub fn sign(&self, message: &[u8]) -> Vec<u8> {
+        pair(&self.seed).sign(message).as_ref().to_vec()
+    }
+
     /// The identity file's text.
     pub fn to_file_text(&self) -> String {
         format!(

@@ -1,25 +1,29 @@
-//! Every signature (docs/protocol.md §4, §5): what this machine signs with,
-//! what it accepts and from whom. The rest of the code signs and verifies
-//! through [`Key`] and never sees the scheme: today one fleet key, an
+//! Every signature (docs/protocol.md §4, §5, §6.7): what this machine
+//! signs with, what it accepts and from whom. The rest of the code signs
+//! and verifies through [`Key`] and never sees the scheme, chosen by the
+//! [`Auth`] mode: the fleet key (`shared-key`, the default), an
 //! HMAC-SHA256 whose text form is 64 hex digits (either case), with its
-//! algorithm and key implied.
+//! algorithm and key implied; or each machine's own Ed25519 key judged
+//! against the roster (`roster`), the document stating `alg` and `keyId`
+//! ([`Signed`]); or either, by what the document states (`both`).
 //!
 //! Verification takes the [`Signer`] a document names (a job's or marker's
-//! origin, a result's or heartbeat's target), so a scheme with a key per
-//! machine changes this module and not its callers: today every signer
-//! maps to the fleet key. A signature's text is parsed only here
-//! ([`Signature`]), and a key's short name for messages is its
-//! [`Key::key_id`]; whether two machines' keys differ is [`compare`]'s.
+//! origin, a result's or heartbeat's target): [`Key::judge`] for documents
+//! (their [`Claim`]), [`Key::check`] for what names no algorithm (a GET's
+//! header, a job's token, the root's identity). A signature's text is
+//! parsed only here ([`Signature`]), and a fleet key's short name for
+//! messages is its [`Key::key_id`]; whether two machines' keys differ is
+//! [`compare`]'s.
 //!
-//! [`file`](mod@file) loads the key file (and `keygen` writes one): this module sits
-//! in its own layer below the documents, so the pure rules above it take a
-//! loaded [`Key`] and never read a file.
+//! [`file`](mod@file) loads the key file (and `keygen` writes one): this
+//! module sits in its own layer below the documents, so the pure rules
+//! above it take a loaded [`Key`] and never read a file themselves.
 //!
-//! Machine identities (docs/identities.md) are the second scheme in the
-//! making: [`identity`] holds a machine's Ed25519 and X25519 keys and its
-//! identity line, [`roster`] the signed, versioned, expiring list of the
-//! fleet's machines, and [`store`] their files and this machine's pin.
-//! Nothing signs or accepts a job with them yet.
+//! Machine identities (docs/identities.md): [`identity`] holds a machine's
+//! Ed25519 and X25519 keys and its identity line, [`roster`] the signed,
+//! versioned, expiring list of the fleet's machines, [`store`] their files
+//! and this machine's pin, and [`live`] the roster a reader judges with:
+//! the last good one, read again when it changes.
 
 use std::fmt;
 
@@ -27,11 +31,39 @@ use ring::hmac;
 
 pub mod file;
 pub mod identity;
+pub mod live;
 pub mod roster;
 pub mod seal;
 pub mod store;
 
 pub use file::{MAX_KEY_FILE_BYTES, POINT_AT_KEY, generate, judge_file_text};
+
+/// Which signatures a machine makes and accepts (`--auth`,
+/// `FLEET_DISPATCH_AUTH`, `auth` in the config file; docs/identities.md).
+#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Auth {
+    /// The fleet key: every machine signs and checks with the one HMAC key
+    #[default]
+    SharedKey,
+    /// Each machine signs with its own Ed25519 identity, judged against the
+    /// roster; no fleet key file is needed
+    Roster,
+    /// Signs with the fleet key and accepts each document by the
+    /// algorithm it states, for a migration
+    Both,
+}
+
+impl Auth {
+    /// The word `--auth` takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Auth::SharedKey => "shared-key",
+            Auth::Roster => "roster",
+            Auth::Both => "both",
+        }
+    }
+}
 
 /// The shortest key accepted, in bytes.
 pub const MIN_KEY_BYTES: usize = 32;
@@ -43,19 +75,30 @@ const TAG_BYTES: usize = 32;
 /// and reasons carry it as `keyFingerprint`), so they never change.
 const KEY_ID_TEXT: &[u8] = b"fleet-dispatch key fingerprint";
 
-/// What this machine signs with and accepts, loaded once (today the fleet
-/// key: the key file's content with trailing ASCII whitespace trimmed,
-/// taken as bytes). It is never printed: it hides itself from `Debug`, and
-/// no code path writes it anywhere but the key file `keygen` creates.
+/// What this machine signs with and accepts, loaded once for its
+/// [`Auth`] mode: the fleet key (`shared-key`, `both`: the key file's
+/// content with trailing ASCII whitespace trimmed, taken as bytes), this
+/// machine's identity (`roster`) and the roster to judge Ed25519 documents
+/// against (`roster`, `both`). No secret is ever printed: it hides itself
+/// from `Debug`, and no code path writes it anywhere but its own file.
 pub struct Key {
-    hmac: hmac::Key,
+    auth: Auth,
+    hmac: Option<hmac::Key>,
+    own: Option<identity::Identity>,
+    roster: Option<live::Live>,
 }
 
 impl fmt::Debug for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Key(<redacted>)")
+        write!(f, "Key({}, <redacted>)", self.auth.as_str())
     }
 }
+
+/// The algorithm word of an Ed25519-signed document.
+pub const ED25519: &str = "ed25519";
+
+/// The bytes of an Ed25519 signature.
+const ED25519_SIG_BYTES: usize = 64;
 
 /// Who signed a document, as the document names it: whose key must verify
 /// its signature.
@@ -83,78 +126,334 @@ impl Signature {
         }
         hex::decode(text).ok().map(|tag| Signature { tag })
     }
+
+    /// The Ed25519 signature `text` holds: 128 hex digits, either case.
+    fn parse_ed25519(text: &str) -> Option<Signature> {
+        if text.len() != 2 * ED25519_SIG_BYTES {
+            return None;
+        }
+        hex::decode(text).ok().map(|tag| Signature { tag })
+    }
+}
+
+/// How a document says it was signed, beside its `sig`: `alg` and
+/// `keyId`, both absent in the shared-key lane (an HMAC with the fleet
+/// key), `ed25519` and the signer's key id in the roster's.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Signed {
+    /// `ed25519`, or none for the fleet key's HMAC.
+    pub alg: Option<String>,
+    /// The signing key's id on the roster.
+    pub key_id: Option<String>,
+    /// The signature's text.
+    pub sig: String,
+}
+
+/// A document's claim to be signed, as a reader found it.
+#[derive(Clone, Copy, Debug)]
+pub struct Claim<'a> {
+    /// The machine the document names as its signer.
+    pub signer: &'a str,
+    /// Its `alg`, when it has one (an empty text for one that is no string).
+    pub alg: Option<&'a str>,
+    /// Its `keyId`, when it has one.
+    pub key_id: Option<&'a str>,
+    /// When the document says it was made: the signer's key must be valid
+    /// then, as well as now.
+    pub made: Option<time::OffsetDateTime>,
+    /// For a job or a marker, the target it is sent to: the signer must be
+    /// permitted to send there.
+    pub sends_to: Option<&'a str>,
+    /// What the signature covers.
+    pub canonical: &'a str,
+    /// The signature's text.
+    pub sig: &'a str,
 }
 
 /// Why a signature was refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Refusal {
     /// Its text is not a signature's form.
     NotASignature,
     /// It does not verify: the document was edited, or signed with a key
     /// this machine does not accept from its signer.
     DoesNotVerify,
+    /// The machine or key id is not on the roster (or was removed).
+    UnknownSigner(String),
+    /// An Ed25519 signature that does not verify with the key it names.
+    Forged(String),
+    /// The key is outside its validity window.
+    KeyNotValid(String),
+    /// The signer may not send to this target.
+    NotPermitted(String),
+    /// A document signed by an algorithm this mode does not accept.
+    AlgNotAllowed(String),
 }
 
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Refusal::NotASignature => "sig is not 64 hex digits",
-            Refusal::DoesNotVerify => {
-                "the signature does not verify with this fleet key (edited, or signed with another key)"
-            }
-        })
+        match self {
+            Refusal::NotASignature => f.write_str("sig is not 64 hex digits"),
+            Refusal::DoesNotVerify => f.write_str(
+                "the signature does not verify with this fleet key (edited, or signed with another key)",
+            ),
+            Refusal::Forged(why)
+            | Refusal::UnknownSigner(why)
+            | Refusal::KeyNotValid(why)
+            | Refusal::NotPermitted(why)
+            | Refusal::AlgNotAllowed(why) => f.write_str(why),
+        }
     }
 }
 
 impl Key {
-    /// A key from raw bytes (already trimmed); refuses fewer than
+    /// A fleet key from raw bytes (already trimmed); refuses fewer than
     /// [`MIN_KEY_BYTES`].
     pub fn from_bytes(bytes: &[u8]) -> Option<Key> {
         (bytes.len() >= MIN_KEY_BYTES).then(|| Key {
-            hmac: hmac::Key::new(hmac::HMAC_SHA256, bytes),
+            auth: Auth::SharedKey,
+            hmac: Some(hmac::Key::new(hmac::HMAC_SHA256, bytes)),
+            own: None,
+            roster: None,
         })
     }
 
-    /// The key that verifies what `signer` signs: the fleet key, whoever
-    /// the signer.
-    fn of(&self, signer: Signer<'_>) -> &hmac::Key {
-        match signer {
-            Signer::Machine(_) | Signer::Unnamed => &self.hmac,
+    /// The `roster` mode's key: this machine signs with `own` and judges
+    /// documents against `roster`.
+    pub fn roster(own: identity::Identity, roster: live::Live) -> Key {
+        Key {
+            auth: Auth::Roster,
+            hmac: None,
+            own: Some(own),
+            roster: Some(roster),
         }
     }
 
-    /// A short name for this key, to tell two keys apart in messages: 8
-    /// hex digits of a MAC of a fixed text under the key. Like any output
+    /// The `both` mode's key: `fleet` signs (every machine of a fleet in
+    /// migration still checks it) and checks HMAC documents; `roster`,
+    /// when this machine pins an admin key, judges Ed25519 ones.
+    pub fn both(fleet: Key, roster: Option<live::Live>) -> Key {
+        Key {
+            auth: Auth::Both,
+            roster,
+            ..fleet
+        }
+    }
+
+    /// The mode this key was loaded for.
+    pub fn auth(&self) -> Auth {
+        self.auth
+    }
+
+    /// The roster this key judges with, when it has one.
+    pub fn live(&self) -> Option<&live::Live> {
+        self.roster.as_ref()
+    }
+
+    /// `Ok` unless this key judges against a roster and holds no good one
+    /// (a listener refuses to start then): the `CONFIG` refusal says why.
+    ///
+    /// # Errors
+    ///
+    /// [`live::Live::ready`]'s.
+    pub fn roster_ready(&self) -> crate::base::error::Result<()> {
+        self.roster.as_ref().map_or(Ok(()), live::Live::ready)
+    }
+
+    /// A number that changes whenever another good roster is taken (0
+    /// without one): what was accepted under the old one is judged again.
+    pub fn generation(&self) -> u64 {
+        self.roster.as_ref().map_or(0, live::Live::generation)
+    }
+
+    /// A short name for the fleet key, to tell two keys apart in messages:
+    /// 8 hex digits of a MAC of a fixed text under the key. Like any output
     /// of the MAC it reveals nothing usable about the key, and 32 bits
     /// make an accidental match between two different keys a
-    /// one-in-four-billion event.
+    /// one-in-four-billion event. Empty in `roster` mode: no fleet key.
     pub fn key_id(&self) -> String {
-        let tag = hmac::sign(&self.hmac, KEY_ID_TEXT);
-        hex::encode(&tag.as_ref()[..4])
+        match &self.hmac {
+            Some(k) => hex::encode(&hmac::sign(k, KEY_ID_TEXT).as_ref()[..4]),
+            None => String::new(),
+        }
     }
 
     /// This machine's signature over `canonical`, in its text form
-    /// (lowercase hex).
+    /// (lowercase hex): the fleet key's HMAC when it has one, else its
+    /// identity's Ed25519 signature.
     pub fn sign(&self, canonical: &str) -> String {
-        hex::encode(hmac::sign(&self.hmac, canonical.as_bytes()).as_ref())
+        match (&self.hmac, &self.own) {
+            (Some(k), _) => hex::encode(hmac::sign(k, canonical.as_bytes()).as_ref()),
+            (None, Some(id)) => hex::encode(id.sign(canonical.as_bytes())),
+            (None, None) => unreachable!("a key signs with the fleet key or an identity"),
+        }
+    }
+
+    /// A document's signature over `canonical`, by the machine it names
+    /// (this one): with `alg` and `keyId` in the roster lane, neither in
+    /// the shared-key lane.
+    pub fn sign_document(&self, canonical: &str) -> Signed {
+        match (&self.hmac, &self.own) {
+            (None, Some(id)) => Signed {
+                alg: Some(ED25519.to_string()),
+                key_id: Some(id.line().ed25519.key_id()),
+                sig: hex::encode(id.sign(canonical.as_bytes())),
+            },
+            _ => Signed {
+                sig: self.sign(canonical),
+                ..Signed::default()
+            },
+        }
     }
 
     /// Checks `sig` (its text form) over `canonical`, signed by `signer`,
-    /// in constant time.
+    /// in constant time: a signature no document's `alg` qualifies (a
+    /// header, a token, the root's identity).
     ///
     /// # Errors
     ///
     /// [`Refusal::NotASignature`] when `sig` is not a signature's text,
     /// [`Refusal::DoesNotVerify`] when it does not verify.
     pub fn check(&self, signer: Signer<'_>, canonical: &str, sig: &str) -> Result<(), Refusal> {
-        let sig = Signature::parse(sig).ok_or(Refusal::NotASignature)?;
-        hmac::verify(self.of(signer), canonical.as_bytes(), &sig.tag)
-            .map_err(|_| Refusal::DoesNotVerify)
+        if let Some(k) = &self.hmac
+            && (self.auth == Auth::SharedKey || sig.len() == 2 * TAG_BYTES)
+        {
+            let sig = Signature::parse(sig).ok_or(Refusal::NotASignature)?;
+            return hmac::verify(k, canonical.as_bytes(), &sig.tag)
+                .map_err(|_| Refusal::DoesNotVerify);
+        }
+        let sig = Signature::parse_ed25519(sig).ok_or(Refusal::NotASignature)?;
+        let now = crate::base::clock::now();
+        let mut keys: Vec<identity::SigningPublic> =
+            self.own.iter().map(|id| id.line().ed25519).collect();
+        if let Some(body) = self.roster.as_ref().and_then(|r| r.current().ok()) {
+            keys.extend(
+                body.machines
+                    .iter()
+                    .filter(|m| match signer {
+                        Signer::Machine(name) => m.name.eq_ignore_ascii_case(name),
+                        Signer::Unnamed => true,
+                    })
+                    .flat_map(|m| &m.keys)
+                    .filter(|k| roster::key_valid_at(k, now))
+                    .filter_map(|k| identity::SigningPublic::parse(&k.ed25519)),
+            );
+        }
+        if keys
+            .iter()
+            .any(|k| k.verifies(canonical.as_bytes(), &sig.tag))
+        {
+            Ok(())
+        } else {
+            Err(Refusal::DoesNotVerify)
+        }
     }
 
     /// Whether `sig` over `canonical` is `signer`'s ([`Key::check`]).
     pub fn verify(&self, signer: Signer<'_>, canonical: &str, sig: &str) -> bool {
         self.check(signer, canonical, sig).is_ok()
+    }
+
+    /// Judges a document's signature by the algorithm it states, as this
+    /// mode allows: in `shared-key` mode exactly as [`Key::check`] (its
+    /// `alg` unread); an HMAC document (no `alg`) by the fleet key, refused
+    /// `alg-not-allowed` in `roster` mode; an `ed25519` one against the
+    /// roster: its signer and key id listed, the signature verifying, the
+    /// key valid when the document was made and now, and the signer
+    /// permitted to send to its target.
+    ///
+    /// # Errors
+    ///
+    /// The [`Refusal`], each variant a verdict of docs/protocol.md §6.
+    pub fn judge(&self, c: &Claim<'_>) -> Result<(), Refusal> {
+        let by = Signer::Machine(c.signer);
+        match (self.auth, c.alg) {
+            (Auth::SharedKey, _) | (Auth::Both, None) => self.check(by, c.canonical, c.sig),
+            (Auth::Roster, None) => Err(Refusal::AlgNotAllowed(
+                "it is signed with the fleet key (no alg); this machine accepts only ed25519 documents (--auth roster)"
+                    .into(),
+            )),
+            (_, Some(ED25519)) => self.judge_ed25519(c),
+            (_, Some(alg)) => Err(Refusal::AlgNotAllowed(format!(
+                "alg {alg:?} is not one this machine accepts (ed25519{})",
+                if self.auth == Auth::Both {
+                    ", or none for the fleet key"
+                } else {
+                    ""
+                }
+            ))),
+        }
+    }
+
+    fn judge_ed25519(&self, c: &Claim<'_>) -> Result<(), Refusal> {
+        let body = self
+            .roster
+            .as_ref()
+            .ok_or_else(|| "no admin key is pinned on this machine".to_string())
+            .and_then(live::Live::current)
+            .map_err(|why| {
+                Refusal::UnknownSigner(format!("{} cannot be looked up: {why}", c.signer))
+            })?;
+        let entry = body
+            .machines
+            .iter()
+            .find(|m| m.name.eq_ignore_ascii_case(c.signer))
+            .ok_or_else(|| {
+                Refusal::UnknownSigner(format!(
+                    "{} is not on the roster (version {})",
+                    c.signer, body.version
+                ))
+            })?;
+        let id = c
+            .key_id
+            .ok_or_else(|| Refusal::UnknownSigner("it names no keyId".into()))?;
+        let key = entry.keys.iter().find(|k| k.key_id == id).ok_or_else(|| {
+            Refusal::UnknownSigner(format!(
+                "{} has no key {id:?} on the roster (version {})",
+                c.signer, body.version
+            ))
+        })?;
+        let forged = || {
+            Refusal::Forged(format!(
+                "the signature does not verify with key {id} of {} on the roster (edited, or signed with another key)",
+                c.signer
+            ))
+        };
+        let sig = Signature::parse_ed25519(c.sig).ok_or_else(|| {
+            Refusal::Forged("sig is not 128 hex digits, an Ed25519 signature as alg says".into())
+        })?;
+        let public = identity::SigningPublic::parse(&key.ed25519).ok_or_else(forged)?;
+        if !public.verifies(c.canonical.as_bytes(), &sig.tag) {
+            return Err(forged());
+        }
+        let now = crate::base::clock::now();
+        for (at, when) in [(c.made, "when the document was made"), (Some(now), "now")] {
+            if let Some(at) = at
+                && !roster::key_valid_at(key, at)
+            {
+                return Err(Refusal::KeyNotValid(format!(
+                    "key {id} of {} is valid from {} until {}, not {when} ({})",
+                    c.signer,
+                    key.valid_from,
+                    key.valid_until.as_deref().unwrap_or("it is replaced"),
+                    crate::base::clock::format(at)
+                )));
+            }
+        }
+        if let Some(to) = c.sends_to
+            && !entry
+                .may_send
+                .iter()
+                .any(|t| t == "*" || t.eq_ignore_ascii_case(to))
+        {
+            return Err(Refusal::NotPermitted(format!(
+                "{} may not send to {to} (roster version {} lets it send to {})",
+                c.signer,
+                body.version,
+                entry.may_send.join(",")
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -184,7 +483,9 @@ pub const COPY_ONE_KEY: &str = "copy one key to every machine";
 /// another machine reports (`theirs`, when it does): the one rule for
 /// every "the keys differ" message.
 pub fn compare<'a>(mine: Option<&'a str>, theirs: Option<&'a str>) -> KeyIds<'a> {
-    match (mine, theirs) {
+    // An empty id is a machine without a fleet key (`--auth roster`).
+    let known = |id: Option<&'a str>| id.filter(|i| !i.is_empty());
+    match (known(mine), known(theirs)) {
         (_, None) => KeyIds::Unreported,
         (None, Some(theirs)) => KeyIds::NoneHere(theirs),
         (Some(mine), Some(theirs)) if mine == theirs => KeyIds::Same(theirs),

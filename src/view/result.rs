@@ -23,7 +23,7 @@ use super::{Tone, paint};
 
 /// The JSON form of a verified result, `detail` parsed.
 pub fn json(o: &Outcome) -> Value {
-    json!({
+    let mut v = json!({
         "jobId": o.job_id,
         "target": o.target,
         "ok": o.ok,
@@ -34,7 +34,12 @@ pub fn json(o: &Outcome) -> Value {
         "finishedAt": o.finished_at,
         "detail": o.detail_value(),
         "verified": true,
-    })
+    });
+    // In the roster lane: which machine's key signed it.
+    if let Some(id) = &o.key_id {
+        v["signedBy"] = json!({"machine": o.target, "keyId": id, "alg": o.alg});
+    }
+    v
 }
 
 /// The human form of a verified result.
@@ -65,6 +70,9 @@ fn result_text(o: &Outcome, followed: bool) -> String {
             " after {}",
             clock::human(Duration::from_millis(ms))
         ));
+    }
+    if let Some(id) = &o.key_id {
+        s.push_str(&format!(", signed by {} key {id}", o.target));
     }
     if let Some(m) = &d.marker {
         s.push_str(&format!(", cancel from {}", m.origin));

@@ -163,6 +163,7 @@ pub fn text(t: &TargetStatus, mine: &str) -> String {
                 exit,
                 duration_ms,
                 label: l,
+                signed_by_key,
                 ..
             } => {
                 let padded = format!("{:<22}", outcome.as_str());
@@ -173,6 +174,10 @@ pub fn text(t: &TargetStatus, mine: &str) -> String {
                     clock::human(Duration::from_millis(duration_ms.unwrap_or(0))),
                     label(l)
                 );
+                let row = match signed_by_key {
+                    Some(k) => format!("{}  signed by {} key {k}", row.trim_end(), t.target),
+                    None => row,
+                };
                 // No trailing blanks where a row has no label.
                 lines.push(row.trim_end().to_string());
             }

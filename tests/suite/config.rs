@@ -459,6 +459,7 @@ fn every_key_s_bad_value_is_config_naming_the_file() {
             "durability = \"fast\"".into(),
             "line 5, column 14",
         ),
+        ("auth", "auth = \"hmac\"".into(), "line 5, column 8"),
         ("retention", "retention = \"3d\"".into(), "retention: "),
         ("max_job_age", "max_job_age = \"0\"".into(), "max_job_age: "),
     ];

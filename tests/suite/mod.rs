@@ -30,6 +30,7 @@ mod properties;
 mod readme;
 mod refusals;
 mod retention;
+mod roster;
 mod service;
 mod short_ids;
 mod slots;

@@ -64,6 +64,10 @@ pub(super) struct Inbox {
     /// Names already spoken about.
     noted: HashSet<String>,
     settle: Duration,
+    /// The roster's generation the parsed jobs were accepted under
+    /// ([`Key::generation`]): another roster judges them all again, so a
+    /// revoked machine's queued jobs are refused before they start.
+    roster: u64,
 }
 
 impl Inbox {
@@ -78,6 +82,7 @@ impl Inbox {
             malformed: HashMap::new(),
             noted: HashSet::new(),
             settle,
+            roster: 0,
         }
     }
 
@@ -95,6 +100,11 @@ impl Inbox {
             Archiving::Done(ours) => now.is_none() || now != ours,
         };
         self.listed.is_none_or(|t| t.elapsed() >= poll) || (now != self.inbox_mtime && changed)
+    }
+
+    /// True when another roster was taken since the jobs were judged.
+    pub fn roster_changed(&self, key: &Key) -> bool {
+        key.generation() != self.roster
     }
 
     /// Takes `jobs` (in drain order) as the queue listed just now.
@@ -131,6 +141,11 @@ impl Inbox {
         target: &str,
         key: &Key,
     ) -> Result<(Vec<Candidate>, Listing)> {
+        let generation = key.generation();
+        if generation != self.roster {
+            self.parsed.clear();
+            self.roster = generation;
+        }
         let mut found = Listing::default();
         let mut out = Vec::new();
         let mut present = HashSet::new();

@@ -304,7 +304,8 @@ impl Listener {
         let fresh = self.pickup.hinted()
             || self
                 .queue
-                .stale(&f, self.site.settings.poll, self.recorder.inbox_mtime());
+                .stale(&f, self.site.settings.poll, self.recorder.inbox_mtime())
+            || self.queue.roster_changed(&self.site);
         if fresh {
             self.rescan(&f)?;
         }

@@ -82,7 +82,8 @@ impl Pickup {
         }
     }
 
-    /// Watches `inbox/` and `cancel/` for events (after the layout checks
+    /// Watches `inbox/` and `cancel/` (and the root, for `roster.json`, when
+    /// judging against a roster) for events (after the layout checks
     /// passed: both are real folders in the root), each event waking the
     /// listener through `mail`. A watch that cannot be set up is said
     /// once on stderr; the poll goes on.
@@ -96,7 +97,11 @@ impl Pickup {
             return;
         }
         let mail = mail.clone();
-        let dirs = [site.dirs.inbox(), site.dirs.cancel()];
+        let mut dirs = vec![site.dirs.inbox(), site.dirs.cancel()];
+        // Judging against a roster: its change wakes the listener too.
+        if site.key.live().is_some() {
+            dirs.push(site.root.clone());
+        }
         match Events::watch(&dirs, &self.hint, move || mail.send(Control::Wake)) {
             Ok(e) => {
                 self.events = Some(e);

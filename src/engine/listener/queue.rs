@@ -85,6 +85,11 @@ impl Queue {
         self.inbox.stale(f.inbox(), poll, ours)
     }
 
+    /// True when another roster was taken since the queue was judged.
+    pub fn roster_changed(&self, site: &Site) -> bool {
+        self.inbox.roster_changed(&site.key)
+    }
+
     /// Lists the inbox and judges each entry ([`Inbox::scan`]).
     pub fn scan(&mut self, site: &Site, f: &Folders) -> Result<(Vec<Candidate>, Listing)> {
         self.inbox.scan(f.inbox(), site.target(), &site.key)

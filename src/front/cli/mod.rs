@@ -123,6 +123,15 @@ pub struct Global {
         value_name = "LEVEL"
     )]
     pub durability: Option<crate::store::fsops::Durability>,
+    /// Which signatures to make and accept: shared-key (the fleet key), roster (each machine's identity, docs/identities.md) or both [default: shared-key]
+    #[arg(
+        long,
+        global = true,
+        env = "FLEET_DISPATCH_AUTH",
+        hide_env_values = true,
+        value_name = "MODE"
+    )]
+    pub auth: Option<crate::trust::Auth>,
     /// Which options were given as a flag and which by their variable,
     /// by id ([`parse`] fills it in; absent means a flag).
     #[arg(skip)]

@@ -21,6 +21,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "full (the default) or relaxed (--durability)",
     ),
     (
+        "FLEET_DISPATCH_AUTH",
+        "shared-key (the default), roster or both (--auth)",
+    ),
+    (
         "FLEET_DISPATCH_POLL_INTERVAL",
         "the listener's poll interval (listen --poll-interval)",
     ),
@@ -160,6 +164,10 @@ pub const CONFIG_FILE: ConfigFileDoc = ConfigFileDoc {
             "how many jobs the listener runs at once (listen --slots)",
         ),
         ("durability = \"full\"", "full or relaxed (--durability)"),
+        (
+            "auth = \"shared-key\"",
+            "shared-key, roster or both (--auth; docs/identities.md)",
+        ),
         (
             "stop_grace = \"20s\"",
             "the most grace a stopped listener gives its running job (listen --stop-grace); unset, the job's own",

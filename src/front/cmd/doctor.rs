@@ -5,10 +5,7 @@
 //! machine's service entry with the one `service install` would write
 //! now, and prints ([`crate::view::doctor`]).
 
-use crate::base::error::Result;
-use crate::base::exit;
-use crate::base::names::Machine;
-use crate::base::read::FileRead;
+use crate::base::{error::Result, exit, names::Machine, read::FileRead};
 use crate::front::cli::DoctorArgs;
 use crate::front::config::{Context, Setting};
 use crate::front::service::{self, Platform};
@@ -162,6 +159,12 @@ pub fn run(ctx: &Context, args: DoctorArgs) -> Result<u8> {
         .max_job_age(None)
         .and_then(|age| ctx.retention(None, age))
         .unwrap_or(crate::base::retention::DEFAULT_RETENTION);
+    let auth = ctx.auth();
+    let shared = auth == crate::trust::Auth::SharedKey;
+    let loaded = root
+        .as_deref()
+        .filter(|_| !shared)
+        .and_then(|r| ctx.key(Some(r)).ok());
     let mut report = doctor::examine(&Inputs {
         root: configured_root.as_deref(),
         key_file: key_file.as_deref(),
@@ -172,11 +175,19 @@ pub fn run(ctx: &Context, args: DoctorArgs) -> Result<u8> {
         file_limit,
         retention,
         config,
+        judge_with: (!shared).then_some(loaded.as_ref()),
     });
+    if !shared {
+        let state = root.as_deref().and_then(|r| ctx.state_dir(r).ok());
+        let id = ctx.identity_path().unwrap_or_default();
+        let facts = doctor::roster::gather(auth, &id, root.as_deref(), state.as_deref());
+        report = report.with(doctor::roster::judge_roster(
+            &facts,
+            crate::base::clock::now(),
+        ));
+    }
     if let Some(facts) = service_facts(ctx) {
-        let mut checks = std::mem::take(&mut report.checks);
-        checks.push(doctor::judge_service(&facts));
-        report = doctor::Report::new(checks, report.key_fingerprint);
+        report = report.with(vec![doctor::judge_service(&facts)]);
     }
     super::emit(
         ctx,

@@ -126,6 +126,9 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
     let machine = ctx.machine()?;
     crate::store::layout::check_addressable(&machine)?;
     let key = ctx.key(Some(&root))?;
+    // In `roster` mode a listener with no good roster would refuse every
+    // job: it refuses to start instead, saying why.
+    key.roster_ready()?;
     let key_path = ctx.key_path()?;
     let state = ctx.state(&root, &machine)?;
     let shutdown = shutdown::install()?;

@@ -41,6 +41,8 @@ pub struct FileConfig {
     pub slots: Option<u64>,
     /// `full` or `relaxed`.
     pub durability: Option<crate::store::fsops::Durability>,
+    /// `shared-key`, `roster` or `both`.
+    pub auth: Option<crate::trust::Auth>,
     /// How long `sweep` keeps a processed job's files, e.g. "90d".
     pub retention: Option<String>,
     /// The age past which `listen` refuses a job as stale, e.g. "14d"; also

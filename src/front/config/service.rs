@@ -89,6 +89,16 @@ impl Context {
                 value: d.get_name().to_string(),
             });
         }
+        if matches!(
+            self.auth.source,
+            super::Source::Flag | super::Source::Variable
+        ) {
+            pinned.push(Pinned {
+                var: "FLEET_DISPATCH_AUTH",
+                flag: Some("--auth"),
+                value: self.auth().as_str().to_string(),
+            });
+        }
         if let Some(fleet) = var(FLEET_VAR) {
             self.checked_fleet()?;
             pinned.push(Pinned {

@@ -131,6 +131,11 @@ pub fn shown(ctx: &Context) -> Shown {
             .map(|p| p.get_name().to_string()),
         source: d.source,
     };
+    let a = ctx.auth_setting();
+    let auth = Setting {
+        value: a.value.map(|v| v.as_str().to_string()),
+        source: a.source,
+    };
     let lines = [
         line(
             "root",
@@ -149,7 +154,11 @@ pub fn shown(ctx: &Context) -> Shown {
                 presence(
                     key.value.as_deref(),
                     false,
-                    "missing: run `fleet-dispatch keygen`, or copy the fleet's key here",
+                    if ctx.auth() == crate::trust::Auth::Roster {
+                        "missing, and not needed: --auth roster signs with this machine's identity"
+                    } else {
+                        "missing: run `fleet-dispatch keygen`, or copy the fleet's key here"
+                    },
                 )
             }),
         ),
@@ -174,6 +183,7 @@ pub fn shown(ctx: &Context) -> Shown {
                 .or_else(|| presence(state.value.as_deref(), true, "not created yet")),
         ),
         line("durability", "durability", &durability, None),
+        line("auth", "auth", &auth, None),
         line("pollInterval", "poll interval", &poll, poll_bad),
         line("watch", "watch", &ctx.watch_setting(), None),
         line(

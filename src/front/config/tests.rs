@@ -32,6 +32,7 @@ fn no_flags() -> Global {
         state_dir: None,
         json: false,
         durability: None,
+        auth: None,
         given: Vec::new(),
     }
 }

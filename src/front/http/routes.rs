@@ -73,9 +73,14 @@ pub fn route<'a>(method: &str, path: &'a str) -> Route<'a> {
 /// size 413, and every other refusal (names, spec, replay, age) 422.
 pub fn verdict_answer(v: Verdict) -> (u16, Code) {
     match v {
-        Verdict::BadSignature | Verdict::TargetMismatch | Verdict::WrongTarget => {
-            (403, Code::Forbidden)
-        }
+        Verdict::BadSignature
+        | Verdict::TargetMismatch
+        | Verdict::WrongTarget
+        | Verdict::UnknownSigner
+        | Verdict::KeyNotValid
+        | Verdict::NotPermitted
+        | Verdict::SealRequired
+        | Verdict::AlgNotAllowed => (403, Code::Forbidden),
         Verdict::Malformed => (400, Code::BadRequest),
         Verdict::TooLarge => (413, Code::BadRequest),
         Verdict::InvalidJobId

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::Sender;
-use super::request::{Fields, Origin, Request, Resolver, checked, request};
+use super::request::{Fields, Origin, Request, Resolver, checked, request, roster_refusal};
 use crate::base::clock;
 use crate::base::error::{Error, Result};
 use crate::front::cli::EnqueueArgs;
@@ -97,6 +97,7 @@ pub fn send(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> Result
                 spec,
             );
             let (job, bytes) = checked(job, Origin::Line).map_err(at(*n))?;
+            roster_refusal(&job, &bytes, key).map_err(at(*n))?;
             waits.push(Waiting {
                 line: *n,
                 shown: format!("{}:{}", dirs.target(), job.id),

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::request::{Origin, Request, Resolver, checked};
+use super::request::{Origin, Request, Resolver, checked, roster_refusal};
 use super::{Route, Sender};
 use crate::base::clock;
 use crate::base::error::{Error, Result};
@@ -98,6 +98,7 @@ fn one(ctx: &Context, args: &EnqueueArgs, req: Request) -> Result<One> {
         spec,
     );
     let (job, bytes) = checked(job, Origin::Flags)?;
+    roster_refusal(&job, &bytes, key)?;
     route.job(&dirs, &job, &bytes, key, ctx.durability().enqueue_flush())?;
     crate::places::jobref::remember_on(ctx.state_dir(&s.root), &[&dirs], &req.id);
     let warnings = match route {
@@ -266,6 +267,7 @@ fn fan_out(ctx: &Context, args: &EnqueueArgs, req: Request) -> Result<Copies> {
                 spec,
             );
             checked(job, Origin::Flags)
+                .and_then(|(job, bytes)| roster_refusal(&job, &bytes, key).map(|()| (job, bytes)))
         })
         .collect::<Result<Vec<_>>>()?;
     let flush = ctx.durability().enqueue_flush();

@@ -439,6 +439,37 @@ pub fn checked(job: Job, given: Origin) -> Result<(Job, Vec<u8>)> {
     }
 }
 
+/// In `roster` mode, refuses `job` (its file's `bytes`) when its target
+/// would refuse it for its signer, judged here by the same rules against
+/// this machine's own good roster: this machine not on it
+/// (`unknown-signer`), its key outside its window (`key-not-valid`), or not
+/// permitted to send there (`not-permitted`). The message names the
+/// verdict; nothing is written.
+pub fn roster_refusal(job: &Job, bytes: &[u8], key: &Key) -> Result<()> {
+    use crate::protocol::accept::Verdict;
+    let good_here = key.live().is_some_and(|l| l.current().is_ok());
+    if key.auth() != crate::trust::Auth::Roster || !good_here {
+        return Ok(());
+    }
+    let read = crate::base::read::FileRead::Bytes(bytes.to_vec());
+    match crate::protocol::accept::job(&job.id.file_name(), read, &job.target, key) {
+        Err(r) if matches!(
+            r.verdict,
+            Verdict::UnknownSigner | Verdict::KeyNotValid | Verdict::NotPermitted
+        ) =>
+        {
+            Err(Error::forbidden(format!(
+                "{} would refuse this job as {}: {}",
+                job.target,
+                r.verdict.as_str(),
+                r.message
+            ))
+            .hint("the admin changes the roster (`roster add`, `rotate` or `remove` and `add` with --may-send)"))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The key of the field that takes the most room in `spec`: what to name
 /// when the job is too large.
 fn largest_field(spec: &Payload) -> &'static str {

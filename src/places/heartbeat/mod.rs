@@ -27,7 +27,7 @@ use crate::base::clock;
 use crate::base::names::Machine;
 use crate::base::read::FileRead;
 use crate::store::layout::{LISTENER_JSON, StateDirs, TargetDirs};
-use crate::trust::{Key, Signer};
+use crate::trust::{Claim, Key};
 
 /// How often the heartbeat is refreshed.
 pub const EVERY: Duration = Duration::from_secs(30);
@@ -85,6 +85,12 @@ pub struct Beat {
     /// from versions before it was written).
     #[serde(default, deserialize_with = "crate::base::screen::tamed")]
     pub run: String,
+    /// `ed25519` in the roster lane; absent for the fleet key's HMAC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alg: Option<String>,
+    /// The signing key's id on the roster; absent for the fleet key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_id: Option<String>,
     /// The target's signature over [`Beat::canonical`] (empty from versions before beats
     /// were signed: such a beat is unverified).
     #[serde(default)]
@@ -123,7 +129,17 @@ impl Beat {
     pub fn verified(&self, key: &Key, target: &Machine) -> bool {
         target.same(&self.target)
             && !self.sig.is_empty()
-            && key.verify(Signer::Machine(&self.target), &self.canonical(), &self.sig)
+            && key
+                .judge(&Claim {
+                    signer: &self.target,
+                    alg: self.alg.as_deref(),
+                    key_id: self.key_id.as_deref(),
+                    made: clock::parse(&self.heartbeat_at),
+                    sends_to: None,
+                    canonical: &self.canonical(),
+                    sig: &self.sig,
+                })
+                .is_ok()
     }
 
     /// Its age now, when its time parses.

@@ -121,6 +121,8 @@ fn beat(instance: &str, run: &str, at: &str, k: Option<&Key>) -> Beat {
         instance: instance.into(),
         key_fingerprint: "aaaa0000".into(),
         run: run.into(),
+        alg: None,
+        key_id: None,
         sig: String::new(),
     };
     let sig = k.map(|k| k.sign(&b.canonical())).unwrap_or_default();

@@ -145,10 +145,15 @@ impl Heartbeat {
             instance: self.0.own.instance.clone(),
             key_fingerprint: self.0.key_fingerprint.clone(),
             run: self.0.own.run.clone(),
+            alg: None,
+            key_id: None,
             sig: String::new(),
         };
+        let signed = self.0.key.sign_document(&beat.canonical());
         let beat = Beat {
-            sig: self.0.key.sign(&beat.canonical()),
+            alg: signed.alg,
+            key_id: signed.key_id,
+            sig: signed.sig,
             ..beat
         };
         // Recorded first: a crash between the two leaves a beat dated no

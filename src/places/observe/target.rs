@@ -227,6 +227,10 @@ pub enum RecentResult {
         duration_ms: Option<u64>,
         /// Its label.
         label: Option<String>,
+        /// The key id that signed it, in the roster lane (with the target,
+        /// the machine whose key it is).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        signed_by_key: Option<String>,
     },
     /// A result file that does not verify.
     #[serde(rename_all = "camelCase")]
@@ -466,6 +470,7 @@ fn recent(dirs: &TargetDirs, key: &Key, history: &History) -> Vec<RecentResult> 
                             finished_at: o.finished_at.clone(),
                             duration_ms: d.duration_ms,
                             label: d.label,
+                            signed_by_key: o.key_id.clone(),
                         })
                 }
                 Err(r) => (!history.filtered()).then(|| RecentResult::Unverified {

@@ -15,6 +15,8 @@ fn signed_marker(id: &str, target: &str) -> Vec<u8> {
         target: target.into(),
         created_at: "2026-11-29T19:31:00.000Z".into(),
         origin: "LAPTOP".into(),
+        alg: None,
+        key_id: None,
         sig: k.sign(&marker::canonical(
             id,
             target,

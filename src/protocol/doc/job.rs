@@ -241,6 +241,10 @@ pub struct Job {
     /// The spec, parsed: read through [`Job::header`] and [`Job::payload`],
     /// which say who may read what.
     pub(crate) spec: Spec,
+    /// `ed25519` in the roster lane; none for the fleet key's HMAC.
+    pub alg: Option<String>,
+    /// The signing key's id on the roster; none for the fleet key.
+    pub key_id: Option<String>,
     /// The signature.
     pub sig: String,
 }
@@ -264,6 +268,10 @@ struct Envelope<'a> {
     created_at: &'a str,
     origin: &'a str,
     spec: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    alg: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key_id: Option<&'a str>,
     sig: &'a str,
 }
 
@@ -284,7 +292,7 @@ impl Job {
     ) -> Job {
         let created_at = crate::base::clock::format(created);
         let spec_text = spec.to_text();
-        let sig = key.sign(&canonical(
+        let signed = key.sign_document(&canonical(
             id.as_str(),
             target,
             &created_at,
@@ -299,7 +307,9 @@ impl Job {
             origin: origin.to_string(),
             spec_text,
             spec,
-            sig,
+            alg: signed.alg,
+            key_id: signed.key_id,
+            sig: signed.sig,
         }
     }
 
@@ -312,6 +322,8 @@ impl Job {
             created_at: &self.created_at,
             origin: &self.origin,
             spec: &self.spec_text,
+            alg: self.alg.as_deref(),
+            key_id: self.key_id.as_deref(),
             sig: &self.sig,
         })
     }

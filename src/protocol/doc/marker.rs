@@ -20,7 +20,13 @@ pub struct Marker {
     pub created_at: String,
     /// The machine that asked.
     pub origin: String,
-    /// Hex HMAC over [`canonical`].
+    /// `ed25519` in the roster lane; absent for the fleet key's HMAC.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alg: Option<String>,
+    /// The signing key's id on the roster; absent for the fleet key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_id: Option<String>,
+    /// The origin's signature over [`canonical`], in hex.
     pub sig: String,
 }
 
@@ -38,7 +44,7 @@ impl Marker {
         origin: &Machine,
         created_at: &str,
     ) -> Marker {
-        let sig = key.sign(&canonical(
+        let signed = key.sign_document(&canonical(
             job_id.as_str(),
             target.as_str(),
             created_at,
@@ -49,7 +55,9 @@ impl Marker {
             target: target.to_string(),
             created_at: created_at.to_string(),
             origin: origin.to_string(),
-            sig,
+            alg: signed.alg,
+            key_id: signed.key_id,
+            sig: signed.sig,
         }
     }
 

@@ -165,7 +165,13 @@ pub struct Outcome {
     /// A JSON object as a string ([`Detail`]): duration, signal, output
     /// tails, marker.
     pub detail: String,
-    /// Hex HMAC over [`canonical`].
+    /// `ed25519` in the roster lane; absent for the fleet key's HMAC.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alg: Option<String>,
+    /// The signing key's id on the roster; absent for the fleet key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_id: Option<String>,
+    /// The target's signature over [`canonical`], in hex.
     pub sig: String,
 }
 
@@ -212,9 +218,12 @@ impl Outcome {
             started_at: started_at.unwrap_or("").to_string(),
             finished_at: finished_at.to_string(),
             detail: detail.to_text(),
+            alg: None,
+            key_id: None,
             sig: String::new(),
         };
-        o.sig = key.sign(&o.canonical());
+        let signed = key.sign_document(&o.canonical());
+        (o.alg, o.key_id, o.sig) = (signed.alg, signed.key_id, signed.sig);
         o
     }
 

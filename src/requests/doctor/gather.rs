@@ -52,13 +52,24 @@ pub struct Inputs<'a> {
     pub retention: std::time::Duration,
     /// Where each setting came from, as `config` says it.
     pub config: Vec<String>,
+    /// In a mode other than `shared-key` (`--auth`), the key the command
+    /// loaded for it, when it did: heartbeats are judged with it, and the
+    /// fleet key file is not examined (the mode's checks are
+    /// [`super::roster`]'s).
+    pub judge_with: Option<Option<&'a Key>>,
 }
 
 /// Examines everything `i` names and judges it.
 pub fn examine(i: &Inputs<'_>) -> Report {
     let now = clock::now();
-    let (key_facts, key) = key(i.key_file, i.root);
-    let mut checks: Vec<Check> = super::judge_key(&key_facts);
+    let (mut checks, loaded) = match i.judge_with {
+        Some(_) => (Vec::new(), None),
+        None => {
+            let (key_facts, key) = key(i.key_file, i.root);
+            (super::judge_key(&key_facts), key)
+        }
+    };
+    let key = i.judge_with.unwrap_or(loaded.as_ref());
     let fleet: Vec<String> = i
         .machine
         .map(str::to_string)
@@ -67,9 +78,8 @@ pub fn examine(i: &Inputs<'_>) -> Report {
         .collect();
     let root = root(i.root, &fleet);
     checks.extend(super::judge_root(&root));
-    let key_id = key.as_ref().map(Key::key_id);
-    let beats: Vec<(BeatFile, Option<bool>)> =
-        i.targets.iter().map(|d| beat(d, key.as_ref())).collect();
+    let key_id = key.map(Key::key_id).filter(|k| !k.is_empty());
+    let beats: Vec<(BeatFile, Option<bool>)> = i.targets.iter().map(|d| beat(d, key)).collect();
     // The fleet's machine names, for OneDrive's `<name>-<HOST>` copies.
     let mut hosts: Vec<String> = i.machine.map(str::to_string).into_iter().collect();
     if let Some(r) = i.root {
@@ -89,15 +99,7 @@ pub fn examine(i: &Inputs<'_>) -> Report {
     // (each target's sweep plan read every inbox of the root again).
     let awaited = targets.first().and_then(|d| prune::Awaited::read(d).ok());
     for (dirs, beat) in targets.iter().zip(beats) {
-        let facts = target(
-            dirs,
-            beat,
-            key.as_ref(),
-            &hosts,
-            now,
-            i.retention,
-            awaited.as_ref(),
-        );
+        let facts = target(dirs, beat, key, &hosts, now, i.retention, awaited.as_ref());
         checks.extend(super::judge_target(
             &facts,
             key_id.as_deref(),

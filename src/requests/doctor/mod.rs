@@ -13,7 +13,8 @@
 //! [`crate::places::heartbeat`]): doctor judges that document, it does not read
 //! the folder a second way.
 //!
-//! The checks, by what they look at: `key.rs`, `root.rs`, `target.rs`
+//! The checks, by what they look at: `key.rs`, `roster.rs` (the `--auth`
+//! mode, the identity, the pin and the roster), `root.rs`, `target.rs`
 //! (each target's listener and queue), `local.rs` (this machine's state),
 //! `service.rs` (an installed service entry). This file holds what they
 //! share: a [`Check`], its [`Status`], the [`Report`] and the limits.
@@ -22,6 +23,7 @@ mod gather;
 mod key;
 mod local;
 mod root;
+pub mod roster;
 mod service;
 mod target;
 
@@ -140,6 +142,13 @@ impl Report {
             key_fingerprint,
             checks,
         }
+    }
+
+    /// This report with `more` checks, failures moved first again.
+    pub fn with(mut self, more: Vec<Check>) -> Report {
+        let mut checks = std::mem::take(&mut self.checks);
+        checks.extend(more);
+        Report::new(checks, self.key_fingerprint)
     }
 }
 

@@ -31,6 +31,8 @@ fn beat(heartbeat_at: &str, fingerprint: &str) -> Beat {
         instance: "0123456789abcdef".into(),
         key_fingerprint: fingerprint.into(),
         run: "fedcba9876543210".into(),
+        alg: None,
+        key_id: None,
         sig: String::new(),
     }
 }

@@ -1,0 +1,73 @@
+//! What this machine signs and judges with, loaded for its `--auth` mode
+//! (docs/identities.md): the fleet key file, this machine's identity, and
+//! the roster of the root as this machine's state directory pins it.
+
+use std::path::Path;
+
+use super::Context;
+use crate::base::error::{Error, Result};
+use crate::store::layout;
+use crate::trust::Key;
+
+impl Context {
+    /// Loads what this machine signs and judges with for its `--auth`
+    /// mode ([`crate::trust::Auth`]): the fleet key (`shared-key`,
+    /// `both`), this machine's identity (`roster`) and, for `roster` and a
+    /// `both` machine that pins an admin key, the roster of `root`.
+    pub fn key(&self, root: Option<&Path>) -> Result<Key> {
+        use crate::trust::{Auth, live::Live, store};
+        let auth = self.auth();
+        if auth == Auth::SharedKey {
+            return self.fleet_key(root);
+        }
+        let root = root.ok_or_else(|| {
+            Error::config(format!(
+                "--auth {}: the roster is read from the dispatch root, and none is set",
+                auth.as_str()
+            ))
+            .hint("pass --root DIR or set FLEET_DISPATCH_ROOT")
+        })?;
+        let state = self.state_dir(root)?;
+        if auth == Auth::Both {
+            let pinned = crate::trust::store::Local::new(&state).pin()?.is_some();
+            let live = if pinned {
+                Some(Live::open(root, &state)?)
+            } else {
+                None
+            };
+            return Ok(Key::both(self.fleet_key(Some(root))?, live));
+        }
+        let path = self.identity_path()?;
+        store::outside_root(&path, Some(root), "identity file")?;
+        let own = store::load_identity(&path)?;
+        if let Ok(m) = self.machine()
+            && !m.same(own.name())
+        {
+            return Err(Error::config(format!(
+                "identity file {} is {}'s, and this machine is {m}",
+                path.display(),
+                own.name()
+            ))
+            .hint("run `fleet-dispatch identity init --force` here, then `roster rotate` on the admin's machine"));
+        }
+        Ok(Key::roster(own, Live::open(root, &state)?))
+    }
+
+    /// Loads the fleet key, refusing one that lies inside `root` (it would sync).
+    fn fleet_key(&self, root: Option<&Path>) -> Result<Key> {
+        let path = self.key_path()?;
+        if let Some(root) = root
+            && layout::is_inside(&path, root)
+        {
+            return Err(Error::config(format!(
+                "key file {}{} lies inside the dispatch root {}{}; it would sync to every machine",
+                path.display(),
+                self.given_in_file(self.key_file.source, "key_file"),
+                root.display(),
+                self.given_in_file(self.root.source, "root"),
+            ))
+            .hint("move it out, e.g. to ~/.claude/fleet-dispatch.key"));
+        }
+        Key::load(&path)
+    }
+}

@@ -1,0 +1,302 @@
+//! The roster as a reader holds it (docs/identities.md): the last good
+//! version it verified, read again whenever `<root>/roster.json` changes.
+//! A roster that is not good (forged, signed by another admin key, rolled
+//! back below the version recorded in the state directory, expired) is
+//! refused, said once, and the last good one is kept: in memory while the
+//! process runs, and as `roster.good.json` in the state directory for the
+//! next one (checked again there, expiry included).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::base::error::{Error, Result};
+use crate::base::read::FileRead;
+use crate::store::fsops::{Dir, Flush};
+
+use super::identity::SigningPublic;
+use super::roster::{self, Body};
+use super::store::{self, Local, ROSTER_FILE};
+
+/// The last good roster's copy in the state directory.
+const GOOD_FILE: &str = "roster.good.json";
+
+/// How long a look at the roster file's size and time stands: a drain
+/// judging thousands of files at once stats it a few times, not each time.
+const LOOK_EVERY: Duration = Duration::from_millis(100);
+
+/// What identifies one version of the file on disk without reading it.
+type Seen = (Option<SystemTime>, u64);
+
+/// The roster a reader judges documents against.
+pub struct Live {
+    path: PathBuf,
+    state: PathBuf,
+    local: Local,
+    pin: SigningPublic,
+    held: Mutex<Held>,
+}
+
+#[derive(Default)]
+struct Held {
+    good: Option<Arc<Body>>,
+    file: Option<Seen>,
+    looked: Option<Instant>,
+    /// The last refusal said, so it is said once.
+    refused: Option<String>,
+    /// Bumped each time another good roster is taken.
+    generation: u64,
+}
+
+impl Live {
+    /// The roster of the root `root` for the machine whose state directory
+    /// is `state`: refuses (`CONFIG`) a machine with no pin. A roster that
+    /// is not good is no error here: [`Live::ready`] says why.
+    pub fn open(root: &Path, state: &Path) -> Result<Live> {
+        let local = Local::new(state);
+        let pin = local.pinned()?;
+        let live = Live {
+            path: root.join(ROSTER_FILE),
+            state: state.to_path_buf(),
+            local,
+            pin,
+            held: Mutex::new(Held::default()),
+        };
+        live.look(true);
+        if live.held().good.is_none()
+            && let Some(body) = live.kept()
+        {
+            let mut h = live.held();
+            h.good = Some(Arc::new(body));
+            h.generation += 1;
+        }
+        Ok(live)
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The last good roster's copy in the state directory, when it is
+    /// still good.
+    fn kept(&self) -> Option<Body> {
+        let FileRead::Bytes(b) =
+            crate::store::fsops::read_local(&self.state.join(GOOD_FILE), roster::MAX_ROSTER_BYTES)
+        else {
+            return None;
+        };
+        let seen = self.local.seen().ok()?;
+        roster::verify(&b, &self.pin, seen, crate::base::clock::now(), true).ok()
+    }
+
+    /// Reads the roster again when its file changed (looked at most every
+    /// [`LOOK_EVERY`] unless `now`); a good one is taken, its version
+    /// recorded and kept; a refused one is said once.
+    fn look(&self, now: bool) {
+        {
+            let h = self.held();
+            if !now && h.looked.is_some_and(|t| t.elapsed() < LOOK_EVERY) {
+                return;
+            }
+        }
+        let meta = std::fs::metadata(&self.path).ok();
+        let file = meta.as_ref().map(|m| (m.modified().ok(), m.len()));
+        {
+            let mut h = self.held();
+            h.looked = Some(Instant::now());
+            if file.is_some() && file == h.file {
+                return;
+            }
+            h.file = file;
+        }
+        let verdict = match store::read_roster(&self.path) {
+            Err(e) => Err(e.message),
+            Ok(bytes) => match self.local.seen() {
+                Err(e) => Err(e.message),
+                Ok(seen) => {
+                    roster::verify(&bytes, &self.pin, seen, crate::base::clock::now(), true)
+                        .map(|b| (b, bytes))
+                        .map_err(|r| r.to_string())
+                }
+            },
+        };
+        match verdict {
+            Ok((body, bytes)) => {
+                let _ = self.local.saw(body.version);
+                if let Ok(dir) = Dir::open_trusted(&self.state) {
+                    let _ = dir.replace(GOOD_FILE, &bytes, Flush::Data);
+                }
+                let mut h = self.held();
+                if h.good.as_deref() != Some(&body) {
+                    h.generation += 1;
+                    h.good = Some(Arc::new(body));
+                }
+                h.refused = None;
+            }
+            Err(why) => {
+                let mut h = self.held();
+                if h.refused.as_deref() != Some(&why) {
+                    match &h.good {
+                        Some(g) => crate::note!(
+                            "roster {}: {why}; still using version {}, the last good one",
+                            self.path.display(),
+                            g.version
+                        ),
+                        None => crate::note!("roster {}: {why}", self.path.display()),
+                    }
+                    h.refused = Some(why);
+                }
+            }
+        }
+    }
+
+    /// The roster to judge with now: the last good one, after a look at
+    /// the file; or why there is none.
+    pub fn current(&self) -> std::result::Result<Arc<Body>, String> {
+        self.look(false);
+        let h = self.held();
+        h.good.clone().ok_or_else(|| {
+            format!(
+                "no good roster on this machine ({})",
+                h.refused.as_deref().unwrap_or("none read yet")
+            )
+        })
+    }
+
+    /// A number that changes whenever another good roster is taken: what
+    /// was accepted under the old one is judged again.
+    pub fn generation(&self) -> u64 {
+        self.look(false);
+        self.held().generation
+    }
+
+    /// `Ok` when a good roster is held; else the `CONFIG` refusal naming
+    /// the reason and the command to run.
+    pub fn ready(&self) -> Result<()> {
+        self.look(true);
+        let h = self.held();
+        match (&h.good, &h.refused) {
+            (Some(_), _) => Ok(()),
+            (None, why) => Err(Error::config(format!(
+                "no good roster: {}: {}",
+                self.path.display(),
+                why.as_deref().unwrap_or("not read")
+            ))
+            .hint("run `fleet-dispatch roster verify` here; the admin mends it with `fleet-dispatch roster renew` (or publishes a newer one)")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trust::identity::{AdminKey, Identity};
+    use crate::trust::roster::Edit;
+    use crate::trust::{Claim, Key, Refusal};
+
+    /// A root whose roster lists PC (may send anywhere) and NAS (only to
+    /// LAPTOP), pinned in a state directory; PC's key, judging with it.
+    fn fleet(tmp: &Path) -> (Key, Identity) {
+        let admin = AdminKey::new([1; 32]);
+        let now = crate::base::clock::now();
+        let mut body = roster::first(&admin, now, roster::DEFAULT_EXPIRY);
+        for (name, seed, may) in [("PC", 2, "*"), ("NAS", 3, "LAPTOP")] {
+            let edit = Edit::Add {
+                line: Identity::new(name, [seed; 64]).line(),
+                may_send: vec![may.into()],
+                require_seal: false,
+            };
+            body = roster::apply(body, edit, now, None).unwrap();
+        }
+        std::fs::write(tmp.join(ROSTER_FILE), roster::sign(&body, &admin)).unwrap();
+        let state = tmp.join("state");
+        Local::new(&state).set_pin(&admin.public()).unwrap();
+        let live = Live::open(tmp, &state).unwrap();
+        (
+            Key::roster(Identity::new("PC", [2; 64]), live),
+            Identity::new("NAS", [3; 64]),
+        )
+    }
+
+    fn claim<'a>(signer: &'a str, s: &'a crate::trust::Signed, to: Option<&'a str>) -> Claim<'a> {
+        Claim {
+            signer,
+            alg: s.alg.as_deref(),
+            key_id: s.key_id.as_deref(),
+            made: Some(crate::base::clock::now()),
+            sends_to: to,
+            canonical: "job|x",
+            sig: &s.sig,
+        }
+    }
+
+    #[test]
+    fn a_document_is_judged_by_its_signer_key_and_permission() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (key, nas) = fleet(tmp.path());
+        let signed = key.sign_document("job|x");
+        assert_eq!(signed.alg.as_deref(), Some("ed25519"));
+        assert_eq!(key.judge(&claim("PC", &signed, Some("NAS"))), Ok(()));
+        // Named as another machine: that machine has no such key.
+        assert!(matches!(
+            key.judge(&claim("NAS", &signed, None)),
+            Err(Refusal::UnknownSigner(_))
+        ));
+        assert!(matches!(
+            key.judge(&claim("EVE", &signed, None)),
+            Err(Refusal::UnknownSigner(_))
+        ));
+        // Edited.
+        let mut c = claim("PC", &signed, None);
+        c.canonical = "job|y";
+        assert!(matches!(key.judge(&c), Err(Refusal::Forged(_))));
+        // Made before the key was valid.
+        let mut c = claim("PC", &signed, None);
+        c.made = crate::base::clock::parse("2000-01-01T00:00:00.000Z");
+        assert!(matches!(key.judge(&c), Err(Refusal::KeyNotValid(_))));
+        // NAS may send to LAPTOP only.
+        let by_nas = crate::trust::Signed {
+            alg: Some("ed25519".into()),
+            key_id: Some(nas.line().ed25519.key_id()),
+            sig: hex::encode(nas.sign(b"job|x")),
+        };
+        assert_eq!(key.judge(&claim("NAS", &by_nas, Some("LAPTOP"))), Ok(()));
+        assert!(matches!(
+            key.judge(&claim("NAS", &by_nas, Some("PC"))),
+            Err(Refusal::NotPermitted(_))
+        ));
+        // A fleet key document, and an unknown algorithm.
+        let hmac = crate::trust::Signed {
+            sig: "00".repeat(32),
+            ..Default::default()
+        };
+        assert!(matches!(
+            key.judge(&claim("PC", &hmac, None)),
+            Err(Refusal::AlgNotAllowed(_))
+        ));
+        let other = crate::trust::Signed {
+            alg: Some("rsa".into()),
+            ..signed.clone()
+        };
+        assert!(matches!(
+            key.judge(&claim("PC", &other, None)),
+            Err(Refusal::AlgNotAllowed(_))
+        ));
+    }
+
+    #[test]
+    fn a_new_roster_is_taken_and_a_forged_one_leaves_the_last_good() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (key, _) = fleet(tmp.path());
+        let live = key.live().unwrap();
+        let before = live.generation();
+        assert_eq!(live.current().unwrap().version, 3);
+        let path = tmp.path().join(ROSTER_FILE);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace("LAPTOP", "PC")).unwrap();
+        live.look(true);
+        assert_eq!(live.generation(), before);
+        assert_eq!(live.current().unwrap().version, 3);
+        assert!(live.ready().is_ok());
+    }
+}
