@@ -13,7 +13,7 @@
 //! above it in this list (a test reads this list and holds the code to it):
 //!
 //! 1. foundations: [`error`], [`exit`], [`random`], [`read`], [`clock`], [`names`], [`platform`], [`out`], [`screen`], [`retention`]
-//! 2. files: [`fsops`], [`layout`], [`events`], [`listing`]
+//! 2. files: [`fsops`], [`objstore`], [`layout`], [`events`], [`listing`]
 //! 3. trust: [`trust`]
 //! 4. documents and rules: [`doc`], [`accept`], [`judge`], [`governor`], [`replay`], [`jobenv`], [`settle`], [`dependency`], [`service`]
 //! 5. places and state: [`state`], [`heartbeat`], [`rejected`], [`observe`], [`jobref`], [`output`], [`prune`], [`doctor`]
@@ -62,6 +62,7 @@ pub mod listener;
 pub mod listing;
 pub mod mcp;
 pub mod names;
+pub mod objstore;
 pub mod observe;
 pub mod out;
 pub mod output;

@@ -12,6 +12,7 @@ use crate::error::Result;
 use crate::exit;
 use crate::layout::{self, TargetDirs};
 use crate::names::Machine;
+use crate::objstore;
 use crate::read::FileRead;
 use crate::service::{self, Platform};
 use crate::view;
@@ -130,8 +131,26 @@ fn systemd_state(path: &std::path::Path) -> Option<String> {
     field("ActiveState=")
 }
 
+/// `doctor` on an object-store root: the store's own checks
+/// ([`doctor::examine_store`]).
+fn run_store(ctx: &Context, text: &str) -> Result<u8> {
+    let root = objstore::S3Root::parse(text)?;
+    let settings = objstore::settings_from_env()?;
+    let config = vec![source("root", ctx.root_setting())];
+    let report = doctor::examine_store(&root, &settings, &config)?;
+    super::emit(
+        ctx,
+        &view::doctor::json(&report),
+        &view::doctor::text(&report),
+    );
+    Ok(if report.ok { exit::SUCCESS } else { exit::NO })
+}
+
 /// Runs `doctor`.
 pub fn run(ctx: &Context, args: DoctorArgs) -> Result<u8> {
+    if let Some(text) = ctx.s3_root() {
+        return run_store(ctx, &text);
+    }
     let root = ctx.root().ok();
     let targets = match &root {
         Some(r) => targets(ctx, r, &args)?,

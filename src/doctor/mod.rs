@@ -15,7 +15,8 @@
 //!
 //! The checks, by what they look at: `key.rs`, `root.rs`, `target.rs`
 //! (each target's listener and queue), `local.rs` (this machine's state),
-//! `service.rs` (an installed service entry). This file holds what they
+//! `service.rs` (an installed service entry), `store.rs` (a root on an
+//! object store, docs/object-store.md). This file holds what they
 //! share: a [`Check`], its [`Status`], the [`Report`] and the limits.
 
 mod gather;
@@ -23,6 +24,7 @@ mod key;
 mod local;
 mod root;
 mod service;
+mod store;
 mod target;
 
 pub use key::{KeyFacts, KeyFile, judge_key};
@@ -33,6 +35,7 @@ pub use root::{
 };
 
 pub use service::{ServiceFacts, judge_service};
+pub use store::examine_store;
 pub use target::{BeatFile, TargetFacts, conflict_copy, judge_target, skew_secs};
 
 use std::time::Duration;
