@@ -131,25 +131,12 @@ fn systemd_state(path: &std::path::Path) -> Option<String> {
     field("ActiveState=")
 }
 
-/// `doctor` on an object-store root: the store's own checks
-/// ([`doctor::examine_store`]).
-fn run_store(ctx: &Context, text: &str) -> Result<u8> {
-    let root = objstore::S3Root::parse(text)?;
-    let settings = objstore::settings_from_env()?;
-    let config = vec![source("root", ctx.root_setting())];
-    let report = doctor::examine_store(&root, &settings, &config)?;
-    super::emit(
-        ctx,
-        &view::doctor::json(&report),
-        &view::doctor::text(&report),
-    );
-    Ok(if report.ok { exit::SUCCESS } else { exit::NO })
-}
-
 /// Runs `doctor`.
 pub fn run(ctx: &Context, args: DoctorArgs) -> Result<u8> {
     if let Some(text) = ctx.s3_root() {
-        return run_store(ctx, &text);
+        let config = vec![source("root", ctx.root_setting())];
+        let report = doctor::examine_store(&text, &objstore::settings_from_env, &config)?;
+        return print(ctx, &report);
     }
     let root = ctx.root().ok();
     let targets = match &root {
@@ -197,10 +184,14 @@ pub fn run(ctx: &Context, args: DoctorArgs) -> Result<u8> {
         checks.push(doctor::judge_service(&facts));
         report = doctor::Report::new(checks, report.key_fingerprint);
     }
+    print(ctx, &report)
+}
+
+fn print(ctx: &Context, report: &doctor::Report) -> Result<u8> {
     super::emit(
         ctx,
-        &view::doctor::json(&report),
-        &view::doctor::text(&report),
+        &view::doctor::json(report),
+        &view::doctor::text(report),
     );
     Ok(if report.ok { exit::SUCCESS } else { exit::NO })
 }

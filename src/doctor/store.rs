@@ -9,9 +9,16 @@ use super::{Check, Report};
 use crate::error::Result;
 use crate::objstore::{self, Answer, Client, S3Root, Settings};
 
-/// The checks of the store at `root` with `settings`; `Err` when the root
-/// or the settings are invalid or the store fails the probe.
-pub fn examine_store(root: &S3Root, settings: &Settings, config: &[String]) -> Result<Report> {
+/// The checks of the store at the root `text`, with the settings `settings`
+/// gives; `Err` when the root or the settings are invalid or the store
+/// fails the probe. `config` lines say where the settings came from.
+pub fn examine_store(
+    text: &str,
+    settings: &dyn Fn() -> Result<Settings>,
+    config: &[String],
+) -> Result<Report> {
+    let root = &S3Root::parse(text)?;
+    let settings = &settings()?;
     let client = Client::new(settings, &root.bucket)?;
     let mut checks = vec![Check::ok(
         "store",
