@@ -2,7 +2,9 @@
 //! and settings refused by name through the binary, other commands
 //! refusing such a root, and the conditional-write probe against a tiny
 //! stand-in S3 server on loopback, one that overwrites (refused, the
-//! answer named) and one that honours `If-None-Match: *`.
+//! answer named) and one that honours `If-None-Match: *`; and the client's
+//! retries against a stand-in that answers 503: bounded, and a create
+//! whose answer was lost counted won only when the key holds its bytes.
 //!
 //! The tests marked `needs an S3 engine` run against a real store that
 //! `ci/engine-s3` starts (SeaweedFS), reading where it is from
@@ -103,6 +105,13 @@ fn other_commands_refuse_an_s3_root_naming_it() {
 /// DELETE removes, a listing is always empty. One request a connection.
 /// Returns its endpoint and the count of PUTs it answered.
 fn stand_in(honours: bool) -> (String, Arc<Mutex<usize>>) {
+    flaky_stand_in(honours, 0)
+}
+
+/// The same, but the first `fail` PUTs, though stored (or refused) as
+/// usual, are answered 503: a write that took effect while its answer
+/// said otherwise.
+fn flaky_stand_in(honours: bool, fail: usize) -> (String, Arc<Mutex<usize>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let endpoint = format!("http://{}", listener.local_addr().unwrap());
     let puts = Arc::new(Mutex::new(0));
@@ -138,16 +147,26 @@ fn stand_in(honours: bool) -> (String, Arc<Mutex<usize>>) {
             let _ = r.read_exact(&mut body);
             let (status, out, etag): (u16, Vec<u8>, Option<String>) = match method.as_str() {
                 "PUT" => {
-                    *counted.lock().unwrap() += 1;
-                    if honours
+                    let n = {
+                        let mut c = counted.lock().unwrap();
+                        *c += 1;
+                        *c
+                    };
+                    let refused = honours
+                        && headers.contains_key("if-none-match")
+                        && objects.contains_key(path);
+                    if !refused {
+                        objects.insert(path.to_string(), body.clone());
+                    }
+                    if n <= fail {
+                        (503, b"<Error><Code>SlowDown</Code></Error>".to_vec(), None)
+                    } else if refused
                         && headers.contains_key("if-none-match")
                         && objects.contains_key(path)
                     {
                         (412, b"<Error><Code>PreconditionFailed</Code></Error>".to_vec(), None)
                     } else {
-                        let tag = format!("\"{}\"", body.len());
-                        objects.insert(path.to_string(), body);
-                        (200, Vec::new(), Some(tag))
+                        (200, Vec::new(), Some(format!("\"{}\"", body.len())))
                     }
                 }
                 "GET" if query.contains("list-type=2") => (
@@ -231,6 +250,48 @@ fn the_probe_refuses_an_overwriting_store_through_the_library() {
     let e = fleet_dispatch::objstore::probe(&client, &root).unwrap_err();
     assert_eq!(e.code, fleet_dispatch::error::Code::Config);
     assert!(e.message.contains("answered 200"), "{}", e.message);
+}
+
+fn stand_in_client(endpoint: &str, attempts: u32) -> Client {
+    let vars: HashMap<String, String> = stand_in_vars(endpoint)
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let settings = Settings::resolve(&|k| vars.get(k).cloned(), &|_| None).unwrap();
+    Client::new(&settings, "jobs").unwrap().with_retry(Retry {
+        attempts,
+        first_pause: std::time::Duration::from_millis(1),
+        timeout: std::time::Duration::from_secs(10),
+    })
+}
+
+#[test]
+fn a_create_whose_answer_was_lost_is_won_only_when_the_store_holds_its_bytes() {
+    // The first PUT is stored but answered 503; the retry meets 412. The
+    // client reads the key back: its own bytes, so it won.
+    let (endpoint, puts) = flaky_stand_in(true, 1);
+    let c = stand_in_client(&endpoint, 4);
+    assert!(matches!(c.create_only("fleet/a", b"mine"), Answer::Done(_)));
+    assert_eq!(*puts.lock().unwrap(), 2);
+    // A rival's bytes there: it lost, though its first answer was also 503.
+    let (endpoint, _) = flaky_stand_in(true, 2);
+    let rival = stand_in_client(&endpoint, 1);
+    assert!(matches!(
+        rival.create_only("fleet/b", b"theirs"),
+        Answer::Other(503, _)
+    ));
+    let c = stand_in_client(&endpoint, 4);
+    assert_eq!(c.create_only("fleet/b", b"mine"), Answer::Precondition);
+}
+
+#[test]
+fn retries_are_bounded() {
+    let (endpoint, puts) = flaky_stand_in(false, usize::MAX);
+    let c = stand_in_client(&endpoint, 3);
+    assert!(
+        matches!(c.create_only("fleet/a", b"x"), Answer::Other(503, t) if t.contains("SlowDown"))
+    );
+    assert_eq!(*puts.lock().unwrap(), 3);
 }
 
 // ---- against a real engine (ci/engine-s3) ----
