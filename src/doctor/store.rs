@@ -53,7 +53,7 @@ pub fn examine_store(
         ),
         Err(a) => Check::warn(
             "reach",
-            format!("a listing of {root} was answered {}", a.describe()),
+            format!("a listing of {root} got {}", a.describe()),
             match a {
                 Answer::Denied(_) => "the bucket policy must allow s3:ListBucket, s3:GetObject, s3:PutObject and s3:DeleteObject on the prefix; see docs/object-store.md",
                 Answer::NotFound => "create the bucket, or fix the bucket name in the root",

@@ -98,6 +98,33 @@ fn other_commands_refuse_an_s3_root_naming_it() {
         assert!(err.contains("s3://jobs/fleet"), "{args:?}: {err}");
         assert!(err.contains("only `doctor`"), "{args:?}: {err}");
     }
+    let mut c = w.cmd();
+    c.args(["--root", "s3://jobs/fleet", "config"]);
+    let (code, out, err) = output(&mut c);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("s3://jobs/fleet") && out.contains("an object store"),
+        "{out}"
+    );
+}
+
+#[test]
+fn doctor_warns_when_the_store_does_not_answer_and_skips_the_probe() {
+    let w = World::new();
+    // A port nothing listens on: bound, then released.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let (code, out, err) = doctor(&w, "s3://jobs/fleet", &stand_in_vars(&endpoint));
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("reach: a listing of s3://jobs/fleet/ got no answer"),
+        "{out}"
+    );
+    assert!(out.contains("probe did not run"), "{out}");
 }
 
 /// A stand-in S3 server on loopback: PUT stores (refusing a create-only
