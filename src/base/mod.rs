@@ -7,7 +7,7 @@ pub mod error;
 pub mod exit;
 pub mod names;
 pub(crate) mod out;
-pub(crate) mod random;
+pub mod random;
 pub mod read;
 pub(crate) mod retention;
 pub(crate) mod screen;

@@ -438,12 +438,26 @@ impl Context {
         self.json
     }
 
-    /// The dispatch root; it must exist (it is the shared folder).
+    /// The configured root's text when it names an object store
+    /// (`s3://…`, docs/object-store.md).
+    pub fn s3_root(&self) -> Option<String> {
+        let text = self.root.value.as_ref()?.to_str()?;
+        crate::store::objstore::is_s3(text).then(|| text.to_string())
+    }
+
+    /// The dispatch root; it must exist (it is the shared folder). An
+    /// object-store root is refused: only `doctor` works on one so far.
     pub fn root(&self) -> Result<PathBuf> {
         let root = self.root.value.clone().ok_or_else(|| {
             Error::config("no dispatch root: pass --root DIR or set FLEET_DISPATCH_ROOT")
                 .hint("the root is a folder every machine shares, e.g. ~/OneDrive/fleet-dispatch")
         })?;
+        if let Some(text) = self.s3_root() {
+            return Err(Error::config(format!(
+                "dispatch root {text} is an object store: in this version only `doctor` works on an s3:// root"
+            ))
+            .hint("use a shared folder as the root for this command; see docs/object-store.md"));
+        }
         let given = self.given_in_file(self.root.source, "root");
         let fix = match self.root.source {
             Source::File => "fix root in the config file",

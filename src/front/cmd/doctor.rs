@@ -11,6 +11,7 @@ use crate::front::config::{Context, Setting};
 use crate::front::service::{self, Platform};
 use crate::requests::doctor::{self, Inputs, ServiceFacts};
 use crate::store::layout::{self, TargetDirs};
+use crate::store::objstore;
 use crate::view;
 
 /// Lowers [`doctor::FILE_LIMIT`] for a test, which cannot make 300,000
@@ -91,7 +92,7 @@ fn service_facts(ctx: &Context) -> Option<ServiceFacts> {
             restart: c.restart,
         });
     }
-    let state = systemd_state(&path);
+    let state = service::install::systemd_state(&path);
     Some(ServiceFacts::Matches {
         path,
         kind,
@@ -100,35 +101,13 @@ fn service_facts(ctx: &Context) -> Option<ServiceFacts> {
     })
 }
 
-/// The unit's state as the systemd user manager says it, only when that
-/// manager has loaded the unit from `path` (a read-only question; `None`
-/// where there is no systemctl or no user manager to ask).
-fn systemd_state(path: &std::path::Path) -> Option<String> {
-    if Platform::host() != Platform::Linux {
-        return None;
-    }
-    let out = std::process::Command::new("systemctl")
-        .args(["--user", "show", service::SYSTEMD_UNIT])
-        .args(["-p", "FragmentPath", "-p", "ActiveState"])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let field = |k: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(k))
-            .map(str::to_string)
-    };
-    if field("FragmentPath=")?.as_str() != path.to_str()? {
-        return None;
-    }
-    field("ActiveState=")
-}
-
 /// Runs `doctor`.
 pub fn run(ctx: &Context, args: DoctorArgs) -> Result<u8> {
+    if let Some(text) = ctx.s3_root() {
+        let config = vec![source("root", ctx.root_setting())];
+        let report = doctor::examine_store(&text, &objstore::settings_from_env, &config)?;
+        return print(ctx, &report);
+    }
     let root = ctx.root().ok();
     let targets = match &root {
         Some(r) => targets(ctx, r, &args)?,
@@ -189,10 +168,14 @@ pub fn run(ctx: &Context, args: DoctorArgs) -> Result<u8> {
     if let Some(facts) = service_facts(ctx) {
         report = report.with(vec![doctor::judge_service(&facts)]);
     }
+    print(ctx, &report)
+}
+
+fn print(ctx: &Context, report: &doctor::Report) -> Result<u8> {
     super::emit(
         ctx,
-        &view::doctor::json(&report),
-        &view::doctor::text(&report),
+        &view::doctor::json(report),
+        &view::doctor::text(report),
     );
     Ok(if report.ok { exit::SUCCESS } else { exit::NO })
 }

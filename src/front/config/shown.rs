@@ -143,6 +143,9 @@ pub fn shown(ctx: &Context) -> Shown {
             root,
             match &root.value {
                 None => Some("not set: pass --root DIR or set FLEET_DISPATCH_ROOT".into()),
+                Some(_) if ctx.s3_root().is_some() => Some(
+                    "an object store: only `doctor` works on one in this version (docs/object-store.md)".into(),
+                ),
                 Some(r) => presence(Some(r), true, "does not exist"),
             },
         ),

@@ -266,3 +266,30 @@ fn delete_task(_platform: Platform) -> Option<String> {
 fn register(_platform: Platform, _path: &Path) -> Result<bool> {
     Ok(false)
 }
+
+/// The unit's state as the systemd user manager says it, only when that
+/// manager has loaded the unit from `path` (a read-only question; `None`
+/// where there is no systemctl or no user manager to ask).
+pub fn systemd_state(path: &Path) -> Option<String> {
+    if Platform::host() != Platform::Linux {
+        return None;
+    }
+    let out = std::process::Command::new("systemctl")
+        .args(["--user", "show", super::SYSTEMD_UNIT])
+        .args(["-p", "FragmentPath", "-p", "ActiveState"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let field = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .map(str::to_string)
+    };
+    if field("FragmentPath=")?.as_str() != path.to_str()? {
+        return None;
+    }
+    field("ActiveState=")
+}

@@ -16,7 +16,8 @@
 //! The checks, by what they look at: `key.rs`, `roster.rs` (the `--auth`
 //! mode, the identity, the pin and the roster), `root.rs`, `target.rs`
 //! (each target's listener and queue), `local.rs` (this machine's state),
-//! `service.rs` (an installed service entry). This file holds what they
+//! `service.rs` (an installed service entry), `store.rs` (a root on an
+//! object store, docs/object-store.md). This file holds what they
 //! share: a [`Check`], its [`Status`], the [`Report`] and the limits.
 
 mod gather;
@@ -25,6 +26,7 @@ mod local;
 mod root;
 pub mod roster;
 mod service;
+mod store;
 mod target;
 
 pub use key::{KeyFacts, KeyFile, judge_key};
@@ -35,6 +37,7 @@ pub use root::{
 };
 
 pub use service::{ServiceFacts, judge_service};
+pub use store::examine_store;
 pub use target::{BeatFile, TargetFacts, conflict_copy, judge_target};
 
 use std::time::Duration;

@@ -1,0 +1,570 @@
+//! A root on an object store (docs/object-store.md): the `s3://` address
+//! and settings refused by name through the binary, other commands
+//! refusing such a root, and the conditional-write probe against a tiny
+//! stand-in S3 server on loopback, one that overwrites (refused, the
+//! answer named) and one that honours `If-None-Match: *`; and the client's
+//! retries against a stand-in that answers 503: bounded, and a create
+//! whose answer was lost counted won only when the key holds its bytes.
+//!
+//! The tests marked `needs an S3 engine` run against a real store that
+//! `ci/engine-s3` starts (SeaweedFS), reading where it is from
+//! `FLEET_DISPATCH_TEST_S3_ENDPOINT`, `…_BUCKET`, `…_ACCESS_KEY` and
+//! `…_SECRET_KEY`; run with `--ignored` but without them, they fail.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::Instant;
+
+use fleet_dispatch::store::objstore::{Answer, Client, Retry, S3Root, Settings};
+
+use crate::util::*;
+
+const CONFIG: i32 = 78;
+
+/// `doctor` with `root` and the variables `vars`, as machine PC.
+fn doctor(w: &World, root: &str, vars: &[(&str, &str)]) -> (i32, String, String) {
+    let mut c = w.cmd();
+    c.args(["--root", root, "doctor"]);
+    for (k, v) in vars {
+        c.env(k, v);
+    }
+    output(&mut c)
+}
+
+#[test]
+fn bad_s3_addresses_are_refused_by_name() {
+    let w = World::new();
+    for (root, why) in [
+        ("s3://", "the bucket name is empty"),
+        ("s3://Jobs", "lowercase"),
+        ("s3://jobs?versionId=1", "'?'"),
+        ("s3://jobs/a//b", "empty"),
+        ("s3://j", "3 to 63"),
+    ] {
+        let (code, out, err) = doctor(&w, root, &[]);
+        assert_eq!(code, CONFIG, "{root}: {out}{err}");
+        assert!(err.contains(&format!("{root:?}")), "{root}: {err}");
+        assert!(err.contains(why), "{root}: {err}");
+    }
+}
+
+#[test]
+fn bad_s3_settings_are_refused_by_name() {
+    let w = World::new();
+    let root = "s3://jobs/fleet";
+    let (code, _, err) = doctor(
+        &w,
+        root,
+        &[("FLEET_DISPATCH_S3_ENDPOINT", "http://store.example:9000")],
+    );
+    assert_eq!(code, CONFIG, "{err}");
+    assert!(err.contains("http://store.example:9000"), "{err}");
+    assert!(err.contains("FLEET_DISPATCH_S3_ALLOW_HTTP"), "{err}");
+
+    let (code, _, err) = doctor(&w, root, &[("FLEET_DISPATCH_S3_PATH_STYLE", "maybe")]);
+    assert_eq!(code, CONFIG, "{err}");
+    assert!(err.contains("FLEET_DISPATCH_S3_PATH_STYLE"), "{err}");
+
+    let (code, _, err) = doctor(&w, root, &[("AWS_ACCESS_KEY_ID", "AKIDONLY")]);
+    assert_eq!(code, CONFIG, "{err}");
+    assert!(err.contains("AWS_SECRET_ACCESS_KEY"), "{err}");
+
+    std::fs::create_dir_all(w.home.join(".aws")).unwrap();
+    std::fs::write(
+        w.home.join(".aws/credentials"),
+        "[default]\naws_access_key_id = A\naws_secret_access_key = S3CRET\n",
+    )
+    .unwrap();
+    let (code, _, err) = doctor(&w, root, &[("AWS_PROFILE", "prod")]);
+    assert_eq!(code, CONFIG, "{err}");
+    assert!(err.contains("prod") && err.contains(".aws"), "{err}");
+}
+
+#[test]
+fn other_commands_refuse_an_s3_root_naming_it() {
+    let w = World::with_target();
+    for args in [
+        vec!["status"],
+        vec!["listen", "--once"],
+        vec!["enqueue", "--target", "PC", "--", "true"],
+        vec!["sweep"],
+    ] {
+        let mut c = w.cmd();
+        c.args(["--root", "s3://jobs/fleet"]).args(&args);
+        let (code, out, err) = output(&mut c);
+        assert_eq!(code, CONFIG, "{args:?}: {out}{err}");
+        assert!(err.contains("s3://jobs/fleet"), "{args:?}: {err}");
+        assert!(err.contains("only `doctor`"), "{args:?}: {err}");
+    }
+    let mut c = w.cmd();
+    c.args(["--root", "s3://jobs/fleet", "config"]);
+    let (code, out, err) = output(&mut c);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("s3://jobs/fleet") && out.contains("an object store"),
+        "{out}"
+    );
+}
+
+#[test]
+fn doctor_warns_when_the_store_does_not_answer_and_skips_the_probe() {
+    let w = World::new();
+    // A port nothing listens on: bound, then released.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let (code, out, err) = doctor(&w, "s3://jobs/fleet", &stand_in_vars(&endpoint));
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("reach: a listing of s3://jobs/fleet/ got no answer"),
+        "{out}"
+    );
+    assert!(out.contains("probe did not run"), "{out}");
+}
+
+/// A stand-in S3 server on loopback: PUT stores (refusing a create-only
+/// PUT of a taken key with 412 only when `honours`), GET and HEAD read,
+/// DELETE removes, a listing is always empty. One request a connection.
+/// Returns its endpoint and the count of PUTs it answered.
+fn stand_in(honours: bool) -> (String, Arc<Mutex<usize>>) {
+    flaky_stand_in(honours, 0)
+}
+
+/// The same, but the first `fail` PUTs, though stored (or refused) as
+/// usual, are answered 503: a write that took effect while its answer
+/// said otherwise.
+fn flaky_stand_in(honours: bool, fail: usize) -> (String, Arc<Mutex<usize>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    let puts = Arc::new(Mutex::new(0));
+    let counted = Arc::clone(&puts);
+    std::thread::spawn(move || {
+        let mut objects: HashMap<String, Vec<u8>> = HashMap::new();
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let mut r = BufReader::new(stream);
+            let mut line = String::new();
+            if r.read_line(&mut line).is_err() {
+                continue;
+            }
+            let mut parts = line.split_whitespace();
+            let method = parts.next().unwrap_or("").to_string();
+            let target = parts.next().unwrap_or("").to_string();
+            let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+            let mut headers = HashMap::new();
+            loop {
+                let mut h = String::new();
+                if r.read_line(&mut h).is_err() || h.trim().is_empty() {
+                    break;
+                }
+                if let Some((k, v)) = h.split_once(':') {
+                    headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
+                }
+            }
+            let len = headers
+                .get("content-length")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            let mut body = vec![0; len];
+            let _ = r.read_exact(&mut body);
+            let (status, out, etag): (u16, Vec<u8>, Option<String>) = match method.as_str() {
+                "PUT" => {
+                    let n = {
+                        let mut c = counted.lock().unwrap();
+                        *c += 1;
+                        *c
+                    };
+                    let refused = honours
+                        && headers.contains_key("if-none-match")
+                        && objects.contains_key(path);
+                    if !refused {
+                        objects.insert(path.to_string(), body.clone());
+                    }
+                    if n <= fail {
+                        (503, b"<Error><Code>SlowDown</Code></Error>".to_vec(), None)
+                    } else if refused
+                        && headers.contains_key("if-none-match")
+                        && objects.contains_key(path)
+                    {
+                        (412, b"<Error><Code>PreconditionFailed</Code></Error>".to_vec(), None)
+                    } else {
+                        (200, Vec::new(), Some(format!("\"{}\"", body.len())))
+                    }
+                }
+                "GET" if query.contains("list-type=2") => (
+                    200,
+                    b"<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>jobs</Name><Prefix></Prefix><KeyCount>0</KeyCount><MaxKeys>1</MaxKeys><IsTruncated>false</IsTruncated></ListBucketResult>".to_vec(),
+                    None,
+                ),
+                "GET" | "HEAD" => match objects.get(path) {
+                    Some(b) => (200, b.clone(), Some(format!("\"{}\"", b.len()))),
+                    None => (404, Vec::new(), None),
+                },
+                "DELETE" => {
+                    objects.remove(path);
+                    (204, Vec::new(), None)
+                }
+                _ => (400, Vec::new(), None),
+            };
+            let mut head = format!(
+                "HTTP/1.1 {status} X\r\nConnection: close\r\nContent-Length: {}\r\n",
+                if method == "HEAD" { 0 } else { out.len() }
+            );
+            if let Some(t) = etag {
+                head.push_str(&format!("ETag: {t}\r\n"));
+            }
+            head.push_str("\r\n");
+            let mut s = r.into_inner();
+            let _ = s.write_all(head.as_bytes());
+            if method != "HEAD" {
+                let _ = s.write_all(&out);
+            }
+        }
+    });
+    (endpoint, puts)
+}
+
+fn stand_in_vars(endpoint: &str) -> Vec<(&str, &str)> {
+    vec![
+        ("FLEET_DISPATCH_S3_ENDPOINT", endpoint),
+        ("AWS_ACCESS_KEY_ID", "AKIDSTANDIN"),
+        ("AWS_SECRET_ACCESS_KEY", "standin-secret"),
+    ]
+}
+
+#[test]
+fn doctor_refuses_a_store_that_overwrites_naming_its_answer() {
+    let w = World::new();
+    let (endpoint, puts) = stand_in(false);
+    let (code, out, err) = doctor(&w, "s3://jobs/fleet", &stand_in_vars(&endpoint));
+    assert_eq!(code, CONFIG, "{out}{err}");
+    assert!(
+        err.contains("answered 200 to a second create-only PUT of fleet/.probe/"),
+        "{err}"
+    );
+    assert!(err.contains("it overwrites"), "{err}");
+    assert!(err.contains("docs/object-store.md"), "{err}");
+    assert_eq!(*puts.lock().unwrap(), 2);
+    assert!(!format!("{out}{err}").contains("standin-secret"));
+}
+
+#[test]
+fn doctor_passes_a_store_that_refuses_a_second_create() {
+    let w = World::new();
+    let (endpoint, _) = stand_in(true);
+    let (code, out, err) = doctor(&w, "s3://jobs/fleet", &stand_in_vars(&endpoint));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("a second one 412"), "{out}");
+    assert!(out.contains("credentials from AWS_ACCESS_KEY_ID"), "{out}");
+    assert!(!out.contains("standin-secret"), "{out}");
+}
+
+#[test]
+fn the_probe_refuses_an_overwriting_store_through_the_library() {
+    let (endpoint, _) = stand_in(false);
+    let vars: HashMap<String, String> = stand_in_vars(&endpoint)
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let settings = Settings::resolve(&|k| vars.get(k).cloned(), &|_| None).unwrap();
+    let root = S3Root::parse("s3://jobs").unwrap();
+    let client = Client::new(&settings, &root.bucket).unwrap();
+    let e = fleet_dispatch::store::objstore::probe(&client, &root).unwrap_err();
+    assert_eq!(e.code, fleet_dispatch::base::error::Code::Config);
+    assert!(e.message.contains("answered 200"), "{}", e.message);
+}
+
+fn stand_in_client(endpoint: &str, attempts: u32) -> Client {
+    let vars: HashMap<String, String> = stand_in_vars(endpoint)
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let settings = Settings::resolve(&|k| vars.get(k).cloned(), &|_| None).unwrap();
+    Client::new(&settings, "jobs").unwrap().with_retry(Retry {
+        attempts,
+        first_pause: std::time::Duration::from_millis(1),
+        timeout: std::time::Duration::from_secs(10),
+    })
+}
+
+#[test]
+fn a_create_whose_answer_was_lost_is_won_only_when_the_store_holds_its_bytes() {
+    // The first PUT is stored but answered 503; the retry meets 412. The
+    // client reads the key back: its own bytes, so it won.
+    let (endpoint, puts) = flaky_stand_in(true, 1);
+    let c = stand_in_client(&endpoint, 4);
+    assert!(matches!(c.create_only("fleet/a", b"mine"), Answer::Done(_)));
+    assert_eq!(*puts.lock().unwrap(), 2);
+    // A rival's bytes there: it lost, though its first answer was also 503.
+    let (endpoint, _) = flaky_stand_in(true, 2);
+    let rival = stand_in_client(&endpoint, 1);
+    assert!(matches!(
+        rival.create_only("fleet/b", b"theirs"),
+        Answer::Other(503, _)
+    ));
+    let c = stand_in_client(&endpoint, 4);
+    assert_eq!(c.create_only("fleet/b", b"mine"), Answer::Precondition);
+}
+
+#[test]
+fn retries_are_bounded() {
+    let (endpoint, puts) = flaky_stand_in(false, usize::MAX);
+    let c = stand_in_client(&endpoint, 3);
+    assert!(
+        matches!(c.create_only("fleet/a", b"x"), Answer::Other(503, t) if t.contains("SlowDown"))
+    );
+    assert_eq!(*puts.lock().unwrap(), 3);
+}
+
+// ---- against a real engine (ci/engine-s3) ----
+
+/// The engine's settings, bucket and a fresh prefix; panics (fails the
+/// test) when ci/engine-s3 did not say where the engine is.
+struct Engine {
+    vars: HashMap<String, String>,
+    bucket: String,
+    prefix: String,
+}
+
+impl Engine {
+    fn new() -> Engine {
+        let need = |k: &str| {
+            std::env::var(k).unwrap_or_else(|_| {
+                panic!("{k} is not set: these tests need an S3 engine, run ci/engine-s3")
+            })
+        };
+        let mut vars = HashMap::new();
+        vars.insert(
+            "FLEET_DISPATCH_S3_ENDPOINT".to_string(),
+            need("FLEET_DISPATCH_TEST_S3_ENDPOINT"),
+        );
+        vars.insert(
+            "AWS_ACCESS_KEY_ID".to_string(),
+            need("FLEET_DISPATCH_TEST_S3_ACCESS_KEY"),
+        );
+        vars.insert(
+            "AWS_SECRET_ACCESS_KEY".to_string(),
+            need("FLEET_DISPATCH_TEST_S3_SECRET_KEY"),
+        );
+        let mut id = [0u8; 6];
+        fleet_dispatch::base::random::fill(&mut id);
+        Engine {
+            vars,
+            bucket: need("FLEET_DISPATCH_TEST_S3_BUCKET"),
+            prefix: format!("t{}/", hex(&id)),
+        }
+    }
+
+    fn client(&self) -> Client {
+        let settings = Settings::resolve(&|k| self.vars.get(k).cloned(), &|_| None).unwrap();
+        Client::new(&settings, &self.bucket).unwrap()
+    }
+
+    fn key(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn etag(a: &Answer) -> String {
+    match a {
+        Answer::Done(r) => r.etag.clone().expect("an ETag"),
+        other => panic!("expected 2xx, got {other:?}"),
+    }
+}
+
+/// `rounds` rounds of 16 to 24 writers racing to create one key each
+/// round, through `clients`: exactly one wins each round, and the object
+/// holds its bytes. Returns the PUTs sent and the answers other than 2xx
+/// and 412.
+fn race(e: &Engine, clients: &[Client], rounds: usize, tag: &str) -> (usize, Vec<Answer>) {
+    let mut writers = 0;
+    let mut others = Vec::new();
+    for round in 0..rounds {
+        let n = 16 + round % 9;
+        writers += n;
+        let key = e.key(&format!("race-{tag}/{round}"));
+        let barrier = Barrier::new(n);
+        let answers: Vec<Answer> = std::thread::scope(|s| {
+            let handles: Vec<_> = clients[..n]
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let (key, barrier) = (&key, &barrier);
+                    s.spawn(move || {
+                        barrier.wait();
+                        c.create_only(key, format!("writer {i} of round {round}").as_bytes())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let won: Vec<usize> = (0..n)
+            .filter(|i| matches!(answers[*i], Answer::Done(_)))
+            .collect();
+        assert_eq!(won.len(), 1, "round {round}: winners {won:?}: {answers:?}");
+        others.extend(
+            answers
+                .iter()
+                .filter(|a| !matches!(a, Answer::Done(_) | Answer::Precondition))
+                .cloned(),
+        );
+        let Answer::Done(r) = clients[0].get(&key) else {
+            panic!("round {round}: the winner's object is not there")
+        };
+        assert_eq!(
+            r.body,
+            format!("writer {} of round {round}", won[0]).as_bytes()
+        );
+    }
+    (writers, others)
+}
+
+fn rounds(default: usize) -> usize {
+    std::env::var("FLEET_DISPATCH_TEST_S3_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The engine itself, each PUT sent once: exactly one 2xx a round; every
+/// loser is refused (412, or 409 for a write racing another).
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_exactly_one_of_many_concurrent_create_only_puts_wins() {
+    let e = Engine::new();
+    let once = Retry {
+        attempts: 1,
+        ..Retry::default()
+    };
+    let clients: Vec<Client> = (0..24).map(|_| e.client().with_retry(once)).collect();
+    let started = Instant::now();
+    let n = rounds(50);
+    let (writers, others) = race(&e, &clients, n, "once");
+    let conflicts = others.iter().filter(|a| **a == Answer::Conflict).count();
+    assert_eq!(others.len(), conflicts, "{others:?}");
+    eprintln!(
+        "conformance: exactly one winner in each of {n} rounds of 16-24 concurrent create-only PUTs ({writers} PUTs, {conflicts} answered 409, {:.1} s)",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// Through the client's retries: a 409 tried again never makes a second
+/// winner, and every loser ends with 412.
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_retried_conflicts_never_make_a_second_winner() {
+    let e = Engine::new();
+    let clients: Vec<Client> = (0..24).map(|_| e.client()).collect();
+    let started = Instant::now();
+    let n = rounds(50) / 10;
+    let (writers, others) = race(&e, &clients, n, "retried");
+    assert!(others.is_empty(), "{others:?}");
+    eprintln!(
+        "conformance with retries: exactly one winner in each of {n} rounds ({writers} PUTs, {:.1} s)",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_create_get_head_put_and_delete_round_trip() {
+    let e = Engine::new();
+    let c = e.client();
+    let key = e.key("PC/inbox/a.json");
+    let first = c.create_only(&key, b"one");
+    let tag = etag(&first);
+    assert_eq!(c.create_only(&key, b"two"), Answer::Precondition);
+    match c.get(&key) {
+        Answer::Done(r) => assert_eq!(r.body, b"one"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(etag(&c.head(&key)), tag);
+    assert_eq!(c.get(&e.key("PC/inbox/none.json")), Answer::NotFound);
+    assert_eq!(c.head(&e.key("PC/inbox/none.json")), Answer::NotFound);
+
+    // A replacement and a delete that name a stale ETag are refused.
+    let newer = etag(&c.put_if_match(&key, b"three", &tag));
+    assert_ne!(newer, tag);
+    assert_eq!(c.put_if_match(&key, b"four", &tag), Answer::Precondition);
+    assert_eq!(c.delete_if_match(&key, &tag), Answer::Precondition);
+    match c.get(&key) {
+        Answer::Done(r) => assert_eq!(r.body, b"three"),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(c.delete_if_match(&key, &newer), Answer::Done(_)));
+    assert_eq!(c.head(&key), Answer::NotFound);
+}
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_copy_is_create_only() {
+    let e = Engine::new();
+    let c = e.client();
+    let (from, other, to) = (
+        e.key("inbox/j.json"),
+        e.key("inbox/k.json"),
+        e.key("done/j.json"),
+    );
+    etag(&c.create_only(&from, b"job j"));
+    etag(&c.create_only(&other, b"job k"));
+    etag(&c.copy_create_only(&from, &to));
+    assert_eq!(c.copy_create_only(&other, &to), Answer::Precondition);
+    match c.get(&to) {
+        Answer::Done(r) => assert_eq!(r.body, b"job j"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_lists_by_prefix_in_pages_from_a_start_after() {
+    let e = Engine::new();
+    let c = e.client();
+    let names: Vec<String> = (0..25).map(|i| format!("PC/inbox/{i:03}.json")).collect();
+    for n in &names {
+        etag(&c.create_only(&e.key(n), n.as_bytes()));
+    }
+    etag(&c.create_only(&e.key("PC/other/x.json"), b"x"));
+    let keys = |start: Option<&str>, page| -> Vec<String> {
+        c.list(&e.key("PC/inbox/"), start, page)
+            .unwrap()
+            .into_iter()
+            .map(|x| x.key)
+            .collect()
+    };
+    let all: Vec<String> = names.iter().map(|n| e.key(n)).collect();
+    assert_eq!(keys(None, 7), all);
+    assert_eq!(keys(None, 1000), all);
+    let after = e.key("PC/inbox/009.json");
+    assert_eq!(keys(Some(&after), 4), all[10..].to_vec());
+    assert!(keys(Some(&e.key("PC/inbox/999")), 4).is_empty());
+}
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_doctor_passes_through_the_binary() {
+    let e = Engine::new();
+    let w = World::new();
+    let root = format!("s3://{}/{}", e.bucket, e.prefix);
+    let vars: Vec<(&str, &str)> = e
+        .vars
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let (code, out, err) = doctor(&w, &root, &vars);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("a second one 412"), "{out}");
+    assert!(!out.contains(&e.vars["AWS_SECRET_ACCESS_KEY"]), "{out}");
+    // The probe cleans up after itself.
+    let left = e.client().list(&e.prefix, None, 100).unwrap();
+    assert!(left.is_empty(), "{left:?}");
+}
