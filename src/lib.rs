@@ -16,7 +16,7 @@
 //! 2. files: [`fsops`], [`layout`], [`events`], [`listing`]
 //! 3. trust: [`trust`]
 //! 4. documents and rules: [`doc`], [`accept`], [`judge`], [`governor`], [`replay`], [`jobenv`], [`settle`], [`dependency`], [`service`]
-//! 5. places and state: [`state`], [`heartbeat`], [`rejected`], [`observe`], [`jobref`], [`output`], [`prune`], [`doctor`]
+//! 5. places and state: [`state`], [`heartbeat`], [`rejected`], [`observe`], [`jobref`], [`output`], [`prune`], [`doctor`], [`report`]
 //! 6. requests: [`submit`], [`cancel`], [`wait`]
 //! 7. the engine: [`shutdown`], [`watcher`], [`publisher`], [`runner`], [`listener`]
 //! 8. views: [`view`]
@@ -73,6 +73,7 @@ pub mod random;
 pub mod read;
 pub mod rejected;
 pub mod replay;
+pub mod report;
 pub mod retention;
 pub mod runner;
 pub mod screen;
