@@ -55,14 +55,15 @@ fn group_of_word(word: &str) -> &'static str {
 }
 
 /// `s`, from anywhere, as page text or a quoted attribute value: its
-/// control characters written out (a page may go to a terminal with
-/// `--out -`, and HTML has no place for most of them), then its markup
-/// characters as entities.
+/// control characters but line breaks written out (a page may go to a
+/// terminal with `--out -`, and HTML has no place for most of them), then
+/// its markup characters as entities.
 fn text(s: &str) -> Cow<'_, str> {
-    match super::escape::terminal(s) {
-        Cow::Borrowed(b) => super::escape::html(b),
-        Cow::Owned(o) => Cow::Owned(super::escape::html(&o).into_owned()),
+    if !s.chars().any(|c| c.is_control() && c != '\n') {
+        return super::escape::html(s);
     }
+    let lines: Vec<Cow<'_, str>> = s.split('\n').map(super::escape::terminal).collect();
+    Cow::Owned(super::escape::html(&lines.join("\n")).into_owned())
 }
 
 /// A time in milliseconds as `YYYY-MM-DD HH:MM:SSZ`.
