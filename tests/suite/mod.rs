@@ -29,6 +29,7 @@ mod pickup;
 mod properties;
 mod readme;
 mod refusals;
+mod report;
 mod retention;
 mod service;
 mod short_ids;
