@@ -7,15 +7,16 @@
 //! changed before it is passed over unread — a result is written when its
 //! job ends, so one changed earlier ended earlier.
 
+use std::sync::Mutex;
 use std::time::SystemTime;
 
 use time::OffsetDateTime;
 
-use super::shape::{self, BAR_LIMIT, NOT_WELL_ROWS, SLICES};
+use super::shape::{self, BAR_LIMIT, FLEET_BAR_LIMIT, NOT_WELL_ROWS, SLICES};
 use super::{Bar, BeatSeen, Fleet, Gap, Lane, Listener, Mark, NotWell, Refusal, millis};
 use crate::accept::Verdict;
 use crate::doc::outcome::Ending;
-use crate::doc::{Outcome, Termination};
+use crate::doc::{Detail, Outcome, Termination};
 use crate::fsops::Dir;
 use crate::heartbeat::{self, BeatVerdict};
 use crate::layout::{Place, TargetDirs};
@@ -61,7 +62,15 @@ pub fn gather(targets: &[TargetDirs], key: &Key, window: Window) -> Fleet {
     not_well.sort_by(|a, b| (b.at_ms, &b.job).cmp(&(a.at_ms, &a.job)));
     let not_well_count = not_well.len();
     not_well.truncate(NOT_WELL_ROWS);
-    let lanes: Vec<Lane> = read.into_iter().map(|r| r.lane(from, now)).collect();
+    let sizes: Vec<usize> = read
+        .iter()
+        .map(|r| r.jobs.len() + r.rejected.len())
+        .collect();
+    let lanes: Vec<Lane> = read
+        .into_iter()
+        .zip(shape::drawn(&sizes))
+        .map(|(r, draw)| r.lane(from, now, draw))
+        .collect();
     Fleet {
         made_at: crate::clock::format(window.now),
         from: crate::clock::format(
@@ -73,6 +82,7 @@ pub fn gather(targets: &[TargetDirs], key: &Key, window: Window) -> Fleet {
         since: window.since.is_some(),
         key_fingerprint: key.key_id(),
         bar_limit: BAR_LIMIT,
+        fleet_bar_limit: FLEET_BAR_LIMIT,
         slices: SLICES,
         unverified_files: lanes.iter().map(|l| l.unverified_files).sum(),
         lanes,
@@ -110,7 +120,7 @@ impl Read {
         jobs.chain(refused).chain(waits).min()
     }
 
-    fn lane(self, from: i64, to: i64) -> Lane {
+    fn lane(self, from: i64, to: i64, draw: bool) -> Lane {
         let mut totals = std::collections::BTreeMap::new();
         for j in &self.jobs {
             *totals.entry(j.outcome.as_str()).or_insert(0) += 1;
@@ -162,9 +172,10 @@ impl Read {
                 .filter_map(|j| j.duration_ms)
                 .collect(),
         );
-        let aggregated = self.jobs.len() > BAR_LIMIT;
+        let aggregated = !draw;
         let slices = if aggregated {
-            shape::per_slice(&self.jobs, from, to, SLICES)
+            let refused: Vec<i64> = self.rejected.iter().map(|r| r.at_ms).collect();
+            shape::per_slice(&self.jobs, &refused, from, to, SLICES)
         } else {
             Vec::new()
         };
@@ -174,7 +185,11 @@ impl Read {
             jobs: if aggregated { Vec::new() } else { self.jobs },
             aggregated,
             slices,
-            rejected: self.rejected,
+            rejected: if aggregated {
+                Vec::new()
+            } else {
+                self.rejected
+            },
             listener: Listener {
                 beat: self.beat,
                 restarts,
@@ -233,30 +248,17 @@ fn read_lane(dirs: &TargetDirs, key: &Key, w: &Window) -> Read {
         not_well: Vec::new(),
         unverified: 0,
     };
-    if let (Some(results), done) = (open(dirs, Place::Results), open(dirs, Place::Done)) {
-        for id in ids(&results, since_sys) {
-            match crate::judge::result(&results, &id, &target, key) {
-                Ok(o) => {
-                    let Some(finished) = millis(&o.finished_at) else {
-                        continue;
-                    };
-                    if since_ms.is_some_and(|s| finished < s) {
-                        continue;
-                    }
-                    let (bar, recovered, stderr) = bar(&o, finished, done.as_ref(), key, &mut r);
-                    if recovered {
-                        r.recoveries.push(finished);
-                    }
-                    if let Some(c) = bar.created_ms {
-                        r.waits.push((c, bar.started_ms.unwrap_or(bar.finished_ms)));
-                    }
-                    if bar.outcome != Ending::Done {
-                        r.not_well.push(not_well(&target, &bar, &o, stderr));
-                    }
-                    r.jobs.push(bar);
-                }
-                Err(e) => r.unverified += unverified(e.verdict),
-            }
+    if let Some(results) = open(dirs, Place::Results) {
+        let done = open(dirs, Place::Done);
+        let parts = in_parts(ids(&results, since_sys), |part| {
+            finished_jobs(&results, done.as_ref(), part, &target, key, since_ms)
+        });
+        for f in parts {
+            r.jobs.extend(f.jobs);
+            r.recoveries.extend(f.recoveries);
+            r.waits.extend(f.waits);
+            r.not_well.extend(f.not_well);
+            r.unverified += f.unverified;
         }
     }
     r.jobs.sort_by(|a, b| {
@@ -295,20 +297,131 @@ fn read_lane(dirs: &TargetDirs, key: &Key, w: &Window) -> Read {
     r
 }
 
+/// Below this many results a lane is read by one thread.
+const READ_APART_FROM: usize = 2000;
+
+/// `f` over `ids` cut into parts, each on a thread of its own when there
+/// are many (a thread that cannot be started leaves its part to this one).
+fn in_parts<T: Send>(ids: Vec<JobId>, f: impl Fn(Vec<JobId>) -> T + Sync) -> Vec<T> {
+    let threads = if ids.len() < READ_APART_FROM {
+        1
+    } else {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(4)
+    };
+    if threads < 2 {
+        return vec![f(ids)];
+    }
+    let per = ids.len().div_ceil(threads);
+    let mut parts: Vec<Vec<JobId>> = Vec::with_capacity(threads);
+    let mut rest = ids;
+    while rest.len() > per {
+        let tail = rest.split_off(per);
+        parts.push(rest);
+        rest = tail;
+    }
+    parts.push(rest);
+    // Each part waits in a slot for the thread that takes it; a part whose
+    // thread could not be started is read here after the others.
+    let slots: Vec<Mutex<Option<Vec<JobId>>>> =
+        parts.into_iter().map(|p| Mutex::new(Some(p))).collect();
+    let take = |slot: &Mutex<Option<Vec<JobId>>>| {
+        slot.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .unwrap_or_default()
+    };
+    std::thread::scope(|s| {
+        let f = &f;
+        let others: Vec<_> = slots[1..]
+            .iter()
+            .filter_map(|slot| {
+                std::thread::Builder::new()
+                    .spawn_scoped(s, move || f(take(slot)))
+                    .ok()
+            })
+            .collect();
+        let mut out = vec![f(take(&slots[0]))];
+        for h in others {
+            out.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        }
+        for slot in &slots[1..] {
+            let left = take(slot);
+            if !left.is_empty() {
+                out.push(f(left));
+            }
+        }
+        out
+    })
+}
+
+/// What the results of one part of a lane said.
+#[derive(Default)]
+struct Found {
+    jobs: Vec<Bar>,
+    recoveries: Vec<i64>,
+    waits: Vec<(i64, i64)>,
+    not_well: Vec<NotWell>,
+    unverified: usize,
+}
+
+/// The finished jobs `ids` of `target`: each verified result in `results`
+/// ending in the span, with its job file in `done`.
+fn finished_jobs(
+    results: &Dir,
+    done: Option<&Dir>,
+    ids: Vec<JobId>,
+    target: &str,
+    key: &Key,
+    since_ms: Option<i64>,
+) -> Found {
+    let mut f = Found::default();
+    for id in ids {
+        let o = match crate::judge::result(results, &id, target, key) {
+            Ok(o) => o,
+            Err(e) => {
+                f.unverified += unverified(e.verdict);
+                continue;
+            }
+        };
+        let Some(finished) = millis(&o.finished_at) else {
+            continue;
+        };
+        if since_ms.is_some_and(|s| finished < s) {
+            continue;
+        }
+        let d = o.detail();
+        let (bar, recovered) = bar(&o, &d, finished, done, key, &mut f.unverified);
+        if recovered {
+            f.recoveries.push(finished);
+        }
+        if let Some(c) = bar.created_ms {
+            f.waits.push((c, bar.started_ms.unwrap_or(bar.finished_ms)));
+        }
+        if bar.outcome != Ending::Done {
+            f.not_well.push(not_well(target, &bar, d));
+        }
+        f.jobs.push(bar);
+    }
+    f
+}
+
 /// The bar of the verified result `o`, with what its job file in `done`
-/// adds; whether it is a recovery after a listener stopped; its stderr.
+/// adds (one that does not verify is counted in `unverified_files`);
+/// and whether it is a recovery after a listener stopped.
 fn bar(
     o: &Outcome,
+    d: &Detail,
     finished: i64,
     done: Option<&Dir>,
     key: &Key,
-    r: &mut Read,
-) -> (Bar, bool, Option<String>) {
-    let d = o.detail();
+    unverified_files: &mut usize,
+) -> (Bar, bool) {
     let job = JobId::parse(&o.job_id).ok().and_then(|id| {
         let done = done?;
         crate::judge::job(done, &id, &o.target, key)
-            .map_err(|e| r.unverified += unverified(e.verdict))
+            .map_err(|e| *unverified_files += unverified(e.verdict))
             .ok()
     });
     let payload = job.as_ref().map(|j| j.readable_payload());
@@ -326,7 +439,7 @@ fn bar(
         job_id: o.job_id.clone(),
         outcome: o.termination().ending(o.ok),
         exit_code: o.exit_code,
-        exit: o.exit_phrase(),
+        exit: o.exit_phrase_with(d),
         created_ms: job.as_ref().map(|j| ms(j.created)),
         started_ms,
         finished_ms: finished,
@@ -339,15 +452,17 @@ fn bar(
         sealed,
     };
     let recovered = o.termination() == Termination::Interrupted && d.recovered == Some(true);
-    (bar, recovered, d.stderr_tail)
+    (bar, recovered)
 }
 
-fn not_well(target: &str, b: &Bar, o: &Outcome, stderr: Option<String>) -> NotWell {
-    let d = o.detail();
+fn not_well(target: &str, b: &Bar, d: Detail) -> NotWell {
     let reason = if let Some(e) = &d.spawn_error {
         e.clone()
     } else if let Some(dep) = &d.dependency {
-        format!("waited for {} on {}, which ended {}", dep.job_id, dep.target, dep.ended)
+        format!(
+            "waited for {} on {}, which ended {}",
+            dep.job_id, dep.target, dep.ended
+        )
     } else if let Some(m) = &d.marker {
         format!("cancelled by {} at {}", m.origin, m.created_at)
     } else if let Some(n) = &d.note {
@@ -357,8 +472,14 @@ fn not_well(target: &str, b: &Bar, o: &Outcome, stderr: Option<String>) -> NotWe
     } else {
         b.exit.clone()
     };
-    let stderr = stderr
-        .map(|s| s.trim_start().chars().take(STDERR_START).collect::<String>())
+    let stderr = d
+        .stderr_tail
+        .map(|s| {
+            s.trim_start()
+                .chars()
+                .take(STDERR_START)
+                .collect::<String>()
+        })
         .filter(|s| !s.is_empty());
     NotWell {
         target: target.to_string(),
@@ -422,5 +543,6 @@ fn refusals(dirs: &TargetDirs, since: Option<SystemTime>, since_ms: Option<i64>,
             at_ms: at,
         });
     }
-    r.rejected.sort_by(|a, b| (a.at_ms, &a.name).cmp(&(b.at_ms, &b.name)));
+    r.rejected
+        .sort_by(|a, b| (a.at_ms, &a.name).cmp(&(b.at_ms, &b.name)));
 }

@@ -19,7 +19,9 @@ mod gather;
 mod shape;
 
 pub use gather::{Window, gather};
-pub use shape::{BAR_LIMIT, NOT_WELL_ROWS, SLICES, depth_per_slice, gaps, median};
+pub use shape::{
+    BAR_LIMIT, FLEET_BAR_LIMIT, NOT_WELL_ROWS, SLICES, depth_per_slice, drawn, gaps, median,
+};
 
 use std::collections::BTreeMap;
 
@@ -45,6 +47,8 @@ pub struct Fleet {
     pub key_fingerprint: String,
     /// Past this many jobs, a lane's bars are aggregated into slices.
     pub bar_limit: usize,
+    /// Past this many bars on the page, the busiest lanes are aggregated.
+    pub fleet_bar_limit: usize,
     /// How many slices the span is cut into (queue depth, aggregated bars).
     pub slices: usize,
     /// One lane per target, in name order.
@@ -66,13 +70,13 @@ pub struct Lane {
     pub target: String,
     /// Its finished jobs, by start (empty when `aggregated`).
     pub jobs: Vec<Bar>,
-    /// True when it finished more jobs than [`BAR_LIMIT`]: they are drawn
-    /// as counts per slice (`slices`), not one bar each.
+    /// True when its jobs and refusals are drawn as counts per slice
+    /// (`slices`), not one bar each ([`drawn`]).
     pub aggregated: bool,
-    /// Per slice of the span, how many jobs ended so (only when
-    /// `aggregated`).
+    /// Per slice of the span, how many jobs ended so, and how many files
+    /// were refused (only when `aggregated`).
     pub slices: Vec<BTreeMap<&'static str, usize>>,
-    /// Job files its listener refused, by time.
+    /// Job files its listener refused, by time (empty when `aggregated`).
     pub rejected: Vec<Refusal>,
     /// Its listener's liveness: heartbeat, restarts, gaps.
     pub listener: Listener,

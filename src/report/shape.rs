@@ -11,6 +11,10 @@ use super::{Bar, Gap};
 /// open whatever the folder holds.
 pub const BAR_LIMIT: usize = 1500;
 
+/// Past this many bars on the whole page, the lanes with the most are
+/// counted per slice too, so a fleet of many busy lanes stays one page.
+pub const FLEET_BAR_LIMIT: usize = 3000;
+
 /// How many slices the span is cut into for queue depth and aggregated bars.
 pub const SLICES: usize = 240;
 
@@ -83,6 +87,23 @@ pub fn gaps(activity: &mut [i64], restarts: &[i64], what: &str) -> Vec<Gap> {
     out
 }
 
+/// Which lanes, holding `counts` bars each, are drawn bar by bar: each
+/// within [`BAR_LIMIT`], the smallest first while the page stays within
+/// [`FLEET_BAR_LIMIT`]; the others are counted per slice.
+pub fn drawn(counts: &[usize]) -> Vec<bool> {
+    let mut order: Vec<usize> = (0..counts.len()).collect();
+    order.sort_by_key(|&i| counts[i]);
+    let mut out = vec![false; counts.len()];
+    let mut total = 0;
+    for i in order {
+        if counts[i] <= BAR_LIMIT && total + counts[i] <= FLEET_BAR_LIMIT {
+            total += counts[i];
+            out[i] = true;
+        }
+    }
+    out
+}
+
 /// The median of `values` (the lower middle one of an even count).
 pub fn median(mut values: Vec<u64>) -> Option<u64> {
     if values.is_empty() {
@@ -93,12 +114,23 @@ pub fn median(mut values: Vec<u64>) -> Option<u64> {
 }
 
 /// How many of `jobs` ended each way in each of `n` slices of `[from, to)`,
-/// by their end.
-pub fn per_slice(jobs: &[Bar], from: i64, to: i64, n: usize) -> Vec<BTreeMap<&'static str, usize>> {
+/// by their end, and how many files were refused (`refused`: when each).
+pub fn per_slice(
+    jobs: &[Bar],
+    refused: &[i64],
+    from: i64,
+    to: i64,
+    n: usize,
+) -> Vec<BTreeMap<&'static str, usize>> {
     let mut out = vec![BTreeMap::new(); n];
     for j in jobs {
         let s = slice_of(j.finished_ms, from, to, n);
         *out[s].entry(j.outcome.as_str()).or_insert(0) += 1;
+    }
+    for &at in refused {
+        *out[slice_of(at, from, to, n)]
+            .entry("rejected")
+            .or_insert(0) += 1;
     }
     out
 }
@@ -126,6 +158,15 @@ mod tests {
         assert_eq!((g[0].from_ms, g[0].to_ms), (100, 300));
         // Nothing before the restart: no gap can be told.
         assert!(gaps(&mut [500], &[300], "x").is_empty());
+    }
+
+    #[test]
+    fn bars_are_drawn_for_the_smallest_lanes_while_the_page_has_room() {
+        assert_eq!(drawn(&[10, BAR_LIMIT + 1, 20]), [true, false, true]);
+        let big = FLEET_BAR_LIMIT / 2;
+        // Two fill the page; the third, largest, is counted per slice.
+        assert_eq!(drawn(&[big, big + 1, big]), [true, false, true]);
+        assert_eq!(drawn(&[]), Vec::<bool>::new());
     }
 
     #[test]

@@ -35,7 +35,14 @@ const EVIL: &str = "<script>alert(1)</script><img src=x onerror=alert(2)>\"'&";
 fn finished(w: &World, id: &str, age: Duration, error: &str, code: i64, detail: Value) {
     let at = |back: Duration| ts_offset(-((age + back).as_secs() as i64));
     let spec = json!({"argv": ["make", EVIL], "label": EVIL}).to_string();
-    let job = job_doc(id, "PC", &at(Duration::from_secs(60)), "LAPTOP", &spec, Signer::Fleet);
+    let job = job_doc(
+        id,
+        "PC",
+        &at(Duration::from_secs(60)),
+        "LAPTOP",
+        &spec,
+        Signer::Fleet,
+    );
     let result = signed_result(json!({
         "v": 1, "jobId": id, "target": "PC", "ok": error.is_empty() && code == 0,
         "exitCode": code, "error": error, "startedAt": at(Duration::from_secs(30)),
@@ -60,7 +67,10 @@ fn set_age(path: &std::path::Path, age: Duration) {
 fn report_draws_the_jobs_a_real_listener_ran() {
     let w = World::with_target();
     let ok = w.enqueue(&["--label", "<b>fine</b>"], &kit(&["out", "hi"]));
-    let failed = w.enqueue(&["--label", "broke"], &kit(&["err", "boom <i>x</i>", "exit", "3"]));
+    let failed = w.enqueue(
+        &["--label", "broke"],
+        &kit(&["err", "boom <i>x</i>", "exit", "3"]),
+    );
     let cancelled = w.enqueue(&[], &kit(&[]));
     let (code, _, _) = w.run(&["cancel", "--target", "PC", "--job-id", &cancelled]);
     assert_eq!(code, 0);
@@ -87,7 +97,12 @@ fn report_draws_the_jobs_a_real_listener_ran() {
     }
     let bad = &v["notWell"];
     assert_eq!(v["notWellCount"], 2);
-    let row = bad.as_array().unwrap().iter().find(|r| r["job"] == failed.as_str()).unwrap();
+    let row = bad
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["job"] == failed.as_str())
+        .unwrap();
     assert_eq!(row["exitCode"], 3);
     assert_eq!(row["reason"], "exit 3");
     assert_eq!(row["stderr"], "boom <i>x</i>\n");
@@ -96,9 +111,21 @@ fn report_draws_the_jobs_a_real_listener_ran() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("wrote fleet-report.html"), "{out}");
     let html = page(&w, "fleet-report.html");
-    assert_eq!(html.matches("<g class=\"job\" data-outcome=\"done\">").count(), 1);
-    assert_eq!(html.matches("<g class=\"job\" data-outcome=\"failed\">").count(), 1);
-    assert_eq!(html.matches("<g class=\"job\" data-outcome=\"cancelled\">").count(), 1);
+    assert_eq!(
+        html.matches("<g class=\"job\" data-outcome=\"done\">")
+            .count(),
+        1
+    );
+    assert_eq!(
+        html.matches("<g class=\"job\" data-outcome=\"failed\">")
+            .count(),
+        1
+    );
+    assert_eq!(
+        html.matches("<g class=\"job\" data-outcome=\"cancelled\">")
+            .count(),
+        1
+    );
     assert!(html.contains("&lt;b&gt;fine&lt;/b&gt;") && !html.contains("<b>fine"));
     assert!(html.contains("boom &lt;i&gt;x&lt;/i&gt;") && !html.contains("<i>x"));
 }
@@ -107,7 +134,14 @@ fn report_draws_the_jobs_a_real_listener_ran() {
 fn report_escapes_every_folder_text_and_draws_only_what_verifies() {
     let w = World::with_target();
     let detail = json!({"label": EVIL, "stderrTail": EVIL, "spawnError": EVIL, "durationMs": 5});
-    finished(&w, "hostile-1", Duration::from_secs(600), "spawn-failed", -1, detail);
+    finished(
+        &w,
+        "hostile-1",
+        Duration::from_secs(600),
+        "spawn-failed",
+        -1,
+        detail,
+    );
     // A result forged with another key, whose label would also be markup.
     let forged = json!({"v": 1, "jobId": "forged-1", "target": "PC", "ok": true, "exitCode": 0,
         "error": "", "startedAt": now_text(), "finishedAt": now_text(),
@@ -117,7 +151,11 @@ fn report_escapes_every_folder_text_and_draws_only_what_verifies() {
     std::fs::write(w.rejected(&name), "{").unwrap();
     let reason = json!({"verdict": EVIL, "message": EVIL, "rejectedAt": now_text(),
         "kind": "job", "target": "PC"});
-    std::fs::write(w.rejected(&format!("{name}.reason.json")), reason.to_string()).unwrap();
+    std::fs::write(
+        w.rejected(&format!("{name}.reason.json")),
+        reason.to_string(),
+    )
+    .unwrap();
 
     let v = report_json(&w, &[]);
     assert_eq!(v["unverifiedFiles"], 1);
@@ -131,7 +169,8 @@ fn report_escapes_every_folder_text_and_draws_only_what_verifies() {
     for markup in ["<script", "<img", "onerror=alert(2)>"] {
         assert!(!html.contains(markup), "{markup} on the page");
     }
-    let escaped = "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;&quot;&#39;&amp;";
+    let escaped =
+        "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;&quot;&#39;&amp;";
     // Label, command, stderr, spawn error, file name, verdict, message: each
     // is on the page, as text.
     assert!(html.matches(escaped).count() >= 7, "{html}");
@@ -142,7 +181,14 @@ fn report_since_reads_only_what_it_needs() {
     let w = World::with_target();
     let day = Duration::from_secs(86400);
     finished(&w, "old-1", 3 * day, "", 0, json!({"durationMs": 1}));
-    finished(&w, "new-1", Duration::from_secs(60), "timeout", -1, json!({"durationMs": 2}));
+    finished(
+        &w,
+        "new-1",
+        Duration::from_secs(60),
+        "timeout",
+        -1,
+        json!({"durationMs": 2}),
+    );
     // Garbage last changed three days ago: read (and counted) only when
     // the span reaches back that far.
     let garbage = w.result_path("old-garbage");
@@ -173,7 +219,11 @@ fn report_refuses_a_bad_since_and_an_unknown_target_and_writes_nothing() {
     let w = World::with_target();
     for (args, code, word) in [
         (&["--since", "yesterday"][..], 64, "VALIDATION_ERROR"),
-        (&["--since", "2999-01-01T00:00:00Z"][..], 64, "VALIDATION_ERROR"),
+        (
+            &["--since", "2999-01-01T00:00:00Z"][..],
+            64,
+            "VALIDATION_ERROR",
+        ),
         (&["--target", "NAS"][..], 66, "NOT_FOUND"),
         (&["--target", "bad/name"][..], 64, "VALIDATION_ERROR"),
     ] {
@@ -209,7 +259,10 @@ fn report_writes_the_page_where_out_says() {
     // A folder that is not there: INTERNAL_ERROR naming it, nothing left.
     let (code, _, err) = report_in(&w, &["--out", "nowhere/r.html"]);
     assert_eq!(code, 70, "{err}");
-    assert!(err.contains("INTERNAL_ERROR") && err.contains("nowhere"), "{err}");
+    assert!(
+        err.contains("INTERNAL_ERROR") && err.contains("nowhere"),
+        "{err}"
+    );
     assert!(!w.dir.path().join("nowhere").exists());
 
     // --json prints the data and writes no page.

@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use crate::report::{Bar, Fleet, Lane};
 
-use super::{GROUPS, group, group_of_word, run_time, text, when};
+use super::{GROUPS, group, group_of_word, run_time, short, text, when};
 
 /// The drawing's width in SVG units.
 const W: f64 = 1000.0;
@@ -124,11 +124,17 @@ fn describe(j: &Bar) -> String {
         ("sealed".to_string(), "sealed".to_string())
     } else {
         (
-            j.label.clone().unwrap_or_else(|| "(no label)".into()),
+            j.label.as_deref().map_or_else(
+                || "(no label)".into(),
+                |l| crate::doc::detail::clip(l, super::SHOWN_BYTES),
+            ),
             j.argv.clone().unwrap_or_else(|| "(job file gone)".into()),
         )
     };
-    let mut d = format!("{} · {} · {} · {label} · {argv}", j.job_id, j.outcome, j.exit);
+    let mut d = format!(
+        "{} · {} · {} · {label} · {argv}",
+        j.job_id, j.outcome, j.exit
+    );
     if let Some(c) = j.created_ms {
         let _ = write!(d, " · queued {}", when(c));
     }
@@ -225,10 +231,10 @@ fn refusals(out: &mut String, lane: &Lane, s: &Scale) {
             out,
             "<g class=\"job\" data-outcome=\"rejected\"><title>{} · rejected {} · {}: {}</title>\
 <rect class=\"bar o-rejected\" x=\"{:.2}\" y=\"1\" width=\"{MIN_W}\" height=\"{h}\"/></g>",
-            text(&r.name),
+            short(&r.name),
             when(r.at_ms),
-            text(&r.verdict),
-            text(&r.message),
+            short(&r.verdict),
+            short(&r.message),
             s.x(r.at_ms)
         );
     }
@@ -285,11 +291,7 @@ fn as_text(out: &mut String, lane: &Lane) {
     let _ = write!(
         out,
         "<details><summary>{name}: {} as text ({shown})</summary><ol>",
-        if lane.aggregated {
-            "slices"
-        } else {
-            "jobs"
-        }
+        if lane.aggregated { "slices" } else { "jobs" }
     );
     if lane.aggregated {
         for counts in lane.slices.iter().filter(|c| !c.is_empty()) {
@@ -304,10 +306,10 @@ fn as_text(out: &mut String, lane: &Lane) {
             let _ = write!(
                 out,
                 "<li>{} · rejected {} · {}: {}</li>",
-                text(&r.name),
+                short(&r.name),
                 when(r.at_ms),
-                text(&r.verdict),
-                text(&r.message)
+                short(&r.verdict),
+                short(&r.message)
             );
         }
     }

@@ -5,7 +5,7 @@
 //! markup that slipped through could neither run nor call out.
 //!
 //! Every text from the shared folder — labels, commands, output tails,
-//! refusal notes, file names — reaches the page through [`text`] (element
+//! refusal notes, file names — reaches the page through one function, `text` (element
 //! text and quoted attributes alike, [`super::escape`]): one door,
 //! so nothing drawn here is markup but the page's own.
 //!
@@ -64,6 +64,15 @@ fn text(s: &str) -> Cow<'_, str> {
     }
     let lines: Vec<Cow<'_, str>> = s.split('\n').map(super::escape::terminal).collect();
     Cow::Owned(super::escape::html(&lines.join("\n")).into_owned())
+}
+
+/// The most bytes of a free text (a label, a reason) the page shows; the
+/// whole is in `--json`. It keeps a page of many jobs small.
+const SHOWN_BYTES: usize = 160;
+
+/// `s` cut to [`SHOWN_BYTES`], then as [`text`] makes it.
+fn short(s: &str) -> String {
+    text(&crate::doc::detail::clip(s, SHOWN_BYTES)).into_owned()
 }
 
 /// A time in milliseconds as `YYYY-MM-DD HH:MM:SSZ`.
@@ -147,21 +156,19 @@ fn facts(out: &mut String, f: &Fleet) {
         f.lanes.len(),
         f.unverified_files,
     );
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<p class=\"note\" id=\"density\">A lane with more than {} finished jobs in the span is drawn \
-as counts per slice of time ({} slices), not one bar per job.</p></header>\n",
-        f.bar_limit, f.slices
+        "<p class=\"note\" id=\"density\">A lane with more than {} jobs in the span, or the busiest \
+lanes once the page holds {} bars, is drawn as counts per slice of time ({} slices), not one bar per \
+job.</p></header>",
+        f.bar_limit, f.fleet_bar_limit, f.slices
     );
 }
 
 fn legend(out: &mut String) {
     out.push_str("<ul class=\"legend\" aria-label=\"Legend\">");
     for (class, word) in GROUPS {
-        let _ = write!(
-            out,
-            "<li><span class=\"sw o-{class}\"></span>{word}</li>"
-        );
+        let _ = write!(out, "<li><span class=\"sw o-{class}\"></span>{word}</li>");
     }
     out.push_str(
         "<li><span class=\"sw wait\"></span>queue wait (lighter, before the start)</li>\

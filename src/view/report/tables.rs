@@ -7,7 +7,7 @@ use crate::doc::outcome::Ending;
 use crate::report::Fleet;
 use crate::view::Tone;
 
-use super::{GROUPS, group_of_word, run_time, text, when};
+use super::{GROUPS, group_of_word, run_time, short, text, when};
 
 /// Per machine: how many jobs ended each way, the median run time, the
 /// queue now, its listener and its files that do not verify.
@@ -22,7 +22,11 @@ pub fn totals(out: &mut String, f: &Fleet) {
         "<th>finished</th><th>median run</th><th>queued now</th><th>listener</th><th>unverified files</th></tr></thead><tbody>",
     );
     for lane in &f.lanes {
-        let _ = write!(out, "<tr data-lane=\"{0}\"><th>{0}</th>", text(&lane.target));
+        let _ = write!(
+            out,
+            "<tr data-lane=\"{0}\"><th>{0}</th>",
+            text(&lane.target)
+        );
         for (class, _) in GROUPS {
             let n: usize = lane
                 .totals
@@ -88,15 +92,15 @@ pub fn not_well(out: &mut String, f: &Fleet) {
             group_of_word(&n.outcome),
             when(n.at_ms),
             text(&n.target),
-            text(&n.job),
-            text(if n.sealed {
+            short(&n.job),
+            short(if n.sealed {
                 "sealed"
             } else {
                 n.label.as_deref().unwrap_or("")
             }),
             tone(&n.outcome).css_class(),
             text(&n.outcome),
-            text(&n.reason),
+            short(&n.reason),
             n.exit_code.map_or("-".to_string(), |c| c.to_string()),
             text(n.stderr.as_deref().unwrap_or("")),
         );

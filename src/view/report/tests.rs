@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::report::{Bar, BeatSeen, Gap, Lane, Listener, Mark, NotWell, Refusal};
 
-const EVIL: &str = "<script>document.title='pwned'</script><img src=x onerror=alert(1)>\"'&\u{1b}[2J";
+const EVIL: &str =
+    "<script>document.title='pwned'</script><img src=x onerror=alert(1)>\"'&\u{1b}[2J";
 
 fn bar(outcome: Ending, sealed: bool) -> Bar {
     Bar {
@@ -71,6 +72,7 @@ fn fleet(jobs: Vec<Bar>) -> Fleet {
         since: false,
         key_fingerprint: "abcd1234".into(),
         bar_limit: 1500,
+        fleet_bar_limit: 3000,
         slices: 4,
         unverified_files: 2,
         lanes: vec![lane],
@@ -95,7 +97,10 @@ fn no_folder_text_becomes_markup_on_the_page() {
     // The page's own markup has no script, no image, no event handler.
     assert!(!page.contains("<script"), "a script element");
     assert!(!page.contains("<img"), "an img element");
-    assert!(!page.contains("onerror=alert(1)>"), "an event handler attribute");
+    assert!(
+        !page.contains("onerror=alert(1)>"),
+        "an event handler attribute"
+    );
     assert!(!page.contains('\u{1b}'), "a control character");
     // Each hostile text is there, as text.
     assert!(page.contains("&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt;"));
@@ -106,9 +111,7 @@ fn no_folder_text_becomes_markup_on_the_page() {
 
 #[test]
 fn every_outcome_has_its_colour_and_a_sealed_job_says_so() {
-    let page = html(&fleet(
-        Ending::ALL.iter().map(|e| bar(*e, false)).collect(),
-    ));
+    let page = html(&fleet(Ending::ALL.iter().map(|e| bar(*e, false)).collect()));
     for (class, _) in GROUPS {
         assert!(
             page.contains(&format!("data-outcome=\"{class}\"")),
