@@ -272,3 +272,38 @@ fn report_writes_the_page_where_out_says() {
     assert_eq!(v["lanes"][0]["jobs"][0]["jobId"], "job-1");
     assert!(!w.dir.path().join("fleet-report.html").exists());
 }
+
+#[test]
+fn report_counts_bars_per_slice_past_the_limit_and_says_so() {
+    let w = World::with_target();
+    let n = fleet_dispatch::report::BAR_LIMIT + 1;
+    for i in 0..n {
+        let id = format!("job-{i}");
+        let age = Duration::from_secs(60 + i as u64);
+        let (error, code) = if i % 3 == 0 { ("timeout", -1) } else { ("", 0) };
+        finished(&w, &id, age, error, code, json!({"durationMs": 1}));
+    }
+    let v = report_json(&w, &[]);
+    let lane = &v["lanes"][0];
+    assert_eq!(lane["aggregated"], true);
+    assert_eq!(lane["jobs"].as_array().unwrap().len(), 0);
+    let counted: u64 = lane["slices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s.as_object().unwrap().values())
+        .map(|c| c.as_u64().unwrap())
+        .sum();
+    assert_eq!(counted, n as u64);
+    assert_eq!(lane["totals"]["timeout"], n.div_ceil(3));
+
+    let (code, _, err) = report_in(&w, &["--out", "big.html"]);
+    assert_eq!(code, 0, "{err}");
+    let html = page(&w, "big.html");
+    assert_eq!(html.matches("<g class=\"job\"").count(), 0);
+    assert!(html.contains("<g class=\"slice\">"));
+    assert!(html.contains(&format!("more than {} jobs", fleet_dispatch::report::BAR_LIMIT)));
+    // The failures table still lists the newest, escaped.
+    assert!(html.contains("&lt;script&gt;alert(1)") && !html.contains("<script"));
+    assert!(html.len() < 1 << 20, "{} bytes", html.len());
+}
