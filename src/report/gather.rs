@@ -164,6 +164,7 @@ impl Read {
                 what: format!("no heartbeat since the last one ({})", b.state),
             });
         }
+        restarts.retain(|m| m.at_ms >= from);
         restarts.sort_by_key(|m| m.at_ms);
         let median_run_ms = shape::median(
             self.jobs
@@ -266,7 +267,13 @@ fn read_lane(dirs: &TargetDirs, key: &Key, w: &Window) -> Read {
             .cmp(&(b.started_ms.unwrap_or(b.finished_ms), &b.job_id))
     });
     if let Some(inbox) = open(dirs, Place::Inbox) {
-        for id in ids(&inbox, None) {
+        // A running job's file stays in the inbox until it is archived: it
+        // no longer waits.
+        let running = open(dirs, Place::Running).map_or_else(Vec::new, |d| ids(&d, None));
+        for id in ids(&inbox, None)
+            .into_iter()
+            .filter(|i| !running.contains(i))
+        {
             match crate::judge::job(&inbox, &id, &target, key) {
                 Ok(j) => {
                     r.queued_now += 1;
