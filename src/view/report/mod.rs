@@ -107,7 +107,7 @@ dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.15rem 1rem;marg
 .scroll{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;font-size:.88rem;min-width:100%}th,td{border-bottom:1px solid var(--line);padding:.3rem .5rem;text-align:left;vertical-align:top}
 th{background:#f3f4f6;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums}
-td code,li code{font-size:.8rem;white-space:pre-wrap;overflow-wrap:anywhere}
+td code,li code{font-size:.8rem;white-space:pre-wrap;overflow-wrap:anywhere}td code.id{white-space:nowrap;overflow-wrap:normal}#failures td{max-width:22rem;overflow-wrap:anywhere}
 .tone-good{color:#1b5e20}.tone-bad{color:#b71c1c}.tone-warn{color:#8a5300}
 details{margin:.3rem 0}summary{cursor:pointer;color:var(--muted);font-size:.85rem}
 details ol{font-size:.82rem;padding-left:1.4rem;max-height:24rem;overflow:auto}

@@ -87,7 +87,7 @@ pub fn not_well(out: &mut String, f: &Fleet) {
     for n in &f.not_well {
         let _ = write!(
             out,
-            "<tr data-outcome=\"{}\"><td>{}</td><td>{}</td><td><code>{}</code></td><td>{}</td>\
+            "<tr data-outcome=\"{}\"><td>{}</td><td>{}</td><td><code class=\"id\">{}</code></td><td>{}</td>\
 <td class=\"{}\">{}</td><td>{}</td><td class=\"num\">{}</td><td><code>{}</code></td></tr>",
             group_of_word(&n.outcome),
             when(n.at_ms),
