@@ -302,7 +302,10 @@ fn report_counts_bars_per_slice_past_the_limit_and_says_so() {
     let html = page(&w, "big.html");
     assert_eq!(html.matches("<g class=\"job\"").count(), 0);
     assert!(html.contains("<g class=\"slice\">"));
-    assert!(html.contains(&format!("more than {} jobs", fleet_dispatch::report::BAR_LIMIT)));
+    assert!(html.contains(&format!(
+        "more than {} jobs",
+        fleet_dispatch::report::BAR_LIMIT
+    )));
     // The failures table still lists the newest, escaped.
     assert!(html.contains("&lt;script&gt;alert(1)") && !html.contains("<script"));
     assert!(html.len() < 1 << 20, "{} bytes", html.len());
