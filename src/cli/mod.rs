@@ -232,7 +232,7 @@ pub enum Cmd {
         after_help = "Examples:\n  fleet-dispatch status          # here, or every target from a sender\n  fleet-dispatch status --all --json"
     )]
     Status(StatusArgs),
-    /// Write the fleet as one self-contained HTML page: a timeline per machine, queue depth, failures
+    /// Write the fleet as one HTML page: timelines, queue depth, failures
     #[command(
         long_about = "Write the fleet as one self-contained HTML page (inline CSS and SVG, no script, \
 nothing fetched): a swimlane per machine with each job as a bar from start to end coloured by how it \
