@@ -241,7 +241,7 @@ each lane, the queue depth over time, totals and median run time per machine, an
 not end well with their reason, exit code and the start of their stderr. Only documents that verify \
 with the fleet key are drawn; others are counted as unverified files. With --json, prints the data \
 the page is drawn from and writes no page. See docs/report.md.",
-        after_help = "Examples:\n  fleet-dispatch report                      # fleet-report.html, every target\n  fleet-dispatch report --since 24h --out ~/Sync/fleet.html\n  fleet-dispatch report --target PC --out - | mail -a 'Content-Type: text/html' -s fleet me@example.com"
+        after_help = "Examples:\n  fleet-dispatch report                      # fleet-report.html, every target\n  fleet-dispatch report --since 24h --out ~/Sync/fleet.html\n  fleet-dispatch report --target PC,NAS --out - > /srv/www/fleet.html"
     )]
     Report(ReportArgs),
     /// Explain whether a cancel marker would be accepted, and why
