@@ -10,3 +10,4 @@ pub(crate) mod output;
 pub(crate) mod prune;
 pub(crate) mod rejected;
 pub(crate) mod replay;
+pub mod report;

@@ -1,5 +1,5 @@
 //! The view layer: one model per output, rendered as text for a terminal
-//! or as JSON (an HTML renderer is the next). The models are the
+//! or as JSON, and the fleet report as an HTML page ([`report`]). The models are the
 //! library's — a verified result ([`crate::protocol::doc::Outcome`]), a target's
 //! status ([`crate::places::observe::TargetStatus`]), doctor's report
 //! ([`crate::requests::doctor::Report`]) — and a view never decides a state: it
@@ -13,6 +13,7 @@
 pub mod doctor;
 pub mod escape;
 pub mod logs;
+pub mod report;
 pub mod result;
 pub mod status;
 

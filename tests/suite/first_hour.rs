@@ -266,6 +266,7 @@ fn invocations(
         "cancel" => vec![(args(&["cancel", "--target", "PC", "--job-id", queued]), doc)],
         "sweep" => vec![(args(&["sweep", "--target", "PC", "--dry-run"]), doc)],
         "status" => vec![(args(&["status"]), doc)],
+        "report" => vec![(args(&["report"]), doc)],
         "verify-marker" => vec![(args(&["verify-marker", marker]), doc)],
         "demo" => vec![(args(&["demo"]), Form::Lines)],
         "config" => vec![(args(&["config"]), doc)],

@@ -30,6 +30,7 @@ mod pickup;
 mod properties;
 mod readme;
 mod refusals;
+mod report;
 mod retention;
 mod roster;
 mod service;

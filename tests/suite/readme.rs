@@ -97,6 +97,7 @@ fn the_readme_stays_short_and_links_every_page_by_reader() {
         "docs/guide.md",
         "docs/operations.md",
         "docs/protocol.md",
+        "docs/report.md",
         "SECURITY.md",
         "CONTRIBUTING.md",
         "bench/README.md",

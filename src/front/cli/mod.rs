@@ -12,6 +12,7 @@ mod identity;
 mod jobs;
 mod reference;
 mod refuse;
+mod report;
 mod setup;
 mod target;
 
@@ -19,6 +20,7 @@ pub use identity::{AdminKeyArg, IdentityCmd, RosterCmd};
 pub use jobs::{CancelArgs, EnqueueArgs, LogsArgs, PriorityArg, ResultArgs, StreamArg, WaitArgs};
 pub use reference::{CONFIG_FILE, ConfigFileDoc, ENVIRONMENT, FILES};
 pub use refuse::{option_name, refuse};
+pub use report::ReportArgs;
 pub use setup::{
     ConfigArgs, DemoArgs, DoctorArgs, KeygenArgs, McpArgs, ServiceAction, ServiceArgs,
     VerifyMarkerArgs,
@@ -239,6 +241,18 @@ pub enum Cmd {
         after_help = "Examples:\n  fleet-dispatch status          # here, or every target from a sender\n  fleet-dispatch status --all --json"
     )]
     Status(StatusArgs),
+    /// Write the fleet as one HTML page: timelines, queue depth, failures
+    #[command(
+        long_about = "Write the fleet as one self-contained HTML page (inline CSS and SVG, no script, \
+nothing fetched): a swimlane per machine with each job as a bar from start to end coloured by how it \
+ended and its queue wait drawn lighter before it, the listener's heartbeat, restarts and gaps along \
+each lane, the queue depth over time, totals and median run time per machine, and the jobs that did \
+not end well with their reason, exit code and the start of their stderr. Only documents that verify \
+with the fleet key are drawn; others are counted as unverified files. With --json, prints the data \
+the page is drawn from and writes no page. See docs/report.md.",
+        after_help = "Examples:\n  fleet-dispatch report                      # fleet-report.html, every target\n  fleet-dispatch report --since 24h --out ~/Sync/fleet.html\n  fleet-dispatch report --target PC,NAS --out - > /srv/www/fleet.html"
+    )]
+    Report(ReportArgs),
     /// Explain whether a cancel marker would be accepted, and why
     #[command(
         after_help = "Example:\n  cd ~/OneDrive/fleet-dispatch\n  fleet-dispatch verify-marker PC/cancel/20261129-193000-9f2c4e1ab37d5c08.json"

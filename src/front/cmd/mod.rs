@@ -14,6 +14,7 @@ mod keygen;
 mod listen;
 mod logs;
 mod mcp;
+mod report;
 mod result;
 mod roster;
 mod service;
@@ -51,6 +52,7 @@ pub fn dispatch(cli: Cli) -> Result<u8> {
         Cmd::Logs(a) => logs::run(&ctx, a),
         Cmd::Cancel(a) => cancel::run(&ctx, a),
         Cmd::Status(a) => status::run(&ctx, a),
+        Cmd::Report(a) => report::run(&ctx, a),
         Cmd::Sweep(a) => sweep::run(&ctx, a),
         Cmd::VerifyMarker(a) => verify_marker::run(&ctx, a),
         Cmd::Demo(a) => demo::run(&ctx, a),

@@ -264,7 +264,12 @@ impl Outcome {
     /// records for "no code of its own" (§5.3): a job that exited 143 was
     /// shown as `exit -1` beside one that was killed.
     pub fn exit_phrase(&self) -> String {
-        let d = self.detail();
+        self.exit_phrase_with(&self.detail())
+    }
+
+    /// [`Outcome::exit_phrase`] for a reader that holds its detail `d`
+    /// already (a report of many results parses each detail once).
+    pub fn exit_phrase_with(&self, d: &Detail) -> String {
         match (self.termination(), &d.signal, d.exit_code_after_signal) {
             (Termination::Exited, None, _) if self.exit_code >= 0 => {
                 format!("exit {}", self.exit_code)
