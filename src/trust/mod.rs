@@ -266,6 +266,13 @@ impl Key {
         self.roster.as_ref().map_or(0, live::Live::generation)
     }
 
+    /// The version of the roster documents are judged against (none
+    /// without a good one, and in the shared-key lane).
+    pub fn roster_version(&self) -> Option<u64> {
+        let roster = self.roster.as_ref()?.current().ok()?;
+        Some(roster.version)
+    }
+
     /// A short name for the fleet key, to tell two keys apart in messages:
     /// 8 hex digits of a MAC of a fixed text under the key. Like any output
     /// of the MAC it reveals nothing usable about the key, and 32 bits

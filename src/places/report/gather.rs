@@ -81,6 +81,7 @@ pub fn gather(targets: &[TargetDirs], key: &Key, window: Window) -> Fleet {
         to_ms: now,
         since: window.since.is_some(),
         key_fingerprint: key.key_id(),
+        roster_version: key.roster_version(),
         bar_limit: BAR_LIMIT,
         fleet_bar_limit: FLEET_BAR_LIMIT,
         slices: SLICES,

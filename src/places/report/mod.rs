@@ -43,8 +43,13 @@ pub struct Fleet {
     pub to_ms: i64,
     /// True when `--since` set the start.
     pub since: bool,
-    /// The fingerprint of the fleet key the documents were verified with.
+    /// The fingerprint of the fleet key the documents were verified with
+    /// (empty in the roster lane, which has none).
     pub key_fingerprint: String,
+    /// The version of the roster the documents were verified against, in
+    /// the roster lane (`roster`, `both`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub roster_version: Option<u64>,
     /// Past this many jobs, a lane's bars are aggregated into slices.
     pub bar_limit: usize,
     /// Past this many bars on the page, the busiest lanes are aggregated.

@@ -136,6 +136,23 @@ pub fn html(fleet: &Fleet) -> String {
     out
 }
 
+/// What the documents were verified with: the fleet key's fingerprint,
+/// the roster's version, or both (in `both` mode).
+fn verified_with(f: &Fleet) -> String {
+    let mut out = String::new();
+    if !f.key_fingerprint.is_empty() {
+        let _ = write!(
+            out,
+            "<dt>Key fingerprint</dt><dd id=\"key\"><code>{}</code></dd>",
+            text(&f.key_fingerprint)
+        );
+    }
+    if let Some(v) = f.roster_version {
+        let _ = write!(out, "<dt>Roster version</dt><dd id=\"roster\">{v}</dd>");
+    }
+    out
+}
+
 fn facts(out: &mut String, f: &Fleet) {
     let jobs: usize = f.lanes.iter().map(|l| l.finished).sum();
     let _ = write!(
@@ -143,7 +160,7 @@ fn facts(out: &mut String, f: &Fleet) {
         "<header><h1>Fleet report</h1><dl class=\"facts\">\
 <dt>Span</dt><dd id=\"span\">{} – {}{}</dd>\
 <dt>Made</dt><dd id=\"made\">{}</dd>\
-<dt>Key fingerprint</dt><dd id=\"key\"><code>{}</code></dd>\
+{}\
 <dt>Machines</dt><dd id=\"machines\">{}</dd>\
 <dt>Jobs finished</dt><dd id=\"jobs\">{jobs}</dd>\
 <dt>Unverified files</dt><dd id=\"unverified\">{} (not drawn: they do not verify with this key)</dd>\
@@ -152,7 +169,7 @@ fn facts(out: &mut String, f: &Fleet) {
         when(f.to_ms),
         if f.since { " (from --since)" } else { "" },
         text(&f.made_at),
-        text(&f.key_fingerprint),
+        verified_with(f),
         f.lanes.len(),
         f.unverified_files,
     );

@@ -71,6 +71,7 @@ fn fleet(jobs: Vec<Bar>) -> Fleet {
         to_ms: 10_000,
         since: false,
         key_fingerprint: "abcd1234".into(),
+        roster_version: None,
         bar_limit: 1500,
         fleet_bar_limit: 3000,
         slices: 4,
@@ -142,4 +143,17 @@ fn outcomes_fall_into_the_six_colours() {
     );
     assert_eq!(group_of_word("rejected"), "rejected");
     assert_eq!(group_of_word("timeout"), "timeout");
+}
+
+#[test]
+fn the_page_names_the_fleet_key_or_the_roster_version_it_verified_with() {
+    let mut f = fleet(vec![bar(Ending::Done, false)]);
+    let shared = html(&f);
+    assert!(shared.contains("Key fingerprint</dt><dd id=\"key\"><code>abcd1234"));
+    assert!(!shared.contains("Roster version"));
+    f.key_fingerprint = String::new();
+    f.roster_version = Some(7);
+    let roster = html(&f);
+    assert!(roster.contains("Roster version</dt><dd id=\"roster\">7</dd>"));
+    assert!(!roster.contains("Key fingerprint"));
 }
