@@ -54,6 +54,9 @@ pub enum Verdict {
     NotPermitted,
     /// The target's roster entry requires sealed jobs.
     SealRequired,
+    /// A sealed job whose envelope does not open at its target, or opens
+    /// to a payload that is no payload.
+    BadSeal,
     /// Signed by an algorithm this machine's `--auth` mode refuses.
     AlgNotAllowed,
     /// A job spec that does not parse or has unknown fields.
@@ -87,6 +90,7 @@ impl Verdict {
             Verdict::KeyNotValid => "key-not-valid",
             Verdict::NotPermitted => "not-permitted",
             Verdict::SealRequired => "seal-required",
+            Verdict::BadSeal => "bad-seal",
             Verdict::AlgNotAllowed => "alg-not-allowed",
             Verdict::UnsupportedSpec => "unsupported-spec",
             Verdict::AlreadyProcessed => "already-processed",
@@ -409,8 +413,9 @@ pub fn job(file_name: &str, read: FileRead, listener_target: &str, key: &Key) ->
         Some(created),
         Some(env.str("target")),
     )?;
-    let spec =
+    let mut spec =
         Spec::parse(env.str("spec")).map_err(|m| Rejection::new(Verdict::UnsupportedSpec, m))?;
+    let opened = unseal(&mut spec, &env, key)?;
     if spec
         .header
         .after
@@ -433,7 +438,51 @@ pub fn job(file_name: &str, read: FileRead, listener_target: &str, key: &Key) ->
         alg,
         key_id,
         sig,
+        opened,
     })
+}
+
+/// Step 8 for the sealing rules (docs/identities.md, "Sealed jobs"): a
+/// clear job to a target whose roster entry requires sealed ones is
+/// `seal-required`; a sealed one is opened when this machine is its
+/// target (`bad-seal` when its envelope does not open), its payload then
+/// judged by the spec's rules without repeating a value of it. Returns
+/// whether the payload is known here.
+fn unseal(spec: &mut Spec, env: &Envelope, key: &Key) -> Verdicted<bool> {
+    let target = env.str("target");
+    let Some(sealed) = &spec.sealed else {
+        if key.requires_seal(target) {
+            return Err(Rejection::new(
+                Verdict::SealRequired,
+                format!("{target}'s roster entry requires sealed jobs; this one is not sealed (send it with enqueue --seal)"),
+            ));
+        }
+        return Ok(false);
+    };
+    let Some(me) = key
+        .identity()
+        .filter(|id| id.name().eq_ignore_ascii_case(target))
+    else {
+        return Ok(false);
+    };
+    let context = job::seal_context(env.str("jobId"), target, env.str("origin"));
+    let plain = crate::trust::seal::open(me, sealed, context.as_bytes()).map_err(|why| {
+        Rejection::new(
+            Verdict::BadSeal,
+            format!("its sealed payload does not open here: {why}"),
+        )
+    })?;
+    *spec = Spec::check_opened(env.str("spec"), &plain).map_err(|r| {
+        // The message would quote the payload's values: name the field only.
+        Rejection::new(
+            Verdict::UnsupportedSpec,
+            format!(
+                "its sealed payload is refused by the spec's rules (field {}); its values stay sealed",
+                r.field.unwrap_or("spec")
+            ),
+        )
+    })?;
+    Ok(true)
 }
 
 /// How far ahead of the listener's clock a job may be dated and still run
@@ -571,9 +620,14 @@ pub fn outcome(job_id: &str, read: FileRead, target: &str, key: &Key) -> Verdict
         alg: None,
         key_id: None,
         sig: String::new(),
+        opened: None,
     };
     let made = crate::base::clock::parse(env.str("finishedAt"));
     (o.alg, o.key_id, o.sig) = env.signature(key, env.str("target"), &o.canonical(), made, None)?;
+    // A sealed job's detail opens on its origin only.
+    if let Some(me) = key.identity() {
+        o.open_detail(me);
+    }
     Ok(o)
 }
 

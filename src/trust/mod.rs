@@ -260,6 +260,59 @@ impl Key {
         self.roster.as_ref().map_or(Ok(()), live::Live::ready)
     }
 
+    /// This machine's own identity, in `roster` mode: what opens an
+    /// envelope sealed to it ([`seal::open`]).
+    pub fn identity(&self) -> Option<&identity::Identity> {
+        self.own.as_ref()
+    }
+
+    /// The X25519 key to seal to for `machine`: from its entry on this
+    /// machine's good roster, its key valid now (the newest, during a
+    /// rotation's overlap).
+    ///
+    /// # Errors
+    ///
+    /// Why there is none, naming the machine: no roster here, not on it,
+    /// or no key valid now.
+    pub fn sealing_key(&self, machine: &str) -> Result<identity::SealingPublic, String> {
+        let body = self
+            .roster
+            .as_ref()
+            .ok_or_else(|| "this machine holds no roster (--auth roster)".to_string())
+            .and_then(live::Live::current)?;
+        let entry = body
+            .machines
+            .iter()
+            .find(|m| m.name.eq_ignore_ascii_case(machine))
+            .ok_or_else(|| format!("{machine} is not on the roster (version {})", body.version))?;
+        let now = crate::base::clock::now();
+        entry
+            .keys
+            .iter()
+            .rev()
+            .find(|k| roster::key_valid_at(k, now))
+            .and_then(|k| identity::SealingPublic::parse(&k.x25519))
+            .ok_or_else(|| {
+                format!(
+                    "{machine} has no key valid now on the roster (version {})",
+                    body.version
+                )
+            })
+    }
+
+    /// Whether `machine`'s entry on this machine's good roster asks for
+    /// sealed jobs (`--require-seal`); false without a roster.
+    pub fn requires_seal(&self, machine: &str) -> bool {
+        self.roster
+            .as_ref()
+            .and_then(|r| r.current().ok())
+            .is_some_and(|body| {
+                body.machines
+                    .iter()
+                    .any(|m| m.name.eq_ignore_ascii_case(machine) && m.require_seal)
+            })
+    }
+
     /// A number that changes whenever another good roster is taken (0
     /// without one): what was accepted under the old one is judged again.
     pub fn generation(&self) -> u64 {

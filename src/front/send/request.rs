@@ -364,6 +364,7 @@ pub fn request(f: &Fields, origin: Origin, parent: Option<&JobId>, high: bool) -
             env: f.env.clone().unwrap_or_default(),
             label: f.label.clone(),
         },
+        sealed: None,
     };
     Ok(Request {
         id,
@@ -439,6 +440,50 @@ pub fn checked(job: Job, given: Origin) -> Result<(Job, Vec<u8>)> {
     }
 }
 
+/// A job signed by this machine's `key`, its payload sealed to its
+/// target when `seal` (`enqueue --seal`; docs/identities.md, "Sealed
+/// jobs"): to the target's X25519 key on this machine's good roster,
+/// valid now, with 32 fresh random bytes.
+///
+/// # Errors
+///
+/// `CONFIG_ERROR` when `seal` asks for it and this machine is not in
+/// `roster` mode (no identity to open the sealed result with, no roster
+/// to find the target's key in); `FORBIDDEN` when the roster holds no key
+/// of the target valid now.
+pub fn sign_job(
+    key: &Key,
+    seal: bool,
+    (id, target, origin): (JobId, &str, &str),
+    created: time::OffsetDateTime,
+    spec: Spec,
+) -> Result<Job> {
+    if !seal {
+        return Ok(Job::sign(key, id, target, origin, created, spec));
+    }
+    if key.auth() != crate::trust::Auth::Roster {
+        return Err(Error::config(format!(
+            "--seal for job {id}: sealing needs --auth roster (this machine runs --auth {}): the target's sealing key comes from the roster, and only this machine's identity opens the sealed result",
+            key.auth().as_str()
+        ))
+        .hint("run with --auth roster once this machine has an identity on the roster (docs/identities.md)"));
+    }
+    let to = key.sealing_key(target).map_err(|why| {
+        Error::forbidden(format!("--seal for job {id}: no key to seal to: {why}"))
+    })?;
+    let mut random = [0u8; 32];
+    crate::base::random::fill(&mut random);
+    Ok(Job::sign_sealed(
+        key,
+        id,
+        target,
+        origin,
+        created,
+        spec,
+        (&to, random),
+    ))
+}
+
 /// In `roster` mode, refuses `job` (its file's `bytes`) when its target
 /// would refuse it for its signer, judged here by the same rules against
 /// this machine's own good roster: this machine not on it
@@ -455,16 +500,23 @@ pub fn roster_refusal(job: &Job, bytes: &[u8], key: &Key) -> Result<()> {
     match crate::protocol::accept::job(&job.id.file_name(), read, &job.target, key) {
         Err(r) if matches!(
             r.verdict,
-            Verdict::UnknownSigner | Verdict::KeyNotValid | Verdict::NotPermitted
+            Verdict::UnknownSigner
+                | Verdict::KeyNotValid
+                | Verdict::NotPermitted
+                | Verdict::SealRequired
         ) =>
         {
-            Err(Error::forbidden(format!(
+            let e = Error::forbidden(format!(
                 "{} would refuse this job as {}: {}",
                 job.target,
                 r.verdict.as_str(),
                 r.message
-            ))
-            .hint("the admin changes the roster (`roster add`, `rotate` or `remove` and `add` with --may-send)"))
+            ));
+            Err(if r.verdict == Verdict::SealRequired {
+                e.hint("send it with enqueue --seal")
+            } else {
+                e.hint("the admin changes the roster (`roster add`, `rotate` or `remove` and `add` with --may-send)")
+            })
         }
         _ => Ok(()),
     }
