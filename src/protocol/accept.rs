@@ -454,7 +454,9 @@ fn unseal(spec: &mut Spec, env: &Envelope, key: &Key) -> Verdicted<bool> {
         if key.requires_seal(target) {
             return Err(Rejection::new(
                 Verdict::SealRequired,
-                format!("{target}'s roster entry requires sealed jobs; this one is not sealed (send it with enqueue --seal)"),
+                format!(
+                    "{target}'s roster entry requires sealed jobs; this one is not sealed (send it with enqueue --seal)"
+                ),
             ));
         }
         return Ok(false);

@@ -264,7 +264,7 @@ fn fan_out(ctx: &Context, args: &EnqueueArgs, req: Request) -> Result<Copies> {
                 spec,
             )
             .and_then(|job| checked(job, Origin::Flags))
-                .and_then(|(job, bytes)| roster_refusal(&job, &bytes, key).map(|()| (job, bytes)))
+            .and_then(|(job, bytes)| roster_refusal(&job, &bytes, key).map(|()| (job, bytes)))
         })
         .collect::<Result<Vec<_>>>()?;
     let flush = ctx.durability().enqueue_flush();

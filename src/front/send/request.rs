@@ -498,13 +498,14 @@ pub fn roster_refusal(job: &Job, bytes: &[u8], key: &Key) -> Result<()> {
     }
     let read = crate::base::read::FileRead::Bytes(bytes.to_vec());
     match crate::protocol::accept::job(&job.id.file_name(), read, &job.target, key) {
-        Err(r) if matches!(
-            r.verdict,
-            Verdict::UnknownSigner
-                | Verdict::KeyNotValid
-                | Verdict::NotPermitted
-                | Verdict::SealRequired
-        ) =>
+        Err(r)
+            if matches!(
+                r.verdict,
+                Verdict::UnknownSigner
+                    | Verdict::KeyNotValid
+                    | Verdict::NotPermitted
+                    | Verdict::SealRequired
+            ) =>
         {
             let e = Error::forbidden(format!(
                 "{} would refuse this job as {}: {}",

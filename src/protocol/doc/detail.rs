@@ -239,12 +239,8 @@ fn sealed_for_origin(key: &Key, job: &Job, d: Detail) -> Detail {
             let mut random = [0u8; 32];
             crate::base::random::fill(&mut random);
             let context = super::outcome::seal_context(job.id.as_str(), &job.target, &job.origin);
-            let envelope = crate::trust::seal::seal(
-                &to,
-                context.as_bytes(),
-                d.to_text().as_bytes(),
-                random,
-            );
+            let envelope =
+                crate::trust::seal::seal(&to, context.as_bytes(), d.to_text().as_bytes(), random);
             Detail {
                 sealed: Some(envelope.to_json()),
                 ..Detail::default()

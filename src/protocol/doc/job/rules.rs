@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{After, Header, MAX_AFTER, MAX_DURATION, MAX_SECONDS, Payload, Priority, Spec};
-use crate::trust::seal::Sealed;
 use crate::base::names::{self, JobId, Machine};
+use crate::trust::seal::Sealed;
 
 const KNOWN_FIELDS: &[&str] = &[
     "argv",
@@ -145,16 +145,23 @@ impl Spec {
     /// A sealed spec: its header by the same rules as a clear one's, its
     /// payload fields absent (they are in the envelope), the envelope well
     /// formed.
-    fn check_sealed(obj: &serde_json::Map<String, Value>, sealed: &Value) -> Result<Spec, SpecRefusal> {
+    fn check_sealed(
+        obj: &serde_json::Map<String, Value>,
+        sealed: &Value,
+    ) -> Result<Spec, SpecRefusal> {
         if let Some(clear) = PAYLOAD_FIELDS.iter().find(|f| obj.contains_key(**f)) {
             return Err(refuse_whole(format!(
                 "spec field {clear:?} must not be in clear beside sealed"
             )));
         }
-        let envelope = Sealed::from_json(sealed).map_err(|m| refuse("sealed", format!("spec sealed: {m}")))?;
+        let envelope =
+            Sealed::from_json(sealed).map_err(|m| refuse("sealed", format!("spec sealed: {m}")))?;
         let mut clear = obj.clone();
         clear.remove("sealed");
-        clear.insert("argv".into(), Value::Array(vec![Value::String("sealed".into())]));
+        clear.insert(
+            "argv".into(),
+            Value::Array(vec![Value::String("sealed".into())]),
+        );
         let header = Spec::check(&Value::Object(clear).to_string())?.header;
         Ok(Spec {
             header,
@@ -171,7 +178,10 @@ impl Spec {
         let Ok(Value::Object(payload)) = serde_json::from_slice::<Value>(plaintext) else {
             return Err(refuse("sealed", "the sealed payload is not a JSON object"));
         };
-        if let Some(other) = payload.keys().find(|k| !PAYLOAD_FIELDS.contains(&k.as_str())) {
+        if let Some(other) = payload
+            .keys()
+            .find(|k| !PAYLOAD_FIELDS.contains(&k.as_str()))
+        {
             return Err(refuse(
                 "sealed",
                 format!("the sealed payload has field {other:?}, not one of argv, cwd, env, label"),
