@@ -487,6 +487,26 @@ fn unseal(spec: &mut Spec, env: &Envelope, key: &Key) -> Verdicted<bool> {
     Ok(true)
 }
 
+/// A job its target's listener can run: a sealed one only once opened
+/// here. A listener without an identity (`--auth both`, say) cannot open
+/// one and refuses it `bad-seal` rather than run an empty payload.
+///
+/// # Errors
+///
+/// `bad-seal` for a sealed job not opened here.
+pub fn runnable(job: Job) -> Verdicted<Job> {
+    if job.is_sealed() && !job.opened {
+        return Err(Rejection::new(
+            Verdict::BadSeal,
+            format!(
+                "it is sealed, and this machine opens sealed jobs only with its own identity (--auth roster); {} is not running so",
+                job.target
+            ),
+        ));
+    }
+    Ok(job)
+}
+
 /// How far ahead of the listener's clock a job may be dated and still run
 /// now: clocks of a fleet drift, but not by hours.
 pub const MAX_AHEAD: Duration = Duration::from_secs(3600);
