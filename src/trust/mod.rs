@@ -266,51 +266,23 @@ impl Key {
         self.own.as_ref()
     }
 
-    /// The X25519 key to seal to for `machine`: from its entry on this
-    /// machine's good roster, its key valid now (the newest, during a
-    /// rotation's overlap).
+    /// [`live::Live::sealing_key`] on this key's roster.
     ///
     /// # Errors
     ///
-    /// Why there is none, naming the machine: no roster here, not on it,
-    /// or no key valid now.
+    /// Why there is no key to seal to, naming the machine.
     pub fn sealing_key(&self, machine: &str) -> Result<identity::SealingPublic, String> {
-        let body = self
-            .roster
-            .as_ref()
-            .ok_or_else(|| "this machine holds no roster (--auth roster)".to_string())
-            .and_then(live::Live::current)?;
-        let entry = body
-            .machines
-            .iter()
-            .find(|m| m.name.eq_ignore_ascii_case(machine))
-            .ok_or_else(|| format!("{machine} is not on the roster (version {})", body.version))?;
-        let now = crate::base::clock::now();
-        entry
-            .keys
-            .iter()
-            .rev()
-            .find(|k| roster::key_valid_at(k, now))
-            .and_then(|k| identity::SealingPublic::parse(&k.x25519))
-            .ok_or_else(|| {
-                format!(
-                    "{machine} has no key valid now on the roster (version {})",
-                    body.version
-                )
-            })
+        let roster = self.roster.as_ref();
+        roster
+            .ok_or_else(|| "this machine holds no roster (--auth roster)".to_string())?
+            .sealing_key(machine)
     }
 
-    /// Whether `machine`'s entry on this machine's good roster asks for
-    /// sealed jobs (`--require-seal`); false without a roster.
+    /// [`live::Live::requires_seal`] on this key's roster; false without.
     pub fn requires_seal(&self, machine: &str) -> bool {
         self.roster
             .as_ref()
-            .and_then(|r| r.current().ok())
-            .is_some_and(|body| {
-                body.machines
-                    .iter()
-                    .any(|m| m.name.eq_ignore_ascii_case(machine) && m.require_seal)
-            })
+            .is_some_and(|r| r.requires_seal(machine))
     }
 
     /// A number that changes whenever another good roster is taken (0

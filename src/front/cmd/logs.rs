@@ -138,14 +138,15 @@ fn finished(
     form: Form,
     json: serde_json::Value,
 ) -> Result<u8> {
-    if o.sealed_here() || o.opened.is_some() {
-        return sealed(id, o, streams, form, json);
-    }
-    let (mut out, err) = read_all(follower, id)?;
+    let sealed = o.sealed_here() || o.opened.is_some();
+    let (mut out, err) = match sealed {
+        true => view::logs::sealed(id, o, streams)?,
+        false => read_all(follower, id)?,
+    };
     if form == Form::Lines {
         let _ = follower.end_json(&mut out);
     }
-    for (file, verdict) in follower.judged(o) {
+    for (file, verdict) in follower.judged(o).into_iter().filter(|_| !sealed) {
         if let Verdict::NotTheJobs(why) = verdict {
             return Err(Error::forbidden(format!(
                 "{file} is not {id}'s output ({why}); it is not shown"
@@ -188,46 +189,6 @@ fn finished(
         }
     }
     short_log_note(o, streams);
-    Ok(exit::SUCCESS)
-}
-
-/// The output of the sealed job `id`, finished with `o`: its target logs
-/// none of it to the root (docs/identities.md, "Sealed jobs"), so its
-/// origin, which opened the result, is shown the ends of its streams the
-/// result carries; any other machine is refused (`FORBIDDEN`).
-fn sealed(
-    id: &JobId,
-    o: &Outcome,
-    streams: Streams,
-    form: Form,
-    json: serde_json::Value,
-) -> Result<u8> {
-    if o.opened.is_none() {
-        return Err(Error::forbidden(format!(
-            "job {id} on {} is sealed: its output is not logged to the root, and the end of it its result carries opens only on the job's origin",
-            o.target
-        ))
-        .hint("run logs (or result) on the machine that sent the job"));
-    }
-    let d = o.detail();
-    let stdout = d.stdout_tail.unwrap_or_default().into_bytes();
-    let stderr = d.stderr_tail.unwrap_or_default().into_bytes();
-    let (stdout, stderr) = match streams {
-        Streams::Stdout => (stdout, Vec::new()),
-        Streams::Stderr => (Vec::new(), stderr),
-        Streams::Both => (stdout, stderr),
-    };
-    if form == Form::Bytes {
-        let _ = std::io::stdout().write_all(&stdout);
-        let _ = std::io::stderr().write_all(&stderr);
-    } else {
-        let mut json = view::logs::with_result(json, o);
-        view::logs::document(&mut json, streams, &stdout, &stderr);
-        crate::base::out::json(&json);
-    }
-    crate::note!(
-        "fleet-dispatch: job {id} is sealed: its output is not logged to the root; shown is the end of each stream its sealed result carries"
-    );
     Ok(exit::SUCCESS)
 }
 

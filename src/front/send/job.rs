@@ -5,7 +5,8 @@
 
 use serde_json::{Value, json};
 
-use super::request::{Origin, Request, Resolver, checked, roster_refusal, sign_job};
+use super::request::{Origin, Request, Resolver, checked, roster_refusal};
+use super::seal::sign_job;
 use super::{Route, Sender};
 use crate::base::clock;
 use crate::base::error::{Error, Result};
