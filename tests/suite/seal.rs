@@ -14,13 +14,18 @@ use crate::util::*;
 /// `fleet-dispatch --auth roster` as machine `name` of world `w`, with its
 /// own home and state and a fleet key setting that names no file.
 fn on(w: &World, name: &str) -> assert_cmd::Command {
+    assert_cmd::Command::from_std(bg(w, name))
+}
+
+/// The same as a process to hold while it runs.
+fn bg(w: &World, name: &str) -> std::process::Command {
     let mut c = w.bg_cmd_as(name);
     c.env("HOME", home(w, name))
         .env("USERPROFILE", home(w, name))
         .env("FLEET_DISPATCH_STATE_DIR", state(w, name))
         .env("FLEET_DISPATCH_KEY_FILE", w.dir.path().join("no-such.key"))
         .env("FLEET_DISPATCH_AUTH", "roster");
-    assert_cmd::Command::from_std(c)
+    c
 }
 
 fn home(w: &World, name: &str) -> PathBuf {
@@ -201,6 +206,40 @@ fn a_sealed_job_leaves_no_byte_of_its_payload_or_output_in_the_root() {
     assert!(!out.contains(OUTPUT_MARK), "{out}");
     // Nothing the commands above did wrote any of it to the root either.
     assert_root_free_of(&w, &markers);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_running_sealed_job_shows_nothing_of_itself_in_running_or_the_heartbeat() {
+    let w = fleet(&[]);
+    let id = enqueue(
+        &w,
+        "LAPTOP",
+        &["--seal", "--label", LABEL_MARK],
+        &["sh", "-c", "sleep 2", ARGV_MARK],
+    );
+    let l = ListenerGuard::spawn(bg(&w, "PC").args(["listen", "--poll-interval", "100ms"]));
+    wait_until(std::time::Duration::from_secs(10), || {
+        w.running(&id).exists()
+    });
+    let shown: Value =
+        serde_json::from_str(&std::fs::read_to_string(w.running(&id)).unwrap()).unwrap();
+    assert_eq!(shown["sealed"], true, "{shown}");
+    assert_root_free_of(&w, &[LABEL_MARK, ARGV_MARK]);
+    let out = ok(&w, "NAS", &["status", "--target", "PC"]);
+    assert!(out.contains("running") && out.contains("sealed"), "{out}");
+    assert!(
+        !out.contains(LABEL_MARK) && !out.contains(ARGV_MARK),
+        "{out}"
+    );
+    wait_until(std::time::Duration::from_secs(15), || {
+        w.result_path(&id).exists()
+    });
+    l.stop(&w, libc::SIGTERM, std::time::Duration::from_secs(10));
+    assert_root_free_of(&w, &[LABEL_MARK, ARGV_MARK]);
+    let (code, v) = result(&w, "LAPTOP", &id);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["detail"]["label"], LABEL_MARK, "{v}");
 }
 
 #[test]
