@@ -5,9 +5,10 @@
 //! A spec is two parts: the [`Header`], the scheduling facts other
 //! machines read (`status`, `sweep`, dependencies, `cancel`), and the
 //! [`Payload`], what runs, read by the target and the origin. Both are
-//! signed in one text today; the split is where a body sealed to its
-//! target will cut, so no reader of another machine's job touches the
-//! payload but through [`Job::readable_payload`].
+//! signed in one text; a sealed job (`enqueue --seal`, docs/protocol.md
+//! §6.8) carries its payload in `sealed`, an envelope to its target
+//! ([`Job::sign_sealed`]), so no reader of another machine's job touches
+//! the payload but through [`Job::readable_payload`].
 //!
 //! This file is the document: the spec's parts, its text, the envelope
 //! and the verified [`Job`]. The spec's rules, what a listener accepts and
@@ -57,9 +58,9 @@ pub enum Priority {
 
 /// What to run, as signed in the job's `spec` string: a public
 /// [`Header`] that every machine may read, and a [`Payload`] read only by
-/// the job's target and its origin. Today both travel in one signed text
-/// (docs/protocol.md §5.2), field order unchanged; the split is where a
-/// sealed body will cut.
+/// the job's target and its origin. Both travel in one signed text
+/// (docs/protocol.md §5.2), field order unchanged, the payload in clear or
+/// sealed to the target (§6.8).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Spec {
     /// What other machines read: scheduling and dependencies.
@@ -399,7 +400,8 @@ impl Job {
     }
 
     /// What the job runs: for the target that runs it and the origin that
-    /// sent it, the only machines a sealed body will be readable by.
+    /// sent it; empty for a sealed job not opened here (read it through
+    /// [`Job::readable_payload`] when that may be so).
     pub fn payload(&self) -> &Payload {
         &self.spec.payload
     }
