@@ -134,20 +134,29 @@ const ARGV_MARK: &str = "ARGV_MARK_7731";
 const ENV_NAME: &str = "SEAL_ENV_NAME_3318";
 const ENV_MARK: &str = "ENV_MARK_5521";
 const LABEL_MARK: &str = "LABEL_MARK_9902";
-/// Printed by the job as two halves, so only its output holds it whole.
+/// Printed by the job from two halves (one in its argv, one in its
+/// environment), so only its output holds it whole.
 const OUTPUT_MARK: &str = "OUTPUT_ZEBRA_4417";
 
-#[cfg(unix)]
 #[test]
 fn a_sealed_job_leaves_no_byte_of_its_payload_or_output_in_the_root() {
     let w = fleet(&[]);
     let env = format!("{ENV_NAME}={ENV_MARK}");
-    let script = format!("printf '%s%s\\n' OUTPUT_ ZEBRA_4417; printf '%s\\n' \"${ENV_NAME}\" >&2");
+    let err = format!("${ENV_NAME}");
+    let kit = jobkit().display().to_string();
     let id = enqueue(
         &w,
         "LAPTOP",
-        &["--seal", "--label", LABEL_MARK, "--env", &env],
-        &["sh", "-c", &script, ARGV_MARK],
+        &[
+            "--seal",
+            "--label",
+            LABEL_MARK,
+            "--env",
+            &env,
+            "--env",
+            "HALF=ZEBRA_4417",
+        ],
+        &[&kit, "out", "OUTPUT_$HALF", "err", &err, "out", ARGV_MARK],
     );
     // The job file shows the header and the envelope only.
     let job: Value = serde_json::from_str(&std::fs::read_to_string(w.inbox(&id)).unwrap()).unwrap();
@@ -216,7 +225,13 @@ fn a_running_sealed_job_shows_nothing_of_itself_in_running_or_the_heartbeat() {
         &w,
         "LAPTOP",
         &["--seal", "--label", LABEL_MARK],
-        &["sh", "-c", "sleep 2", ARGV_MARK],
+        &[
+            &jobkit().display().to_string(),
+            "out",
+            ARGV_MARK,
+            "sleep",
+            "2",
+        ],
     );
     let l = ListenerGuard::spawn(bg(&w, "PC").args(["listen", "--poll-interval", "100ms"]));
     wait_until(std::time::Duration::from_secs(10), || {
