@@ -110,6 +110,9 @@ pub struct Request {
     pub stdout_log: String,
     /// The stderr log's name in it.
     pub stderr_log: String,
+    /// False for a sealed job: its output goes to no log in the root, only
+    /// to the tails its sealed result carries.
+    pub logged: bool,
     /// With other jobs running beside it (listener slots), the environment
     /// entry its processes carry ([`crate::protocol::jobenv::JOB_ID`]), by which its
     /// stop tells them from theirs; None when it runs alone.
@@ -237,8 +240,8 @@ pub fn start(req: Request, bell: &platform::Bell) -> std::result::Result<Running
     shutdown::job_started(tree.id(), req.job_id.as_str(), req.shutdown_grace());
     let io = JobIo::new(&mut child, &tree, bell);
     Ok(Running {
-        out: Tail::new(req.logs.clone(), req.stdout_log.clone()),
-        err: Tail::new(req.logs.clone(), req.stderr_log.clone()),
+        out: Tail::new(req.logs.clone(), req.stdout_log.clone(), req.logged),
+        err: Tail::new(req.logs.clone(), req.stderr_log.clone(), req.logged),
         req,
         started,
         child,
@@ -504,6 +507,8 @@ struct Tail {
     dir: crate::store::fsops::Dir,
     name: String,
     log: Option<crate::store::fsops::Log>,
+    /// False when no log is made (a sealed job's).
+    keep: bool,
     tried: bool,
     truncated: bool,
     end: VecDeque<u8>,
@@ -515,11 +520,12 @@ struct Tail {
 }
 
 impl Tail {
-    fn new(dir: crate::store::fsops::Dir, name: String) -> Tail {
+    fn new(dir: crate::store::fsops::Dir, name: String, keep: bool) -> Tail {
         Tail {
             dir,
             name,
             log: None,
+            keep,
             tried: false,
             truncated: false,
             end: VecDeque::new(),
@@ -529,7 +535,7 @@ impl Tail {
     }
 
     fn take(&mut self, chunk: &[u8]) {
-        if !self.tried {
+        if !self.tried && self.keep {
             // A log that cannot be made loses the file copy only: the tail
             // still goes into the result.
             self.tried = true;

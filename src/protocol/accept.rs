@@ -54,6 +54,9 @@ pub enum Verdict {
     NotPermitted,
     /// The target's roster entry requires sealed jobs.
     SealRequired,
+    /// A sealed job whose envelope does not open at its target, or opens
+    /// to a payload that is no payload.
+    BadSeal,
     /// Signed by an algorithm this machine's `--auth` mode refuses.
     AlgNotAllowed,
     /// A job spec that does not parse or has unknown fields.
@@ -87,6 +90,7 @@ impl Verdict {
             Verdict::KeyNotValid => "key-not-valid",
             Verdict::NotPermitted => "not-permitted",
             Verdict::SealRequired => "seal-required",
+            Verdict::BadSeal => "bad-seal",
             Verdict::AlgNotAllowed => "alg-not-allowed",
             Verdict::UnsupportedSpec => "unsupported-spec",
             Verdict::AlreadyProcessed => "already-processed",
@@ -409,8 +413,9 @@ pub fn job(file_name: &str, read: FileRead, listener_target: &str, key: &Key) ->
         Some(created),
         Some(env.str("target")),
     )?;
-    let spec =
+    let mut spec =
         Spec::parse(env.str("spec")).map_err(|m| Rejection::new(Verdict::UnsupportedSpec, m))?;
+    let opened = sealed::unseal(&mut spec, &|f| env.str(f), key)?;
     if spec
         .header
         .after
@@ -433,6 +438,7 @@ pub fn job(file_name: &str, read: FileRead, listener_target: &str, key: &Key) ->
         alg,
         key_id,
         sig,
+        opened,
     })
 }
 
@@ -571,11 +577,20 @@ pub fn outcome(job_id: &str, read: FileRead, target: &str, key: &Key) -> Verdict
         alg: None,
         key_id: None,
         sig: String::new(),
+        opened: None,
     };
     let made = crate::base::clock::parse(env.str("finishedAt"));
     (o.alg, o.key_id, o.sig) = env.signature(key, env.str("target"), &o.canonical(), made, None)?;
+    // A sealed job's detail opens on its origin only.
+    if let Some(me) = key.identity() {
+        o.open_detail(me);
+    }
     Ok(o)
 }
+
+mod sealed;
+
+pub use sealed::runnable;
 
 #[cfg(test)]
 mod tests;

@@ -14,7 +14,7 @@ use crate::base::error::{Error, Result};
 use crate::base::read::FileRead;
 use crate::store::fsops::{Dir, Flush};
 
-use super::identity::SigningPublic;
+use super::identity::{SealingPublic, SigningPublic};
 use super::roster::{self, Body};
 use super::store::{self, Local, ROSTER_FILE};
 
@@ -160,6 +160,46 @@ impl Live {
                 "no good roster on this machine ({})",
                 h.refused.as_deref().unwrap_or("none read yet")
             )
+        })
+    }
+
+    /// The X25519 key to seal to for `machine` (docs/identities.md,
+    /// "Sealed jobs"): from its entry on the good roster, its key valid
+    /// now (the newest, during a rotation's overlap).
+    ///
+    /// # Errors
+    ///
+    /// Why there is none, naming the machine: no good roster, not on it,
+    /// or no key valid now.
+    pub fn sealing_key(&self, machine: &str) -> std::result::Result<SealingPublic, String> {
+        let body = self.current()?;
+        let entry = body
+            .machines
+            .iter()
+            .find(|m| m.name.eq_ignore_ascii_case(machine))
+            .ok_or_else(|| format!("{machine} is not on the roster (version {})", body.version))?;
+        let now = crate::base::clock::now();
+        entry
+            .keys
+            .iter()
+            .rev()
+            .find(|k| roster::key_valid_at(k, now))
+            .and_then(|k| SealingPublic::parse(&k.x25519))
+            .ok_or_else(|| {
+                format!(
+                    "{machine} has no key valid now on the roster (version {})",
+                    body.version
+                )
+            })
+    }
+
+    /// Whether `machine`'s entry on the good roster asks for sealed jobs
+    /// (`--require-seal`); false without a good roster.
+    pub fn requires_seal(&self, machine: &str) -> bool {
+        self.current().is_ok_and(|body| {
+            body.machines
+                .iter()
+                .any(|m| m.name.eq_ignore_ascii_case(machine) && m.require_seal)
         })
     }
 

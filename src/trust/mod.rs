@@ -29,6 +29,7 @@ use std::fmt;
 
 use ring::hmac;
 
+mod auth;
 pub mod file;
 pub mod identity;
 pub mod live;
@@ -36,34 +37,8 @@ pub mod roster;
 pub mod seal;
 pub mod store;
 
+pub use auth::Auth;
 pub use file::{MAX_KEY_FILE_BYTES, POINT_AT_KEY, generate, judge_file_text};
-
-/// Which signatures a machine makes and accepts (`--auth`,
-/// `FLEET_DISPATCH_AUTH`, `auth` in the config file; docs/identities.md).
-#[derive(Debug, Clone, Copy, clap::ValueEnum, PartialEq, Eq, Default, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Auth {
-    /// The fleet key: every machine signs and checks with the one HMAC key
-    #[default]
-    SharedKey,
-    /// Each machine signs with its own Ed25519 identity, judged against the
-    /// roster; no fleet key file is needed
-    Roster,
-    /// Signs with the fleet key and accepts each document by the
-    /// algorithm it states, for a migration
-    Both,
-}
-
-impl Auth {
-    /// The word `--auth` takes.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Auth::SharedKey => "shared-key",
-            Auth::Roster => "roster",
-            Auth::Both => "both",
-        }
-    }
-}
 
 /// The shortest key accepted, in bytes.
 pub const MIN_KEY_BYTES: usize = 32;
@@ -258,6 +233,31 @@ impl Key {
     /// [`live::Live::ready`]'s.
     pub fn roster_ready(&self) -> crate::base::error::Result<()> {
         self.roster.as_ref().map_or(Ok(()), live::Live::ready)
+    }
+
+    /// This machine's own identity, in `roster` mode: what opens an
+    /// envelope sealed to it ([`seal::open`]).
+    pub fn identity(&self) -> Option<&identity::Identity> {
+        self.own.as_ref()
+    }
+
+    /// [`live::Live::sealing_key`] on this key's roster.
+    ///
+    /// # Errors
+    ///
+    /// Why there is no key to seal to, naming the machine.
+    pub fn sealing_key(&self, machine: &str) -> Result<identity::SealingPublic, String> {
+        let roster = self.roster.as_ref();
+        roster
+            .ok_or_else(|| "this machine holds no roster (--auth roster)".to_string())?
+            .sealing_key(machine)
+    }
+
+    /// [`live::Live::requires_seal`] on this key's roster; false without.
+    pub fn requires_seal(&self, machine: &str) -> bool {
+        self.roster
+            .as_ref()
+            .is_some_and(|r| r.requires_seal(machine))
     }
 
     /// A number that changes whenever another good roster is taken (0

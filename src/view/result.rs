@@ -35,6 +35,10 @@ pub fn json(o: &Outcome) -> Value {
         "detail": o.detail_value(),
         "verified": true,
     });
+    // A sealed job's detail, not opened here, is shown as a word.
+    if o.sealed_here() {
+        v["detail"] = json!("sealed");
+    }
     // In the roster lane: which machine's key signed it.
     if let Some(id) = &o.key_id {
         v["signedBy"] = json!({"machine": o.target, "keyId": id, "alg": o.alg});
@@ -76,6 +80,9 @@ fn result_text(o: &Outcome, followed: bool) -> String {
     }
     if let Some(m) = &d.marker {
         s.push_str(&format!(", cancel from {}", m.origin));
+    }
+    if o.sealed_here() {
+        s.push_str("\n  detail: sealed (only the job's origin opens its detail and output)");
     }
     if let Some(dep) = &d.dependency {
         s.push_str(&format!(

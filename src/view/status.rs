@@ -62,6 +62,15 @@ fn label(l: &Option<String>) -> &str {
     l.as_deref().unwrap_or("")
 }
 
+/// What a job runs, or `sealed` for a sealed job not readable here.
+fn command(argv: &[String], sealed: bool) -> String {
+    if sealed {
+        "sealed".to_string()
+    } else {
+        argv_summary(argv)
+    }
+}
+
 /// One target's status for a terminal; `mine` is this machine's key
 /// fingerprint, told apart from its listener's when they differ.
 pub fn text(t: &TargetStatus, mine: &str) -> String {
@@ -83,7 +92,7 @@ pub fn text(t: &TargetStatus, mine: &str) -> String {
             "  running  {}  {}  {}  for {}",
             r.job_id,
             label(&r.label),
-            argv_summary(&r.argv),
+            command(&r.argv, r.sealed),
             clock::human(Duration::from_secs(r.elapsed_sec.unwrap_or(0)))
         ));
     }
@@ -95,7 +104,7 @@ pub fn text(t: &TargetStatus, mine: &str) -> String {
             q.job_id,
             q.priority,
             label(&q.label),
-            argv_summary(&q.argv)
+            command(&q.argv, q.sealed)
         ));
         if !q.waits_for.is_empty() {
             lines.push(format!(

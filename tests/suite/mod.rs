@@ -33,6 +33,7 @@ mod refusals;
 mod report;
 mod retention;
 mod roster;
+mod seal;
 mod service;
 mod short_ids;
 mod slots;

@@ -20,7 +20,7 @@ use crate::base::error::Result;
 use crate::base::names::JobId;
 use crate::engine::publisher::Archiving;
 use crate::platform::{Entry, EntryKind};
-use crate::protocol::accept::{Rejection, Verdict};
+use crate::protocol::accept::{self, Rejection, Verdict};
 use crate::protocol::doc::{self, Job};
 use crate::protocol::judge;
 use crate::store::fsops::Dir;
@@ -269,7 +269,9 @@ fn judge_all(
             .map(|(name, meta)| {
                 let stamp = stamp_of(&meta);
                 let read = inbox.read_limited_with(&name, meta, doc::job::MAX_BYTES);
-                let judged = judge::job_read(&name, read, target, key).map(Arc::new);
+                let judged = judge::job_read(&name, read, target, key)
+                    .and_then(accept::runnable)
+                    .map(Arc::new);
                 (name, stamp, judged)
             })
             .collect()

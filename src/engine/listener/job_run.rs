@@ -47,7 +47,10 @@ pub(super) fn begin(
     let id = c.job.id.clone();
     let started_at = rec.start(&id, flush)?;
     let (header, payload) = (c.job.header(), c.job.payload());
-    site.say_with(|| format!("running {id}: {}", job::argv_summary(&payload.argv)));
+    site.say_with(|| match c.job.is_sealed() {
+        true => format!("running {id}: (sealed)"),
+        false => format!("running {id}: {}", job::argv_summary(&payload.argv)),
+    });
 
     let env = jobenv::for_job(
         &c.job,
@@ -70,6 +73,7 @@ pub(super) fn begin(
         logs: f.logs().clone(),
         stdout_log: layout::log_name(&id, "stdout"),
         stderr_log: layout::log_name(&id, "stderr"),
+        logged: !c.job.is_sealed(),
         mark,
     };
     let watch = Watch::new(

@@ -194,10 +194,13 @@ impl Recorder {
         // If this write fails the start-up scan by job id still finds the orphans.
         let _ = self.ledger.note_pid(id.as_str(), pid);
         let settled = self.settle(site);
+        // A sealed job's running/ copy names no part of its payload.
+        let clear = (!job.is_sealed()).then(|| job.payload());
         let shown = Shown {
-            argv: &job.payload().argv,
+            argv: clear.map_or(&[][..], |p| &p.argv[..]),
             job_id: id.as_str(),
-            label: job.payload().label.as_deref(),
+            label: clear.and_then(|p| p.label.as_deref()),
+            sealed: job.is_sealed(),
             listener_pid: site.pid,
             origin: &job.origin,
             started_at,
@@ -285,5 +288,7 @@ struct Shown<'a> {
     label: Option<&'a str>,
     listener_pid: u32,
     origin: &'a str,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    sealed: bool,
     started_at: &'a str,
 }

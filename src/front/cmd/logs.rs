@@ -138,11 +138,15 @@ fn finished(
     form: Form,
     json: serde_json::Value,
 ) -> Result<u8> {
-    let (mut out, err) = read_all(follower, id)?;
+    let sealed = o.sealed_here() || o.opened.is_some();
+    let (mut out, err) = match sealed {
+        true => view::logs::sealed(id, o, streams)?,
+        false => read_all(follower, id)?,
+    };
     if form == Form::Lines {
         let _ = follower.end_json(&mut out);
     }
-    for (file, verdict) in follower.judged(o) {
+    for (file, verdict) in follower.judged(o).into_iter().filter(|_| !sealed) {
         if let Verdict::NotTheJobs(why) = verdict {
             return Err(Error::forbidden(format!(
                 "{file} is not {id}'s output ({why}); it is not shown"

@@ -80,6 +80,7 @@ pub fn verdict_answer(v: Verdict) -> (u16, Code) {
         | Verdict::KeyNotValid
         | Verdict::NotPermitted
         | Verdict::SealRequired
+        | Verdict::BadSeal
         | Verdict::AlgNotAllowed => (403, Code::Forbidden),
         Verdict::Malformed => (400, Code::BadRequest),
         Verdict::TooLarge => (413, Code::BadRequest),

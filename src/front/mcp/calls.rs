@@ -169,6 +169,7 @@ fn send(
             follow: false,
         },
         via: None,
+        seal: false,
         argv: Vec::new(),
     };
     match job::send(ctx, &flags, req)? {

@@ -6,6 +6,7 @@
 use serde_json::{Value, json};
 
 use super::request::{Origin, Request, Resolver, checked, roster_refusal};
+use super::seal::sign_job;
 use super::{Route, Sender};
 use crate::base::clock;
 use crate::base::error::{Error, Result};
@@ -13,7 +14,6 @@ use crate::base::names::JobId;
 use crate::front::cli::EnqueueArgs;
 use crate::front::config::Context;
 use crate::places::observe::Observed;
-use crate::protocol::doc::Job;
 use crate::requests::cancel::{self, CancelStatus};
 use crate::requests::doctor::Check;
 use crate::requests::submit;
@@ -89,14 +89,13 @@ fn one(ctx: &Context, args: &EnqueueArgs, req: Request) -> Result<One> {
     }
     let spec = req.spec_for(&mut Resolver::new(ctx, &s.root, key), dirs.target())?;
     submit::check_unused(&dirs, &req.id, key)?;
-    let job = Job::sign(
+    let job = sign_job(
         key,
-        req.id.clone(),
-        dirs.target().as_str(),
-        s.origin.as_str(),
+        args.seal,
+        (req.id.clone(), dirs.target().as_str(), s.origin.as_str()),
         clock::now(),
         spec,
-    );
+    )?;
     let (job, bytes) = checked(job, Origin::Flags)?;
     roster_refusal(&job, &bytes, key)?;
     route.job(&dirs, &job, &bytes, key, ctx.durability().enqueue_flush())?;
@@ -258,16 +257,15 @@ fn fan_out(ctx: &Context, args: &EnqueueArgs, req: Request) -> Result<Copies> {
         .iter()
         .zip(specs)
         .map(|(dirs, spec)| {
-            let job = Job::sign(
+            sign_job(
                 key,
-                id.clone(),
-                dirs.target().as_str(),
-                s.origin.as_str(),
+                args.seal,
+                (id.clone(), dirs.target().as_str(), s.origin.as_str()),
                 created,
                 spec,
-            );
-            checked(job, Origin::Flags)
-                .and_then(|(job, bytes)| roster_refusal(&job, &bytes, key).map(|()| (job, bytes)))
+            )
+            .and_then(|job| checked(job, Origin::Flags))
+            .and_then(|(job, bytes)| roster_refusal(&job, &bytes, key).map(|()| (job, bytes)))
         })
         .collect::<Result<Vec<_>>>()?;
     let flush = ctx.durability().enqueue_flush();

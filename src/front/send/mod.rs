@@ -9,6 +9,7 @@
 //!   fan-out), with `--interrupt`'s cancel after it.
 //! - [`batch`]: many jobs from one file, all checked (a cycle of `after`
 //!   too, [`crate::protocol::dependency::cycle`]) before any is published.
+//! - [`seal`]: `--seal`, the payload sealed to the target before signing.
 //! - [`cancel`]: a signed marker for one target's job, or each target's
 //!   copy.
 //!
@@ -22,6 +23,7 @@ pub mod cancel;
 pub mod http;
 pub mod job;
 pub mod request;
+pub mod seal;
 mod strict_json;
 
 use std::path::{Path, PathBuf};

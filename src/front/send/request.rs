@@ -364,6 +364,7 @@ pub fn request(f: &Fields, origin: Origin, parent: Option<&JobId>, high: bool) -
             env: f.env.clone().unwrap_or_default(),
             label: f.label.clone(),
         },
+        sealed: None,
     };
     Ok(Request {
         id,
@@ -453,18 +454,26 @@ pub fn roster_refusal(job: &Job, bytes: &[u8], key: &Key) -> Result<()> {
     }
     let read = crate::base::read::FileRead::Bytes(bytes.to_vec());
     match crate::protocol::accept::job(&job.id.file_name(), read, &job.target, key) {
-        Err(r) if matches!(
-            r.verdict,
-            Verdict::UnknownSigner | Verdict::KeyNotValid | Verdict::NotPermitted
-        ) =>
+        Err(r)
+            if matches!(
+                r.verdict,
+                Verdict::UnknownSigner
+                    | Verdict::KeyNotValid
+                    | Verdict::NotPermitted
+                    | Verdict::SealRequired
+            ) =>
         {
-            Err(Error::forbidden(format!(
+            let e = Error::forbidden(format!(
                 "{} would refuse this job as {}: {}",
                 job.target,
                 r.verdict.as_str(),
                 r.message
-            ))
-            .hint("the admin changes the roster (`roster add`, `rotate` or `remove` and `add` with --may-send)"))
+            ));
+            Err(if r.verdict == Verdict::SealRequired {
+                e.hint("send it with enqueue --seal")
+            } else {
+                e.hint("the admin changes the roster (`roster add`, `rotate` or `remove` and `add` with --may-send)")
+            })
         }
         _ => Ok(()),
     }

@@ -151,6 +151,9 @@ pub struct RunningJob {
     pub label: Option<String>,
     /// What runs.
     pub argv: Vec<String>,
+    /// True for a sealed job: neither its label nor its command is shown.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub sealed: bool,
     /// When it started.
     pub started_at: String,
     /// For how long, when the start time parses.
@@ -173,6 +176,10 @@ pub struct QueuedJob {
     pub label: Option<String>,
     /// What it runs.
     pub argv: Vec<String>,
+    /// True when it is sealed and not readable here: neither its label nor
+    /// its command is shown.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub sealed: bool,
     /// The jobs it still waits for (`TARGET:ID`), when held by a
     /// dependency (docs/protocol.md §7.13); absent otherwise.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -326,6 +333,8 @@ struct Shown {
     argv: Vec<String>,
     #[serde(default, deserialize_with = "crate::base::screen::tamed")]
     started_at: String,
+    #[serde(default)]
+    sealed: bool,
 }
 
 /// The jobs `running/` shows, less those with a verified result: the file
@@ -353,6 +362,7 @@ fn running(dirs: &TargetDirs, key: &Key) -> Vec<RunningJob> {
                 elapsed_sec: age_since(&shown.started_at).map(|a| a.as_secs()),
                 label: shown.label,
                 argv: shown.argv,
+                sealed: shown.sealed,
                 started_at: shown.started_at,
             })
         })
@@ -501,6 +511,7 @@ fn queued_job(dirs: &TargetDirs, key: &Key, j: &Job, killed: &[String]) -> Queue
         origin: j.origin.clone(),
         label: payload.and_then(|p| p.label.clone()),
         argv: payload.map(|p| p.argv.clone()).unwrap_or_default(),
+        sealed: payload.is_none(),
         waits_for: super::waits_for(dirs, j, key)
             .iter()
             .map(ToString::to_string)

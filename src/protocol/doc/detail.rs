@@ -54,6 +54,11 @@ pub struct Detail {
     /// True for the `interrupted` result written at start-up recovery.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recovered: Option<bool>,
+    /// A sealed job's detail, sealed to its origin (docs/identities.md,
+    /// "Sealed jobs"): the envelope of this object's text, every other
+    /// field absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sealed: Option<serde_json::Value>,
     /// The signal that ended the job (`SIGTERM`, `SIGKILL`, …).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signal: Option<String>,
@@ -216,8 +221,38 @@ pub fn outcome_of(
         code,
         started,
         finished_at,
-        &d,
+        &sealed_for_origin(key, job, d),
     )
+}
+
+/// The detail `d` of a result of `job` as it is signed: as it is for a
+/// clear job; for a sealed one, sealed to the origin's X25519 key on the
+/// roster within the result's [`super::outcome::seal_context`]. When the
+/// roster holds no key of the origin valid now, the detail is withheld
+/// (a note says why) rather than written in clear.
+fn sealed_for_origin(key: &Key, job: &Job, d: Detail) -> Detail {
+    if !job.is_sealed() {
+        return d;
+    }
+    match key.sealing_key(&job.origin) {
+        Ok(to) => {
+            let mut random = [0u8; 32];
+            crate::base::random::fill(&mut random);
+            let context = super::outcome::seal_context(job.id.as_str(), &job.target, &job.origin);
+            let envelope =
+                crate::trust::seal::seal(&to, context.as_bytes(), d.to_text().as_bytes(), random);
+            Detail {
+                sealed: Some(envelope.to_json()),
+                ..Detail::default()
+            }
+        }
+        Err(why) => Detail {
+            note: Some(format!(
+                "the detail of this sealed job is withheld: nothing to seal it to ({why})"
+            )),
+            ..Detail::default()
+        },
+    }
 }
 
 /// The signal a stopped job's result names: the one its main process died
@@ -259,7 +294,7 @@ fn never_started(key: &Key, job: &Job, t: Termination, d: Detail, finished_at: &
         None,
         None,
         finished_at,
-        &d,
+        &sealed_for_origin(key, job, d),
     )
 }
 

@@ -5,9 +5,10 @@
 //! A spec is two parts: the [`Header`], the scheduling facts other
 //! machines read (`status`, `sweep`, dependencies, `cancel`), and the
 //! [`Payload`], what runs, read by the target and the origin. Both are
-//! signed in one text today; the split is where a body sealed to its
-//! target will cut, so no reader of another machine's job touches the
-//! payload but through [`Job::readable_payload`].
+//! signed in one text; a sealed job (`enqueue --seal`, docs/protocol.md
+//! §6.8) carries its payload in `sealed`, an envelope to its target
+//! ([`Job::sign_sealed`]), so no reader of another machine's job touches
+//! the payload but through [`Job::readable_payload`].
 //!
 //! This file is the document: the spec's parts, its text, the envelope
 //! and the verified [`Job`]. The spec's rules, what a listener accepts and
@@ -26,6 +27,8 @@ use serde_json::Value;
 
 use crate::base::names::{JobId, Machine};
 use crate::trust::Key;
+use crate::trust::identity::SealingPublic;
+use crate::trust::seal::{self, Sealed};
 
 /// The most jobs one job may wait for (`after`).
 pub const MAX_AFTER: usize = 64;
@@ -55,15 +58,19 @@ pub enum Priority {
 
 /// What to run, as signed in the job's `spec` string: a public
 /// [`Header`] that every machine may read, and a [`Payload`] read only by
-/// the job's target and its origin. Today both travel in one signed text
-/// (docs/protocol.md §5.2), field order unchanged; the split is where a
-/// sealed body will cut.
+/// the job's target and its origin. Both travel in one signed text
+/// (docs/protocol.md §5.2), field order unchanged, the payload in clear or
+/// sealed to the target (§6.8).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Spec {
     /// What other machines read: scheduling and dependencies.
     pub header: Header,
-    /// What runs: read by the target and the origin only.
+    /// What runs: read by the target and the origin only. Empty in a
+    /// sealed spec until its target opens the envelope.
     pub payload: Payload,
+    /// The payload sealed to the target (docs/identities.md, "Sealed
+    /// jobs"): signed in its place, so the job file shows only the header.
+    pub sealed: Option<Sealed>,
 }
 
 /// The scheduling facts of a job: what `status`, `sweep`, dependencies
@@ -121,7 +128,10 @@ impl Spec {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Wire<'a> {
-    argv: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sealed: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    argv: Option<&'a [String]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     cwd: &'a Option<String>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -153,15 +163,19 @@ struct Wire<'a> {
 impl Serialize for Spec {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let (h, p) = (&self.header, &self.payload);
+        // A sealed spec carries none of the payload's fields in clear.
+        let none = Payload::default();
+        let clear = if self.sealed.is_some() { &none } else { p };
         Wire {
-            argv: &p.argv,
-            cwd: &p.cwd,
-            env: &p.env,
+            sealed: self.sealed.as_ref().map(Sealed::to_json),
+            argv: self.sealed.is_none().then_some(&p.argv[..]),
+            cwd: &clear.cwd,
+            env: &clear.env,
             timeout: &h.timeout,
             grace: &h.grace,
             priority: &h.priority,
             parent_job_id: &h.parent_job_id,
-            label: &p.label,
+            label: &clear.label,
             after: &h.after,
             after_any: &h.after_any,
         }
@@ -247,6 +261,9 @@ pub struct Job {
     pub key_id: Option<String>,
     /// The signature.
     pub sig: String,
+    /// For a sealed job, whether its payload is known here: opened by its
+    /// target, or sealed by this machine.
+    pub opened: bool,
 }
 
 /// Why a listener would refuse a signed job ([`Job::refusal`]).
@@ -290,6 +307,40 @@ impl Job {
         created: time::OffsetDateTime,
         spec: Spec,
     ) -> Job {
+        Job::sign_spec(key, id, target, origin, created, spec)
+    }
+
+    /// A newly signed job whose payload is sealed to `to`, the target's
+    /// X25519 key, with `random` (32 fresh bytes) for the envelope's
+    /// ephemeral key; within the job's [`seal_context`], so the envelope
+    /// opens in no other job.
+    pub fn sign_sealed(
+        key: &Key,
+        id: JobId,
+        target: &str,
+        origin: &str,
+        created: time::OffsetDateTime,
+        spec: Spec,
+        (to, random): (&SealingPublic, [u8; 32]),
+    ) -> Job {
+        let plain = payload_text(&spec.payload);
+        let context = seal_context(id.as_str(), target, origin);
+        let sealed = seal::seal(to, context.as_bytes(), plain.as_bytes(), random);
+        let spec = Spec {
+            sealed: Some(sealed),
+            ..spec
+        };
+        Job::sign_spec(key, id, target, origin, created, spec)
+    }
+
+    fn sign_spec(
+        key: &Key,
+        id: JobId,
+        target: &str,
+        origin: &str,
+        created: time::OffsetDateTime,
+        spec: Spec,
+    ) -> Job {
         let created_at = crate::base::clock::format(created);
         let spec_text = spec.to_text();
         let signed = key.sign_document(&canonical(
@@ -310,6 +361,7 @@ impl Job {
             alg: signed.alg,
             key_id: signed.key_id,
             sig: signed.sig,
+            opened: true,
         }
     }
 
@@ -348,16 +400,22 @@ impl Job {
     }
 
     /// What the job runs: for the target that runs it and the origin that
-    /// sent it, the only machines a sealed body will be readable by.
+    /// sent it; empty for a sealed job not opened here (read it through
+    /// [`Job::readable_payload`] when that may be so).
     pub fn payload(&self) -> &Payload {
         &self.spec.payload
     }
 
     /// What the job runs, as a machine that only observes it (`status`)
-    /// may see it: `None` when the body is not readable here. No body is
-    /// sealed yet, so today it always is.
+    /// may see it: `None` when the payload is sealed and not opened here.
     pub fn readable_payload(&self) -> Option<&Payload> {
-        Some(&self.spec.payload)
+        (self.spec.sealed.is_none() || self.opened).then_some(&self.spec.payload)
+    }
+
+    /// True when the job's payload is sealed (whether or not it is opened
+    /// here): what it prints, logs and reports must not reach the root.
+    pub fn is_sealed(&self) -> bool {
+        self.spec.sealed.is_some()
     }
 
     /// The order in which the inbox drains: high first, then `createdAt`,
@@ -370,6 +428,35 @@ impl Job {
             &other.id,
         ))
     }
+}
+
+/// What a job's envelope is sealed within: `job|<jobId>|<target>|<origin>`.
+pub fn seal_context(job_id: &str, target: &str, origin: &str) -> String {
+    format!("job|{job_id}|{target}|{origin}")
+}
+
+/// The fields of the payload, for sealing: the JSON object of its fields
+/// as a clear spec spells them.
+#[derive(Serialize)]
+struct PayloadWire<'a> {
+    argv: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cwd: &'a Option<String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    env: &'a BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    label: &'a Option<String>,
+}
+
+/// The sealed plaintext of `p`.
+fn payload_text(p: &Payload) -> String {
+    serde_json::to_string(&PayloadWire {
+        argv: &p.argv,
+        cwd: &p.cwd,
+        env: &p.env,
+        label: &p.label,
+    })
+    .expect("payloads serialise")
 }
 
 /// The header a job file claims, read without verifying it: for a reader

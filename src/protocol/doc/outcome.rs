@@ -173,6 +173,17 @@ pub struct Outcome {
     pub key_id: Option<String>,
     /// The target's signature over [`canonical`], in hex.
     pub sig: String,
+    /// The detail of a sealed job's result as its origin opened it
+    /// ([`Outcome::open_detail`]): read in place of `detail`, never
+    /// written or signed.
+    #[serde(skip)]
+    pub opened: Option<String>,
+}
+
+/// What a sealed job's result detail is sealed within:
+/// `result|<jobId>|<target>|<origin>`.
+pub fn seal_context(job_id: &str, target: &str, origin: &str) -> String {
+    format!("result|{job_id}|{target}|{origin}")
 }
 
 /// `result|{jobId}|{target}|{ok}|{exitCode}|{error}|{startedAt}|{finishedAt}|{detail}`.
@@ -221,6 +232,7 @@ impl Outcome {
             alg: None,
             key_id: None,
             sig: String::new(),
+            opened: None,
         };
         let signed = key.sign_document(&o.canonical());
         (o.alg, o.key_id, o.sig) = (signed.alg, signed.key_id, signed.sig);
@@ -246,15 +258,41 @@ impl Outcome {
         Termination::parse(&self.error).unwrap_or(Termination::Exited)
     }
 
-    /// The detail; an empty one when it does not parse.
+    /// The detail; an empty one when it does not parse. A sealed one
+    /// this machine opened is read opened.
     pub fn detail(&self) -> Detail {
-        Detail::from_text(&self.detail)
+        Detail::from_text(self.opened.as_deref().unwrap_or(&self.detail))
     }
 
     /// The detail as it was written, unknown fields included (for showing
-    /// it whole); an empty object when it does not parse.
+    /// it whole); an empty object when it does not parse. A sealed one
+    /// this machine opened is shown opened.
     pub fn detail_value(&self) -> serde_json::Value {
-        serde_json::from_str(&self.detail).unwrap_or_else(|_| serde_json::json!({}))
+        serde_json::from_str(self.opened.as_deref().unwrap_or(&self.detail))
+            .unwrap_or_else(|_| serde_json::json!({}))
+    }
+
+    /// True when the detail is sealed and was not opened here: a reader
+    /// shows `sealed` where the detail's facts would be.
+    pub fn sealed_here(&self) -> bool {
+        self.opened.is_none() && self.detail().sealed.is_some()
+    }
+
+    /// Opens a sealed detail when `me` is the origin it is sealed to; a
+    /// detail that is not sealed, or not to `me`, is left as it is.
+    pub fn open_detail(&mut self, me: &crate::trust::identity::Identity) {
+        let Some(envelope) = self.detail().sealed else {
+            return;
+        };
+        let Ok(sealed) = crate::trust::seal::Sealed::from_json(&envelope) else {
+            return;
+        };
+        let context = seal_context(&self.job_id, &self.target, me.name());
+        if let Ok(plain) = crate::trust::seal::open(me, &sealed, context.as_bytes())
+            && let Ok(text) = String::from_utf8(plain)
+        {
+            self.opened = Some(text);
+        }
     }
 
     /// How its process ended, for people: `exit 3` for a code it gave by

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::{After, Header, MAX_AFTER, MAX_DURATION, MAX_SECONDS, Payload, Priority, Spec};
 use crate::base::names::{self, JobId, Machine};
+use crate::trust::seal::Sealed;
 
 const KNOWN_FIELDS: &[&str] = &[
     "argv",
@@ -22,7 +23,11 @@ const KNOWN_FIELDS: &[&str] = &[
     "label",
     "after",
     "afterAny",
+    "sealed",
 ];
+
+/// The fields a sealed spec carries in its envelope, never in clear.
+const PAYLOAD_FIELDS: &[&str] = &["argv", "cwd", "env", "label"];
 
 /// Why [`Spec::check`] refused a spec: the field at fault (`None`: the
 /// spec as a whole) and the reason, which names it.
@@ -66,6 +71,9 @@ impl Spec {
             return Err(refuse_whole(format!(
                 "spec field {unknown:?} is not supported"
             )));
+        }
+        if let Some(sealed) = obj.get("sealed") {
+            return Spec::check_sealed(obj, sealed);
         }
         let argv = match obj.get("argv") {
             Some(Value::Array(items)) if !items.is_empty() => items
@@ -130,6 +138,64 @@ impl Spec {
                 env,
                 label: opt_string(obj, "label")?,
             },
+            sealed: None,
+        })
+    }
+
+    /// A sealed spec: its header by the same rules as a clear one's, its
+    /// payload fields absent (they are in the envelope), the envelope well
+    /// formed.
+    fn check_sealed(
+        obj: &serde_json::Map<String, Value>,
+        sealed: &Value,
+    ) -> Result<Spec, SpecRefusal> {
+        if let Some(clear) = PAYLOAD_FIELDS.iter().find(|f| obj.contains_key(**f)) {
+            return Err(refuse_whole(format!(
+                "spec field {clear:?} must not be in clear beside sealed"
+            )));
+        }
+        let envelope =
+            Sealed::from_json(sealed).map_err(|m| refuse("sealed", format!("spec sealed: {m}")))?;
+        let mut clear = obj.clone();
+        clear.remove("sealed");
+        clear.insert(
+            "argv".into(),
+            Value::Array(vec![Value::String("sealed".into())]),
+        );
+        let header = Spec::check(&Value::Object(clear).to_string())?.header;
+        Ok(Spec {
+            header,
+            payload: Payload::default(),
+            sealed: Some(envelope),
+        })
+    }
+
+    /// The spec of `spec_text`, a sealed one, with its envelope's
+    /// `plaintext` as its payload, judged by [`Spec::check`] as one spec:
+    /// the plaintext must be a JSON object of the payload's fields only.
+    pub fn check_opened(spec_text: &str, plaintext: &[u8]) -> Result<Spec, SpecRefusal> {
+        let sealed = Spec::check(spec_text)?;
+        let Ok(Value::Object(payload)) = serde_json::from_slice::<Value>(plaintext) else {
+            return Err(refuse("sealed", "the sealed payload is not a JSON object"));
+        };
+        if let Some(other) = payload
+            .keys()
+            .find(|k| !PAYLOAD_FIELDS.contains(&k.as_str()))
+        {
+            return Err(refuse(
+                "sealed",
+                format!("the sealed payload has field {other:?}, not one of argv, cwd, env, label"),
+            ));
+        }
+        let Ok(Value::Object(mut whole)) = serde_json::from_str::<Value>(spec_text) else {
+            return Err(refuse_whole("spec is not a JSON object"));
+        };
+        whole.remove("sealed");
+        whole.extend(payload);
+        let opened = Spec::check(&Value::Object(whole).to_string())?;
+        Ok(Spec {
+            sealed: sealed.sealed,
+            ..opened
         })
     }
 

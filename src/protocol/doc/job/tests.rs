@@ -225,8 +225,86 @@ fn a_job_reads_its_header_and_payload_apart() {
     let job = signed(spec.clone());
     assert_eq!(job.header(), &spec.header);
     assert_eq!(job.payload(), &spec.payload);
-    // No body is sealed yet: every reader may read it.
+    // A clear job: every reader may read its payload.
     assert_eq!(job.readable_payload(), Some(&spec.payload));
+}
+
+/// A machine's identity from one repeated byte.
+fn identity(name: &str, b: u8) -> crate::trust::identity::Identity {
+    crate::trust::identity::Identity::new(name, [b; 64])
+}
+
+/// `spec` sealed to `to` within the job of id `j1` from LAPTOP to PC,
+/// as its file's spec text.
+fn sealed_text(spec: &Spec, to: &crate::trust::identity::Identity) -> String {
+    let key = Key::from_bytes(&[7u8; 32]).unwrap();
+    let id = JobId::parse("j1").unwrap();
+    let created = crate::base::clock::parse(T0).unwrap();
+    let job = Job::sign_sealed(
+        &key,
+        id,
+        "PC",
+        "LAPTOP",
+        created,
+        spec.clone(),
+        (&to.line().x25519, [9u8; 32]),
+    );
+    assert!(job.is_sealed() && job.readable_payload().is_some());
+    job.spec_text
+}
+
+#[test]
+fn a_sealed_spec_shows_its_header_only_and_opens_to_the_whole_spec() {
+    let spec = Spec::parse(ALL_FIELDS).unwrap();
+    let pc = identity("PC", 1);
+    let text = sealed_text(&spec, &pc);
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for field in ["argv", "cwd", "env", "label"] {
+        assert!(v.get(field).is_none(), "{field} in {text}");
+    }
+    // The header reads as it is; the payload is not there to read.
+    let read = Spec::check(&text).unwrap();
+    assert_eq!(read.header, spec.header);
+    assert_eq!(read.payload, Payload::default());
+    assert_eq!(
+        peek(format!(r#"{{"spec":{}}}"#, serde_json::Value::from(text.clone())).as_bytes()),
+        Some(spec.header.clone())
+    );
+    // Its target opens it, within its job, to the spec signed.
+    let context = seal_context("j1", "PC", "LAPTOP");
+    let plain = seal::open(&pc, read.sealed.as_ref().unwrap(), context.as_bytes()).unwrap();
+    let opened = Spec::check_opened(&text, &plain).unwrap();
+    assert_eq!(opened.header, spec.header);
+    assert_eq!(opened.payload, spec.payload);
+    // Not within another job, nor by another machine.
+    let other = seal_context("j2", "PC", "LAPTOP");
+    assert!(seal::open(&pc, read.sealed.as_ref().unwrap(), other.as_bytes()).is_err());
+    assert!(
+        seal::open(
+            &identity("NAS", 2),
+            read.sealed.as_ref().unwrap(),
+            context.as_bytes()
+        )
+        .is_err()
+    );
+}
+
+#[test]
+fn a_sealed_spec_refuses_payload_fields_in_clear_and_strays_in_its_plaintext() {
+    let pc = identity("PC", 1);
+    let text = sealed_text(&Spec::of(vec!["true".into()]), &pc);
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["label"] = "beside".into();
+    let refused = Spec::check(&v.to_string()).unwrap_err();
+    assert!(refused.message.contains("label"), "{refused:?}");
+    for (plain, field) in [
+        (&br#"{"argv":["a"],"priority":"high"}"#[..], "priority"),
+        (br#"["a"]"#, "JSON object"),
+        (br#"{"argv":[]}"#, "argv"),
+    ] {
+        let refused = Spec::check_opened(&text, plain).unwrap_err();
+        assert!(refused.message.contains(field), "{refused:?}");
+    }
 }
 
 #[test]

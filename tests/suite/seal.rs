@@ -1,0 +1,367 @@
+//! Sealed jobs (`enqueue --seal`, docs/identities.md "Sealed jobs")
+//! through the real binary, three machines in the roster lane with no
+//! fleet key: the payload sealed to the target, the result's detail and
+//! output tails sealed back to the origin, nothing of either anywhere in
+//! the shared root; `seal-required` judged at the sender and at the
+//! target, `bad-seal` for an envelope moved into another job.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::util::*;
+
+/// `fleet-dispatch --auth roster` as machine `name` of world `w`, with its
+/// own home and state and a fleet key setting that names no file.
+fn on(w: &World, name: &str) -> assert_cmd::Command {
+    assert_cmd::Command::from_std(bg(w, name))
+}
+
+/// The same as a process to hold while it runs.
+fn bg(w: &World, name: &str) -> std::process::Command {
+    let mut c = w.bg_cmd_as(name);
+    c.env("HOME", home(w, name))
+        .env("USERPROFILE", home(w, name))
+        .env("FLEET_DISPATCH_STATE_DIR", state(w, name))
+        .env("FLEET_DISPATCH_KEY_FILE", w.dir.path().join("no-such.key"))
+        .env("FLEET_DISPATCH_AUTH", "roster");
+    c
+}
+
+fn home(w: &World, name: &str) -> PathBuf {
+    w.dir.path().join(name).join("home")
+}
+
+fn state(w: &World, name: &str) -> PathBuf {
+    w.dir.path().join(name).join("state")
+}
+
+fn run(w: &World, name: &str, args: &[&str]) -> (i32, String, String) {
+    output(on(w, name).args(args))
+}
+
+fn ok(w: &World, name: &str, args: &[&str]) -> String {
+    let (code, out, err) = run(w, name, args);
+    assert_eq!(code, 0, "{args:?} as {name}: {out}{err}");
+    out
+}
+
+fn last_line(out: &str) -> String {
+    out.lines().last().unwrap_or("").to_string()
+}
+
+/// A keyless world: `PC` is the admin and on the roster (with `pc_flags`,
+/// e.g. `--require-seal`), `LAPTOP` and `NAS` joined and pinned.
+fn fleet(pc_flags: &[&str]) -> World {
+    let w = World::new();
+    std::fs::remove_file(&w.key).unwrap();
+    w.make_target("PC");
+    let line = last_line(&ok(&w, "PC", &["identity", "init"]));
+    let admin = last_line(&ok(&w, "PC", &["roster", "init"]));
+    let mut args = vec!["roster", "add", "PC", "--identity", &line];
+    args.extend_from_slice(pc_flags);
+    ok(&w, "PC", &args);
+    for name in ["LAPTOP", "NAS"] {
+        let line = last_line(&ok(&w, name, &["identity", "init"]));
+        ok(&w, "PC", &["roster", "add", name, "--identity", &line]);
+        ok(&w, name, &["roster", "pin", &admin]);
+    }
+    w
+}
+
+/// `enqueue --target PC` from `from` with `flags`: the job id.
+fn enqueue(w: &World, from: &str, flags: &[&str], argv: &[&str]) -> String {
+    let mut args = vec!["enqueue", "--target", "PC"];
+    args.extend_from_slice(flags);
+    args.push("--");
+    args.extend_from_slice(argv);
+    last_line(ok(w, from, &args).trim())
+}
+
+/// `listen --once` on PC: its counters.
+fn listen_once(w: &World) -> Value {
+    let out = ok(
+        w,
+        "PC",
+        &["--json", "listen", "--once", "--poll-interval", "100ms"],
+    );
+    serde_json::from_str::<Value>(out.trim()).unwrap()["counters"].clone()
+}
+
+/// `result --json` of `id` on PC, asked by `from`: (status, document).
+fn result(w: &World, from: &str, id: &str) -> (i32, Value) {
+    let (code, out, err) = run(
+        w,
+        from,
+        &["--json", "result", "--target", "PC", "--job-id", id],
+    );
+    let v = serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("{out}{err}"));
+    (code, v)
+}
+
+/// Every file under `dir`, recursively.
+fn all_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(all_files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Panics naming the file when any of `markers` is in a file under the
+/// root.
+fn assert_root_free_of(w: &World, markers: &[&str]) {
+    let files = all_files(&w.root);
+    assert!(!files.is_empty());
+    for f in files {
+        let bytes = std::fs::read(&f).unwrap();
+        for m in markers {
+            assert!(
+                !bytes.windows(m.len()).any(|win| win == m.as_bytes()),
+                "{m} is in {}",
+                f.display()
+            );
+        }
+    }
+}
+
+const ARGV_MARK: &str = "ARGV_MARK_7731";
+const ENV_NAME: &str = "SEAL_ENV_NAME_3318";
+const ENV_MARK: &str = "ENV_MARK_5521";
+const LABEL_MARK: &str = "LABEL_MARK_9902";
+/// Printed by the job from two halves (one in its argv, one in its
+/// environment), so only its output holds it whole.
+const OUTPUT_MARK: &str = "OUTPUT_ZEBRA_4417";
+
+#[test]
+fn a_sealed_job_leaves_no_byte_of_its_payload_or_output_in_the_root() {
+    let w = fleet(&[]);
+    let env = format!("{ENV_NAME}={ENV_MARK}");
+    let err = format!("${ENV_NAME}");
+    let kit = jobkit().display().to_string();
+    let id = enqueue(
+        &w,
+        "LAPTOP",
+        &[
+            "--seal",
+            "--label",
+            LABEL_MARK,
+            "--env",
+            &env,
+            "--env",
+            "HALF=ZEBRA_4417",
+        ],
+        &[&kit, "out", "OUTPUT_$HALF", "err", &err, "out", ARGV_MARK],
+    );
+    // The job file shows the header and the envelope only.
+    let job: Value = serde_json::from_str(&std::fs::read_to_string(w.inbox(&id)).unwrap()).unwrap();
+    let spec: Value = serde_json::from_str(job["spec"].as_str().unwrap()).unwrap();
+    assert!(
+        spec.get("argv").is_none() && spec.get("label").is_none(),
+        "{spec}"
+    );
+    assert_eq!(
+        spec["sealed"]["alg"], "x25519-hkdf-sha256-chacha20poly1305",
+        "{spec}"
+    );
+    let c = listen_once(&w);
+    assert_eq!(c["done"], 1, "{c}");
+    let markers = [ARGV_MARK, ENV_NAME, ENV_MARK, LABEL_MARK, OUTPUT_MARK];
+    assert_root_free_of(&w, &markers);
+    // The origin opens the result: its label and both tails.
+    let (code, v) = result(&w, "LAPTOP", &id);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["detail"]["label"], LABEL_MARK, "{v}");
+    assert!(
+        v["detail"]["stdoutTail"]
+            .as_str()
+            .unwrap()
+            .contains(OUTPUT_MARK),
+        "{v}"
+    );
+    assert!(
+        v["detail"]["stderrTail"]
+            .as_str()
+            .unwrap()
+            .contains(ENV_MARK),
+        "{v}"
+    );
+    let human = ok(&w, "LAPTOP", &["result", "--target", "PC", "--job-id", &id]);
+    assert!(human.contains(OUTPUT_MARK), "{human}");
+    // `logs` on the origin shows the ends its sealed result carries.
+    let (code, out, err) = run(&w, "LAPTOP", &["logs", "--target", "PC", "--job-id", &id]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains(OUTPUT_MARK) && err.contains("sealed"),
+        "{out}{err}"
+    );
+    // Another machine of the fleet sees that it is sealed, and nothing of it.
+    let (code, v) = result(&w, "NAS", &id);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["detail"], "sealed", "{v}");
+    let human = ok(&w, "NAS", &["result", "--target", "PC", "--job-id", &id]);
+    assert!(human.contains("detail: sealed"), "{human}");
+    for m in markers {
+        assert!(!human.contains(m), "{human}");
+    }
+    let (code, out, err) = run(&w, "NAS", &["logs", "--target", "PC", "--job-id", &id]);
+    assert_eq!(code, 77, "{out}{err}");
+    assert!(err.contains("sealed"), "{err}");
+    assert!(!out.contains(OUTPUT_MARK), "{out}");
+    // Nothing the commands above did wrote any of it to the root either.
+    assert_root_free_of(&w, &markers);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_running_sealed_job_shows_nothing_of_itself_in_running_or_the_heartbeat() {
+    let w = fleet(&[]);
+    let id = enqueue(
+        &w,
+        "LAPTOP",
+        &["--seal", "--label", LABEL_MARK],
+        &[
+            &jobkit().display().to_string(),
+            "out",
+            ARGV_MARK,
+            "sleep",
+            "2",
+        ],
+    );
+    let l = ListenerGuard::spawn(bg(&w, "PC").args(["listen", "--poll-interval", "100ms"]));
+    wait_until(std::time::Duration::from_secs(10), || {
+        w.running(&id).exists()
+    });
+    let shown: Value =
+        serde_json::from_str(&std::fs::read_to_string(w.running(&id)).unwrap()).unwrap();
+    assert_eq!(shown["sealed"], true, "{shown}");
+    assert_root_free_of(&w, &[LABEL_MARK, ARGV_MARK]);
+    let out = ok(&w, "NAS", &["status", "--target", "PC"]);
+    assert!(out.contains("running") && out.contains("sealed"), "{out}");
+    assert!(
+        !out.contains(LABEL_MARK) && !out.contains(ARGV_MARK),
+        "{out}"
+    );
+    wait_until(std::time::Duration::from_secs(15), || {
+        w.result_path(&id).exists()
+    });
+    l.stop(&w, libc::SIGTERM, std::time::Duration::from_secs(10));
+    assert_root_free_of(&w, &[LABEL_MARK, ARGV_MARK]);
+    let (code, v) = result(&w, "LAPTOP", &id);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["detail"]["label"], LABEL_MARK, "{v}");
+}
+
+#[test]
+fn status_shows_a_sealed_job_without_its_label_or_command() {
+    let w = fleet(&[]);
+    let id = enqueue(
+        &w,
+        "LAPTOP",
+        &["--seal", "--label", LABEL_MARK],
+        &["true", ARGV_MARK],
+    );
+    for from in ["LAPTOP", "NAS"] {
+        let out = ok(&w, from, &["status", "--target", "PC"]);
+        assert!(out.contains(&id) && out.contains("sealed"), "{out}");
+        assert!(
+            !out.contains(LABEL_MARK) && !out.contains(ARGV_MARK),
+            "{out}"
+        );
+        let v: Value =
+            serde_json::from_str(&ok(&w, from, &["--json", "status", "--target", "PC"])).unwrap();
+        assert!(!v.to_string().contains(LABEL_MARK), "{v}");
+        assert!(v.to_string().contains("\"sealed\":true"), "{v}");
+    }
+    assert_root_free_of(&w, &[LABEL_MARK, ARGV_MARK]);
+}
+
+#[test]
+fn seal_needs_the_roster_lane() {
+    let w = World::with_target();
+    let (code, out, err) = w.run(&["enqueue", "--seal", "--target", "PC", "--", "true"]);
+    assert_eq!(code, 78, "{out}{err}");
+    assert!(
+        err.contains("--seal") && err.contains("--auth roster"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(w.pc().join("inbox")).unwrap().count(), 0);
+}
+
+/// Runs `f` while machine `name` holds no good roster, so it signs without
+/// judging its own job first, as a machine with a stale roster would.
+fn blindly<T>(w: &World, name: &str, f: impl FnOnce() -> T) -> T {
+    let path = w.root.join("roster.json");
+    let good = std::fs::read(&path).unwrap();
+    std::fs::write(&path, "not a roster").unwrap();
+    let _ = std::fs::remove_file(state(w, name).join("roster.good.json"));
+    let out = f();
+    std::fs::write(&path, good).unwrap();
+    out
+}
+
+#[test]
+fn a_target_that_requires_seal_refuses_a_clear_job_at_the_sender_and_itself() {
+    let w = fleet(&["--require-seal"]);
+    // The sender refuses at once, naming the verdict; nothing is written.
+    let (code, out, err) = run(&w, "LAPTOP", &["enqueue", "--target", "PC", "--", "true"]);
+    assert_eq!(code, 77, "{out}{err}");
+    assert!(
+        err.contains("seal-required") && err.contains("--seal"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(w.pc().join("inbox")).unwrap().count(), 0);
+    // Sent anyway, by a sender that could not judge it, the target refuses it.
+    let clear = blindly(&w, "LAPTOP", || enqueue(&w, "LAPTOP", &[], &["true"]));
+    let sealed = enqueue(&w, "LAPTOP", &["--seal"], &["true"]);
+    let c = listen_once(&w);
+    assert_eq!(c["done"], 1, "{c}");
+    let reason = w.reason(&format!("{clear}.json"));
+    assert_eq!(reason["verdict"], "seal-required", "{reason}");
+    let (code, v) = result(&w, "LAPTOP", &clear);
+    assert_ne!(code, 0, "{v}");
+    assert!(v.to_string().contains("seal-required"), "{v}");
+    let (code, v) = result(&w, "LAPTOP", &sealed);
+    assert_eq!(code, 0, "{v}");
+}
+
+/// The identity of machine `name`, read from its home.
+fn identity(w: &World, name: &str) -> fleet_dispatch::trust::identity::Identity {
+    let text = all_files(&home(w, name))
+        .into_iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .find(|t| t.starts_with("fleet-dispatch identity 1"))
+        .expect("an identity file");
+    fleet_dispatch::trust::identity::Identity::from_file_text(&text).unwrap()
+}
+
+#[test]
+fn an_envelope_moved_into_another_job_does_not_open() {
+    let w = fleet(&[]);
+    let first = enqueue(&w, "LAPTOP", &["--seal"], &["true"]);
+    let job: Value =
+        serde_json::from_str(&std::fs::read_to_string(w.inbox(&first)).unwrap()).unwrap();
+    // NAS, on the roster and allowed to send to PC, signs a job of its own
+    // around LAPTOP's envelope.
+    let nas = identity(&w, "NAS");
+    let id = "20260101T000000Z-0000000000000001";
+    let created = now_text();
+    let spec = job["spec"].as_str().unwrap();
+    let canonical = format!("job|{id}|PC|{created}|NAS|{spec}");
+    let doc = serde_json::json!({
+        "v": 1, "jobId": id, "target": "PC", "createdAt": created, "origin": "NAS",
+        "spec": spec, "alg": "ed25519", "keyId": nas.line().ed25519.key_id(),
+        "sig": hex::encode(nas.sign(canonical.as_bytes())),
+    });
+    std::fs::write(w.inbox(id), doc.to_string()).unwrap();
+    let c = listen_once(&w);
+    assert_eq!(c["done"], 1, "{c}");
+    let reason = w.reason(&format!("{id}.json"));
+    assert_eq!(reason["verdict"], "bad-seal", "{reason}");
+    assert!(reason.to_string().contains("does not open"), "{reason}");
+}
