@@ -317,8 +317,10 @@ fn a_target_that_requires_seal_refuses_a_clear_job_at_the_sender_and_itself() {
     );
     assert_eq!(std::fs::read_dir(w.pc().join("inbox")).unwrap().count(), 0);
     // Sent anyway, by a sender that could not judge it, the target refuses it.
-    let clear = blindly(&w, "LAPTOP", || enqueue(&w, "LAPTOP", &[], &["true"]));
-    let sealed = enqueue(&w, "LAPTOP", &["--seal"], &["true"]);
+    let done = kit(&[]);
+    let done: Vec<&str> = done.iter().map(String::as_str).collect();
+    let clear = blindly(&w, "LAPTOP", || enqueue(&w, "LAPTOP", &[], &done));
+    let sealed = enqueue(&w, "LAPTOP", &["--seal"], &done);
     let c = listen_once(&w);
     assert_eq!(c["done"], 1, "{c}");
     let reason = w.reason(&format!("{clear}.json"));
@@ -343,7 +345,9 @@ fn identity(w: &World, name: &str) -> fleet_dispatch::trust::identity::Identity 
 #[test]
 fn an_envelope_moved_into_another_job_does_not_open() {
     let w = fleet(&[]);
-    let first = enqueue(&w, "LAPTOP", &["--seal"], &["true"]);
+    let done = kit(&[]);
+    let done: Vec<&str> = done.iter().map(String::as_str).collect();
+    let first = enqueue(&w, "LAPTOP", &["--seal"], &done);
     let job: Value =
         serde_json::from_str(&std::fs::read_to_string(w.inbox(&first)).unwrap()).unwrap();
     // NAS, on the roster and allowed to send to PC, signs a job of its own
