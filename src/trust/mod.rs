@@ -26,6 +26,9 @@
 //! the last good one, read again when it changes.
 
 use std::fmt;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use ring::hmac;
 
@@ -79,19 +82,70 @@ const KEY_ID_TEXT: &[u8] = b"fleet-dispatch key fingerprint";
 /// [`Auth`] mode: the fleet key (`shared-key`, `both`: the key file's
 /// content with trailing ASCII whitespace trimmed, taken as bytes), this
 /// machine's identity (`roster`) and the roster to judge Ed25519 documents
-/// against (`roster`, `both`). No secret is ever printed: it hides itself
+/// against (`roster`, `both`), and in `both` mode this machine's identity
+/// once the roster lists it. No secret is ever printed: it hides itself
 /// from `Debug`, and no code path writes it anywhere but its own file.
 pub struct Key {
     auth: Auth,
     hmac: Option<hmac::Key>,
     own: Option<identity::Identity>,
     roster: Option<live::Live>,
+    later: Option<Later>,
+}
+
+/// A `both` machine's identity file that did not exist when its key was
+/// loaded: read again each time another good roster is taken, so a
+/// running listener signs with the identity from the first roster that
+/// lists it, without a restart (docs/identities.md, "Moving a fleet").
+struct Later {
+    path: PathBuf,
+    /// This machine's name: an identity file naming another is not used.
+    machine: Option<String>,
+    /// The roster generation of the last attempt.
+    tried: AtomicU64,
+    got: OnceLock<identity::Identity>,
+}
+
+impl Later {
+    fn get(&self, generation: u64) -> Option<&identity::Identity> {
+        if let Some(id) = self.got.get() {
+            return Some(id);
+        }
+        if self.tried.swap(generation, Ordering::Relaxed) == generation {
+            return None;
+        }
+        let id = store::load_identity(&self.path).ok()?;
+        if self
+            .machine
+            .as_deref()
+            .is_some_and(|m| !m.eq_ignore_ascii_case(id.name()))
+        {
+            return None;
+        }
+        Some(self.got.get_or_init(|| id))
+    }
 }
 
 impl fmt::Debug for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Key({}, <redacted>)", self.auth.as_str())
     }
+}
+
+/// A `both` machine's identity as its key is loaded ([`Key::both`]).
+pub enum Own {
+    /// Its identity file, read.
+    Loaded(identity::Identity),
+    /// Its identity file does not exist yet: read it once a roster is
+    /// taken, and use it when it names `machine` (when known).
+    Later {
+        /// The identity file's path.
+        path: PathBuf,
+        /// This machine's name.
+        machine: Option<String>,
+    },
+    /// No identity file is set.
+    None,
 }
 
 /// The algorithm word of an Ed25519-signed document.
@@ -215,6 +269,7 @@ impl Key {
             hmac: Some(hmac::Key::new(hmac::HMAC_SHA256, bytes)),
             own: None,
             roster: None,
+            later: None,
         })
     }
 
@@ -226,18 +281,61 @@ impl Key {
             hmac: None,
             own: Some(own),
             roster: Some(roster),
+            later: None,
         }
     }
 
-    /// The `both` mode's key: `fleet` signs (every machine of a fleet in
-    /// migration still checks it) and checks HMAC documents; `roster`,
-    /// when this machine pins an admin key, judges Ed25519 ones.
-    pub fn both(fleet: Key, roster: Option<live::Live>) -> Key {
+    /// The `both` mode's key: `fleet` checks HMAC documents and signs
+    /// (every machine of a fleet in migration still checks it); `roster`,
+    /// when this machine pins an admin key, judges Ed25519 ones. `own`,
+    /// this machine's identity, signs documents instead of the fleet key
+    /// while the good roster lists its key: [`Own::Loaded`] when its file
+    /// was read, [`Own::Later`] to read it from the next roster on.
+    pub fn both(fleet: Key, roster: Option<live::Live>, own: Own) -> Key {
+        let (own, later) = match own {
+            Own::Loaded(id) => (Some(id), None),
+            Own::Later { path, machine } => (
+                None,
+                Some(Later {
+                    path,
+                    machine,
+                    tried: AtomicU64::new(u64::MAX),
+                    got: OnceLock::new(),
+                }),
+            ),
+            Own::None => (None, None),
+        };
         Key {
             auth: Auth::Both,
             roster,
+            own,
+            later,
             ..fleet
         }
+    }
+
+    /// The identity this machine signs documents with: always in `roster`
+    /// mode; in `both` mode only while the good roster lists its key as
+    /// valid now, so no machine of the fleet refuses it as an unknown
+    /// signer; never in `shared-key` mode.
+    fn signing_identity(&self) -> Option<&identity::Identity> {
+        if self.auth != Auth::Both {
+            return self.own.as_ref();
+        }
+        let live = self.roster.as_ref()?;
+        let id = match &self.own {
+            Some(id) => id,
+            None => self.later.as_ref()?.get(live.generation())?,
+        };
+        let body = live.current().ok()?;
+        let key_id = id.line().ed25519.key_id();
+        let now = crate::base::clock::now();
+        body.machines
+            .iter()
+            .filter(|m| m.name.eq_ignore_ascii_case(id.name()))
+            .flat_map(|m| &m.keys)
+            .any(|k| k.key_id == key_id && roster::key_valid_at(k, now))
+            .then_some(id)
     }
 
     /// The mode this key was loaded for.
@@ -290,16 +388,16 @@ impl Key {
     }
 
     /// A document's signature over `canonical`, by the machine it names
-    /// (this one): with `alg` and `keyId` in the roster lane, neither in
-    /// the shared-key lane.
+    /// (this one): with `alg` and `keyId` in the roster lane (`roster`, a
+    /// listed `both` machine), neither in the shared-key lane.
     pub fn sign_document(&self, canonical: &str) -> Signed {
-        match (&self.hmac, &self.own) {
-            (None, Some(id)) => Signed {
+        match self.signing_identity() {
+            Some(id) => Signed {
                 alg: Some(ED25519.to_string()),
                 key_id: Some(id.line().ed25519.key_id()),
                 sig: hex::encode(id.sign(canonical.as_bytes())),
             },
-            _ => Signed {
+            None => Signed {
                 sig: self.sign(canonical),
                 ..Signed::default()
             },
