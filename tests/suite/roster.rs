@@ -615,3 +615,36 @@ fn the_http_intake_takes_a_roster_signed_job_and_answers_a_roster_signed_wait() 
     let id = out.lines().next().unwrap().trim().to_string();
     assert_eq!(w.result(&id)["alg"], "ed25519");
 }
+
+#[test]
+fn a_result_signed_with_a_rotated_key_stops_verifying_after_the_overlap() {
+    let w = keyless();
+    let key = admin(&w, None);
+    join(&w, "LAPTOP", &key, &[]);
+    let id = enqueue(&w, "LAPTOP", &["true"]);
+    listen_once(&w);
+    assert_eq!(result(&w, "LAPTOP", &id).0, 0);
+    // PC's key is rotated; its old key ends 2 seconds from now.
+    let line = last_line(&ok(&w, "PC", &["identity", "init", "--force"]));
+    ok(
+        &w,
+        "PC",
+        &[
+            "roster",
+            "rotate",
+            "PC",
+            "--identity",
+            &line,
+            "--overlap",
+            "2s",
+        ],
+    );
+    assert_eq!(result(&w, "LAPTOP", &id).0, 0, "within the overlap");
+    std::thread::sleep(Duration::from_millis(2200));
+    let (code, out, err) = run(&w, "LAPTOP", &["result", "--target", "PC", "--job-id", &id]);
+    assert_eq!(code, 77, "{out}{err}");
+    assert!(
+        format!("{out}{err}").contains("does not verify (key-not-valid"),
+        "{out}{err}"
+    );
+}
