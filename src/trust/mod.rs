@@ -88,9 +88,24 @@ const KEY_ID_TEXT: &[u8] = b"fleet-dispatch key fingerprint";
 pub struct Key {
     auth: Auth,
     hmac: Option<hmac::Key>,
-    own: Option<identity::Identity>,
+    own: Option<Mine>,
     roster: Option<live::Live>,
     later: Option<Later>,
+}
+
+/// This machine's identity, its signing half derived once.
+struct Mine {
+    name: String,
+    signing: identity::Signing,
+}
+
+impl Mine {
+    fn new(id: &identity::Identity) -> Mine {
+        Mine {
+            name: id.name().to_string(),
+            signing: id.signing(),
+        }
+    }
 }
 
 /// A `both` machine's identity file that did not exist when its key was
@@ -103,11 +118,11 @@ struct Later {
     machine: Option<String>,
     /// The roster generation of the last attempt.
     tried: AtomicU64,
-    got: OnceLock<identity::Identity>,
+    got: OnceLock<Mine>,
 }
 
 impl Later {
-    fn get(&self, generation: u64) -> Option<&identity::Identity> {
+    fn get(&self, generation: u64) -> Option<&Mine> {
         if let Some(id) = self.got.get() {
             return Some(id);
         }
@@ -122,7 +137,7 @@ impl Later {
         {
             return None;
         }
-        Some(self.got.get_or_init(|| id))
+        Some(self.got.get_or_init(|| Mine::new(&id)))
     }
 }
 
@@ -279,7 +294,7 @@ impl Key {
         Key {
             auth: Auth::Roster,
             hmac: None,
-            own: Some(own),
+            own: Some(Mine::new(&own)),
             roster: Some(roster),
             later: None,
         }
@@ -293,7 +308,7 @@ impl Key {
     /// was read, [`Own::Later`] to read it from the next roster on.
     pub fn both(fleet: Key, roster: Option<live::Live>, own: Own) -> Key {
         let (own, later) = match own {
-            Own::Loaded(id) => (Some(id), None),
+            Own::Loaded(id) => (Some(Mine::new(&id)), None),
             Own::Later { path, machine } => (
                 None,
                 Some(Later {
@@ -318,7 +333,7 @@ impl Key {
     /// mode; in `both` mode only while the good roster lists its key as
     /// valid now, so no machine of the fleet refuses it as an unknown
     /// signer; never in `shared-key` mode.
-    fn signing_identity(&self) -> Option<&identity::Identity> {
+    fn signing_identity(&self) -> Option<&Mine> {
         if self.auth != Auth::Both {
             return self.own.as_ref();
         }
@@ -328,11 +343,11 @@ impl Key {
             None => self.later.as_ref()?.get(live.generation())?,
         };
         let body = live.current().ok()?;
-        let key_id = id.line().ed25519.key_id();
+        let key_id = id.signing.key_id();
         let now = crate::base::clock::now();
         body.machines
             .iter()
-            .filter(|m| m.name.eq_ignore_ascii_case(id.name()))
+            .filter(|m| m.name.eq_ignore_ascii_case(&id.name))
             .flat_map(|m| &m.keys)
             .any(|k| k.key_id == key_id && roster::key_valid_at(k, now))
             .then_some(id)
@@ -382,7 +397,7 @@ impl Key {
     pub fn sign(&self, canonical: &str) -> String {
         match (&self.hmac, &self.own) {
             (Some(k), _) => hex::encode(hmac::sign(k, canonical.as_bytes()).as_ref()),
-            (None, Some(id)) => hex::encode(id.sign(canonical.as_bytes())),
+            (None, Some(id)) => hex::encode(id.signing.sign(canonical.as_bytes())),
             (None, None) => unreachable!("a key signs with the fleet key or an identity"),
         }
     }
@@ -394,8 +409,8 @@ impl Key {
         match self.signing_identity() {
             Some(id) => Signed {
                 alg: Some(ED25519.to_string()),
-                key_id: Some(id.line().ed25519.key_id()),
-                sig: hex::encode(id.sign(canonical.as_bytes())),
+                key_id: Some(id.signing.key_id().to_string()),
+                sig: hex::encode(id.signing.sign(canonical.as_bytes())),
             },
             None => Signed {
                 sig: self.sign(canonical),
@@ -423,7 +438,7 @@ impl Key {
         let sig = Signature::parse_ed25519(sig).ok_or(Refusal::NotASignature)?;
         let now = crate::base::clock::now();
         let mut keys: Vec<identity::SigningPublic> =
-            self.own.iter().map(|id| id.line().ed25519).collect();
+            self.own.iter().map(|id| id.signing.public()).collect();
         if let Some(body) = self.roster.as_ref().and_then(|r| r.current().ok()) {
             keys.extend(
                 body.machines

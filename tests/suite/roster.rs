@@ -121,6 +121,14 @@ fn key_id(w: &World, name: &str) -> String {
     v["keyId"].as_str().unwrap().to_string()
 }
 
+/// Stops PC's held listener `l` as a service manager would, on every
+/// platform: `listen --drain` (its running job finishes first), then
+/// waits for it; returns its (status, stdout, stderr).
+fn stop(w: &World, l: ListenerGuard) -> (i32, String, String) {
+    ok(w, "PC", &["listen", "--drain"]);
+    l.wait(Duration::from_secs(10))
+}
+
 /// Every file under `dir`, recursively.
 fn all_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -275,7 +283,6 @@ fn a_forged_a_foreign_and_a_rolled_back_roster_are_refused_by_name() {
     assert!(err.contains("rolled back: version 3"), "{err}");
 }
 
-#[cfg(unix)]
 #[test]
 fn a_running_listener_keeps_its_last_good_roster_and_says_why_it_refused_another() {
     let w = keyless();
@@ -292,7 +299,7 @@ fn a_running_listener_keeps_its_last_good_roster_and_says_why_it_refused_another
     let id = enqueue(&w, "LAPTOP", &["true"]);
     let v = w.wait_result(&id, Duration::from_secs(10));
     assert_eq!(v["ok"], true, "{v}");
-    let (_, _, err) = l.stop(&w, libc::SIGTERM, Duration::from_secs(10));
+    let (_, _, err) = stop(&w, l);
     assert!(
         err.contains("bad signature") && err.contains("still using version 3"),
         "{err}"
@@ -475,13 +482,22 @@ fn roster_mode_refuses_a_fleet_key_job_and_both_accepts_either() {
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(w.result(hmac)["ok"], true);
     assert_eq!(w.result(&ed)["ok"], true);
-    // `both` signs with the fleet key: a shared-key reader checks it.
-    assert!(w.result(&ed).get("alg").is_none());
-    let (code, out, err) = w.run(&["result", "--target", "PC", "--job-id", &ed]);
+    // `both` on a machine the roster lists signs with its identity (the
+    // fleet key while it is not listed: migrate::), which a `both` reader
+    // checks, and a shared-key one refuses.
+    assert_eq!(w.result(&ed)["alg"], "ed25519");
+    let (code, out, err) = output(
+        on(&w, "LAPTOP")
+            .env("FLEET_DISPATCH_AUTH", "both")
+            .env("FLEET_DISPATCH_KEY_FILE", &w.key)
+            .args(["result", "--target", "PC", "--job-id", &ed]),
+    );
     assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("signed by PC key"), "{out}");
+    let (code, out, err) = w.run(&["result", "--target", "PC", "--job-id", &ed]);
+    assert_eq!(code, 77, "{out}{err}");
 }
 
-#[cfg(unix)]
 #[test]
 fn a_revoked_machine_s_queued_job_is_refused_and_its_running_job_is_not_killed() {
     let w = keyless();
@@ -489,7 +505,9 @@ fn a_revoked_machine_s_queued_job_is_refused_and_its_running_job_is_not_killed()
     join(&w, "LAPTOP", &key, &[]);
     // Both are queued, and judged by the listener's first pass, before
     // the revocation.
-    let first = enqueue(&w, "LAPTOP", &["sleep", "2"]);
+    let sleep = kit(&["sleep", "2"]);
+    let sleep: Vec<&str> = sleep.iter().map(String::as_str).collect();
+    let first = enqueue(&w, "LAPTOP", &sleep);
     let queued = enqueue(&w, "LAPTOP", &["true"]);
     let l = ListenerGuard::spawn(bg(&w, "PC").args(["listen", "--poll-interval", "100ms"]));
     wait_until(Duration::from_secs(10), || w.running(&first).exists());
@@ -503,7 +521,7 @@ fn a_revoked_machine_s_queued_job_is_refused_and_its_running_job_is_not_killed()
         w.reason(&format!("{queued}.json"))["verdict"],
         "unknown-signer"
     );
-    let _ = l.stop(&w, libc::SIGTERM, Duration::from_secs(10));
+    let _ = stop(&w, l);
     let (code, v) = result(&w, "LAPTOP", &queued);
     assert_eq!(code, 76, "{v}");
     assert!(v.to_string().contains("unknown-signer"), "{v}");
@@ -578,7 +596,6 @@ fn doctor_shows_the_mode_identity_pin_and_how_long_the_roster_has_left() {
     assert!(out.contains("roster pin"), "{out}");
 }
 
-#[cfg(unix)]
 #[test]
 fn the_http_intake_takes_a_roster_signed_job_and_answers_a_roster_signed_wait() {
     let w = keyless();
@@ -611,7 +628,7 @@ fn the_http_intake_takes_a_roster_signed_job_and_answers_a_roster_signed_wait() 
     });
     let (code, out, err) = answer;
     assert_eq!(code, 0, "{out}{err}");
-    let _ = l.stop(&w, libc::SIGTERM, Duration::from_secs(10));
+    let _ = stop(&w, l);
     let id = out.lines().next().unwrap().trim().to_string();
     assert_eq!(w.result(&id)["alg"], "ed25519");
 }
