@@ -45,7 +45,7 @@ impl Fleet {
     }
 
     fn run(&self, name: &str, args: &[&str]) -> (i32, String, String) {
-        output(&mut assert_cmd::Command::from_std(self.bg(name)).args(args))
+        output(assert_cmd::Command::from_std(self.bg(name)).args(args))
     }
 
     fn ok(&self, name: &str, args: &[&str]) -> String {

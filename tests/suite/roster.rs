@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::util::*;
 
@@ -87,10 +87,12 @@ fn join(w: &World, name: &str, admin_key: &str, extra: &[&str]) -> String {
     line
 }
 
-/// `enqueue --target PC` from `from`: the job id.
-fn enqueue(w: &World, from: &str, argv: &[&str]) -> String {
+/// `enqueue --target PC` from `from` of a job running `jobkit STEPS…` (no
+/// step: it exits 0 at once, on Windows too): the job id.
+fn enqueue(w: &World, from: &str, steps: &[&str]) -> String {
+    let argv = kit(steps);
     let mut args = vec!["enqueue", "--target", "PC", "--"];
-    args.extend_from_slice(argv);
+    args.extend(argv.iter().map(String::as_str));
     last_line(ok(w, from, &args).trim())
 }
 
@@ -149,8 +151,8 @@ fn three_machines_join_without_a_secret_and_run_jobs_signed_by_their_origin() {
     let key = admin(&w, None);
     join(&w, "LAPTOP", &key, &[]);
     join(&w, "NAS", &key, &[]);
-    let a = enqueue(&w, "LAPTOP", &["true"]);
-    let b = enqueue(&w, "NAS", &["true"]);
+    let a = enqueue(&w, "LAPTOP", &[]);
+    let b = enqueue(&w, "NAS", &[]);
     let job: Value = serde_json::from_str(&std::fs::read_to_string(w.inbox(&a)).unwrap()).unwrap();
     assert_eq!(job["alg"], "ed25519", "{job}");
     assert_eq!(job["keyId"], key_id(&w, "LAPTOP").as_str(), "{job}");
@@ -296,7 +298,7 @@ fn a_running_listener_keeps_its_last_good_roster_and_says_why_it_refused_another
     let good = std::fs::read_to_string(&roster).unwrap();
     std::fs::write(&roster, good.replace("\"*\"", "\"NAS\"")).unwrap();
     std::thread::sleep(Duration::from_millis(500));
-    let id = enqueue(&w, "LAPTOP", &["true"]);
+    let id = enqueue(&w, "LAPTOP", &[]);
     let v = w.wait_result(&id, Duration::from_secs(10));
     assert_eq!(v["ok"], true, "{v}");
     let (_, _, err) = stop(&w, l);
@@ -312,7 +314,7 @@ fn a_job_edited_to_name_another_origin_is_refused() {
     let key = admin(&w, None);
     join(&w, "LAPTOP", &key, &[]);
     join(&w, "NAS", &key, &[]);
-    let id = enqueue(&w, "LAPTOP", &["true"]);
+    let id = enqueue(&w, "LAPTOP", &[]);
     let text = std::fs::read_to_string(w.inbox(&id)).unwrap();
     std::fs::write(w.inbox(&id), text.replace("\"LAPTOP\"", "\"NAS\"")).unwrap();
     let c = listen_once(&w);
@@ -320,7 +322,7 @@ fn a_job_edited_to_name_another_origin_is_refused() {
     let reason = w.reason(&format!("{id}.json"));
     assert_eq!(reason["verdict"], "unknown-signer", "{reason}");
     // Its key id named too: then the signature does not verify.
-    let id = enqueue(&w, "LAPTOP", &["true"]);
+    let id = enqueue(&w, "LAPTOP", &[]);
     let text = std::fs::read_to_string(w.inbox(&id)).unwrap();
     let nas = key_id(&w, "NAS");
     let laptop = key_id(&w, "LAPTOP");
@@ -371,7 +373,7 @@ fn a_machine_not_on_the_roster_is_an_unknown_signer_and_its_sender_sees_why() {
     let (code, out, err) = run(&w, "EVE", &["enqueue", "--target", "PC", "--", "true"]);
     assert_eq!(code, 78, "no pin, no roster mode: {out}{err}");
     ok(&w, "EVE", &["roster", "pin", &key]);
-    let id = blindly(&w, "EVE", || enqueue(&w, "EVE", &["true"]));
+    let id = blindly(&w, "EVE", || enqueue(&w, "EVE", &[]));
     let c = listen_once(&w);
     assert_eq!(c["rejected"], 1, "{c}");
     assert_eq!(w.reason(&format!("{id}.json"))["verdict"], "unknown-signer");
@@ -386,7 +388,7 @@ fn a_machine_may_send_only_where_the_roster_permits() {
     let key = admin(&w, None);
     w.make_target("LAPTOP");
     join(&w, "NAS", &key, &["--may-send", "LAPTOP"]);
-    let id = blindly(&w, "NAS", || enqueue(&w, "NAS", &["true"]));
+    let id = blindly(&w, "NAS", || enqueue(&w, "NAS", &[]));
     listen_once(&w);
     let reason = w.reason(&format!("{id}.json"));
     assert_eq!(reason["verdict"], "not-permitted", "{reason}");
@@ -401,7 +403,7 @@ fn a_machine_may_send_only_where_the_roster_permits() {
     let (code, out, err) = run(&w, "NAS", &["enqueue", "--target", "LAPTOP", "--", "true"]);
     assert_eq!(code, 0, "{out}{err}");
     // A cancel marker is judged by the same rule: NAS may not cancel on PC.
-    let id = enqueue(&w, "PC", &["true"]);
+    let id = enqueue(&w, "PC", &[]);
     ok(&w, "NAS", &["cancel", "--target", "PC", "--job-id", &id]);
     let (code, out, err) = run(
         &w,
@@ -420,8 +422,8 @@ fn a_rotated_key_signs_during_the_overlap_and_is_refused_after_it() {
     let w = keyless();
     let key = admin(&w, None);
     join(&w, "LAPTOP", &key, &[]);
-    let during = enqueue(&w, "LAPTOP", &["true"]);
-    let late = enqueue(&w, "LAPTOP", &["true"]);
+    let during = enqueue(&w, "LAPTOP", &[]);
+    let late = enqueue(&w, "LAPTOP", &[]);
     // LAPTOP gets a new key; the old one ends 2 seconds from now.
     let line = last_line(&ok(&w, "LAPTOP", &["identity", "init", "--force"]));
     ok(
@@ -447,7 +449,7 @@ fn a_rotated_key_signs_during_the_overlap_and_is_refused_after_it() {
     // key's job runs.
     std::thread::sleep(Duration::from_millis(2200));
     std::fs::write(w.inbox(&late), late_job).unwrap();
-    let fresh = enqueue(&w, "LAPTOP", &["true"]);
+    let fresh = enqueue(&w, "LAPTOP", &[]);
     let c = listen_once(&w);
     assert_eq!(c["done"], 1, "{c}");
     assert_eq!(w.result(&fresh)["ok"], true);
@@ -461,7 +463,7 @@ fn roster_mode_refuses_a_fleet_key_job_and_both_accepts_either() {
     let key = admin(&w, None);
     join(&w, "LAPTOP", &key, &[]);
     let hmac = "20261129-193000-9f2c4e1ab37d5c08";
-    let spec = json!({"argv": ["true"]});
+    let spec = kit_spec(&[]);
     w.write_job("PC", hmac, "PC", &now_text(), &spec);
     listen_once(&w);
     assert_eq!(
@@ -472,7 +474,7 @@ fn roster_mode_refuses_a_fleet_key_job_and_both_accepts_either() {
     write_private(&w.key, VECTOR_KEY);
     let hmac = "20261129-193001-9f2c4e1ab37d5c09";
     w.write_job("PC", hmac, "PC", &now_text(), &spec);
-    let ed = enqueue(&w, "LAPTOP", &["true"]);
+    let ed = enqueue(&w, "LAPTOP", &[]);
     let (code, out, err) = output(
         on(&w, "PC")
             .env("FLEET_DISPATCH_AUTH", "both")
@@ -505,10 +507,8 @@ fn a_revoked_machine_s_queued_job_is_refused_and_its_running_job_is_not_killed()
     join(&w, "LAPTOP", &key, &[]);
     // Both are queued, and judged by the listener's first pass, before
     // the revocation.
-    let sleep = kit(&["sleep", "2"]);
-    let sleep: Vec<&str> = sleep.iter().map(String::as_str).collect();
-    let first = enqueue(&w, "LAPTOP", &sleep);
-    let queued = enqueue(&w, "LAPTOP", &["true"]);
+    let first = enqueue(&w, "LAPTOP", &["sleep", "2"]);
+    let queued = enqueue(&w, "LAPTOP", &[]);
     let l = ListenerGuard::spawn(bg(&w, "PC").args(["listen", "--poll-interval", "100ms"]));
     wait_until(Duration::from_secs(10), || w.running(&first).exists());
     ok(&w, "PC", &["roster", "remove", "LAPTOP"]);
@@ -532,7 +532,7 @@ fn a_cancel_marker_in_roster_mode_is_signed_by_its_origin_and_honoured() {
     let w = keyless();
     let key = admin(&w, None);
     join(&w, "LAPTOP", &key, &[]);
-    let id = enqueue(&w, "LAPTOP", &["true"]);
+    let id = enqueue(&w, "LAPTOP", &[]);
     ok(&w, "LAPTOP", &["cancel", "--target", "PC", "--job-id", &id]);
     let marker: Value =
         serde_json::from_str(&std::fs::read_to_string(w.marker(&id)).unwrap()).unwrap();
@@ -615,13 +615,14 @@ fn the_http_intake_takes_a_roster_signed_job_and_answers_a_roster_signed_wait() 
         &addr,
     ]));
     let url = format!("http://{addr}");
+    let noop = kit(&[]);
     let mut answer = (0, String::new(), String::new());
     wait_until(Duration::from_secs(10), || {
         answer = run(
             &w,
             "LAPTOP",
             &[
-                "enqueue", "--target", "PC", "--via", &url, "--wait", "--", "true",
+                "enqueue", "--target", "PC", "--via", &url, "--wait", "--", &noop[0],
             ],
         );
         !answer.2.contains("connect")
@@ -638,7 +639,7 @@ fn a_result_signed_with_a_rotated_key_stops_verifying_after_the_overlap() {
     let w = keyless();
     let key = admin(&w, None);
     join(&w, "LAPTOP", &key, &[]);
-    let id = enqueue(&w, "LAPTOP", &["true"]);
+    let id = enqueue(&w, "LAPTOP", &[]);
     listen_once(&w);
     assert_eq!(result(&w, "LAPTOP", &id).0, 0);
     // PC's key is rotated; its old key ends 2 seconds from now.
