@@ -26,20 +26,20 @@
 //! the last good one, read again when it changes.
 
 use std::fmt;
-use std::path::PathBuf;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use ring::hmac;
 
 pub mod file;
 pub mod identity;
 pub mod live;
+pub mod own;
 pub mod roster;
 pub mod seal;
 pub mod store;
 
 pub use file::{MAX_KEY_FILE_BYTES, POINT_AT_KEY, generate, judge_file_text};
+pub use own::Own;
+use own::{Later, Mine};
 
 /// Which signatures a machine makes and accepts (`--auth`,
 /// `FLEET_DISPATCH_AUTH`, `auth` in the config file; docs/identities.md).
@@ -93,74 +93,10 @@ pub struct Key {
     later: Option<Later>,
 }
 
-/// This machine's identity, its signing half derived once.
-struct Mine {
-    name: String,
-    signing: identity::Signing,
-}
-
-impl Mine {
-    fn new(id: &identity::Identity) -> Mine {
-        Mine {
-            name: id.name().to_string(),
-            signing: id.signing(),
-        }
-    }
-}
-
-/// A `both` machine's identity file that did not exist when its key was
-/// loaded: read again each time another good roster is taken, so a
-/// running listener signs with the identity from the first roster that
-/// lists it, without a restart (docs/identities.md, "Moving a fleet").
-struct Later {
-    path: PathBuf,
-    /// This machine's name: an identity file naming another is not used.
-    machine: Option<String>,
-    /// The roster generation of the last attempt.
-    tried: AtomicU64,
-    got: OnceLock<Mine>,
-}
-
-impl Later {
-    fn get(&self, generation: u64) -> Option<&Mine> {
-        if let Some(id) = self.got.get() {
-            return Some(id);
-        }
-        if self.tried.swap(generation, Ordering::Relaxed) == generation {
-            return None;
-        }
-        let id = store::load_identity(&self.path).ok()?;
-        if self
-            .machine
-            .as_deref()
-            .is_some_and(|m| !m.eq_ignore_ascii_case(id.name()))
-        {
-            return None;
-        }
-        Some(self.got.get_or_init(|| Mine::new(&id)))
-    }
-}
-
 impl fmt::Debug for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Key({}, <redacted>)", self.auth.as_str())
     }
-}
-
-/// A `both` machine's identity as its key is loaded ([`Key::both`]).
-pub enum Own {
-    /// Its identity file, read.
-    Loaded(identity::Identity),
-    /// Its identity file does not exist yet: read it once a roster is
-    /// taken, and use it when it names `machine` (when known).
-    Later {
-        /// The identity file's path.
-        path: PathBuf,
-        /// This machine's name.
-        machine: Option<String>,
-    },
-    /// No identity file is set.
-    None,
 }
 
 /// The algorithm word of an Ed25519-signed document.
@@ -300,24 +236,13 @@ impl Key {
         }
     }
 
-    /// The `both` mode's key: `fleet` checks HMAC documents and signs
-    /// (every machine of a fleet in migration still checks it); `roster`,
-    /// when this machine pins an admin key, judges Ed25519 ones. `own`,
-    /// this machine's identity, signs documents instead of the fleet key
-    /// while the good roster lists its key: [`Own::Loaded`] when its file
-    /// was read, [`Own::Later`] to read it from the next roster on.
+    /// The `both` mode's key: `fleet` checks HMAC documents and signs;
+    /// `roster` (when an admin key is pinned) judges Ed25519 ones; `own`
+    /// signs documents instead while that roster lists it.
     pub fn both(fleet: Key, roster: Option<live::Live>, own: Own) -> Key {
         let (own, later) = match own {
             Own::Loaded(id) => (Some(Mine::new(&id)), None),
-            Own::Later { path, machine } => (
-                None,
-                Some(Later {
-                    path,
-                    machine,
-                    tried: AtomicU64::new(u64::MAX),
-                    got: OnceLock::new(),
-                }),
-            ),
+            Own::Later { path, machine } => (None, Some(Later::new(path, machine))),
             Own::None => (None, None),
         };
         Key {
@@ -330,9 +255,8 @@ impl Key {
     }
 
     /// The identity this machine signs documents with: always in `roster`
-    /// mode; in `both` mode only while the good roster lists its key as
-    /// valid now, so no machine of the fleet refuses it as an unknown
-    /// signer; never in `shared-key` mode.
+    /// mode; in `both` only while the good roster lists it (no machine then
+    /// refuses it as an unknown signer); never in `shared-key`.
     fn signing_identity(&self) -> Option<&Mine> {
         if self.auth != Auth::Both {
             return self.own.as_ref();
@@ -342,15 +266,7 @@ impl Key {
             Some(id) => id,
             None => self.later.as_ref()?.get(live.generation())?,
         };
-        let body = live.current().ok()?;
-        let key_id = id.signing.key_id();
-        let now = crate::base::clock::now();
-        body.machines
-            .iter()
-            .filter(|m| m.name.eq_ignore_ascii_case(&id.name))
-            .flat_map(|m| &m.keys)
-            .any(|k| k.key_id == key_id && roster::key_valid_at(k, now))
-            .then_some(id)
+        id.listed(live).then_some(id)
     }
 
     /// The mode this key was loaded for.
