@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{identity, live, roster, store};
 
-/// A `both` machine's identity as its key is loaded ([`Key::both`]).
+/// A `both` machine's identity as its key is loaded ([`super::Key::both`]).
 pub enum Own {
     /// Its identity file, read.
     Loaded(identity::Identity),
