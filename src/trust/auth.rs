@@ -12,8 +12,8 @@ pub enum Auth {
     /// Each machine signs with its own Ed25519 identity, judged against the
     /// roster; no fleet key file is needed
     Roster,
-    /// Signs with the fleet key and accepts each document by the
-    /// algorithm it states, for a migration
+    /// Accepts each document by the algorithm it states, for a migration;
+    /// signs with the fleet key, or the identity once the roster lists it
     Both,
 }
 

@@ -211,6 +211,44 @@ impl Identity {
     }
 }
 
+/// An identity's signing half, derived once: what signs document after
+/// document without deriving the key pair and its id each time.
+pub struct Signing {
+    pair: Ed25519KeyPair,
+    public: SigningPublic,
+    key_id: String,
+}
+
+impl Signing {
+    /// The public key.
+    pub fn public(&self) -> SigningPublic {
+        self.public
+    }
+
+    /// The key id.
+    pub fn key_id(&self) -> &str {
+        &self.key_id
+    }
+
+    /// The Ed25519 signature over `message`.
+    pub fn sign(&self, message: &[u8]) -> Vec<u8> {
+        self.pair.sign(message).as_ref().to_vec()
+    }
+}
+
+impl Identity {
+    /// Its signing half ([`Signing`]).
+    pub fn signing(&self) -> Signing {
+        let pair = pair(&self.seed);
+        let public = SigningPublic(pair.public_key().as_ref().try_into().expect("32 bytes"));
+        Signing {
+            key_id: public.key_id(),
+            public,
+            pair,
+        }
+    }
+}
+
 /// The roster's signing key, as the admin key file holds it.
 pub struct AdminKey {
     seed: [u8; KEY_BYTES],

@@ -33,12 +33,15 @@ mod auth;
 pub mod file;
 pub mod identity;
 pub mod live;
+pub mod own;
 pub mod roster;
 pub mod seal;
 pub mod store;
 
 pub use auth::Auth;
 pub use file::{MAX_KEY_FILE_BYTES, POINT_AT_KEY, generate, judge_file_text};
+pub use own::Own;
+use own::{Later, Mine};
 
 /// The shortest key accepted, in bytes.
 pub const MIN_KEY_BYTES: usize = 32;
@@ -54,13 +57,15 @@ const KEY_ID_TEXT: &[u8] = b"fleet-dispatch key fingerprint";
 /// [`Auth`] mode: the fleet key (`shared-key`, `both`: the key file's
 /// content with trailing ASCII whitespace trimmed, taken as bytes), this
 /// machine's identity (`roster`) and the roster to judge Ed25519 documents
-/// against (`roster`, `both`). No secret is ever printed: it hides itself
+/// against (`roster`, `both`), and in `both` mode this machine's identity
+/// once the roster lists it. No secret is ever printed: it hides itself
 /// from `Debug`, and no code path writes it anywhere but its own file.
 pub struct Key {
     auth: Auth,
     hmac: Option<hmac::Key>,
-    own: Option<identity::Identity>,
+    own: Option<Mine>,
     roster: Option<live::Live>,
+    later: Option<Later>,
 }
 
 impl fmt::Debug for Key {
@@ -190,6 +195,7 @@ impl Key {
             hmac: Some(hmac::Key::new(hmac::HMAC_SHA256, bytes)),
             own: None,
             roster: None,
+            later: None,
         })
     }
 
@@ -199,20 +205,43 @@ impl Key {
         Key {
             auth: Auth::Roster,
             hmac: None,
-            own: Some(own),
+            own: Some(Mine::new(own)),
             roster: Some(roster),
+            later: None,
         }
     }
 
-    /// The `both` mode's key: `fleet` signs (every machine of a fleet in
-    /// migration still checks it) and checks HMAC documents; `roster`,
-    /// when this machine pins an admin key, judges Ed25519 ones.
-    pub fn both(fleet: Key, roster: Option<live::Live>) -> Key {
+    /// The `both` mode's key: `fleet` checks HMAC documents and signs;
+    /// `roster` (when an admin key is pinned) judges Ed25519 ones; `own`
+    /// signs documents instead while that roster lists it.
+    pub fn both(fleet: Key, roster: Option<live::Live>, own: Own) -> Key {
+        let (own, later) = match own {
+            Own::Loaded(id) => (Some(Mine::new(id)), None),
+            Own::Later { path, machine } => (None, Some(Later::new(path, machine))),
+            Own::None => (None, None),
+        };
         Key {
             auth: Auth::Both,
             roster,
+            own,
+            later,
             ..fleet
         }
+    }
+
+    /// The identity this machine signs documents with: always in `roster`
+    /// mode; in `both` only while the good roster lists it (no machine then
+    /// refuses it as an unknown signer); never in `shared-key`.
+    fn signing_identity(&self) -> Option<&Mine> {
+        if self.auth != Auth::Both {
+            return self.own.as_ref();
+        }
+        let live = self.roster.as_ref()?;
+        let id = match &self.own {
+            Some(id) => id,
+            None => self.later.as_ref()?.get(live.generation())?,
+        };
+        id.listed(live).then_some(id)
     }
 
     /// The mode this key was loaded for.
@@ -235,10 +264,13 @@ impl Key {
         self.roster.as_ref().map_or(Ok(()), live::Live::ready)
     }
 
-    /// This machine's own identity, in `roster` mode: what opens an
-    /// envelope sealed to it ([`seal::open`]).
+    /// This machine's own identity (in `roster` mode, and in `both` once
+    /// it is loaded): what opens an envelope sealed to it ([`seal::open`]).
     pub fn identity(&self) -> Option<&identity::Identity> {
-        self.own.as_ref()
+        self.own
+            .as_ref()
+            .or_else(|| self.later.as_ref().and_then(Later::loaded))
+            .map(|m| &m.identity)
     }
 
     /// [`live::Live::sealing_key`] on this key's roster.
@@ -291,22 +323,22 @@ impl Key {
     pub fn sign(&self, canonical: &str) -> String {
         match (&self.hmac, &self.own) {
             (Some(k), _) => hex::encode(hmac::sign(k, canonical.as_bytes()).as_ref()),
-            (None, Some(id)) => hex::encode(id.sign(canonical.as_bytes())),
+            (None, Some(id)) => hex::encode(id.signing.sign(canonical.as_bytes())),
             (None, None) => unreachable!("a key signs with the fleet key or an identity"),
         }
     }
 
     /// A document's signature over `canonical`, by the machine it names
-    /// (this one): with `alg` and `keyId` in the roster lane, neither in
-    /// the shared-key lane.
+    /// (this one): with `alg` and `keyId` in the roster lane (`roster`, a
+    /// listed `both` machine), neither in the shared-key lane.
     pub fn sign_document(&self, canonical: &str) -> Signed {
-        match (&self.hmac, &self.own) {
-            (None, Some(id)) => Signed {
+        match self.signing_identity() {
+            Some(id) => Signed {
                 alg: Some(ED25519.to_string()),
-                key_id: Some(id.line().ed25519.key_id()),
-                sig: hex::encode(id.sign(canonical.as_bytes())),
+                key_id: Some(id.signing.key_id().to_string()),
+                sig: hex::encode(id.signing.sign(canonical.as_bytes())),
             },
-            _ => Signed {
+            None => Signed {
                 sig: self.sign(canonical),
                 ..Signed::default()
             },
@@ -332,7 +364,7 @@ impl Key {
         let sig = Signature::parse_ed25519(sig).ok_or(Refusal::NotASignature)?;
         let now = crate::base::clock::now();
         let mut keys: Vec<identity::SigningPublic> =
-            self.own.iter().map(|id| id.line().ed25519).collect();
+            self.own.iter().map(|id| id.signing.public()).collect();
         if let Some(body) = self.roster.as_ref().and_then(|r| r.current().ok()) {
             keys.extend(
                 body.machines
@@ -501,77 +533,4 @@ pub fn compare<'a>(mine: Option<&'a str>, theirs: Option<&'a str>) -> KeyIds<'a>
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const VECTOR_KEY: &[u8] = b"3f6c2a9e1b7d4c58a0e9f2b6d1c7e4a89b3d5f7a1c2e4b6d8f0a1b3c5d7e9f21\n";
-    const MARKER: &str = "cancel|a|PC|2026-11-29T19:31:00.000Z|LAPTOP";
-
-    #[test]
-    fn verify_accepts_either_hex_case_and_nothing_else() {
-        let k = Key::from_file_text(VECTOR_KEY).unwrap();
-        let by = Signer::Machine("LAPTOP");
-        let sig = k.sign(MARKER);
-        assert!(k.verify(by, MARKER, &sig));
-        assert!(k.verify(Signer::Unnamed, MARKER, &sig));
-        assert!(k.verify(by, MARKER, &sig.to_uppercase()));
-        assert!(!k.verify(by, "cancel|a|PC|2026-11-29T19:31:00.000Z|LAPTOQ", &sig));
-        assert!(!k.verify(by, MARKER, &sig[..62]));
-        assert!(!k.verify(by, MARKER, "zz"));
-        assert!(!k.verify(by, MARKER, ""));
-    }
-
-    #[test]
-    fn a_refusal_says_whether_the_text_or_the_signature_is_wrong() {
-        let k = Key::from_file_text(VECTOR_KEY).unwrap();
-        let by = Signer::Machine("LAPTOP");
-        let sig = k.sign(MARKER);
-        assert_eq!(k.check(by, MARKER, &sig), Ok(()));
-        for text in ["", "zz", &sig[..62], &format!("{sig}00"), &"g".repeat(64)] {
-            assert_eq!(
-                k.check(by, MARKER, text),
-                Err(Refusal::NotASignature),
-                "{text}"
-            );
-        }
-        let other = Key::from_bytes(&[7u8; 32]).unwrap().sign(MARKER);
-        assert_eq!(k.check(by, MARKER, &other), Err(Refusal::DoesNotVerify));
-        assert_eq!(
-            Refusal::NotASignature.to_string(),
-            "sig is not 64 hex digits"
-        );
-    }
-
-    #[test]
-    fn a_key_id_names_the_key_and_only_it() {
-        let a = Key::from_file_text(VECTOR_KEY).unwrap();
-        let b = Key::from_bytes(&[7u8; 32]).unwrap();
-        assert_eq!(a.key_id().len(), 8);
-        assert_eq!(
-            a.key_id(),
-            Key::from_file_text(VECTOR_KEY).unwrap().key_id()
-        );
-        assert_ne!(a.key_id(), b.key_id());
-    }
-
-    #[test]
-    fn keys_differ_only_when_both_are_known_and_unequal() {
-        assert_eq!(compare(Some("a"), None), KeyIds::Unreported);
-        assert_eq!(compare(None, Some("b")), KeyIds::NoneHere("b"));
-        assert_eq!(compare(Some("b"), Some("b")), KeyIds::Same("b"));
-        assert_eq!(
-            compare(Some("a"), Some("b")),
-            KeyIds::Differ {
-                mine: "a",
-                theirs: "b"
-            }
-        );
-    }
-
-    #[test]
-    fn debug_never_shows_the_key() {
-        let k = Key::from_file_text(VECTOR_KEY).unwrap();
-        let shown = format!("{k:?}");
-        assert!(!shown.contains("3f6c"));
-    }
-}
+mod tests;

@@ -24,6 +24,7 @@ mod listen;
 mod logs;
 mod manners;
 mod mcp;
+mod migrate;
 mod objstore;
 mod operator;
 mod pickup;

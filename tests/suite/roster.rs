@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::util::*;
 
@@ -87,10 +87,12 @@ fn join(w: &World, name: &str, admin_key: &str, extra: &[&str]) -> String {
     line
 }
 
-/// `enqueue --target PC` from `from`: the job id.
-fn enqueue(w: &World, from: &str, argv: &[&str]) -> String {
+/// `enqueue --target PC` from `from` of a job running `jobkit STEPS…` (no
+/// step: it exits 0 at once, on Windows too): the job id.
+fn enqueue(w: &World, from: &str, steps: &[&str]) -> String {
+    let argv = kit(steps);
     let mut args = vec!["enqueue", "--target", "PC", "--"];
-    args.extend_from_slice(argv);
+    args.extend(argv.iter().map(String::as_str));
     last_line(ok(w, from, &args).trim())
 }
 
@@ -121,6 +123,14 @@ fn key_id(w: &World, name: &str) -> String {
     v["keyId"].as_str().unwrap().to_string()
 }
 
+/// Stops PC's held listener `l` as a service manager would, on every
+/// platform: `listen --drain` (its running job finishes first), then
+/// waits for it; returns its (status, stdout, stderr).
+fn stop(w: &World, l: ListenerGuard) -> (i32, String, String) {
+    ok(w, "PC", &["listen", "--drain"]);
+    l.wait(Duration::from_secs(10))
+}
+
 /// Every file under `dir`, recursively.
 fn all_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -141,8 +151,8 @@ fn three_machines_join_without_a_secret_and_run_jobs_signed_by_their_origin() {
     let key = admin(&w, None);
     join(&w, "LAPTOP", &key, &[]);
     join(&w, "NAS", &key, &[]);
-    let a = enqueue(&w, "LAPTOP", &["true"]);
-    let b = enqueue(&w, "NAS", &["true"]);
+    let a = enqueue(&w, "LAPTOP", &[]);
+    let b = enqueue(&w, "NAS", &[]);
     let job: Value = serde_json::from_str(&std::fs::read_to_string(w.inbox(&a)).unwrap()).unwrap();
     assert_eq!(job["alg"], "ed25519", "{job}");
     assert_eq!(job["keyId"], key_id(&w, "LAPTOP").as_str(), "{job}");
@@ -275,7 +285,6 @@ fn a_forged_a_foreign_and_a_rolled_back_roster_are_refused_by_name() {
     assert!(err.contains("rolled back: version 3"), "{err}");
 }
 
-#[cfg(unix)]
 #[test]
 fn a_running_listener_keeps_its_last_good_roster_and_says_why_it_refused_another() {
     let w = keyless();
@@ -289,10 +298,10 @@ fn a_running_listener_keeps_its_last_good_roster_and_says_why_it_refused_another
     let good = std::fs::read_to_string(&roster).unwrap();
     std::fs::write(&roster, good.replace("\"*\"", "\"NAS\"")).unwrap();
     std::thread::sleep(Duration::from_millis(500));
-    let id = enqueue(&w, "LAPTOP", &["true"]);
+    let id = enqueue(&w, "LAPTOP", &[]);
     let v = w.wait_result(&id, Duration::from_secs(10));
     assert_eq!(v["ok"], true, "{v}");
-    let (_, _, err) = l.stop(&w, libc::SIGTERM, Duration::from_secs(10));
+    let (_, _, err) = stop(&w, l);
     assert!(
         err.contains("bad signature") && err.contains("still using version 3"),
         "{err}"
@@ -305,7 +314,7 @@ fn a_job_edited_to_name_another_origin_is_refused() {
     let key = admin(&w, None);
     join(&w, "LAPTOP", &key, &[]);
     join(&w, "NAS", &key, &[]);
-    let id = enqueue(&w, "LAPTOP", &["true"]);
+    let id = enqueue(&w, "LAPTOP", &[]);
     let text = std::fs::read_to_string(w.inbox(&id)).unwrap();
     std::fs::write(w.inbox(&id), text.replace("\"LAPTOP\"", "\"NAS\"")).unwrap();
     let c = listen_once(&w);
@@ -313,7 +322,7 @@ fn a_job_edited_to_name_another_origin_is_refused() {
     let reason = w.reason(&format!("{id}.json"));
     assert_eq!(reason["verdict"], "unknown-signer", "{reason}");
     // Its key id named too: then the signature does not verify.
-    let id = enqueue(&w, "LAPTOP", &["true"]);
+    let id = enqueue(&w, "LAPTOP", &[]);
     let text = std::fs::read_to_string(w.inbox(&id)).unwrap();
     let nas = key_id(&w, "NAS");
     let laptop = key_id(&w, "LAPTOP");
@@ -364,7 +373,7 @@ fn a_machine_not_on_the_roster_is_an_unknown_signer_and_its_sender_sees_why() {
     let (code, out, err) = run(&w, "EVE", &["enqueue", "--target", "PC", "--", "true"]);
     assert_eq!(code, 78, "no pin, no roster mode: {out}{err}");
     ok(&w, "EVE", &["roster", "pin", &key]);
-    let id = blindly(&w, "EVE", || enqueue(&w, "EVE", &["true"]));
+    let id = blindly(&w, "EVE", || enqueue(&w, "EVE", &[]));
     let c = listen_once(&w);
     assert_eq!(c["rejected"], 1, "{c}");
     assert_eq!(w.reason(&format!("{id}.json"))["verdict"], "unknown-signer");
@@ -379,7 +388,7 @@ fn a_machine_may_send_only_where_the_roster_permits() {
     let key = admin(&w, None);
     w.make_target("LAPTOP");
     join(&w, "NAS", &key, &["--may-send", "LAPTOP"]);
-    let id = blindly(&w, "NAS", || enqueue(&w, "NAS", &["true"]));
+    let id = blindly(&w, "NAS", || enqueue(&w, "NAS", &[]));
     listen_once(&w);
     let reason = w.reason(&format!("{id}.json"));
     assert_eq!(reason["verdict"], "not-permitted", "{reason}");
@@ -394,7 +403,7 @@ fn a_machine_may_send_only_where_the_roster_permits() {
     let (code, out, err) = run(&w, "NAS", &["enqueue", "--target", "LAPTOP", "--", "true"]);
     assert_eq!(code, 0, "{out}{err}");
     // A cancel marker is judged by the same rule: NAS may not cancel on PC.
-    let id = enqueue(&w, "PC", &["true"]);
+    let id = enqueue(&w, "PC", &[]);
     ok(&w, "NAS", &["cancel", "--target", "PC", "--job-id", &id]);
     let (code, out, err) = run(
         &w,
@@ -413,8 +422,8 @@ fn a_rotated_key_signs_during_the_overlap_and_is_refused_after_it() {
     let w = keyless();
     let key = admin(&w, None);
     join(&w, "LAPTOP", &key, &[]);
-    let during = enqueue(&w, "LAPTOP", &["true"]);
-    let late = enqueue(&w, "LAPTOP", &["true"]);
+    let during = enqueue(&w, "LAPTOP", &[]);
+    let late = enqueue(&w, "LAPTOP", &[]);
     // LAPTOP gets a new key; the old one ends 2 seconds from now.
     let line = last_line(&ok(&w, "LAPTOP", &["identity", "init", "--force"]));
     ok(
@@ -440,7 +449,7 @@ fn a_rotated_key_signs_during_the_overlap_and_is_refused_after_it() {
     // key's job runs.
     std::thread::sleep(Duration::from_millis(2200));
     std::fs::write(w.inbox(&late), late_job).unwrap();
-    let fresh = enqueue(&w, "LAPTOP", &["true"]);
+    let fresh = enqueue(&w, "LAPTOP", &[]);
     let c = listen_once(&w);
     assert_eq!(c["done"], 1, "{c}");
     assert_eq!(w.result(&fresh)["ok"], true);
@@ -454,7 +463,7 @@ fn roster_mode_refuses_a_fleet_key_job_and_both_accepts_either() {
     let key = admin(&w, None);
     join(&w, "LAPTOP", &key, &[]);
     let hmac = "20261129-193000-9f2c4e1ab37d5c08";
-    let spec = json!({"argv": ["true"]});
+    let spec = kit_spec(&[]);
     w.write_job("PC", hmac, "PC", &now_text(), &spec);
     listen_once(&w);
     assert_eq!(
@@ -465,7 +474,7 @@ fn roster_mode_refuses_a_fleet_key_job_and_both_accepts_either() {
     write_private(&w.key, VECTOR_KEY);
     let hmac = "20261129-193001-9f2c4e1ab37d5c09";
     w.write_job("PC", hmac, "PC", &now_text(), &spec);
-    let ed = enqueue(&w, "LAPTOP", &["true"]);
+    let ed = enqueue(&w, "LAPTOP", &[]);
     let (code, out, err) = output(
         on(&w, "PC")
             .env("FLEET_DISPATCH_AUTH", "both")
@@ -475,13 +484,22 @@ fn roster_mode_refuses_a_fleet_key_job_and_both_accepts_either() {
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(w.result(hmac)["ok"], true);
     assert_eq!(w.result(&ed)["ok"], true);
-    // `both` signs with the fleet key: a shared-key reader checks it.
-    assert!(w.result(&ed).get("alg").is_none());
-    let (code, out, err) = w.run(&["result", "--target", "PC", "--job-id", &ed]);
+    // `both` on a machine the roster lists signs with its identity (the
+    // fleet key while it is not listed: migrate::), which a `both` reader
+    // checks, and a shared-key one refuses.
+    assert_eq!(w.result(&ed)["alg"], "ed25519");
+    let (code, out, err) = output(
+        on(&w, "LAPTOP")
+            .env("FLEET_DISPATCH_AUTH", "both")
+            .env("FLEET_DISPATCH_KEY_FILE", &w.key)
+            .args(["result", "--target", "PC", "--job-id", &ed]),
+    );
     assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("signed by PC key"), "{out}");
+    let (code, out, err) = w.run(&["result", "--target", "PC", "--job-id", &ed]);
+    assert_eq!(code, 77, "{out}{err}");
 }
 
-#[cfg(unix)]
 #[test]
 fn a_revoked_machine_s_queued_job_is_refused_and_its_running_job_is_not_killed() {
     let w = keyless();
@@ -490,7 +508,7 @@ fn a_revoked_machine_s_queued_job_is_refused_and_its_running_job_is_not_killed()
     // Both are queued, and judged by the listener's first pass, before
     // the revocation.
     let first = enqueue(&w, "LAPTOP", &["sleep", "2"]);
-    let queued = enqueue(&w, "LAPTOP", &["true"]);
+    let queued = enqueue(&w, "LAPTOP", &[]);
     let l = ListenerGuard::spawn(bg(&w, "PC").args(["listen", "--poll-interval", "100ms"]));
     wait_until(Duration::from_secs(10), || w.running(&first).exists());
     ok(&w, "PC", &["roster", "remove", "LAPTOP"]);
@@ -503,7 +521,7 @@ fn a_revoked_machine_s_queued_job_is_refused_and_its_running_job_is_not_killed()
         w.reason(&format!("{queued}.json"))["verdict"],
         "unknown-signer"
     );
-    let _ = l.stop(&w, libc::SIGTERM, Duration::from_secs(10));
+    let _ = stop(&w, l);
     let (code, v) = result(&w, "LAPTOP", &queued);
     assert_eq!(code, 76, "{v}");
     assert!(v.to_string().contains("unknown-signer"), "{v}");
@@ -514,7 +532,7 @@ fn a_cancel_marker_in_roster_mode_is_signed_by_its_origin_and_honoured() {
     let w = keyless();
     let key = admin(&w, None);
     join(&w, "LAPTOP", &key, &[]);
-    let id = enqueue(&w, "LAPTOP", &["true"]);
+    let id = enqueue(&w, "LAPTOP", &[]);
     ok(&w, "LAPTOP", &["cancel", "--target", "PC", "--job-id", &id]);
     let marker: Value =
         serde_json::from_str(&std::fs::read_to_string(w.marker(&id)).unwrap()).unwrap();
@@ -578,7 +596,6 @@ fn doctor_shows_the_mode_identity_pin_and_how_long_the_roster_has_left() {
     assert!(out.contains("roster pin"), "{out}");
 }
 
-#[cfg(unix)]
 #[test]
 fn the_http_intake_takes_a_roster_signed_job_and_answers_a_roster_signed_wait() {
     let w = keyless();
@@ -598,20 +615,54 @@ fn the_http_intake_takes_a_roster_signed_job_and_answers_a_roster_signed_wait() 
         &addr,
     ]));
     let url = format!("http://{addr}");
+    let noop = kit(&[]);
     let mut answer = (0, String::new(), String::new());
     wait_until(Duration::from_secs(10), || {
         answer = run(
             &w,
             "LAPTOP",
             &[
-                "enqueue", "--target", "PC", "--via", &url, "--wait", "--", "true",
+                "enqueue", "--target", "PC", "--via", &url, "--wait", "--", &noop[0],
             ],
         );
         !answer.2.contains("connect")
     });
     let (code, out, err) = answer;
     assert_eq!(code, 0, "{out}{err}");
-    let _ = l.stop(&w, libc::SIGTERM, Duration::from_secs(10));
+    let _ = stop(&w, l);
     let id = out.lines().next().unwrap().trim().to_string();
     assert_eq!(w.result(&id)["alg"], "ed25519");
+}
+
+#[test]
+fn a_result_signed_with_a_rotated_key_stops_verifying_after_the_overlap() {
+    let w = keyless();
+    let key = admin(&w, None);
+    join(&w, "LAPTOP", &key, &[]);
+    let id = enqueue(&w, "LAPTOP", &[]);
+    listen_once(&w);
+    assert_eq!(result(&w, "LAPTOP", &id).0, 0);
+    // PC's key is rotated; its old key ends 2 seconds from now.
+    let line = last_line(&ok(&w, "PC", &["identity", "init", "--force"]));
+    ok(
+        &w,
+        "PC",
+        &[
+            "roster",
+            "rotate",
+            "PC",
+            "--identity",
+            &line,
+            "--overlap",
+            "2s",
+        ],
+    );
+    assert_eq!(result(&w, "LAPTOP", &id).0, 0, "within the overlap");
+    std::thread::sleep(Duration::from_millis(2200));
+    let (code, out, err) = run(&w, "LAPTOP", &["result", "--target", "PC", "--job-id", &id]);
+    assert_eq!(code, 77, "{out}{err}");
+    assert!(
+        format!("{out}{err}").contains("does not verify (key-not-valid"),
+        "{out}{err}"
+    );
 }

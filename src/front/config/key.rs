@@ -15,7 +15,7 @@ impl Context {
     /// `both`), this machine's identity (`roster`) and, for `roster` and a
     /// `both` machine that pins an admin key, the roster of `root`.
     pub fn key(&self, root: Option<&Path>) -> Result<Key> {
-        use crate::trust::{Auth, live::Live, store};
+        use crate::trust::{Auth, Own, live::Live};
         let auth = self.auth();
         if auth == Auth::SharedKey {
             return self.fleet_key(root);
@@ -35,11 +35,30 @@ impl Context {
             } else {
                 None
             };
-            return Ok(Key::both(self.fleet_key(Some(root))?, live));
+            let fleet = self.fleet_key(Some(root))?;
+            let own = match self.identity_path() {
+                Ok(path) if path.exists() => Own::Loaded(self.own_identity(root, &path)?),
+                Ok(path) => Own::Later {
+                    path,
+                    machine: self.machine().ok().map(|m| m.to_string()),
+                },
+                Err(_) => Own::None,
+            };
+            return Ok(Key::both(fleet, live, own));
         }
         let path = self.identity_path()?;
-        store::outside_root(&path, Some(root), "identity file")?;
-        let own = store::load_identity(&path)?;
+        Ok(Key::roster(
+            self.own_identity(root, &path)?,
+            Live::open(root, &state)?,
+        ))
+    }
+
+    /// This machine's identity from `path`: outside `root`, and naming
+    /// this machine.
+    fn own_identity(&self, root: &Path, path: &Path) -> Result<crate::trust::identity::Identity> {
+        use crate::trust::store;
+        store::outside_root(path, Some(root), "identity file")?;
+        let own = store::load_identity(path)?;
         if let Ok(m) = self.machine()
             && !m.same(own.name())
         {
@@ -50,7 +69,7 @@ impl Context {
             ))
             .hint("run `fleet-dispatch identity init --force` here, then `roster rotate` on the admin's machine"));
         }
-        Ok(Key::roster(own, Live::open(root, &state)?))
+        Ok(own)
     }
 
     /// Loads the fleet key, refusing one that lies inside `root` (it would sync).
