@@ -369,3 +369,48 @@ fn an_envelope_moved_into_another_job_does_not_open() {
     assert_eq!(reason["verdict"], "bad-seal", "{reason}");
     assert!(reason.to_string().contains("does not open"), "{reason}");
 }
+
+/// A stolen identity (NAS's) against another machine's work: it cannot
+/// forge PC's result of LAPTOP's job, and cannot open LAPTOP's sealed
+/// job; the genuine result then reaches LAPTOP.
+#[test]
+fn a_stolen_identity_cannot_forge_another_machine_s_result_or_open_its_sealed_job() {
+    let w = fleet(&[]);
+    let done = kit(&["out", "genuine-output"]);
+    let done: Vec<&str> = done.iter().map(String::as_str).collect();
+    let id = enqueue(&w, "LAPTOP", &["--seal"], &done);
+
+    // NAS signs a result that claims PC ran the job.
+    let nas = identity(&w, "NAS");
+    let at = now_text();
+    let detail = r#"{"label":"forged"}"#;
+    let canonical =
+        fleet_dispatch::protocol::doc::outcome::canonical(&id, "PC", true, 0, "", &at, &at, detail);
+    let forged = serde_json::json!({
+        "v": 1, "jobId": id, "target": "PC", "ok": true, "exitCode": 0, "error": "",
+        "startedAt": at, "finishedAt": at, "detail": detail,
+        "alg": "ed25519", "keyId": nas.line().ed25519.key_id(),
+        "sig": hex::encode(nas.sign(canonical.as_bytes())),
+    });
+    std::fs::write(w.result_path(&id), forged.to_string()).unwrap();
+    // Not taken: the job still reads as queued, no result.
+    let (code, v) = result(&w, "LAPTOP", &id);
+    assert_ne!(code, 0, "a result PC did not sign was taken: {v}");
+    assert!(v.get("ok").is_none() && v["state"] == "queued", "{v}");
+
+    // NAS cannot open what LAPTOP sealed to PC.
+    let job: Value = serde_json::from_str(&std::fs::read_to_string(w.inbox(&id)).unwrap()).unwrap();
+    let spec: Value = serde_json::from_str(job["spec"].as_str().unwrap()).unwrap();
+    let sealed = fleet_dispatch::trust::seal::Sealed::from_json(&spec["sealed"]).unwrap();
+    let context = format!("job|{id}|PC|LAPTOP");
+    assert!(fleet_dispatch::trust::seal::open(&nas, &sealed, context.as_bytes()).is_err());
+
+    // PC runs it; the forged file is set aside and the genuine result,
+    // sealed back to LAPTOP, opens there.
+    let c = listen_once(&w);
+    assert_eq!(c["done"], 1, "{c}");
+    let (code, v) = result(&w, "LAPTOP", &id);
+    assert_eq!(code, 0, "{v}");
+    assert!(v.to_string().contains("genuine-output"), "{v}");
+    assert!(!v.to_string().contains("forged"), "{v}");
+}
