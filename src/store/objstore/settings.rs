@@ -313,7 +313,8 @@ mod tests {
             .creds
             .unwrap();
         assert_eq!((c.key.as_str(), c.token.as_deref()), ("C", Some("T")));
-        assert!(c.from.contains("/h/.aws/credentials"), "{}", c.from);
+        let path = std::path::Path::new("/h").join(".aws").join("credentials");
+        assert!(c.from.contains(&path.display().to_string()), "{}", c.from);
         let e = resolve(&[("HOME", "/h"), ("AWS_PROFILE", "prod")], Some(file)).unwrap_err();
         assert!(e.message.contains("prod") && e.message.contains("credentials"));
         assert!(resolve(&home, None).unwrap().creds.is_none());
