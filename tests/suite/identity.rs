@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::util::machines::*;
 use crate::util::*;
 
 /// `fleet-dispatch` as machine `name` of world `w`, with its own home and
@@ -45,11 +46,6 @@ fn ok(w: &World, name: &str, args: &[&str]) -> String {
     let (code, out, err) = run(w, name, args);
     assert_eq!(code, 0, "{args:?} as {name}: {out}{err}");
     out
-}
-
-/// The last line printed.
-fn last_line(out: &str) -> String {
-    out.lines().last().unwrap_or("").to_string()
 }
 
 /// `identity init` as `name`: its identity line.

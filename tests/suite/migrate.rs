@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::util::machines::*;
 use crate::util::*;
 
 const MACHINES: [&str; 3] = ["PC", "LAPTOP", "NAS"];
@@ -169,25 +170,8 @@ impl Drop for Release {
     }
 }
 
-fn last_line(out: &str) -> String {
-    out.trim().lines().last().unwrap_or("").to_string()
-}
-
 fn is_fleet_key(p: &Path) -> bool {
     std::fs::read(p).is_ok_and(|b| b.starts_with(VECTOR_KEY.trim().as_bytes()))
-}
-
-fn all_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(all_files(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
 
 #[test]

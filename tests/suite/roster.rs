@@ -7,51 +7,12 @@
 //! and state directory (pin, versions seen) beside one shared root, and no
 //! fleet key file anywhere.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::util::machines::*;
 use crate::util::*;
-
-/// `fleet-dispatch --auth roster` as machine `name` of world `w`, with its
-/// own home and state and a fleet key setting that names no file.
-fn on(w: &World, name: &str) -> assert_cmd::Command {
-    assert_cmd::Command::from_std(bg(w, name))
-}
-
-/// The same as a process to hold while it runs.
-fn bg(w: &World, name: &str) -> std::process::Command {
-    let mut c = w.bg_cmd_as(name);
-    c.env("HOME", home(w, name))
-        .env("USERPROFILE", home(w, name))
-        .env("FLEET_DISPATCH_STATE_DIR", state(w, name))
-        .env("FLEET_DISPATCH_KEY_FILE", w.dir.path().join("no-such.key"))
-        .env("FLEET_DISPATCH_AUTH", "roster");
-    c
-}
-
-fn home(w: &World, name: &str) -> PathBuf {
-    w.dir.path().join(name).join("home")
-}
-
-fn state(w: &World, name: &str) -> PathBuf {
-    w.dir.path().join(name).join("state")
-}
-
-fn run(w: &World, name: &str, args: &[&str]) -> (i32, String, String) {
-    output(on(w, name).args(args))
-}
-
-fn ok(w: &World, name: &str, args: &[&str]) -> String {
-    let (code, out, err) = run(w, name, args);
-    assert_eq!(code, 0, "{args:?} as {name}: {out}{err}");
-    out
-}
-
-fn last_line(out: &str) -> String {
-    out.lines().last().unwrap_or("").to_string()
-}
 
 /// A world with no fleet key file at all, and `PC`'s folder.
 fn keyless() -> World {
@@ -129,20 +90,6 @@ fn key_id(w: &World, name: &str) -> String {
 fn stop(w: &World, l: ListenerGuard) -> (i32, String, String) {
     ok(w, "PC", &["listen", "--drain"]);
     l.wait(Duration::from_secs(10))
-}
-
-/// Every file under `dir`, recursively.
-fn all_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(all_files(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
 
 #[test]

@@ -298,18 +298,6 @@ pub fn canonical(job_id: &str, target: &str, created_at: &str, origin: &str, spe
 }
 
 impl Job {
-    /// A newly signed job.
-    pub fn sign(
-        key: &Key,
-        id: JobId,
-        target: &str,
-        origin: &str,
-        created: time::OffsetDateTime,
-        spec: Spec,
-    ) -> Job {
-        Job::sign_spec(key, id, target, origin, created, spec)
-    }
-
     /// A newly signed job whose payload is sealed to `to`, the target's
     /// X25519 key, with `random` (32 fresh bytes) for the envelope's
     /// ephemeral key; within the job's [`seal_context`], so the envelope
@@ -330,10 +318,11 @@ impl Job {
             sealed: Some(sealed),
             ..spec
         };
-        Job::sign_spec(key, id, target, origin, created, spec)
+        Job::sign(key, id, target, origin, created, spec)
     }
 
-    fn sign_spec(
+    /// A newly signed job.
+    pub fn sign(
         key: &Key,
         id: JobId,
         target: &str,
