@@ -201,11 +201,17 @@ const REPAIRS: usize = 12;
 /// A file error, or `FORBIDDEN` when folders keep being swapped.
 pub fn open_repairing(dirs: &TargetDirs) -> Result<(Folders, Vec<String>)> {
     let mut notes = Vec::new();
-    let (mut last, mut failed) = (None, None);
+    let (mut last, mut failed, mut vanished) = (None, None, None);
     for _ in 0..REPAIRS {
         match dirs.open_all() {
             Ok(f) => return Ok((f, notes)),
             Err(OpenFailure::Error(e)) => return Err(e),
+            Err(OpenFailure::Vanished(e)) => {
+                // Moved away under the opening (a sync engine or a writer
+                // swapping it): opened afresh from the root after a breath.
+                vanished = Some(e);
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
             Err(OpenFailure::Bad(bad)) => {
                 // A move that fails (the entry changed meanwhile) is tried
                 // again after the next opening judges it afresh.
@@ -218,8 +224,11 @@ pub fn open_repairing(dirs: &TargetDirs) -> Result<(Folders, Vec<String>)> {
             }
         }
     }
-    let bad = last.expect("a failed opening names its folder");
-    Err(failed.unwrap_or_else(|| fsops::not_a_folder(&dirs.bad_path(bad), bad.kind())))
+    let bad = last.map(|bad| fsops::not_a_folder(&dirs.bad_path(bad), bad.kind()));
+    Err(failed
+        .or(bad)
+        .or(vanished)
+        .expect("a failed opening keeps its error"))
 }
 
 /// `20261129T193105.123Z`: the time in a name every platform accepts.

@@ -117,6 +117,10 @@ impl Bad {
 pub enum OpenFailure {
     /// A link or a file stands where a folder belongs.
     Bad(Bad),
+    /// A folder opened a moment ago went away (moved or removed) before
+    /// its own folders could be made in it: opening again from the root
+    /// finds what stands there now.
+    Vanished(Error),
     /// Anything else.
     Error(Error),
 }
@@ -408,8 +412,9 @@ impl TargetDirs {
                     }
                 }
             }
-            // Made and gone three times over: someone keeps removing it.
-            Err(OpenFailure::Error(Error::io(
+            // Made and gone three times over: someone keeps removing it,
+            // or `dir` itself was removed after it was opened.
+            Err(OpenFailure::Vanished(Error::io(
                 "create directory",
                 &dir.shown(name),
                 &std::io::Error::from(std::io::ErrorKind::NotFound),
@@ -450,7 +455,7 @@ impl TargetDirs {
     /// `FORBIDDEN`, or a file error.
     pub fn make_all(&self) -> Result<Folders> {
         self.open_all().map_err(|f| match f {
-            OpenFailure::Error(e) => e,
+            OpenFailure::Error(e) | OpenFailure::Vanished(e) => e,
             OpenFailure::Bad(bad) => not_a_folder(&self.bad_path(bad), bad.kind()),
         })
     }
