@@ -150,6 +150,12 @@ impl Live {
         }
     }
 
+    /// Looks at the roster file now, whenever it was last looked at (see
+    /// [`Live::generation`] for whether another roster was taken).
+    pub fn look_now(&self) {
+        self.look(true);
+    }
+
     /// The roster to judge with now: the last good one, after a look at
     /// the file; or why there is none.
     pub fn current(&self) -> std::result::Result<Arc<Body>, String> {
@@ -321,6 +327,44 @@ mod tests {
         assert!(matches!(
             key.judge(&claim("PC", &other, None)),
             Err(Refusal::AlgNotAllowed(_))
+        ));
+    }
+
+    #[test]
+    fn a_machine_added_a_moment_ago_is_judged_by_the_new_roster_not_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (key, _) = fleet(tmp.path());
+        let live = key.live().unwrap();
+        // Looked at just now: the next ordinary look is 100 ms away.
+        assert_eq!(live.current().unwrap().version, 3);
+        let admin = AdminKey::new([1; 32]);
+        let lap = Identity::new("LAPTOP", [4; 64]);
+        let edit = Edit::Add {
+            line: lap.line(),
+            may_send: vec!["*".into()],
+            require_seal: false,
+        };
+        let now = crate::base::clock::now();
+        let body = roster::apply((*live.current().unwrap()).clone(), edit, now, None).unwrap();
+        let path = tmp.path().join(ROSTER_FILE);
+        std::fs::write(&path, roster::sign(&body, &admin)).unwrap();
+        let by_lap = crate::trust::Signed {
+            alg: Some("ed25519".into()),
+            key_id: Some(lap.line().ed25519.key_id()),
+            sig: hex::encode(lap.sign(b"job|x")),
+        };
+        assert_eq!(key.judge(&claim("LAPTOP", &by_lap, Some("PC"))), Ok(()));
+        assert_eq!(live.current().unwrap().version, 4);
+        // One the new roster does not list either is still refused.
+        let eve = Identity::new("EVE", [5; 64]);
+        let by_eve = crate::trust::Signed {
+            alg: Some("ed25519".into()),
+            key_id: Some(eve.line().ed25519.key_id()),
+            sig: hex::encode(eve.sign(b"job|x")),
+        };
+        assert!(matches!(
+            key.judge(&claim("EVE", &by_eve, Some("PC"))),
+            Err(Refusal::UnknownSigner(_))
         ));
     }
 

@@ -425,14 +425,36 @@ impl Key {
     }
 
     fn judge_ed25519(&self, c: &Claim<'_>) -> Result<(), Refusal> {
-        let body = self
+        let live = self
             .roster
             .as_ref()
             .ok_or_else(|| "no admin key is pinned on this machine".to_string())
-            .and_then(live::Live::current)
             .map_err(|why| {
                 Refusal::UnknownSigner(format!("{} cannot be looked up: {why}", c.signer))
             })?;
+        let judged = Self::judge_on(live, c);
+        // The roster is looked at every 100 ms at most: a machine added (or
+        // a key rotated in, or a permission widened) a moment ago may not be
+        // in the one held. A refusal is final, so before one that the roster
+        // decides, the file is looked at now, and a newer good roster judges.
+        match &judged {
+            Err(Refusal::UnknownSigner(_) | Refusal::KeyNotValid(_) | Refusal::NotPermitted(_)) => {
+                let before = live.generation();
+                live.look_now();
+                if live.generation() != before {
+                    return Self::judge_on(live, c);
+                }
+                judged
+            }
+            _ => judged,
+        }
+    }
+
+    /// [`Self::judge_ed25519`] against `live`'s current roster.
+    fn judge_on(live: &live::Live, c: &Claim<'_>) -> Result<(), Refusal> {
+        let body = live.current().map_err(|why| {
+            Refusal::UnknownSigner(format!("{} cannot be looked up: {why}", c.signer))
+        })?;
         let entry = body
             .machines
             .iter()
