@@ -391,7 +391,9 @@ fn escapes_are_stopped(how: How) {
         let sibling_main = read_pid(&sibling_pid, LIMIT);
         let sibling_group = sibling_pid.with_extension("pid.group");
         let timeout: &[&str] = if how == How::Timeout {
-            &["--timeout", "1s", "--grace", "1s"]
+            // Long enough for Python to start and move out under load:
+            // a job stopped before it wrote its pids would prove nothing.
+            &["--timeout", "3s", "--grace", "1s"]
         } else {
             &["--grace", "1s"]
         };
@@ -425,8 +427,8 @@ fn escapes_are_stopped(how: How) {
                 }
                 How::ListenerStop => continue,
             }
-            // Timeout 1 s, grace 1 s, and room for a loaded machine.
-            let within = Duration::from_secs(5);
+            // Timeout 3 s, grace 1 s, and room for a loaded machine.
+            let within = Duration::from_secs(8);
             let until = std::time::Instant::now() + within;
             while pids.iter().any(|&p| alive(p)) && std::time::Instant::now() < until {
                 std::thread::sleep(Duration::from_millis(20));
