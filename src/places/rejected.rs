@@ -231,6 +231,26 @@ pub fn open_repairing(dirs: &TargetDirs) -> Result<(Folders, Vec<String>)> {
         .expect("a failed opening keeps its error"))
 }
 
+/// [`open_repairing`] for a listener's start: a folder it can list but
+/// not write (a read-only share or mount) would run jobs whose results
+/// could never be placed, so `results/` is probed, and refused before any
+/// job starts, naming it. A probe that fails is tried once more in
+/// folders opened afresh: `results/` may have been moved away under the
+/// first (a sync engine's swap).
+///
+/// # Errors
+///
+/// [`open_repairing`]'s, or the probe's file error.
+pub fn open_writable(dirs: &TargetDirs) -> Result<(Folders, Vec<String>)> {
+    let (folders, notes) = open_repairing(dirs)?;
+    if folders.results().check_writable("write-probe").is_ok() {
+        return Ok((folders, notes));
+    }
+    let (again, more) = open_repairing(dirs)?;
+    again.results().check_writable("write-probe")?;
+    Ok((again, [notes, more].concat()))
+}
+
 /// `20261129T193105.123Z`: the time in a name every platform accepts.
 fn stamp() -> String {
     clock::format(clock::now()).replace(['-', ':'], "")

@@ -115,17 +115,7 @@ impl Listener {
         shutdown: Arc<Shutdown>,
     ) -> Result<Listener> {
         let lock = Lock::acquire(&state, dirs.target().as_str())?;
-        let (mut folders, mut repairs) = rejected::open_repairing(&dirs)?;
-        // A folder it can list but not write (a read-only share or mount)
-        // would run jobs whose results could never be placed: refused
-        // before any job starts, naming the folder. A probe that fails is
-        // tried once more in folders opened afresh: `results/` may have
-        // been moved away under the first (a sync engine's swap).
-        if folders.results().check_writable("write-probe").is_err() {
-            let (again, more) = rejected::open_repairing(&dirs)?;
-            again.results().check_writable("write-probe")?;
-            (folders, repairs) = (again, [repairs, more].concat());
-        }
+        let (folders, repairs) = rejected::open_writable(&dirs)?;
         let key = Arc::new(key);
         let (liveness, folder_lock) = Liveness::start(&dirs, &state, &key, settings.poll)?;
         platform::become_subreaper();
