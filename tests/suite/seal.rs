@@ -360,3 +360,158 @@ fn a_stolen_identity_cannot_forge_another_machine_s_result_or_open_its_sealed_jo
     assert!(v.to_string().contains("genuine-output"), "{v}");
     assert!(!v.to_string().contains("forged"), "{v}");
 }
+
+/// Writes `lines` as a `--batch` file in the world: its path.
+fn batch_file(w: &World, lines: &[Value]) -> String {
+    let path = w.dir.path().join(format!("{}.jsonl", uid("batch")));
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    std::fs::write(&path, text.join("\n")).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// `--json listen --once` as machine `name`: its counters.
+fn listen_once_on(w: &World, name: &str) -> Value {
+    let out = ok(
+        w,
+        name,
+        &["--json", "listen", "--once", "--poll-interval", "100ms"],
+    );
+    serde_json::from_str::<Value>(out.trim()).unwrap()["counters"].clone()
+}
+
+/// `enqueue --batch --seal`: each line's job sealed to each of its
+/// targets (a fan-out line to both), run there, its result opened on the
+/// origin, and nothing of any payload or output in the root.
+#[test]
+fn a_sealed_batch_seals_every_line_to_each_of_its_targets() {
+    let w = fleet(&[]);
+    w.make_target("NAS");
+    let kit = jobkit().display().to_string();
+    let second_label = format!("{LABEL_MARK}_SECOND");
+    let file = batch_file(
+        &w,
+        &[
+            serde_json::json!({
+                "argv": [&kit, "out", "OUTPUT_$HALF", "out", ARGV_MARK],
+                "env": {"HALF": "ZEBRA_4417", ENV_NAME: ENV_MARK},
+                "label": LABEL_MARK,
+            }),
+            serde_json::json!({
+                "target": "PC,NAS",
+                "argv": [&kit, "out", "OUTPUT_$HALF"],
+                "env": {"HALF": "ZEBRA_4417"},
+                "label": &second_label,
+            }),
+        ],
+    );
+    let out = ok(
+        &w,
+        "LAPTOP",
+        &["enqueue", "--batch", &file, "--seal", "--target", "PC"],
+    );
+    let ids: Vec<&str> = out.lines().collect();
+    assert_eq!(ids.len(), 2, "{out}");
+    for (target, id) in [("PC", ids[0]), ("PC", ids[1]), ("NAS", ids[1])] {
+        let path = w.root.join(target).join("inbox").join(format!("{id}.json"));
+        let job: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let spec: Value = serde_json::from_str(job["spec"].as_str().unwrap()).unwrap();
+        assert!(
+            spec.get("argv").is_none() && spec.get("sealed").is_some(),
+            "{target}: {spec}"
+        );
+    }
+    let markers = [ARGV_MARK, ENV_NAME, ENV_MARK, LABEL_MARK, OUTPUT_MARK];
+    assert_root_free_of(&w, &markers);
+    assert_eq!(listen_once(&w)["done"], 2);
+    assert_eq!(listen_once_on(&w, "NAS")["done"], 1);
+    assert_root_free_of(&w, &markers);
+    for (target, id, label) in [
+        ("PC", ids[0], LABEL_MARK),
+        ("PC", ids[1], second_label.as_str()),
+        ("NAS", ids[1], second_label.as_str()),
+    ] {
+        let (code, out, err) = run(
+            &w,
+            "LAPTOP",
+            &["--json", "result", "--target", target, "--job-id", id],
+        );
+        assert_eq!(code, 0, "{target} {id}: {out}{err}");
+        let v: Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(v["detail"]["label"], label, "{v}");
+        let human = ok(
+            &w,
+            "LAPTOP",
+            &["result", "--target", target, "--job-id", id],
+        );
+        assert!(human.contains(OUTPUT_MARK), "{human}");
+    }
+    // Another machine sees only that they are sealed.
+    let (code, v) = result(&w, "NAS", ids[0]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["detail"], "sealed", "{v}");
+    assert_root_free_of(&w, &markers);
+}
+
+/// A batch's local refusals are a single job's: `--seal` outside the
+/// roster lane (`CONFIG`), a target with no key to seal to, and a clear
+/// batch to a target that requires sealed jobs (`seal-required`); each
+/// before anything is published.
+#[test]
+fn a_batch_is_refused_sealing_where_a_single_job_is() {
+    let line = [serde_json::json!({"argv": ["true", ARGV_MARK]})];
+    // The shared-key lane: the same CONFIG refusal as one job.
+    let w = World::with_target();
+    let file = batch_file(&w, &line);
+    let (code, out, err) = w.run(&["enqueue", "--batch", &file, "--seal", "--target", "PC"]);
+    assert_eq!(code, 78, "{out}{err}");
+    assert!(
+        err.contains("--seal") && err.contains("--auth roster"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(w.pc().join("inbox")).unwrap().count(), 0);
+
+    let w = fleet(&["--require-seal"]);
+    let file = batch_file(&w, &line);
+    // A target folder not on the roster: no key to seal to, as for one job.
+    w.make_target("STRAY");
+    let (code_one, _, err_one) = run(
+        &w,
+        "LAPTOP",
+        &["enqueue", "--seal", "--target", "STRAY", "--", "true"],
+    );
+    let (code, out, err) = run(
+        &w,
+        "LAPTOP",
+        &[
+            "enqueue", "--batch", &file, "--seal", "--target", "PC,STRAY",
+        ],
+    );
+    assert_eq!(code, code_one, "{out}{err}");
+    assert_eq!(code, 77, "{out}{err}");
+    assert!(err.contains("no key to seal to"), "{err}");
+    let why = |e: &str| e.split("no key to seal to").nth(1).unwrap().to_string();
+    assert_eq!(why(&err), why(&err_one));
+    // A clear batch to a target that requires sealed jobs.
+    let (code, out, err) = run(
+        &w,
+        "LAPTOP",
+        &["enqueue", "--batch", &file, "--target", "PC"],
+    );
+    assert_eq!(code, 77, "{out}{err}");
+    assert!(
+        err.contains("seal-required") && err.contains("--seal"),
+        "{err}"
+    );
+    for t in ["PC", "STRAY"] {
+        let inbox = w.root.join(t).join("inbox");
+        assert_eq!(std::fs::read_dir(inbox).unwrap().count(), 0, "{t}");
+    }
+    // Sealed, the same batch is taken and run.
+    let out = ok(
+        &w,
+        "LAPTOP",
+        &["enqueue", "--batch", &file, "--seal", "--target", "PC"],
+    );
+    assert_eq!(listen_once(&w)["done"], 1, "{out}");
+    assert_root_free_of(&w, &[ARGV_MARK]);
+}
