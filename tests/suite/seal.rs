@@ -10,25 +10,6 @@ use serde_json::Value;
 use crate::util::machines::*;
 use crate::util::*;
 
-/// A keyless world: `PC` is the admin and on the roster (with `pc_flags`,
-/// e.g. `--require-seal`), `LAPTOP` and `NAS` joined and pinned.
-fn fleet(pc_flags: &[&str]) -> World {
-    let w = World::new();
-    std::fs::remove_file(&w.key).unwrap();
-    w.make_target("PC");
-    let line = last_line(&ok(&w, "PC", &["identity", "init"]));
-    let admin = last_line(&ok(&w, "PC", &["roster", "init"]));
-    let mut args = vec!["roster", "add", "PC", "--identity", &line];
-    args.extend_from_slice(pc_flags);
-    ok(&w, "PC", &args);
-    for name in ["LAPTOP", "NAS"] {
-        let line = last_line(&ok(&w, name, &["identity", "init"]));
-        ok(&w, "PC", &["roster", "add", name, "--identity", &line]);
-        ok(&w, name, &["roster", "pin", &admin]);
-    }
-    w
-}
-
 /// `enqueue --target PC` from `from` with `flags`: the job id.
 fn enqueue(w: &World, from: &str, flags: &[&str], argv: &[&str]) -> String {
     let mut args = vec!["enqueue", "--target", "PC"];

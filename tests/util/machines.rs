@@ -1,9 +1,9 @@
 //! Several machines of one world in the roster lane (`--auth roster`,
 //! docs/identities.md): each with its own home (identity, admin key) and
 //! state directory (pin, versions seen) beside the one shared root, and a
-//! fleet key setting that names no file. Shared by the `roster` and `seal`
-//! suites; `last_line` and `all_files` by every suite that reads output or
-//! scans the root.
+//! fleet key setting that names no file. Shared by the `roster`, `seal`
+//! and `mcp` suites ([`fleet`]: a keyless fleet of three); `last_line`
+//! and `all_files` by every suite that reads output or scans the root.
 
 use std::path::{Path, PathBuf};
 
@@ -29,6 +29,25 @@ pub fn bg(w: &World, name: &str) -> std::process::Command {
         .env("FLEET_DISPATCH_KEY_FILE", w.dir.path().join("no-such.key"))
         .env("FLEET_DISPATCH_AUTH", "roster");
     c
+}
+
+/// A keyless world: `PC` is the admin and on the roster (with `pc_flags`,
+/// e.g. `--require-seal`), `LAPTOP` and `NAS` joined and pinned.
+pub fn fleet(pc_flags: &[&str]) -> World {
+    let w = World::new();
+    std::fs::remove_file(&w.key).unwrap();
+    w.make_target("PC");
+    let line = last_line(&ok(&w, "PC", &["identity", "init"]));
+    let admin = last_line(&ok(&w, "PC", &["roster", "init"]));
+    let mut args = vec!["roster", "add", "PC", "--identity", &line];
+    args.extend_from_slice(pc_flags);
+    ok(&w, "PC", &args);
+    for name in ["LAPTOP", "NAS"] {
+        let line = last_line(&ok(&w, name, &["identity", "init"]));
+        ok(&w, "PC", &["roster", "add", name, "--identity", &line]);
+        ok(&w, name, &["roster", "pin", &admin]);
+    }
+    w
 }
 
 /// The same, to run to its end.
