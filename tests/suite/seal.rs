@@ -496,3 +496,65 @@ fn a_batch_is_refused_sealing_where_a_single_job_is() {
     assert_eq!(listen_once(&w)["done"], 1, "{out}");
     assert_root_free_of(&w, &[ARGV_MARK]);
 }
+
+/// A listener in `both` mode on a machine whose identity file is gone (the
+/// roster still lists its key, so a sender seals to it) cannot open a
+/// sealed job: it refuses it `bad-seal`, saying why, runs nothing of it,
+/// and goes on with the next job; the sender sees the verdict through
+/// `result`.
+#[cfg(unix)]
+#[test]
+fn a_both_listener_without_an_identity_refuses_a_sealed_job_and_goes_on() {
+    let w = fleet(&[]);
+    write_private(&w.key, VECTOR_KEY);
+    let pc_identity = all_files(&home(&w, "PC"))
+        .into_iter()
+        .find(|f| {
+            std::fs::read_to_string(f).is_ok_and(|t| t.starts_with("fleet-dispatch identity 1"))
+        })
+        .expect("PC's identity file");
+    std::fs::remove_file(pc_identity).unwrap();
+    let side = scratch(&w, "side");
+    let sealed_argv = kit(&["append", p(&side), "sealed"]);
+    let sealed_argv: Vec<&str> = sealed_argv.iter().map(String::as_str).collect();
+    let sealed = enqueue(&w, "LAPTOP", &["--seal"], &sealed_argv);
+    let l = ListenerGuard::spawn(
+        bg(&w, "PC")
+            .env("FLEET_DISPATCH_AUTH", "both")
+            .env("FLEET_DISPATCH_KEY_FILE", &w.key)
+            .args(["listen", "--poll-interval", "100ms"]),
+    );
+    wait_until(std::time::Duration::from_secs(10), || {
+        w.rejected(&format!("{sealed}.json.reason.json")).exists()
+    });
+    let reason = w.reason(&format!("{sealed}.json"));
+    assert_eq!(reason["verdict"], "bad-seal", "{reason}");
+    assert!(
+        reason["message"].as_str().unwrap().contains("identity"),
+        "{reason}"
+    );
+    let (code, v) = result(&w, "LAPTOP", &sealed);
+    assert_eq!(code, 76, "{v}");
+    assert!(v.to_string().contains("bad-seal"), "{v}");
+    let (code, out, err) = run(
+        &w,
+        "LAPTOP",
+        &["result", "--target", "PC", "--job-id", &sealed],
+    );
+    assert_eq!(code, 76, "{out}{err}");
+    assert!(
+        err.contains("bad-seal") && err.contains("identity"),
+        "{out}{err}"
+    );
+    assert!(err.contains("PC's listener has no identity"), "{err}");
+    // The listener goes on: a clear job after it runs.
+    let clear_argv = kit(&["append", p(&side), "clear"]);
+    let clear_argv: Vec<&str> = clear_argv.iter().map(String::as_str).collect();
+    let clear = enqueue(&w, "LAPTOP", &[], &clear_argv);
+    let v = w.wait_result(&clear, std::time::Duration::from_secs(15));
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(lines(&side), ["clear"], "the sealed job never ran");
+    let (code, out, err) = l.stop(&w, libc::SIGTERM, std::time::Duration::from_secs(10));
+    assert_eq!(code, polite_stop::EXIT, "{out}{err}");
+    assert!(!err.contains("INTERNAL"), "{err}");
+}
