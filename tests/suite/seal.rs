@@ -259,16 +259,6 @@ fn a_target_that_requires_seal_refuses_a_clear_job_at_the_sender_and_itself() {
     assert_eq!(code, 0, "{v}");
 }
 
-/// The identity of machine `name`, read from its home.
-fn identity(w: &World, name: &str) -> fleet_dispatch::trust::identity::Identity {
-    let text = all_files(&home(w, name))
-        .into_iter()
-        .filter_map(|f| std::fs::read_to_string(f).ok())
-        .find(|t| t.starts_with("fleet-dispatch identity 1"))
-        .expect("an identity file");
-    fleet_dispatch::trust::identity::Identity::from_file_text(&text).unwrap()
-}
-
 #[test]
 fn an_envelope_moved_into_another_job_does_not_open() {
     let w = fleet(&[]);

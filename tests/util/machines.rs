@@ -67,6 +67,16 @@ pub fn ok(w: &World, name: &str, args: &[&str]) -> String {
     out
 }
 
+/// The identity of machine `name`, read from its home.
+pub fn identity(w: &World, name: &str) -> fleet_dispatch::trust::identity::Identity {
+    let text = all_files(&home(w, name))
+        .into_iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .find(|t| t.starts_with("fleet-dispatch identity 1"))
+        .expect("an identity file");
+    fleet_dispatch::trust::identity::Identity::from_file_text(&text).unwrap()
+}
+
 /// The last line of what a command printed.
 pub fn last_line(out: &str) -> String {
     out.trim_end().lines().last().unwrap_or("").to_string()
