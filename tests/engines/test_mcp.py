@@ -95,6 +95,8 @@ async def test_handshake_and_tools(w: World):
                 d = tools[name].description
                 assert 'delivery_mode "interrupt"' in d and "-> stop_job" in d, d
             assert tools["dispatch_job"].input_schema["required"] == ["target", "argv"]
+            seal = tools["dispatch_job"].input_schema["properties"]["seal"]
+            assert seal["type"] == "boolean" and seal["default"] is False, seal
 
 
 async def test_dispatch_and_wait_for_a_result(w: World):

@@ -3,7 +3,8 @@
 //! dispatched and its result waited for with a real listener, a stop that
 //! says `stopped` then `not_running`, a message in both delivery modes, a
 //! malformed line answered and passed over, a closed stdin, no settings,
-//! and the parent rule of a server running inside a job.
+//! the parent rule of a server running inside a job, and a sealed
+//! dispatch in the roster lane.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Stdio};
@@ -189,6 +190,15 @@ fn initialize_negotiates_the_revision_and_lists_the_tools() {
             "list_jobs"
         ]
     );
+    for t in [0, 5] {
+        let seal = &tools[t]["inputSchema"]["properties"]["seal"];
+        assert_eq!(
+            seal,
+            &json!({"type": "boolean", "default": false, "description": seal["description"]}),
+            "{}",
+            tools[t]
+        );
+    }
     for t in tools.as_array().unwrap() {
         assert_eq!(t["inputSchema"]["type"], "object", "{t}");
         let d = t["description"].as_str().unwrap();
@@ -486,4 +496,85 @@ impl Children for World {
         assert_eq!(code, 0, "{out}{err}");
         out.trim().to_string()
     }
+}
+
+/// `dispatch_job` with `seal: true` in the roster lane does what
+/// `enqueue --seal` does: its job file holds no argv, label or env, it
+/// runs on its target, and only the dispatching machine opens the
+/// result's detail. `seal` not a boolean, or outside the roster lane, is
+/// refused with nothing written.
+#[test]
+fn a_sealed_dispatch_runs_and_its_job_file_shows_no_argv() {
+    use crate::util::machines;
+    const MARK: &str = "MCP_SEAL_ARGV_6614";
+    const LABEL: &str = "MCP_SEAL_LABEL_2290";
+    let w = machines::fleet(&[]);
+    let mut c = Client::start(machines::bg(&w, "LAPTOP"));
+    c.initialize("2025-11-25");
+    let argv = kit(&["out", MARK]);
+    assert_eq!(
+        c.refused(
+            "dispatch_job",
+            json!({"target": "PC", "argv": argv, "seal": "yes"})
+        ),
+        "VALIDATION_ERROR"
+    );
+    assert!(inbox_is_empty(&w));
+    let id = c.ok(
+        "dispatch_job",
+        json!({"target": "PC", "argv": argv, "label": LABEL, "env": {"SEAL_MCP_ENV": MARK}, "seal": true}),
+    )["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let text = std::fs::read_to_string(w.inbox(&id)).unwrap();
+    assert!(!text.contains(MARK) && !text.contains(LABEL), "{text}");
+    let spec = spec_of(&w, &id);
+    assert!(
+        spec.get("argv").is_none() && spec["sealed"].is_object(),
+        "{spec}"
+    );
+    machines::ok(&w, "PC", &["listen", "--once", "--poll-interval", "100ms"]);
+    let got = c.ok(
+        "job_result",
+        json!({"target": "PC", "job_id": id, "wait_seconds": 10}),
+    );
+    assert_eq!(got["ok"], true, "{got}");
+    assert!(got.to_string().contains(MARK), "{got}");
+    for f in machines::all_files(&w.root) {
+        let bytes = std::fs::read(&f).unwrap();
+        for m in [MARK, LABEL] {
+            assert!(
+                !bytes.windows(m.len()).any(|b| b == m.as_bytes()),
+                "{m} is in {}",
+                f.display()
+            );
+        }
+    }
+    // message_job takes it as well.
+    let next = c.ok(
+        "message_job",
+        json!({"target": "PC", "job_id": id, "argv": argv, "seal": true}),
+    )["job_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let spec = spec_of(&w, &next);
+    assert!(
+        spec.get("argv").is_none() && spec["sealed"].is_object(),
+        "{spec}"
+    );
+    drop(c);
+    // Outside the roster lane, as enqueue --seal.
+    let w = World::with_target();
+    let mut c = Client::of(&w);
+    c.initialize("2025-11-25");
+    assert_eq!(
+        c.refused(
+            "dispatch_job",
+            json!({"target": "PC", "argv": ["true"], "seal": true})
+        ),
+        "CONFIG"
+    );
+    assert!(inbox_is_empty(&w));
 }

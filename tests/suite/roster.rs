@@ -613,3 +613,140 @@ fn a_result_signed_with_a_rotated_key_stops_verifying_after_the_overlap() {
         "{out}{err}"
     );
 }
+
+/// A `both` machine sends over HTTP (`enqueue --via`, `cancel --via`) to
+/// a `roster` listener: once the roster lists its identity, its jobs and
+/// cancel markers are signed with it and taken; a `both` machine not on
+/// the roster yet signs with the fleet key, which the roster listener
+/// refuses by name (`alg-not-allowed`) with nothing queued.
+#[test]
+fn a_both_sender_reaches_a_roster_listener_over_http() {
+    let w = keyless();
+    let key = admin(&w, None);
+    join(&w, "LAPTOP", &key, &[]);
+    write_private(&w.key, VECTOR_KEY);
+    ok(&w, "NAS", &["identity", "init"]);
+    ok(&w, "NAS", &["roster", "pin", &key]);
+    let both = |name: &str, args: &[&str]| {
+        output(
+            on(&w, name)
+                .env("FLEET_DISPATCH_AUTH", "both")
+                .env("FLEET_DISPATCH_KEY_FILE", &w.key)
+                .args(args),
+        )
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let l = ListenerGuard::spawn(bg(&w, "PC").args([
+        "listen",
+        "--poll-interval",
+        "100ms",
+        "--http",
+        &addr,
+    ]));
+    let url = format!("http://{addr}");
+    let noop = kit(&[]);
+    wait_until(Duration::from_secs(10), || {
+        std::net::TcpStream::connect(&addr).is_ok()
+    });
+    let answer = both(
+        "LAPTOP",
+        &[
+            "enqueue", "--target", "PC", "--via", &url, "--wait", "--", &noop[0],
+        ],
+    );
+    let (code, out, err) = answer;
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!err.contains("shared folder"), "sent over HTTP: {err}");
+    let id = out.lines().next().unwrap().trim().to_string();
+    assert_eq!(w.result(&id)["ok"], true);
+    // A GET's header: signed by a machine on the roster, taken; with the
+    // fleet key, refused, saying why.
+    let path = format!("/v1/jobs/{id}");
+    let (by_laptop, by_fleet) = headers(&w, &path);
+    let (code, answer) = get(&addr, &path, &by_laptop);
+    assert_eq!(code, 200, "{answer}");
+    assert!(answer.contains("\"done\""), "{answer}");
+    let (code, answer) = get(&addr, &path, &by_fleet);
+    assert_eq!(code, 403, "{answer}");
+    assert!(answer.contains("--auth roster"), "{answer}");
+    // A long job, then its cancel, both over HTTP.
+    let long = kit(&["sleep", "30"]);
+    let mut args = vec!["enqueue", "--target", "PC", "--via", &url, "--"];
+    args.extend(long.iter().map(String::as_str));
+    let (code, out, err) = both("LAPTOP", &args);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!err.contains("shared folder"), "sent over HTTP: {err}");
+    let long = last_line(&out);
+    wait_until(Duration::from_secs(10), || w.running(&long).exists());
+    let (code, out, err) = both(
+        "LAPTOP",
+        &["cancel", "--target", "PC", "--job-id", &long, "--via", &url],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!err.contains("shared folder"), "sent over HTTP: {err}");
+    let v = w.wait_result(&long, Duration::from_secs(15));
+    assert_eq!(v["ok"], false, "{v}");
+    assert!(v.to_string().contains("cancel"), "{v}");
+    // NAS is not on the roster: it signs with the fleet key, refused.
+    let (code, out, err) = both(
+        "NAS",
+        &["enqueue", "--target", "PC", "--via", &url, "--", &noop[0]],
+    );
+    assert_eq!(code, 77, "{out}{err}");
+    assert!(err.contains("alg-not-allowed"), "{err}");
+    let _ = stop(&w, l);
+    assert!(files(&w.pc().join("inbox")).is_empty());
+    // A `both` listener takes either header.
+    let l = ListenerGuard::spawn(
+        bg(&w, "PC")
+            .env("FLEET_DISPATCH_AUTH", "both")
+            .env("FLEET_DISPATCH_KEY_FILE", &w.key)
+            .args(["listen", "--poll-interval", "100ms", "--http", &addr]),
+    );
+    wait_until(Duration::from_secs(10), || {
+        std::net::TcpStream::connect(&addr).is_ok()
+    });
+    let (by_laptop, by_fleet) = headers(&w, &path);
+    for header in [by_laptop, by_fleet] {
+        let (code, answer) = get(&addr, &path, &header);
+        assert_eq!(code, 200, "{header}: {answer}");
+    }
+    let _ = stop(&w, l);
+}
+
+/// `X-Fleet-Signature` headers for a GET of `path` on PC, now: signed with
+/// LAPTOP's identity, and with the fleet key.
+fn headers(w: &World, path: &str) -> (String, String) {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let canonical = request_canonical("PC", path, &t.to_string());
+    let laptop = hex::encode(identity(w, "LAPTOP").sign(canonical.as_bytes()));
+    (
+        format!("t={t},sig={laptop}"),
+        request_header("PC", path, t, Signer::Fleet),
+    )
+}
+
+/// A GET of `path` at `addr` with `header` as its signature: the status
+/// and the whole answer.
+fn get(addr: &str, path: &str, header: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: pc\r\nX-Fleet-Signature: {header}\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    let code = answer.split(' ').nth(1).and_then(|c| c.parse().ok());
+    (code.unwrap_or(0), answer)
+}

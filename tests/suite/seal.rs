@@ -10,25 +10,6 @@ use serde_json::Value;
 use crate::util::machines::*;
 use crate::util::*;
 
-/// A keyless world: `PC` is the admin and on the roster (with `pc_flags`,
-/// e.g. `--require-seal`), `LAPTOP` and `NAS` joined and pinned.
-fn fleet(pc_flags: &[&str]) -> World {
-    let w = World::new();
-    std::fs::remove_file(&w.key).unwrap();
-    w.make_target("PC");
-    let line = last_line(&ok(&w, "PC", &["identity", "init"]));
-    let admin = last_line(&ok(&w, "PC", &["roster", "init"]));
-    let mut args = vec!["roster", "add", "PC", "--identity", &line];
-    args.extend_from_slice(pc_flags);
-    ok(&w, "PC", &args);
-    for name in ["LAPTOP", "NAS"] {
-        let line = last_line(&ok(&w, name, &["identity", "init"]));
-        ok(&w, "PC", &["roster", "add", name, "--identity", &line]);
-        ok(&w, name, &["roster", "pin", &admin]);
-    }
-    w
-}
-
 /// `enqueue --target PC` from `from` with `flags`: the job id.
 fn enqueue(w: &World, from: &str, flags: &[&str], argv: &[&str]) -> String {
     let mut args = vec!["enqueue", "--target", "PC"];
@@ -278,16 +259,6 @@ fn a_target_that_requires_seal_refuses_a_clear_job_at_the_sender_and_itself() {
     assert_eq!(code, 0, "{v}");
 }
 
-/// The identity of machine `name`, read from its home.
-fn identity(w: &World, name: &str) -> fleet_dispatch::trust::identity::Identity {
-    let text = all_files(&home(w, name))
-        .into_iter()
-        .filter_map(|f| std::fs::read_to_string(f).ok())
-        .find(|t| t.starts_with("fleet-dispatch identity 1"))
-        .expect("an identity file");
-    fleet_dispatch::trust::identity::Identity::from_file_text(&text).unwrap()
-}
-
 #[test]
 fn an_envelope_moved_into_another_job_does_not_open() {
     let w = fleet(&[]);
@@ -359,4 +330,221 @@ fn a_stolen_identity_cannot_forge_another_machine_s_result_or_open_its_sealed_jo
     assert_eq!(code, 0, "{v}");
     assert!(v.to_string().contains("genuine-output"), "{v}");
     assert!(!v.to_string().contains("forged"), "{v}");
+}
+
+/// Writes `lines` as a `--batch` file in the world: its path.
+fn batch_file(w: &World, lines: &[Value]) -> String {
+    let path = w.dir.path().join(format!("{}.jsonl", uid("batch")));
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    std::fs::write(&path, text.join("\n")).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// `--json listen --once` as machine `name`: its counters.
+fn listen_once_on(w: &World, name: &str) -> Value {
+    let out = ok(
+        w,
+        name,
+        &["--json", "listen", "--once", "--poll-interval", "100ms"],
+    );
+    serde_json::from_str::<Value>(out.trim()).unwrap()["counters"].clone()
+}
+
+/// `enqueue --batch --seal`: each line's job sealed to each of its
+/// targets (a fan-out line to both), run there, its result opened on the
+/// origin, and nothing of any payload or output in the root.
+#[test]
+fn a_sealed_batch_seals_every_line_to_each_of_its_targets() {
+    let w = fleet(&[]);
+    w.make_target("NAS");
+    let kit = jobkit().display().to_string();
+    let second_label = format!("{LABEL_MARK}_SECOND");
+    let file = batch_file(
+        &w,
+        &[
+            serde_json::json!({
+                "argv": [&kit, "out", "OUTPUT_$HALF", "out", ARGV_MARK],
+                "env": {"HALF": "ZEBRA_4417", ENV_NAME: ENV_MARK},
+                "label": LABEL_MARK,
+            }),
+            serde_json::json!({
+                "target": "PC,NAS",
+                "argv": [&kit, "out", "OUTPUT_$HALF"],
+                "env": {"HALF": "ZEBRA_4417"},
+                "label": &second_label,
+            }),
+        ],
+    );
+    let out = ok(
+        &w,
+        "LAPTOP",
+        &["enqueue", "--batch", &file, "--seal", "--target", "PC"],
+    );
+    let ids: Vec<&str> = out.lines().collect();
+    assert_eq!(ids.len(), 2, "{out}");
+    for (target, id) in [("PC", ids[0]), ("PC", ids[1]), ("NAS", ids[1])] {
+        let path = w.root.join(target).join("inbox").join(format!("{id}.json"));
+        let job: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let spec: Value = serde_json::from_str(job["spec"].as_str().unwrap()).unwrap();
+        assert!(
+            spec.get("argv").is_none() && spec.get("sealed").is_some(),
+            "{target}: {spec}"
+        );
+    }
+    let markers = [ARGV_MARK, ENV_NAME, ENV_MARK, LABEL_MARK, OUTPUT_MARK];
+    assert_root_free_of(&w, &markers);
+    assert_eq!(listen_once(&w)["done"], 2);
+    assert_eq!(listen_once_on(&w, "NAS")["done"], 1);
+    assert_root_free_of(&w, &markers);
+    for (target, id, label) in [
+        ("PC", ids[0], LABEL_MARK),
+        ("PC", ids[1], second_label.as_str()),
+        ("NAS", ids[1], second_label.as_str()),
+    ] {
+        let (code, out, err) = run(
+            &w,
+            "LAPTOP",
+            &["--json", "result", "--target", target, "--job-id", id],
+        );
+        assert_eq!(code, 0, "{target} {id}: {out}{err}");
+        let v: Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(v["detail"]["label"], label, "{v}");
+        let human = ok(
+            &w,
+            "LAPTOP",
+            &["result", "--target", target, "--job-id", id],
+        );
+        assert!(human.contains(OUTPUT_MARK), "{human}");
+    }
+    // Another machine sees only that they are sealed.
+    let (code, v) = result(&w, "NAS", ids[0]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["detail"], "sealed", "{v}");
+    assert_root_free_of(&w, &markers);
+}
+
+/// A batch's local refusals are a single job's: `--seal` outside the
+/// roster lane (`CONFIG`), a target with no key to seal to, and a clear
+/// batch to a target that requires sealed jobs (`seal-required`); each
+/// before anything is published.
+#[test]
+fn a_batch_is_refused_sealing_where_a_single_job_is() {
+    let line = [serde_json::json!({"argv": ["true", ARGV_MARK]})];
+    // The shared-key lane: the same CONFIG refusal as one job.
+    let w = World::with_target();
+    let file = batch_file(&w, &line);
+    let (code, out, err) = w.run(&["enqueue", "--batch", &file, "--seal", "--target", "PC"]);
+    assert_eq!(code, 78, "{out}{err}");
+    assert!(
+        err.contains("--seal") && err.contains("--auth roster"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(w.pc().join("inbox")).unwrap().count(), 0);
+
+    let w = fleet(&["--require-seal"]);
+    let file = batch_file(&w, &line);
+    // A target folder not on the roster: no key to seal to, as for one job.
+    w.make_target("STRAY");
+    let (code_one, _, err_one) = run(
+        &w,
+        "LAPTOP",
+        &["enqueue", "--seal", "--target", "STRAY", "--", "true"],
+    );
+    let (code, out, err) = run(
+        &w,
+        "LAPTOP",
+        &[
+            "enqueue", "--batch", &file, "--seal", "--target", "PC,STRAY",
+        ],
+    );
+    assert_eq!(code, code_one, "{out}{err}");
+    assert_eq!(code, 77, "{out}{err}");
+    assert!(err.contains("no key to seal to"), "{err}");
+    let why = |e: &str| e.split("no key to seal to").nth(1).unwrap().to_string();
+    assert_eq!(why(&err), why(&err_one));
+    // A clear batch to a target that requires sealed jobs.
+    let (code, out, err) = run(
+        &w,
+        "LAPTOP",
+        &["enqueue", "--batch", &file, "--target", "PC"],
+    );
+    assert_eq!(code, 77, "{out}{err}");
+    assert!(
+        err.contains("seal-required") && err.contains("--seal"),
+        "{err}"
+    );
+    for t in ["PC", "STRAY"] {
+        let inbox = w.root.join(t).join("inbox");
+        assert_eq!(std::fs::read_dir(inbox).unwrap().count(), 0, "{t}");
+    }
+    // Sealed, the same batch is taken and run.
+    let out = ok(
+        &w,
+        "LAPTOP",
+        &["enqueue", "--batch", &file, "--seal", "--target", "PC"],
+    );
+    assert_eq!(listen_once(&w)["done"], 1, "{out}");
+    assert_root_free_of(&w, &[ARGV_MARK]);
+}
+
+/// A listener in `both` mode on a machine whose identity file is gone (the
+/// roster still lists its key, so a sender seals to it) cannot open a
+/// sealed job: it refuses it `bad-seal`, saying why, runs nothing of it,
+/// and goes on with the next job; the sender sees the verdict through
+/// `result`.
+#[cfg(unix)]
+#[test]
+fn a_both_listener_without_an_identity_refuses_a_sealed_job_and_goes_on() {
+    let w = fleet(&[]);
+    write_private(&w.key, VECTOR_KEY);
+    let pc_identity = all_files(&home(&w, "PC"))
+        .into_iter()
+        .find(|f| {
+            std::fs::read_to_string(f).is_ok_and(|t| t.starts_with("fleet-dispatch identity 1"))
+        })
+        .expect("PC's identity file");
+    std::fs::remove_file(pc_identity).unwrap();
+    let side = scratch(&w, "side");
+    let sealed_argv = kit(&["append", p(&side), "sealed"]);
+    let sealed_argv: Vec<&str> = sealed_argv.iter().map(String::as_str).collect();
+    let sealed = enqueue(&w, "LAPTOP", &["--seal"], &sealed_argv);
+    let l = ListenerGuard::spawn(
+        bg(&w, "PC")
+            .env("FLEET_DISPATCH_AUTH", "both")
+            .env("FLEET_DISPATCH_KEY_FILE", &w.key)
+            .args(["listen", "--poll-interval", "100ms"]),
+    );
+    wait_until(std::time::Duration::from_secs(10), || {
+        w.rejected(&format!("{sealed}.json.reason.json")).exists()
+    });
+    let reason = w.reason(&format!("{sealed}.json"));
+    assert_eq!(reason["verdict"], "bad-seal", "{reason}");
+    assert!(
+        reason["message"].as_str().unwrap().contains("identity"),
+        "{reason}"
+    );
+    let (code, v) = result(&w, "LAPTOP", &sealed);
+    assert_eq!(code, 76, "{v}");
+    assert!(v.to_string().contains("bad-seal"), "{v}");
+    let (code, out, err) = run(
+        &w,
+        "LAPTOP",
+        &["result", "--target", "PC", "--job-id", &sealed],
+    );
+    assert_eq!(code, 76, "{out}{err}");
+    assert!(
+        err.contains("bad-seal") && err.contains("identity"),
+        "{out}{err}"
+    );
+    assert!(err.contains("PC's listener has no identity"), "{err}");
+    // The listener goes on: a clear job after it runs.
+    let clear_argv = kit(&["append", p(&side), "clear"]);
+    let clear_argv: Vec<&str> = clear_argv.iter().map(String::as_str).collect();
+    let clear = enqueue(&w, "LAPTOP", &[], &clear_argv);
+    let v = w.wait_result(&clear, std::time::Duration::from_secs(15));
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(lines(&side), ["clear"], "the sealed job never ran");
+    let (code, out, err) = l.stop(&w, libc::SIGTERM, std::time::Duration::from_secs(10));
+    assert_eq!(code, polite_stop::EXIT, "{out}{err}");
+    assert!(!err.contains("INTERNAL"), "{err}");
 }

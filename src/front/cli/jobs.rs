@@ -65,8 +65,8 @@ pub struct EnqueueArgs {
     /// Send the job to the target's `listen --http` at this URL (http://HOST:PORT); the shared folder is used only when it cannot be reached
     #[arg(long, value_name = "URL")]
     pub via: Option<String>,
-    /// Seal the job's argv, cwd, env and label to the target's X25519 key (--auth roster): its job file shows only the header, its result's detail is sealed back to this machine, its output is not logged to the root
-    #[arg(long, conflicts_with = "batch")]
+    /// Seal the job's argv, cwd, env and label to the target's X25519 key (--auth roster): its job file shows only the header, its result's detail is sealed back to this machine, its output is not logged to the root; with --batch, every line's job, each copy to its own target
+    #[arg(long)]
     pub seal: bool,
     /// The program and its arguments, after `--`
     #[arg(

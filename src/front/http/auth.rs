@@ -1,16 +1,20 @@
 //! The signature on GET requests: `X-Fleet-Signature: t=<unix seconds>,
-//! sig=<signature of "get|<target>|<path>|<t>">` ([`crate::trust`]: today
-//! the fleet key's, in hex) (the target in lower case), accepted within
-//! ±[`MAX_SKEW_SECS`] of this machine's clock and checked in constant time.
-//! The header names no signer: any machine the fleet trusts may ask. POST
-//! bodies need nothing more: they are signed documents.
+//! sig=<signature of "get|<target>|<path>|<t>">` (the target in lower
+//! case), accepted within ±[`MAX_SKEW_SECS`] of this machine's clock and
+//! checked in constant time (docs/protocol.md §10.2). The signature is
+//! the fleet key's (HMAC, 64 hex digits) or, in the roster lane, the
+//! identity's of a machine the roster lists (Ed25519, 128 hex digits): a
+//! machine signs as it signs its documents, so a `both` machine the
+//! roster lists is taken by a `roster` listener. The header names no
+//! signer: any machine the fleet trusts may ask. POST bodies need nothing
+//! more: they are signed documents.
 //!
 //! The target is signed so a header captured on its way to one machine is
 //! refused by every other; the path so an answer cannot be swapped for
 //! another endpoint's; the time limits how long a captured header can be
 //! replayed to the machine it was for.
 
-use crate::trust::{Key, Signer};
+use crate::trust::{Auth, Key, Refusal, Signer};
 
 /// The request header carrying the signature.
 pub const HEADER: &str = "X-Fleet-Signature";
@@ -23,10 +27,14 @@ pub fn canonical(target: &str, path: &str, t: &str) -> String {
     format!("get|{}|{path}|{t}", target.to_ascii_lowercase())
 }
 
-/// The header value signing a GET of `path` on `target` at unix time `t`.
+/// The header value signing a GET of `path` on `target` at unix time `t`:
+/// with this machine's identity where it signs its documents with it
+/// (`roster`, and `both` while the roster lists its key), else with the
+/// fleet key. A listener tells the two apart by the signature's length.
 pub fn sign(key: &Key, target: &str, path: &str, t: i64) -> String {
     let t = t.to_string();
-    format!("t={t},sig={}", key.sign(&canonical(target, path, &t)))
+    let sig = key.sign_document(&canonical(target, path, &t)).sig;
+    format!("t={t},sig={sig}")
 }
 
 /// Checks a GET of `path` received by `target`'s listener at unix time
@@ -60,12 +68,22 @@ pub fn check(
             now - secs
         ));
     }
-    if !key.verify(Signer::Unnamed, &canonical(target, path, t), sig) {
-        return Err(format!(
-            "{HEADER}: the signature does not verify with this fleet key for {target}"
-        ));
-    }
-    Ok(())
+    let refusal = match key.check(Signer::Unnamed, &canonical(target, path, t), sig) {
+        Ok(()) => return Ok(()),
+        Err(r) => r,
+    };
+    Err(match (key.auth(), refusal) {
+        (Auth::SharedKey, _) => {
+            format!("{HEADER}: the signature does not verify with this fleet key for {target}")
+        }
+        // The fleet key's form, which this mode has no key to check.
+        (Auth::Roster, Refusal::NotASignature) => format!(
+            "{HEADER}: sig is not an Ed25519 signature: this listener runs --auth roster and takes no fleet key signature; sign with the identity of a machine on the roster"
+        ),
+        _ => format!(
+            "{HEADER}: the signature does not verify for {target} with the fleet key or the identity of any machine on the roster, valid now"
+        ),
+    })
 }
 
 #[cfg(test)]
@@ -136,5 +154,55 @@ mod tests {
             );
         }
         assert!(check(None, "PC", "/v1/status", 1_800_000_000, &k).is_err());
+    }
+
+    /// The roster lane: PC listens in `roster` mode (and then in `both`);
+    /// LAPTOP runs `both` and is on the roster, NAS runs `both` and is not.
+    #[test]
+    fn a_listed_both_machine_signs_with_its_identity_which_a_roster_listener_takes() {
+        use crate::trust::Own;
+        use crate::trust::identity::{AdminKey, Identity};
+        use crate::trust::live::Live;
+        use crate::trust::roster::{self, Edit};
+        use crate::trust::store::Local;
+        let tmp = tempfile::tempdir().unwrap();
+        let admin = AdminKey::new([1; 32]);
+        let now = crate::base::clock::now();
+        let mut body = roster::first(&admin, now, roster::DEFAULT_EXPIRY);
+        for (name, seed) in [("PC", 2), ("LAPTOP", 3)] {
+            let edit = Edit::Add {
+                line: Identity::new(name, [seed; 64]).line(),
+                may_send: vec!["*".into()],
+                require_seal: false,
+            };
+            body = roster::apply(body, edit, now, None).unwrap();
+        }
+        std::fs::write(tmp.path().join("roster.json"), roster::sign(&body, &admin)).unwrap();
+        let live = |state: &str| {
+            let state = tmp.path().join(state);
+            Local::new(&state).set_pin(&admin.public()).unwrap();
+            Live::open(tmp.path(), &state).unwrap()
+        };
+        let both = |state: &str, name: &str, seed: u8| {
+            let own = Own::Loaded(Identity::new(name, [seed; 64]));
+            Key::both(key(), Some(live(state)), own)
+        };
+        let roster_pc = Key::roster(Identity::new("PC", [2; 64]), live("pc"));
+        let both_pc = both("pc-both", "PC", 2);
+        let (laptop, nas) = (both("laptop", "LAPTOP", 3), both("nas", "NAS", 4));
+        assert_eq!(laptop.auth(), Auth::Both);
+        let t = now.unix_timestamp();
+        let path = "/v1/status";
+        let by_laptop = sign(&laptop, "PC", path, t);
+        let by_nas = sign(&nas, "PC", path, t);
+        assert_eq!(by_laptop.len(), by_nas.len() + 64, "{by_laptop} {by_nas}");
+        assert_eq!(check(Some(&by_laptop), "PC", path, t, &roster_pc), Ok(()));
+        let refused = check(Some(&by_nas), "PC", path, t, &roster_pc).unwrap_err();
+        assert!(refused.contains("--auth roster"), "{refused}");
+        for header in [&by_laptop, &by_nas] {
+            assert_eq!(check(Some(header), "PC", path, t, &both_pc), Ok(()));
+        }
+        // Another machine's listener still refuses LAPTOP's header.
+        assert!(check(Some(&by_laptop), "LAPTOP", path, t, &roster_pc).is_err());
     }
 }

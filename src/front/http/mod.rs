@@ -16,7 +16,8 @@
 //!                                      "waitsFor": <["TARGET:ID", …], when queued and held by a dependency>}
 //! GET  /v1/status               → 200 the `status --json` document for this target
 //!
-//! GETs carry X-Fleet-Signature: t=<unix seconds>,sig=<hex HMAC-SHA256 of "get|<target>|<path>|<t>">
+//! GETs carry X-Fleet-Signature: t=<unix seconds>,sig=<hex signature of "get|<target>|<path>|<t>">
+//!   (the fleet key's HMAC-SHA256, or a roster machine's Ed25519: `auth`)
 //! errors: {"error": {"code", "message"}} with 400 BAD_REQUEST, 403 FORBIDDEN,
 //!   404 NOT_FOUND, 408/411/413/431 BAD_REQUEST, 422 VALIDATION_ERROR, 503 BUSY,
 //!   500 INTERNAL_ERROR; no side effect on any error

@@ -127,12 +127,13 @@ fn located(ctx: &Context, args: &Args) -> Result<(Key, TargetDirs, JobId)> {
 
 /// Signs and publishes the job `args` describe, as `enqueue` does: with
 /// `interrupt`, `--interrupt` of that job; with `after_any`, to run once
-/// that job has ended, however it ended.
+/// that job has ended, however it ended; with `seal`, `--seal`.
 fn send(
     ctx: &Context,
     args: &Args,
     interrupt: Option<String>,
     after_any: Option<&str>,
+    seal: bool,
 ) -> Result<One> {
     let target = args.need("target")?;
     one_target(&target)?;
@@ -169,7 +170,7 @@ fn send(
             follow: false,
         },
         via: None,
-        seal: false,
+        seal,
         argv: Vec::new(),
     };
     match job::send(ctx, &flags, req)? {
@@ -183,7 +184,7 @@ fn send(
 
 /// `dispatch_job`.
 pub fn dispatch(ctx: &Context, args: &Args) -> Answered {
-    let one = send(ctx, args, None, None)?;
+    let one = send(ctx, args, None, None, args.flag("seal")?)?;
     let (id, target) = (&one.req.id, one.dirs.target());
     let mut v = json!({"job_id": id.as_str(), "target": target.as_str(), "status": "queued"});
     if let Some(p) = &one.req.parent {
@@ -410,11 +411,12 @@ pub fn message(ctx: &Context, caller: &Caller, args: &Args) -> Answered {
             )));
         }
     };
+    let seal = args.flag("seal")?;
     caller.may_act_on(ctx, &target, &old)?;
     let one = if interrupt {
-        send(ctx, args, Some(old.clone()), None)?
+        send(ctx, args, Some(old.clone()), None, seal)?
     } else {
-        send(ctx, args, None, Some(&old))?
+        send(ctx, args, None, Some(&old), seal)?
     };
     let (id, target) = (&one.req.id, one.dirs.target());
     let mut v = json!({"job_id": id.as_str(), "target": target.as_str()});

@@ -62,6 +62,8 @@ pub fn list() -> Value {
             "priority": {"type": "string", "enum": ["normal", "high"]},
             "after": {"type": "array", "items": {"type": "string"},
                       "description": "Start only once these jobs ([TARGET:]ID) have succeeded"},
+            "seal": {"type": "boolean", "default": false,
+                     "description": "Seal argv, cwd, env and label to the target's key, as enqueue --seal does (--auth roster only): the job file shows only its header, and only this machine opens its result's detail"},
         })
     };
     let with = |mut base: Value, more: Value| {
@@ -223,6 +225,17 @@ impl Args<'_> {
                 .ok_or_else(|| {
                     Error::validation(format!("argument {key:?} must be a number, 0 or more"))
                 }),
+        }
+    }
+
+    /// A boolean field, false when not given.
+    pub fn flag(&self, key: &str) -> Result<bool> {
+        match self.get(key) {
+            None => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(_) => Err(Error::validation(format!(
+                "argument {key:?} must be true or false"
+            ))),
         }
     }
 

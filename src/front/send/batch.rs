@@ -2,12 +2,14 @@
 //! checked by the same [`request`] as the flags, all checked (fields,
 //! targets, ids unused and not repeated, no cycle of `after` among them)
 //! before any is published; then each target's jobs published together,
-//! with one flush of its inbox at `full` durability.
+//! with one flush of its inbox at `full` durability. With `--seal`, each
+//! line's job is sealed to each of its targets as one job is.
 
 use std::collections::BTreeMap;
 
 use super::Sender;
 use super::request::{Fields, Origin, Request, Resolver, checked, request, roster_refusal};
+use super::seal::sign_job;
 use crate::base::clock;
 use crate::base::error::{Error, Result};
 use crate::front::cli::EnqueueArgs;
@@ -88,14 +90,14 @@ pub fn send(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> Result
             }
             submit::check_free(dirs, &groups[g].held, &req.id, key).map_err(at(*n))?;
             let spec = req.spec_for(&mut names, dirs.target()).map_err(at(*n))?;
-            let job = Job::sign(
+            let job = sign_job(
                 key,
-                req.id.clone(),
-                dirs.target().as_str(),
-                s.origin.as_str(),
+                args.seal,
+                (req.id.clone(), dirs.target().as_str(), s.origin.as_str()),
                 created,
                 spec,
-            );
+            )
+            .map_err(at(*n))?;
             let (job, bytes) = checked(job, Origin::Line).map_err(at(*n))?;
             roster_refusal(&job, &bytes, key).map_err(at(*n))?;
             waits.push(Waiting {

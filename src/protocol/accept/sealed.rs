@@ -56,8 +56,10 @@ pub(super) fn unseal<'e>(
 }
 
 /// A job its target's listener can run: a sealed one only once opened
-/// here. A listener without an identity (`--auth both`, say) cannot open
-/// one and refuses it `bad-seal` rather than run an empty payload.
+/// here. A listener without its own identity (`--auth both` with no
+/// identity file) cannot open one and refuses it `bad-seal` rather than
+/// run an empty payload; the sender reads the message through `result`,
+/// so it names the target.
 ///
 /// # Errors
 ///
@@ -67,8 +69,8 @@ pub fn runnable(job: Job) -> Result<Job, Rejection> {
         return Err(Rejection::new(
             Verdict::BadSeal,
             format!(
-                "it is sealed, and this machine opens sealed jobs only with its own identity (--auth roster); {} is not running so",
-                job.target
+                "it is sealed to {t}, and {t}'s listener has no identity of {t} to open it with (the identity file that --auth roster needs and --auth both loads when present); it was not run",
+                t = job.target
             ),
         ));
     }
