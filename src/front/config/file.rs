@@ -48,6 +48,14 @@ pub struct FileConfig {
     /// The age past which `listen` refuses a job as stale, e.g. "14d"; also
     /// the floor of `sweep`'s retention, so one key serves both.
     pub max_job_age: Option<String>,
+    /// An object-store root's endpoint URL (`FLEET_DISPATCH_S3_ENDPOINT`).
+    pub s3_endpoint: Option<String>,
+    /// The region object-store requests are signed for.
+    pub s3_region: Option<String>,
+    /// Path-style object-store URLs (`ENDPOINT/BUCKET/KEY`).
+    pub s3_path_style: Option<bool>,
+    /// A plain-HTTP object-store endpoint off this machine is allowed.
+    pub s3_allow_http: Option<bool>,
 }
 
 /// Where the config file is looked for: `FLEET_DISPATCH_CONFIG`, else
