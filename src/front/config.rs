@@ -25,6 +25,15 @@ pub mod shown;
 use file::load_config;
 pub use file::{ConfigFile, FileConfig, config_path, parse_config};
 
+/// Each object-store variable and the config file's key for it
+/// (docs/object-store.md).
+pub const S3_KEYS: [(&str, &str); 4] = [
+    (crate::store::objstore::ENDPOINT_VAR, "s3_endpoint"),
+    (crate::store::objstore::REGION_VAR, "s3_region"),
+    (crate::store::objstore::PATH_STYLE_VAR, "s3_path_style"),
+    (crate::store::objstore::ALLOW_HTTP_VAR, "s3_allow_http"),
+];
+
 /// Where a setting's value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
@@ -451,6 +460,17 @@ impl Context {
     pub fn s3_settings(&self) -> Result<crate::store::objstore::Settings> {
         crate::store::objstore::Settings::resolve(&|k| self.s3_setting(k).map(|(v, _)| v), &|p| {
             std::fs::read_to_string(p).ok()
+        })
+        .map_err(|mut e| {
+            // A value from the file is named as the file's key.
+            for (var, key) in S3_KEYS {
+                let from_file = self.s3_setting(var).is_some_and(|(_, s)| s == Source::File);
+                if let Some(rest) = e.message.strip_prefix(var).filter(|_| from_file) {
+                    let path = self.config_file.as_ref().map(|f| f.path.as_path());
+                    e.message = file::refusal(path, key, rest.trim_start_matches('=')).message;
+                }
+            }
+            e
         })
     }
 

@@ -21,6 +21,8 @@ use fleet_dispatch::store::objstore::{Answer, Client, Retry, S3Root, Settings};
 
 use crate::util::*;
 
+mod engine_lane;
+
 const CONFIG: i32 = 78;
 
 /// `doctor` with `root` and the variables `vars`, as machine PC.
@@ -83,20 +85,24 @@ fn bad_s3_settings_are_refused_by_name() {
 }
 
 #[test]
-fn other_commands_refuse_an_s3_root_naming_it() {
+fn other_commands_refuse_an_s3_root_naming_it_and_what_works() {
     let w = World::with_target();
     for args in [
-        vec!["status"],
         vec!["listen", "--once"],
-        vec!["enqueue", "--target", "PC", "--", "true"],
         vec!["sweep"],
+        vec!["logs", "--target", "PC", "--job-id", "a"],
+        vec!["report"],
     ] {
         let mut c = w.cmd();
         c.args(["--root", "s3://jobs/fleet"]).args(&args);
         let (code, out, err) = output(&mut c);
         assert_eq!(code, CONFIG, "{args:?}: {out}{err}");
         assert!(err.contains("s3://jobs/fleet"), "{args:?}: {err}");
-        assert!(err.contains("only `doctor`"), "{args:?}: {err}");
+        assert!(
+            err.contains("only `doctor`, `enqueue`, `status`, `result` and `cancel` work")
+                && err.contains("the listener does not run on a bucket yet"),
+            "{args:?}: {err}"
+        );
     }
     let mut c = w.cmd();
     c.args(["--root", "s3://jobs/fleet", "config"]);
@@ -106,6 +112,147 @@ fn other_commands_refuse_an_s3_root_naming_it() {
         out.contains("s3://jobs/fleet") && out.contains("an object store"),
         "{out}"
     );
+}
+
+/// What a bucket cannot do yet is refused by name before the store is
+/// asked (the endpoint here answers nothing); bad input keeps its code.
+#[test]
+fn the_bucket_lane_refuses_what_it_cannot_do_yet_and_bad_input_by_its_code() {
+    let w = World::new();
+    let dead = [("FLEET_DISPATCH_S3_ENDPOINT", "http://127.0.0.1:9")];
+    let run = |args: &[&str]| {
+        let mut c = w.cmd();
+        c.args(["--root", "s3://jobs/fleet"]).args(args);
+        for (k, v) in dead {
+            c.env(k, v);
+        }
+        output(&mut c)
+    };
+    for (args, named) in [
+        (
+            vec!["enqueue", "--target", "PC", "--wait", "--", "true"],
+            "--wait",
+        ),
+        (
+            vec![
+                "enqueue",
+                "--target",
+                "PC",
+                "--interrupt",
+                "running",
+                "--",
+                "true",
+            ],
+            "--interrupt",
+        ),
+        (
+            vec!["enqueue", "--target", "PC", "--after", "x", "--", "true"],
+            "--after",
+        ),
+        (
+            vec!["cancel", "--target", "PC", "--job-id", "a", "--wait"],
+            "--wait",
+        ),
+        (
+            vec!["result", "--target", "PC", "--job-id", "last"],
+            "--job-id last",
+        ),
+    ] {
+        let (code, out, err) = run(&args);
+        assert_eq!(code, CONFIG, "{args:?}: {out}{err}");
+        assert!(
+            err.contains(named) && err.contains("s3://jobs/fleet"),
+            "{args:?}: {err}"
+        );
+    }
+    for args in [
+        vec![
+            "enqueue", "--target", "PC", "--job-id", "../x", "--", "true",
+        ],
+        vec!["result", "--target", "PC", "--job-id", "a/b"],
+        vec!["cancel", "--target", "PC", "--job-id", "a b"],
+    ] {
+        let (code, out, err) = run(&args);
+        assert_eq!(code, 64, "{args:?}: {out}{err}");
+        assert!(err.contains("VALIDATION_ERROR"), "{args:?}: {err}");
+    }
+    // A store that does not answer: an error naming the key's prefix.
+    let (code, _, err) = run(&["status"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("s3://jobs/fleet/"), "{err}");
+}
+
+/// The `s3_*` keys of the config file: shown by `config` with their
+/// source, a variable winning over the file, and a bad value refused
+/// naming the file's key.
+#[test]
+fn the_config_file_gives_the_store_settings_and_a_variable_wins() {
+    let w = World::new();
+    let file = w.dir.path().join("config.toml");
+    std::fs::write(
+        &file,
+        "s3_endpoint = \"http://127.0.0.1:9\"\ns3_region = \"eu-west-3\"\ns3_path_style = false\ns3_allow_http = true\n",
+    )
+    .unwrap();
+    let config = |vars: &[(&str, &str)]| {
+        let mut c = w.cmd();
+        c.env("FLEET_DISPATCH_CONFIG", &file).args([
+            "--root",
+            "s3://jobs/fleet",
+            "--json",
+            "config",
+        ]);
+        for (k, v) in vars {
+            c.env(k, v);
+        }
+        let (code, out, err) = output(&mut c);
+        assert_eq!(code, 0, "{out}{err}");
+        serde_json::from_str::<serde_json::Value>(&out).unwrap()
+    };
+    let shown = config(&[]);
+    let get = |v: &serde_json::Value, k: &str| {
+        let s = v.to_string();
+        (
+            s.clone(),
+            v.get(k).cloned().unwrap_or_else(|| panic!("{k} in {s}")),
+        )
+    };
+    let (all, endpoint) = get(&shown, "s3Endpoint");
+    assert!(
+        endpoint.to_string().contains("http://127.0.0.1:9")
+            && endpoint.to_string().contains("file"),
+        "{all}"
+    );
+    let (all, region) = get(&shown, "s3Region");
+    assert!(region.to_string().contains("eu-west-3"), "{all}");
+    let (all, style) = get(&shown, "s3PathStyle");
+    assert!(style.to_string().contains("\"0\""), "{all}");
+    let (all, http) = get(&shown, "s3AllowHttp");
+    assert!(http.to_string().contains("\"1\""), "{all}");
+    let shown = config(&[("FLEET_DISPATCH_S3_REGION", "ap-south-1")]);
+    let (all, region) = get(&shown, "s3Region");
+    assert!(
+        region.to_string().contains("ap-south-1") && region.to_string().contains("variable"),
+        "{all}"
+    );
+    // A bad endpoint in the file is named as the file's key.
+    std::fs::write(&file, "s3_endpoint = \"ftp://store\"\n").unwrap();
+    let mut c = w.cmd();
+    c.env("FLEET_DISPATCH_CONFIG", &file)
+        .args(["--root", "s3://jobs/fleet", "status"]);
+    let (code, out, err) = output(&mut c);
+    assert_eq!(code, CONFIG, "{out}{err}");
+    assert!(
+        err.contains("s3_endpoint") && err.contains("config.toml"),
+        "{err}"
+    );
+    let (code, _, err) = doctor(
+        &w,
+        "s3://jobs/fleet",
+        &[("FLEET_DISPATCH_CONFIG", file.to_str().unwrap())],
+    );
+    assert_eq!(code, CONFIG, "{err}");
+    assert!(err.contains("s3_endpoint"), "{err}");
 }
 
 #[test]

@@ -33,10 +33,10 @@ pub fn run(ctx: &Context, root: &str, args: &CancelArgs) -> Result<u8> {
             return Err(super::not_yet(root, what));
         }
     }
+    let id = super::job_id(root, &args.job_id)?;
     let lane = Lane::load(ctx, root)?;
     let origin = ctx.machine()?;
     let t = lane.target(ctx, &args.target)?;
-    let id = super::job_id(root, &args.job_id)?;
     let key = &lane.key;
     if !args.force && matches!(lane::look(&t, &id, key)?, Seen::NotSeen) {
         return Err(Error::not_found(format!(

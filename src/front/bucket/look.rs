@@ -29,9 +29,9 @@ pub fn result(ctx: &Context, root: &str, args: &ResultArgs) -> Result<u8> {
         return Err(super::not_yet(root, "result over a target list"));
     }
     let limit = crate::front::cmd::duration_flag(&args.waiting.wait_timeout, "--wait-timeout")?;
+    let id = super::job_id(root, &args.job_id)?;
     let lane = Lane::load(ctx, root)?;
     let t = lane.target(ctx, &args.target)?;
-    let id = super::job_id(root, &args.job_id)?;
     let start = Instant::now();
     let seen = loop {
         let seen = lane::look(&t, &id, &lane.key)?;
