@@ -50,6 +50,6 @@ pub fn run(ctx: &Context, root: &str, args: &CancelArgs) -> Result<u8> {
     let status = lane::place_marker(&t, &id, key, &m)?;
     let mut out = status.to_json(&id);
     out["target"] = json!(t.target().as_str());
-    crate::front::cmd::emit(ctx, &out, &status.sentence(&id));
+    super::emit(ctx, &out, &status.sentence(&id));
     Ok(exit::no_if(matches!(status, CancelStatus::Blocked(_))))
 }

@@ -97,7 +97,7 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
     if let Some(p) = &req.parent {
         out["parentJobId"] = json!(p.as_str());
     }
-    crate::front::cmd::emit(ctx, &out, req.id.as_str());
+    super::emit(ctx, &out, req.id.as_str());
     Ok(exit::SUCCESS)
 }
 

@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::Lane;
+use super::emit;
 use crate::base::error::{Error, Result};
 use crate::base::exit;
 use crate::front::cli::{ResultArgs, StatusArgs};
-use crate::front::cmd::emit;
 use crate::front::config::Context;
 use crate::requests::lane::{self, Seen};
 use crate::store::layout::Place;
@@ -21,14 +21,14 @@ use crate::view;
 const POLL: Duration = Duration::from_secs(1);
 
 /// Runs `result` on the root `root`.
-pub fn result(ctx: &Context, root: &str, args: &ResultArgs) -> Result<u8> {
+/// `limit`: the `--wait-timeout`, parsed.
+pub fn result(ctx: &Context, root: &str, args: &ResultArgs, limit: Option<Duration>) -> Result<u8> {
     if args.waiting.follow {
         return Err(super::not_yet(root, "result --follow"));
     }
     if crate::store::layout::is_target_list(&args.target) {
         return Err(super::not_yet(root, "result over a target list"));
     }
-    let limit = crate::front::cmd::duration_flag(&args.waiting.wait_timeout, "--wait-timeout")?;
     let id = super::job_id(root, &args.job_id)?;
     let lane = Lane::load(ctx, root)?;
     let t = lane.target(ctx, &args.target)?;

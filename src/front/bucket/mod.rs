@@ -16,10 +16,6 @@ use crate::store::objstore::{Client, S3Root};
 use crate::store::port::bucket::{Bucket, BucketTarget};
 use crate::trust::Key;
 
-/// The commands that work on an object-store root, as the refusal of the
-/// others names them.
-pub const WORKS: &str = "`doctor`, `enqueue`, `status`, `result` and `cancel`";
-
 /// What a command on a bucket works with: the bucket, and for a writer the
 /// key and this machine's name.
 pub struct Lane {
@@ -92,6 +88,15 @@ impl Lane {
             out.push(t);
         }
         Ok(out)
+    }
+}
+
+/// Prints `json` (with `--json`) or the human lines, as every command does.
+fn emit(ctx: &Context, json: &serde_json::Value, human: &str) {
+    if ctx.json() {
+        crate::base::out::json(json);
+    } else if !human.is_empty() {
+        crate::base::out::line(human);
     }
 }
 

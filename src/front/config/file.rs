@@ -163,6 +163,18 @@ fn check(cfg: &FileConfig) -> std::result::Result<(), (&'static str, String)> {
     each("retention", cfg.retention.as_ref(), |t| rules::retention(t))?;
     each("max_job_age", cfg.max_job_age.as_ref(), |t| {
         rules::max_job_age(t)
+    })?;
+    // Plain HTTP off this machine also depends on s3_allow_http or its
+    // variable: judged when the store is used.
+    each("s3_endpoint", cfg.s3_endpoint.as_ref(), |t| {
+        crate::store::objstore::endpoint_rule(t, true)
+    })?;
+    each("s3_region", cfg.s3_region.as_ref(), |t| {
+        if t.trim().is_empty() {
+            Err("an empty region: name it, or leave the key out for the default".to_string())
+        } else {
+            Ok(())
+        }
     })
 }
 

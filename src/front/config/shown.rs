@@ -145,7 +145,7 @@ pub fn shown(ctx: &Context) -> Shown {
                 None => Some("not set: pass --root DIR or set FLEET_DISPATCH_ROOT".into()),
                 Some(_) if ctx.s3_root().is_some() => Some(format!(
                     "an object store: only {} work on one in this version, and no listener (docs/object-store.md)",
-                    crate::front::bucket::WORKS
+                    super::store::S3_WORKS
                 )),
                 Some(r) => presence(Some(r), true, "does not exist"),
             },
