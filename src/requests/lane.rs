@@ -28,7 +28,7 @@ pub enum Seen {
     /// Taken by the target's listener (in `archive/done/`), no result yet.
     Taken,
     /// Nothing of it.
-    NotSeen,
+    Nothing,
 }
 
 /// Where `id` was already used on `sh`'s target: a result that verifies,
@@ -112,7 +112,7 @@ pub fn look(sh: &dyn Shelves, id: &JobId, key: &Key) -> Result<Seen> {
     if sh.shelf(Place::Done).exists(&name)? {
         return Ok(Seen::Taken);
     }
-    Ok(forged.map_or(Seen::NotSeen, Seen::Forged))
+    Ok(forged.map_or(Seen::Nothing, Seen::Forged))
 }
 
 /// The ids queued in `sh`'s inbox, sorted: only names that are a job id
@@ -139,7 +139,7 @@ pub fn place_marker(sh: &dyn Shelves, id: &JobId, key: &Key, m: &Marker) -> Resu
         Seen::Done(o) => return Ok(CancelStatus::NotRunning(o)),
         Seen::Queued => Observed::Queued,
         Seen::Taken => Observed::Running,
-        Seen::Forged(_) | Seen::NotSeen => Observed::NotSeen,
+        Seen::Forged(_) | Seen::Nothing => Observed::NotSeen,
     };
     let (cancel, name) = (sh.shelf(Place::Cancel), id.file_name());
     if cancel.publish(&name, &doc::to_file_bytes(m))? {

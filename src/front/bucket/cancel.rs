@@ -38,7 +38,7 @@ pub fn run(ctx: &Context, root: &str, args: &CancelArgs) -> Result<u8> {
     let origin = ctx.machine()?;
     let t = lane.target(ctx, &args.target)?;
     let key = &lane.key;
-    if !args.force && matches!(lane::look(&t, &id, key)?, Seen::NotSeen) {
+    if !args.force && matches!(lane::look(&t, &id, key)?, Seen::Nothing) {
         return Err(Error::not_found(format!(
             "no job {id} on {} (inbox, archive or results of {})",
             t.target(),

@@ -53,7 +53,7 @@ pub fn result(ctx: &Context, root: &str, args: &ResultArgs, limit: Option<Durati
                 t.target()
             )));
         }
-        Seen::NotSeen => {
+        Seen::Nothing => {
             return Err(Error::not_found(format!(
                 "no job {id} on {} (inbox, archive or results of {})",
                 t.target(),

@@ -91,3 +91,33 @@ impl Shelf for FolderShelf<'_> {
             .to_string()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::port::Shelves;
+
+    /// The seam over a folder: a missing place lists and reads as empty,
+    /// publishing makes the folders and never replaces, and removing an
+    /// entry (or nothing) is no error.
+    #[test]
+    fn a_folder_place_publishes_create_only_and_reads_back() {
+        let t = tempfile::tempdir().unwrap();
+        let pc = Machine::parse("PC", "target").unwrap();
+        let f = Folder::new(TargetDirs::new(t.path(), &pc), Flush::Nothing);
+        let done = f.shelf(Place::Done);
+        assert!(done.list().unwrap().is_empty());
+        assert!(matches!(done.read("a.json", 10), FileRead::Missing));
+        assert!(done.publish("a.json", b"one").unwrap());
+        assert!(!done.publish("a.json", b"two").unwrap());
+        assert!(t.path().join("PC/archive/done/a.json").is_file());
+        assert!(matches!(done.read("a.json", 10), FileRead::Bytes(b) if b == b"one"));
+        assert!(matches!(done.read("a.json", 2), FileRead::TooLarge(_)));
+        assert!(done.exists("a.json").unwrap());
+        assert_eq!(done.list().unwrap(), ["a.json"]);
+        done.remove("a.json").unwrap();
+        done.remove("a.json").unwrap();
+        assert!(!done.exists("a.json").unwrap());
+        assert!(done.shown("a.json").ends_with("a.json"));
+    }
+}
