@@ -157,6 +157,7 @@ fn the_bucket_lane_refuses_what_it_cannot_do_yet_and_bad_input_by_its_code() {
             vec!["result", "--target", "PC", "--job-id", "last"],
             "--job-id last",
         ),
+        (vec!["--auth", "roster", "status"], "--auth roster"),
     ] {
         let (code, out, err) = run(&args);
         assert_eq!(code, CONFIG, "{args:?}: {out}{err}");

@@ -29,6 +29,15 @@ impl Lane {
     /// The bucket of the root `text`, with the store settings and the key
     /// (the shared fleet key: the roster lives under a folder root).
     pub fn load(ctx: &Context, text: &str) -> Result<Lane> {
+        if ctx.auth() != crate::trust::Auth::SharedKey {
+            return Err(not_yet(
+                text,
+                &format!(
+                    "--auth {} (the roster lives in a folder root)",
+                    ctx.auth().as_str()
+                ),
+            ));
+        }
         let root = S3Root::parse(text)?;
         let settings = ctx.s3_settings()?;
         let client = Client::new(&settings, &root.bucket)?;
