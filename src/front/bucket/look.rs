@@ -17,6 +17,9 @@ use crate::store::layout::Place;
 use crate::store::port::Shelves;
 use crate::view;
 
+/// How many queued ids a line of `status` names (`--json` has them all).
+const SHOWN: usize = 5;
+
 /// How often `result --wait` looks again.
 const POLL: Duration = Duration::from_secs(1);
 
@@ -115,10 +118,14 @@ pub fn status(ctx: &Context, root: &str, args: &StatusArgs) -> Result<u8> {
             "{}: {} queued{}; {} cancel(s) pending; {} result(s)",
             t.target(),
             queued.len(),
-            if queued.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", list(&queued).join(", "))
+            match queued.len() {
+                0 => String::new(),
+                n if n <= SHOWN => format!(" ({})", list(&queued).join(", ")),
+                n => format!(
+                    " ({}, and {} more)",
+                    list(&queued[..SHOWN]).join(", "),
+                    n - SHOWN
+                ),
             },
             cancels.len(),
             results.len()
