@@ -1006,3 +1006,48 @@ fn engine_result_shows_a_verified_result_and_refuses_a_forged_one() {
     );
     assert_eq!(got.0, 66, "{got:?}");
 }
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_a_fan_out_publishes_one_signed_copy_per_target_after_checking_all() {
+    let (e, w) = (Engine::new(), World::new());
+    let send = |id: &str| {
+        let mut c = lane_cmd(&e, &w);
+        c.env("FLEET_DISPATCH_FLEET", "PC,LAPTOP").args([
+            "--json",
+            "enqueue",
+            "--target",
+            "PC,LAPTOP",
+            "--job-id",
+            id,
+            "--",
+            "true",
+        ]);
+        output(&mut assert_cmd::Command::from_std(c))
+    };
+    let id = lane_id("fan");
+    let got = send(&id);
+    assert_eq!(got.0, 0, "{got:?}");
+    let answer: serde_json::Value = serde_json::from_str(&got.1).unwrap();
+    assert_eq!(answer["targets"], serde_json::json!(["PC", "LAPTOP"]));
+    for t in ["PC", "LAPTOP"] {
+        let doc = lane_json(&lane_object(&e, &format!("{t}/inbox/{id}.json")).unwrap());
+        assert_eq!(doc["target"], serde_json::json!(t));
+        assert_eq!(
+            doc["sig"],
+            serde_json::json!(independent_sig(&job_canonical_of(&doc)))
+        );
+    }
+    // An id already queued on one target: refused before any copy goes out.
+    let other = lane_id("half");
+    lane_cmd(&e, &w)
+        .args([
+            "enqueue", "--target", "LAPTOP", "--job-id", &other, "--", "true",
+        ])
+        .output()
+        .unwrap();
+    assert!(lane_object(&e, &format!("LAPTOP/inbox/{other}.json")).is_some());
+    let got = send(&other);
+    assert_eq!(got.0, 64, "{got:?}");
+    assert!(lane_object(&e, &format!("PC/inbox/{other}.json")).is_none());
+}
