@@ -21,9 +21,11 @@ mod key;
 mod rules;
 mod service;
 pub mod shown;
+mod store;
 
 use file::load_config;
 pub use file::{ConfigFile, FileConfig, config_path, parse_config};
+pub use store::S3_KEYS;
 
 /// Where a setting's value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -446,7 +448,8 @@ impl Context {
     }
 
     /// The dispatch root; it must exist (it is the shared folder). An
-    /// object-store root is refused: only `doctor` works on one so far.
+    /// object-store root is refused here: the commands that work on one
+    /// ([`store::S3_WORKS`]) take it before asking.
     pub fn root(&self) -> Result<PathBuf> {
         let root = self.root.value.clone().ok_or_else(|| {
             Error::config("no dispatch root: pass --root DIR or set FLEET_DISPATCH_ROOT")
@@ -454,7 +457,8 @@ impl Context {
         })?;
         if let Some(text) = self.s3_root() {
             return Err(Error::config(format!(
-                "dispatch root {text} is an object store: in this version only `doctor` works on an s3:// root"
+                "dispatch root {text} is an object store: in this version only {} work on an s3:// root, and the listener does not run on a bucket yet",
+                store::S3_WORKS
             ))
             .hint("use a shared folder as the root for this command; see docs/object-store.md"));
         }

@@ -3,5 +3,6 @@
 
 pub(crate) mod cancel;
 pub(crate) mod doctor;
+pub(crate) mod lane;
 pub(crate) mod submit;
 pub(crate) mod wait;

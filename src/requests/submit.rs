@@ -140,11 +140,8 @@ pub fn publish_bytes(
     key: &Key,
     flush: Flush,
 ) -> Result<()> {
-    let (inbox, name) = (dirs.open_made(Place::Inbox)?, job.id.file_name());
-    if inbox.publish(&name, bytes, flush)? {
-        return Ok(());
-    }
-    taken(dirs, &inbox, job, key)
+    let folder = crate::store::port::folder::Folder::new(dirs.clone(), flush);
+    super::lane::publish(&folder, job, bytes, key)
 }
 
 /// Publishes every job of `jobs` (all for `dirs`' target, each with its
@@ -193,7 +190,7 @@ fn taken(dirs: &TargetDirs, inbox: &Dir, job: &Job, key: &Key) -> Result<()> {
 }
 
 /// What a job's signature covers: equal texts are the same job.
-fn signed_text(j: &Job) -> String {
+pub(crate) fn signed_text(j: &Job) -> String {
     job::canonical(
         j.id.as_str(),
         &j.target,

@@ -462,6 +462,22 @@ fn every_key_s_bad_value_is_config_naming_the_file() {
         ("auth", "auth = \"hmac\"".into(), "line 5, column 8"),
         ("retention", "retention = \"3d\"".into(), "retention: "),
         ("max_job_age", "max_job_age = \"0\"".into(), "max_job_age: "),
+        (
+            "s3_endpoint",
+            "s3_endpoint = \"ftp://store\"".into(),
+            "s3_endpoint: ",
+        ),
+        ("s3_region", "s3_region = \" \"".into(), "s3_region: "),
+        (
+            "s3_path_style",
+            "s3_path_style = \"yes\"".into(),
+            "line 5, column 17",
+        ),
+        (
+            "s3_allow_http",
+            "s3_allow_http = 1".into(),
+            "line 5, column 17",
+        ),
     ];
     let mut keys = config_file_keys();
     let mut covered: Vec<String> = cases.iter().map(|(k, _, _)| k.to_string()).collect();

@@ -5,6 +5,9 @@
 //! answer named) and one that honours `If-None-Match: *`; and the client's
 //! retries against a stand-in that answers 503: bounded, and a create
 //! whose answer was lost counted won only when the key holds its bytes.
+//! The sender's commands on a bucket: what they cannot do yet refused by
+//! name, bad input by its code, the `s3_*` keys of the config file, and
+//! (against the engine) `enqueue`, `status`, `result` and `cancel`.
 //!
 //! The tests marked `needs an S3 engine` run against a real store that
 //! `ci/engine-s3` starts (SeaweedFS), reading where it is from
@@ -83,20 +86,24 @@ fn bad_s3_settings_are_refused_by_name() {
 }
 
 #[test]
-fn other_commands_refuse_an_s3_root_naming_it() {
+fn other_commands_refuse_an_s3_root_naming_it_and_what_works() {
     let w = World::with_target();
     for args in [
-        vec!["status"],
         vec!["listen", "--once"],
-        vec!["enqueue", "--target", "PC", "--", "true"],
         vec!["sweep"],
+        vec!["logs", "--target", "PC", "--job-id", "a"],
+        vec!["report"],
     ] {
         let mut c = w.cmd();
         c.args(["--root", "s3://jobs/fleet"]).args(&args);
         let (code, out, err) = output(&mut c);
         assert_eq!(code, CONFIG, "{args:?}: {out}{err}");
         assert!(err.contains("s3://jobs/fleet"), "{args:?}: {err}");
-        assert!(err.contains("only `doctor`"), "{args:?}: {err}");
+        assert!(
+            err.contains("only `doctor`, `enqueue`, `status`, `result` and `cancel` work")
+                && err.contains("the listener does not run on a bucket yet"),
+            "{args:?}: {err}"
+        );
     }
     let mut c = w.cmd();
     c.args(["--root", "s3://jobs/fleet", "config"]);
@@ -106,6 +113,148 @@ fn other_commands_refuse_an_s3_root_naming_it() {
         out.contains("s3://jobs/fleet") && out.contains("an object store"),
         "{out}"
     );
+}
+
+/// What a bucket cannot do yet is refused by name before the store is
+/// asked (the endpoint here answers nothing); bad input keeps its code.
+#[test]
+fn the_bucket_lane_refuses_what_it_cannot_do_yet_and_bad_input_by_its_code() {
+    let w = World::new();
+    let dead = [("FLEET_DISPATCH_S3_ENDPOINT", "http://127.0.0.1:9")];
+    let run = |args: &[&str]| {
+        let mut c = w.cmd();
+        c.args(["--root", "s3://jobs/fleet"]).args(args);
+        for (k, v) in dead {
+            c.env(k, v);
+        }
+        output(&mut c)
+    };
+    for (args, named) in [
+        (
+            vec!["enqueue", "--target", "PC", "--wait", "--", "true"],
+            "--wait",
+        ),
+        (
+            vec![
+                "enqueue",
+                "--target",
+                "PC",
+                "--interrupt",
+                "running",
+                "--",
+                "true",
+            ],
+            "--interrupt",
+        ),
+        (
+            vec!["enqueue", "--target", "PC", "--after", "x", "--", "true"],
+            "--after",
+        ),
+        (
+            vec!["cancel", "--target", "PC", "--job-id", "a", "--wait"],
+            "--wait",
+        ),
+        (
+            vec!["result", "--target", "PC", "--job-id", "last"],
+            "--job-id last",
+        ),
+        (vec!["--auth", "roster", "status"], "--auth roster"),
+    ] {
+        let (code, out, err) = run(&args);
+        assert_eq!(code, CONFIG, "{args:?}: {out}{err}");
+        assert!(
+            err.contains(named) && err.contains("s3://jobs/fleet"),
+            "{args:?}: {err}"
+        );
+    }
+    for args in [
+        vec![
+            "enqueue", "--target", "PC", "--job-id", "../x", "--", "true",
+        ],
+        vec!["result", "--target", "PC", "--job-id", "a/b"],
+        vec!["cancel", "--target", "PC", "--job-id", "a b"],
+    ] {
+        let (code, out, err) = run(&args);
+        assert_eq!(code, 64, "{args:?}: {out}{err}");
+        assert!(err.contains("VALIDATION_ERROR"), "{args:?}: {err}");
+    }
+    // A store that does not answer: an error naming the key's prefix.
+    let (code, _, err) = run(&["status"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("s3://jobs/fleet/"), "{err}");
+}
+
+/// The `s3_*` keys of the config file: shown by `config` with their
+/// source, a variable winning over the file, and a bad value refused
+/// naming the file's key.
+#[test]
+fn the_config_file_gives_the_store_settings_and_a_variable_wins() {
+    let w = World::new();
+    let file = w.dir.path().join("config.toml");
+    std::fs::write(
+        &file,
+        "s3_endpoint = \"http://127.0.0.1:9\"\ns3_region = \"eu-west-3\"\ns3_path_style = false\ns3_allow_http = true\n",
+    )
+    .unwrap();
+    let config = |vars: &[(&str, &str)]| {
+        let mut c = w.cmd();
+        c.env("FLEET_DISPATCH_CONFIG", &file).args([
+            "--root",
+            "s3://jobs/fleet",
+            "--json",
+            "config",
+        ]);
+        for (k, v) in vars {
+            c.env(k, v);
+        }
+        let (code, out, err) = output(&mut c);
+        assert_eq!(code, 0, "{out}{err}");
+        serde_json::from_str::<serde_json::Value>(&out).unwrap()
+    };
+    let shown = config(&[]);
+    let get = |v: &serde_json::Value, k: &str| {
+        let s = v.to_string();
+        (
+            s.clone(),
+            v.get(k).cloned().unwrap_or_else(|| panic!("{k} in {s}")),
+        )
+    };
+    let (all, endpoint) = get(&shown, "s3Endpoint");
+    assert!(
+        endpoint.to_string().contains("http://127.0.0.1:9")
+            && endpoint.to_string().contains("file"),
+        "{all}"
+    );
+    let (all, region) = get(&shown, "s3Region");
+    assert!(region.to_string().contains("eu-west-3"), "{all}");
+    let (all, style) = get(&shown, "s3PathStyle");
+    assert!(style.to_string().contains("\"0\""), "{all}");
+    let (all, http) = get(&shown, "s3AllowHttp");
+    assert!(http.to_string().contains("\"1\""), "{all}");
+    let shown = config(&[("FLEET_DISPATCH_S3_REGION", "ap-south-1")]);
+    let (all, region) = get(&shown, "s3Region");
+    assert!(
+        region.to_string().contains("ap-south-1") && region.to_string().contains("variable"),
+        "{all}"
+    );
+    // A bad endpoint in the file is named as the file's key.
+    std::fs::write(&file, "s3_endpoint = \"ftp://store\"\n").unwrap();
+    let mut c = w.cmd();
+    c.env("FLEET_DISPATCH_CONFIG", &file)
+        .args(["--root", "s3://jobs/fleet", "status"]);
+    let (code, out, err) = output(&mut c);
+    assert_eq!(code, CONFIG, "{out}{err}");
+    assert!(
+        err.contains("s3_endpoint") && err.contains("config.toml"),
+        "{err}"
+    );
+    let (code, _, err) = doctor(
+        &w,
+        "s3://jobs/fleet",
+        &[("FLEET_DISPATCH_CONFIG", file.to_str().unwrap())],
+    );
+    assert_eq!(code, CONFIG, "{err}");
+    assert!(err.contains("s3_endpoint"), "{err}");
 }
 
 #[test]
@@ -567,4 +716,338 @@ fn engine_doctor_passes_through_the_binary() {
     // The probe cleans up after itself.
     let left = e.client().list(&e.prefix, None, 100).unwrap();
     assert!(left.is_empty(), "{left:?}");
+}
+
+// ---- the sender's side of the lane on a bucket (ci/engine-s3) ----
+//
+// Through the binary: `enqueue` publishes the job at
+// `PREFIX/TARGET/inbox/<id>.json` (the same signed document as on a
+// folder), `status` and `result` show it queued, an id already there is
+// refused with nothing overwritten, of two racing `enqueue`s of one id
+// exactly one wins, `cancel` publishes a signed marker create-only, and
+// `result` verifies a result object.
+
+/// `fleet-dispatch` on the engine's bucket under a fresh prefix, as
+/// machine `me`, with `PC` a fleet member.
+fn lane_cmd(e: &Engine, w: &World) -> std::process::Command {
+    let mut c = w.bg_cmd_as("me");
+    c.env("FLEET_DISPATCH_ROOT", lane_root(e))
+        .env("FLEET_DISPATCH_FLEET", "PC");
+    for (k, v) in &e.vars {
+        c.env(k, v);
+    }
+    c
+}
+
+fn lane_root(e: &Engine) -> String {
+    format!("s3://{}/{}", e.bucket, e.prefix)
+}
+
+fn lane_run(e: &Engine, w: &World, args: &[&str]) -> (i32, String, String) {
+    output(&mut assert_cmd::Command::from_std({
+        let mut c = lane_cmd(e, w);
+        c.args(args);
+        c
+    }))
+}
+
+/// The object at `name` under the prefix: its bytes, or `None`.
+fn lane_object(e: &Engine, name: &str) -> Option<Vec<u8>> {
+    match e.client().get(&e.key(name)) {
+        Answer::Done(r) => Some(r.body),
+        Answer::NotFound => None,
+        other => panic!("GET {name}: {other:?}"),
+    }
+}
+
+fn lane_json(bytes: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(bytes).unwrap()
+}
+
+fn lane_id(tag: &str) -> String {
+    let mut b = [0u8; 4];
+    fleet_dispatch::base::random::fill(&mut b);
+    format!("{tag}-{}", hex(&b))
+}
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_enqueue_publishes_the_signed_job_under_its_key_and_it_shows_queued() {
+    let (e, w) = (Engine::new(), World::new());
+    let id = lane_id("q");
+    let got = lane_run(
+        &e,
+        &w,
+        &[
+            "enqueue", "--target", "pc", "--job-id", &id, "--", "echo", "hi",
+        ],
+    );
+    assert_eq!(got.0, 0, "{got:?}");
+    assert_eq!(got.1.trim(), id);
+    // The fleet member's spelling, the folder layout's place, the same
+    // signed document a folder would hold.
+    let doc = lane_json(&lane_object(&e, &format!("PC/inbox/{id}.json")).expect("the job object"));
+    assert_eq!(doc["jobId"], serde_json::json!(id));
+    assert_eq!(doc["target"], serde_json::json!("PC"));
+    assert_eq!(doc["origin"], serde_json::json!("me"));
+    assert_eq!(
+        doc["sig"],
+        serde_json::json!(independent_sig(&job_canonical_of(&doc)))
+    );
+    let st = lane_run(&e, &w, &["--json", "status"]);
+    assert_eq!(st.0, 0, "{st:?}");
+    let st: serde_json::Value = serde_json::from_str(&st.1).unwrap();
+    assert_eq!(st["targets"][0]["target"], serde_json::json!("PC"));
+    assert_eq!(st["targets"][0]["queued"], serde_json::json!([id]));
+    let r = lane_run(&e, &w, &["result", "--target", "PC", "--job-id", &id]);
+    assert_eq!(r.0, 124, "{r:?}");
+    assert!(r.2.contains("queued"), "{}", r.2);
+    let r = lane_run(
+        &e,
+        &w,
+        &["--json", "result", "--target", "PC", "--job-id", &id],
+    );
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&r.1).unwrap()["state"],
+        serde_json::json!("queued")
+    );
+    // A target that is neither on the bucket nor in the fleet: NOT_FOUND,
+    // naming the known ones, and nothing written.
+    let got = lane_run(&e, &w, &["enqueue", "--target", "LAPTOP", "--", "true"]);
+    assert_eq!(got.0, 66, "{got:?}");
+    assert!(
+        got.2.contains("LAPTOP") && got.2.contains("PC"),
+        "{}",
+        got.2
+    );
+    let keys = e.client().list(&e.prefix, None, 100).unwrap();
+    assert_eq!(keys.len(), 1, "{keys:?}");
+}
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_an_id_already_there_is_refused_and_nothing_is_overwritten() {
+    let (e, w) = (Engine::new(), World::new());
+    let id = lane_id("dup");
+    let key = format!("PC/inbox/{id}.json");
+    assert_eq!(
+        lane_run(
+            &e,
+            &w,
+            &["enqueue", "--target", "PC", "--job-id", &id, "--", "true"]
+        )
+        .0,
+        0
+    );
+    let before = lane_object(&e, &key).unwrap();
+    let got = lane_run(
+        &e,
+        &w,
+        &["enqueue", "--target", "PC", "--job-id", &id, "--", "false"],
+    );
+    assert_eq!(got.0, 64, "{got:?}");
+    assert!(
+        got.2.contains("VALIDATION_ERROR") && got.2.contains(&id),
+        "{}",
+        got.2
+    );
+    assert_eq!(lane_object(&e, &key).unwrap(), before);
+    // Something else at the name (not a job) blocks the id the same way.
+    let other = lane_id("junk");
+    let junk = format!("PC/inbox/{other}.json");
+    assert!(matches!(
+        e.client().create_only(&e.key(&junk), b"not a job"),
+        Answer::Done(_)
+    ));
+    let got = lane_run(
+        &e,
+        &w,
+        &[
+            "enqueue", "--target", "PC", "--job-id", &other, "--", "true",
+        ],
+    );
+    assert_eq!(got.0, 64, "{got:?}");
+    assert_eq!(lane_object(&e, &junk).unwrap(), b"not a job");
+    // A verified result uses the id up for good.
+    let used = lane_id("used");
+    let result = signed_result(serde_json::json!({
+        "jobId": used, "target": "PC", "ok": true, "exitCode": 0, "error": "",
+        "startedAt": now_text(), "finishedAt": now_text(), "detail": "{}",
+    }));
+    e.client().create_only(
+        &e.key(&format!("PC/results/{used}.json")),
+        result.to_string().as_bytes(),
+    );
+    let got = lane_run(
+        &e,
+        &w,
+        &["enqueue", "--target", "PC", "--job-id", &used, "--", "true"],
+    );
+    assert_eq!(got.0, 64, "{got:?}");
+    assert!(got.2.contains("results/"), "{}", got.2);
+    assert!(lane_object(&e, &format!("PC/inbox/{used}.json")).is_none());
+}
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_of_two_concurrent_enqueues_of_one_id_exactly_one_wins() {
+    let (e, w) = (Engine::new(), World::new());
+    for round in 0..4 {
+        let id = lane_id(&format!("race{round}"));
+        let kids: Vec<_> = (0..2)
+            .map(|n| {
+                let mut c = lane_cmd(&e, &w);
+                c.args(["enqueue", "--target", "PC", "--job-id", &id, "--", "echo"])
+                    .arg(format!("racer-{n}"))
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped());
+                c.spawn().unwrap()
+            })
+            .collect();
+        let outs: Vec<_> = kids
+            .into_iter()
+            .map(|k| k.wait_with_output().unwrap())
+            .collect();
+        let won: Vec<usize> = (0..2).filter(|n| outs[*n].status.success()).collect();
+        assert_eq!(won.len(), 1, "round {round}: {outs:?}");
+        let lost = &outs[1 - won[0]];
+        assert_eq!(lost.status.code(), Some(64), "{lost:?}");
+        let doc = lane_json(&lane_object(&e, &format!("PC/inbox/{id}.json")).unwrap());
+        let spec: serde_json::Value = serde_json::from_str(doc["spec"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            spec["argv"],
+            serde_json::json!(["echo", format!("racer-{}", won[0])])
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_cancel_publishes_a_signed_marker_create_only() {
+    let (e, w) = (Engine::new(), World::new());
+    let id = lane_id("c");
+    let key = format!("PC/cancel/{id}.json");
+    // An id nobody sent: NOT_FOUND, nothing written (unless --force).
+    let got = lane_run(&e, &w, &["cancel", "--target", "PC", "--job-id", &id]);
+    assert_eq!(got.0, 66, "{got:?}");
+    assert!(lane_object(&e, &key).is_none());
+    assert_eq!(
+        lane_run(
+            &e,
+            &w,
+            &[
+                "enqueue", "--target", "PC", "--job-id", &id, "--", "sleep", "9"
+            ]
+        )
+        .0,
+        0
+    );
+    let got = lane_run(
+        &e,
+        &w,
+        &["--json", "cancel", "--target", "PC", "--job-id", &id],
+    );
+    assert_eq!(got.0, 0, "{got:?}");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&got.1).unwrap()["status"],
+        serde_json::json!("requested")
+    );
+    let bytes = lane_object(&e, &key).expect("the marker object");
+    let doc = lane_json(&bytes);
+    assert_eq!(
+        (doc["jobId"].as_str(), doc["target"].as_str()),
+        (Some(id.as_str()), Some("PC"))
+    );
+    assert_eq!(
+        doc["sig"],
+        serde_json::json!(independent_sig(&marker_canonical_of(&doc)))
+    );
+    // Asked again: the marker there is kept as it is.
+    let got = lane_run(&e, &w, &["cancel", "--target", "PC", "--job-id", &id]);
+    assert_eq!(got.0, 0, "{got:?}");
+    assert!(got.1.contains("already requested"), "{}", got.1);
+    assert_eq!(lane_object(&e, &key).unwrap(), bytes);
+}
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_result_shows_a_verified_result_and_refuses_a_forged_one() {
+    let (e, w) = (Engine::new(), World::new());
+    let (good, forged) = (lane_id("good"), lane_id("forged"));
+    let result = |id: &str, code: i64| {
+        signed_result(serde_json::json!({
+            "jobId": id, "target": "PC", "ok": code == 0, "exitCode": code, "error": "",
+            "startedAt": now_text(), "finishedAt": now_text(), "detail": "{}",
+        }))
+    };
+    let put = |id: &str, doc: &serde_json::Value| {
+        e.client().create_only(
+            &e.key(&format!("PC/results/{id}.json")),
+            doc.to_string().as_bytes(),
+        );
+    };
+    put(&good, &result(&good, 3));
+    let mut bad = result(&forged, 0);
+    bad["exitCode"] = serde_json::json!(1);
+    put(&forged, &bad);
+    let got = lane_run(&e, &w, &["result", "--target", "PC", "--job-id", &good]);
+    assert_eq!(got.0, 3, "the job's own exit code: {got:?}");
+    let got = lane_run(&e, &w, &["result", "--target", "PC", "--job-id", &forged]);
+    assert_eq!(got.0, 77, "{got:?}");
+    assert!(
+        got.2.contains("FORBIDDEN") && got.2.contains(&forged),
+        "{}",
+        got.2
+    );
+    let got = lane_run(
+        &e,
+        &w,
+        &["result", "--target", "PC", "--job-id", "no-such-job"],
+    );
+    assert_eq!(got.0, 66, "{got:?}");
+}
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_a_fan_out_publishes_one_signed_copy_per_target_after_checking_all() {
+    let (e, w) = (Engine::new(), World::new());
+    let send = |id: &str| {
+        let mut c = lane_cmd(&e, &w);
+        c.env("FLEET_DISPATCH_FLEET", "PC,LAPTOP").args([
+            "--json",
+            "enqueue",
+            "--target",
+            "PC,LAPTOP",
+            "--job-id",
+            id,
+            "--",
+            "true",
+        ]);
+        output(&mut assert_cmd::Command::from_std(c))
+    };
+    let id = lane_id("fan");
+    let got = send(&id);
+    assert_eq!(got.0, 0, "{got:?}");
+    let answer: serde_json::Value = serde_json::from_str(&got.1).unwrap();
+    assert_eq!(answer["targets"], serde_json::json!(["PC", "LAPTOP"]));
+    for t in ["PC", "LAPTOP"] {
+        let doc = lane_json(&lane_object(&e, &format!("{t}/inbox/{id}.json")).unwrap());
+        assert_eq!(doc["target"], serde_json::json!(t));
+        assert_eq!(
+            doc["sig"],
+            serde_json::json!(independent_sig(&job_canonical_of(&doc)))
+        );
+    }
+    // An id already queued on one target: refused before any copy goes out.
+    let other = lane_id("half");
+    lane_cmd(&e, &w)
+        .args([
+            "enqueue", "--target", "LAPTOP", "--job-id", &other, "--", "true",
+        ])
+        .output()
+        .unwrap();
+    assert!(lane_object(&e, &format!("LAPTOP/inbox/{other}.json")).is_some());
+    let got = send(&other);
+    assert_eq!(got.0, 64, "{got:?}");
+    assert!(lane_object(&e, &format!("PC/inbox/{other}.json")).is_none());
 }

@@ -180,6 +180,22 @@ pub const CONFIG_FILE: ConfigFileDoc = ConfigFileDoc {
             "max_job_age = \"7d\"",
             "the age past which listen refuses a job as stale, and the floor of sweep's retention (--max-job-age)",
         ),
+        (
+            "s3_endpoint = \"URL\"",
+            "an s3:// root's store (FLEET_DISPATCH_S3_ENDPOINT; docs/object-store.md)",
+        ),
+        (
+            "s3_region = \"REGION\"",
+            "the region its requests are signed for (FLEET_DISPATCH_S3_REGION)",
+        ),
+        (
+            "s3_path_style = true",
+            "ENDPOINT/BUCKET/KEY URLs (FLEET_DISPATCH_S3_PATH_STYLE)",
+        ),
+        (
+            "s3_allow_http = false",
+            "allow a plain-HTTP endpoint off this machine (FLEET_DISPATCH_S3_ALLOW_HTTP)",
+        ),
     ],
     precedence: "Every setting comes from its flag, else its FLEET_DISPATCH_* variable, else the config file, else the default. The file is TOML and optional; an unknown key is an error naming the file. `fleet-dispatch config` shows the result and where each setting came from.",
 };

@@ -20,6 +20,9 @@ use crate::requests::wait;
 
 /// Runs `cancel`.
 pub fn run(ctx: &Context, args: CancelArgs) -> Result<u8> {
+    if let Some(root) = ctx.s3_root() {
+        return crate::front::bucket::cancel::run(ctx, &root, &args);
+    }
     let limit = super::duration_flag(&args.wait_timeout, "--wait-timeout")?;
     let one = match cancel::send(ctx, &args)? {
         Cancelled::One(one) => one,

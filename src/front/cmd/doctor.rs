@@ -11,7 +11,6 @@ use crate::front::config::{Context, Setting};
 use crate::front::service::{self, Platform};
 use crate::requests::doctor::{self, Inputs, ServiceFacts};
 use crate::store::layout::{self, TargetDirs};
-use crate::store::objstore;
 use crate::view;
 
 /// Lowers [`doctor::FILE_LIMIT`] for a test, which cannot make 300,000
@@ -105,7 +104,7 @@ fn service_facts(ctx: &Context) -> Option<ServiceFacts> {
 pub fn run(ctx: &Context, args: DoctorArgs) -> Result<u8> {
     if let Some(text) = ctx.s3_root() {
         let config = vec![source("root", ctx.root_setting())];
-        let report = doctor::examine_store(&text, &objstore::settings_from_env, &config)?;
+        let report = doctor::examine_store(&text, &|| ctx.s3_settings(), &config)?;
         return print(ctx, &report);
     }
     let root = ctx.root().ok();

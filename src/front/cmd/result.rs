@@ -18,6 +18,9 @@ use crate::view::{self, result::Unfinished};
 /// Runs `result`.
 pub fn run(ctx: &Context, args: ResultArgs) -> Result<u8> {
     let limit = super::duration_flag(&args.waiting.wait_timeout, "--wait-timeout")?;
+    if let Some(root) = ctx.s3_root() {
+        return crate::front::bucket::look::result(ctx, &root, &args, limit);
+    }
     let root = ctx.root()?;
     // Key and identity first: a refusal must not leave a fleet member's
     // folder behind.

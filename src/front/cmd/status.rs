@@ -17,6 +17,9 @@ use crate::view;
 
 /// Runs `status`.
 pub fn run(ctx: &Context, args: StatusArgs) -> Result<u8> {
+    if let Some(root) = ctx.s3_root() {
+        return crate::front::bucket::look::status(ctx, &root, &args);
+    }
     let history = observe::History {
         count: args.results,
         outcome: args.outcome,

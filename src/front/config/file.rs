@@ -48,6 +48,14 @@ pub struct FileConfig {
     /// The age past which `listen` refuses a job as stale, e.g. "14d"; also
     /// the floor of `sweep`'s retention, so one key serves both.
     pub max_job_age: Option<String>,
+    /// An object-store root's endpoint URL (`FLEET_DISPATCH_S3_ENDPOINT`).
+    pub s3_endpoint: Option<String>,
+    /// The region object-store requests are signed for.
+    pub s3_region: Option<String>,
+    /// Path-style object-store URLs (`ENDPOINT/BUCKET/KEY`).
+    pub s3_path_style: Option<bool>,
+    /// A plain-HTTP object-store endpoint off this machine is allowed.
+    pub s3_allow_http: Option<bool>,
 }
 
 /// Where the config file is looked for: `FLEET_DISPATCH_CONFIG`, else
@@ -155,6 +163,18 @@ fn check(cfg: &FileConfig) -> std::result::Result<(), (&'static str, String)> {
     each("retention", cfg.retention.as_ref(), |t| rules::retention(t))?;
     each("max_job_age", cfg.max_job_age.as_ref(), |t| {
         rules::max_job_age(t)
+    })?;
+    // Plain HTTP off this machine also depends on s3_allow_http or its
+    // variable: judged when the store is used.
+    each("s3_endpoint", cfg.s3_endpoint.as_ref(), |t| {
+        crate::store::objstore::endpoint_rule(t, true)
+    })?;
+    each("s3_region", cfg.s3_region.as_ref(), |t| {
+        if t.trim().is_empty() {
+            Err("an empty region: name it, or leave the key out for the default".to_string())
+        } else {
+            Ok(())
+        }
     })
 }
 

@@ -143,9 +143,10 @@ pub fn shown(ctx: &Context) -> Shown {
             root,
             match &root.value {
                 None => Some("not set: pass --root DIR or set FLEET_DISPATCH_ROOT".into()),
-                Some(_) if ctx.s3_root().is_some() => Some(
-                    "an object store: only `doctor` works on one in this version (docs/object-store.md)".into(),
-                ),
+                Some(_) if ctx.s3_root().is_some() => Some(format!(
+                    "an object store: only {} work on one in this version, and no listener (docs/object-store.md)",
+                    super::store::S3_WORKS
+                )),
                 Some(r) => presence(Some(r), true, "does not exist"),
             },
         ),
@@ -204,6 +205,10 @@ pub fn shown(ctx: &Context) -> Shown {
         line("fleet", "fleet", &ctx.fleet_setting(), None),
         line("retention", "retention", &retention, retention_bad),
         line("maxJobAge", "max job age", &max_job_age, age_bad),
+        s3_line(ctx, "s3Endpoint", "s3 endpoint", 0),
+        s3_line(ctx, "s3Region", "s3 region", 1),
+        s3_line(ctx, "s3PathStyle", "s3 path style", 2),
+        s3_line(ctx, "s3AllowHttp", "s3 allow http", 3),
         Line {
             key: "configFile",
             label: "config file",
@@ -220,6 +225,22 @@ pub fn shown(ctx: &Context) -> Shown {
         lines: lines.into(),
         status: status(&refused),
     }
+}
+
+/// The line of the object-store setting `S3_KEYS[n]`: its value and
+/// where it came from; the endpoint's line says why the settings are
+/// refused, when they are and the root is a bucket.
+fn s3_line(ctx: &Context, key: &'static str, label: &'static str, n: usize) -> Line {
+    let (var, _) = super::S3_KEYS[n];
+    let (value, source) = match ctx.s3_setting(var) {
+        Some((v, s)) => (Some(v), s),
+        None => (None, super::Source::Default),
+    };
+    let note = (n == 0 && ctx.s3_root().is_some())
+        .then(|| ctx.s3_settings().err())
+        .flatten()
+        .map(|e| format!("refused: {}", e.message));
+    line(key, label, &Setting { value, source }, note)
 }
 
 /// 0, or the exit status of the first refused setting.

@@ -23,7 +23,7 @@ pub use root::{
 };
 pub use targets::{
     check_addressable, existing_targets, find_target, is_all, is_target_list, pick_target,
-    resolve_target, resolve_targets,
+    resolve_among, resolve_target, resolve_targets,
 };
 
 /// A folder of the layout under `<root>/<TARGET>/`.

@@ -30,6 +30,12 @@ pub fn existing_targets(root: &Path) -> Result<Vec<String>> {
 /// writer can create on a case-sensitive file system to draw a listener or
 /// a sender away) are a `CONFIG` error naming them: nothing picks one.
 pub fn pick_target(root: &Path, wanted: &Machine, existing: &[String]) -> Result<Option<String>> {
+    pick_among(&root.display().to_string(), wanted, existing)
+}
+
+/// [`pick_target`] in the root shown as `root` (a folder, or an
+/// `s3://` root).
+fn pick_among(root: &str, wanted: &Machine, existing: &[String]) -> Result<Option<String>> {
     if existing.iter().any(|n| n == wanted.as_str()) {
         return Ok(Some(wanted.to_string()));
     }
@@ -39,8 +45,7 @@ pub fn pick_target(root: &Path, wanted: &Machine, existing: &[String]) -> Result
         [] => Ok(None),
         [one] => Ok(Some((*one).clone())),
         several => Err(Error::config(format!(
-            "target {wanted} matches several folders under {} that differ only in case: {}",
-            root.display(),
+            "target {wanted} matches several folders under {root} that differ only in case: {}",
             several
                 .iter()
                 .map(|n| n.as_str())
@@ -63,15 +68,31 @@ pub fn find_target(root: &Path, wanted: &Machine) -> Result<Option<String>> {
 /// fleet member named in `fleet` (whose folder may not exist yet). Anything
 /// else is `NOT_FOUND`, listing the known targets.
 pub fn resolve_target(root: &Path, name: &str, fleet: &[String]) -> Result<TargetDirs> {
+    let found = resolve_among(
+        &root.display().to_string(),
+        existing_targets(root)?,
+        name,
+        fleet,
+    )?;
+    Ok(TargetDirs::new(root, &found))
+}
+
+/// [`resolve_target`] among the targets `existing` of the root shown as
+/// `root` (a folder, or an `s3://` root): the target's spelling there.
+pub fn resolve_among(
+    root: &str,
+    existing: Vec<String>,
+    name: &str,
+    fleet: &[String],
+) -> Result<Machine> {
     let wanted = Machine::parse(name, "target")?;
-    let existing = existing_targets(root)?;
-    if let Some(found) = pick_target(root, &wanted, &existing)? {
-        return Ok(TargetDirs::new(root, &Machine::parse(&found, "target")?));
+    if let Some(found) = pick_among(root, &wanted, &existing)? {
+        return Machine::parse(&found, "target");
     }
     if let Some(member) = fleet.iter().find(|n| wanted.same(n)) {
         // Nothing is created here: a command that writes makes the one
         // folder it writes into, and one that only reads finds nothing.
-        return Ok(TargetDirs::new(root, &Machine::parse(member, "target")?));
+        return Machine::parse(member, "target");
     }
     let mut known: Vec<String> = existing;
     for f in fleet {
@@ -85,8 +106,7 @@ pub fn resolve_target(root: &Path, name: &str, fleet: &[String]) -> Result<Targe
         known.join(", ")
     };
     Err(Error::not_found(format!(
-        "unknown target {name:?} under {} (known targets: {list})",
-        root.display()
+        "unknown target {name:?} under {root} (known targets: {list})"
     ))
     .hint("a target's folder appears when its listener first starts; or name it in FLEET_DISPATCH_FLEET"))
 }

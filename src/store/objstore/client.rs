@@ -261,12 +261,37 @@ impl Client {
         start_after: Option<&str>,
         page: usize,
     ) -> std::result::Result<Vec<Entry>, Answer> {
+        self.listing(prefix, start_after, page, false)
+            .map(|(keys, _)| keys)
+    }
+
+    /// The "folders" right under `prefix`: each distinct `prefix` + text up
+    /// to the next `/` that some key starts with (a listing with the
+    /// delimiter `/`), whole, in key order.
+    pub fn folders(&self, prefix: &str) -> std::result::Result<Vec<String>, Answer> {
+        self.listing(prefix, None, 1000, true)
+            .map(|(_, folders)| folders)
+    }
+
+    /// [`Client::list`], and with `grouped` the common prefixes up to the
+    /// next `/` instead of the keys below them.
+    fn listing(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+        page: usize,
+        grouped: bool,
+    ) -> std::result::Result<(Vec<Entry>, Vec<String>), Answer> {
         let mut out: Vec<Entry> = Vec::new();
+        let mut folders: Vec<String> = Vec::new();
         let mut token: Option<String> = None;
         loop {
             let a = self.retried(|| {
                 let mut act = ListObjectsV2::new(&self.bucket, self.creds.as_ref());
                 act.with_prefix(prefix);
+                if grouped {
+                    act.with_delimiter("/");
+                }
                 act.with_max_keys(page.clamp(1, 1000));
                 match (&token, start_after) {
                     (Some(t), _) => act.with_continuation_token(t.as_str()),
@@ -287,9 +312,10 @@ impl Client {
                 etag: c.etag,
                 size: c.size.unwrap_or(0),
             }));
+            folders.extend(parsed.common_prefixes.into_iter().map(|c| c.prefix));
             match parsed.next_continuation_token {
                 Some(t) if token.as_deref() != Some(t.as_str()) => token = Some(t),
-                _ => return Ok(out),
+                _ => return Ok((out, folders)),
             }
         }
     }

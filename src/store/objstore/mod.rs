@@ -20,7 +20,7 @@ pub use client::{Answer, Client, Entry, Reply, Retry};
 pub use probe::{PROBE_DIR, Probed, probe};
 pub use settings::{
     ALLOW_HTTP_VAR, Creds, DEFAULT_REGION, ENDPOINT_VAR, PATH_STYLE_VAR, REGION_VAR, Settings,
-    is_loopback, profile_fields,
+    endpoint_rule, is_loopback, profile_fields,
 };
 
 /// The settings from this process's environment and the shared

@@ -105,9 +105,17 @@ fn flag(var: &str, value: Option<String>) -> Result<Option<bool>> {
 
 /// The endpoint, held to the HTTPS rule.
 fn endpoint(text: &str, allow_http: bool) -> Result<url::Url> {
-    let bad = |why: &str| {
+    endpoint_rule(text, allow_http).map_err(|why| {
         Error::config(format!("{ENDPOINT_VAR}={text:?}: {why}")).hint("see docs/object-store.md")
-    };
+    })
+}
+
+/// The endpoint `text` as a URL, or why it is refused: a URL, `https`, or
+/// `http` to a loopback address or when `allow_http`, with a host and no
+/// query, fragment or user name. The config file's `s3_endpoint` is judged
+/// by it too.
+pub fn endpoint_rule(text: &str, allow_http: bool) -> std::result::Result<url::Url, String> {
+    let bad = |why: &str| why.to_string();
     let url = url::Url::parse(text).map_err(|e| bad(&format!("not a URL ({e})")))?;
     if url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() {
         return Err(bad("an endpoint carries no query, fragment or user name"));

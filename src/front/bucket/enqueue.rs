@@ -1,0 +1,122 @@
+//! `enqueue` on an object-store root: the job signed as on a folder (the
+//! same bytes), checked against what the target already holds, and
+//! published create-only at `PREFIX/TARGET/inbox/<id>.json`; a target list
+//! (`A,B`, `all`) gets one copy per target, every target checked before
+//! any copy goes out.
+
+use serde_json::{Value, json};
+
+use super::Lane;
+use crate::base::clock;
+use crate::base::error::{Error, Result};
+use crate::base::exit;
+use crate::front::cli::EnqueueArgs;
+use crate::front::config::Context;
+use crate::front::send::request::{self, Origin, checked, roster_refusal};
+use crate::front::send::seal::sign_job;
+use crate::requests::lane;
+use crate::store::layout::Place;
+use crate::store::port::Shelves;
+use crate::store::port::bucket::BucketTarget;
+
+/// Runs `enqueue` on the root `root`.
+pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
+    for (given, what) in [
+        (args.batch.is_some(), "enqueue --batch"),
+        (args.interrupt.is_some(), "enqueue --interrupt"),
+        (args.via.is_some(), "enqueue --via"),
+        (args.waiting.wait, "enqueue --wait"),
+        (args.waiting.follow, "enqueue --follow"),
+        (args.seal, "enqueue --seal"),
+        (!args.after.is_empty(), "enqueue --after"),
+    ] {
+        if given {
+            return Err(super::not_yet(root, what));
+        }
+    }
+    let req = request::from_flags(ctx, args)?;
+    let lane = Lane::load(ctx, root)?;
+    let origin = ctx.machine()?;
+    let targets = if crate::store::layout::is_target_list(&req.targets) {
+        lane.targets(ctx, &req.targets)?
+    } else {
+        vec![lane.target(ctx, &req.targets)?]
+    };
+    let key = &lane.key;
+    // Every target and the id on each checked, every copy signed and
+    // checked, before anything is published.
+    for t in &targets {
+        lane::check_free(t, &req.id, key)?;
+    }
+    let created = clock::now();
+    let jobs = targets
+        .iter()
+        .map(|t| {
+            let job = sign_job(
+                key,
+                false,
+                (req.id.clone(), t.target().as_str(), origin.as_str()),
+                created,
+                req.spec.clone(),
+            )?;
+            let (job, bytes) = checked(job, Origin::Flags)?;
+            roster_refusal(&job, &bytes, key)?;
+            Ok((job, bytes))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    for (n, (t, (job, bytes))) in targets.iter().zip(&jobs).enumerate() {
+        if let Err(e) = lane::publish(t, job, bytes, key) {
+            return Err(partly(&req.id, &targets[..n], e));
+        }
+    }
+    let copy = |t: &BucketTarget| {
+        json!({
+            "target": t.target().as_str(),
+            "path": t.shelf(Place::Inbox).shown(&req.id.file_name()),
+            "resultPath": t.shelf(Place::Results).shown(&req.id.file_name()),
+        })
+    };
+    let priority = if req.spec.header.priority == crate::protocol::doc::Priority::High {
+        "high"
+    } else {
+        "normal"
+    };
+    let mut out: Value = match targets.as_slice() {
+        [one] if !crate::store::layout::is_target_list(&req.targets) => {
+            let mut o = copy(one);
+            o["jobId"] = json!(req.id.as_str());
+            o
+        }
+        all => json!({
+            "jobId": req.id.as_str(),
+            "targets": all.iter().map(|t| t.target().as_str()).collect::<Vec<_>>(),
+            "copies": all.iter().map(copy).collect::<Vec<_>>(),
+        }),
+    };
+    out["priority"] = json!(priority);
+    if let Some(p) = &req.parent {
+        out["parentJobId"] = json!(p.as_str());
+    }
+    super::emit(ctx, &out, req.id.as_str());
+    Ok(exit::SUCCESS)
+}
+
+/// The error of a fan-out stopped by `e` after the copies to `done`.
+fn partly(id: &crate::base::names::JobId, done: &[BucketTarget], e: Error) -> Error {
+    if done.is_empty() {
+        return e;
+    }
+    let names: Vec<&str> = done.iter().map(|t| t.target().as_str()).collect();
+    Error::new(
+        e.code,
+        format!(
+            "{id} was published to {} only: {}",
+            names.join(","),
+            e.message
+        ),
+    )
+    .hint(format!(
+        "cancel the copies with cancel --target {} --job-id {id}",
+        names.join(",")
+    ))
+}

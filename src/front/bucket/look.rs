@@ -1,0 +1,144 @@
+//! `result` and `status` on an object-store root: what a sender can see of
+//! a job, or of each target, from the objects alone (no listener serves a
+//! bucket yet, so nothing runs: a job sent waits in the inbox).
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::Lane;
+use super::emit;
+use crate::base::error::{Error, Result};
+use crate::base::exit;
+use crate::front::cli::{ResultArgs, StatusArgs};
+use crate::front::config::Context;
+use crate::requests::lane::{self, Seen};
+use crate::store::layout::Place;
+use crate::store::port::Shelves;
+use crate::view;
+
+/// How many queued ids a line of `status` names (`--json` has them all).
+const SHOWN: usize = 5;
+
+/// How often `result --wait` looks again.
+const POLL: Duration = Duration::from_secs(1);
+
+/// Runs `result` on the root `root`.
+/// `limit`: the `--wait-timeout`, parsed.
+pub fn result(ctx: &Context, root: &str, args: &ResultArgs, limit: Option<Duration>) -> Result<u8> {
+    if args.waiting.follow {
+        return Err(super::not_yet(root, "result --follow"));
+    }
+    if crate::store::layout::is_target_list(&args.target) {
+        return Err(super::not_yet(root, "result over a target list"));
+    }
+    let id = super::job_id(root, &args.job_id)?;
+    let lane = Lane::load(ctx, root)?;
+    let t = lane.target(ctx, &args.target)?;
+    let start = Instant::now();
+    let seen = loop {
+        let seen = lane::look(&t, &id, &lane.key)?;
+        let waiting = matches!(seen, Seen::Queued | Seen::Taken);
+        if !args.waiting.wait || !waiting || limit.is_some_and(|l| start.elapsed() >= l) {
+            break seen;
+        }
+        std::thread::sleep(POLL);
+    };
+    let shown = t.shelf(Place::Results).shown(&id.file_name());
+    let state = match seen {
+        Seen::Done(o) => {
+            emit(ctx, &view::result::json(&o), &view::result::text(&o));
+            return Ok(o.wait_exit_status());
+        }
+        Seen::Forged(why) => {
+            return Err(Error::forbidden(format!(
+                "the result of {id} on {} does not verify ({shown}: {why})",
+                t.target()
+            )));
+        }
+        Seen::Nothing => {
+            return Err(Error::not_found(format!(
+                "no job {id} on {} (inbox, archive or results of {})",
+                t.target(),
+                t.shown()
+            )));
+        }
+        Seen::Queued => "queued",
+        Seen::Taken => "running",
+    };
+    let mut out = json!({"jobId": id.as_str(), "target": t.target().as_str(), "state": state});
+    let mut human = format!("{id} has no result on {} yet: it is {state}", t.target());
+    if args.waiting.wait {
+        out["timedOut"] = json!(true);
+        human.push_str(" (timed out waiting)");
+    } else {
+        human.push_str("; add --wait to wait for it");
+    }
+    if ctx.json() {
+        crate::base::out::json(&out);
+    } else {
+        crate::note!("fleet-dispatch: {human}");
+    }
+    Ok(exit::UNFINISHED)
+}
+
+/// Runs `status` on the root `root`: per target, the jobs queued, the
+/// cancels pending and the newest results (by id).
+pub fn status(ctx: &Context, root: &str, args: &StatusArgs) -> Result<u8> {
+    let lane = Lane::load(ctx, root)?;
+    let targets = match &args.target {
+        Some(t) if !args.all => lane.targets(ctx, t)?,
+        _ => lane.targets(ctx, "all").or_else(|e| {
+            // No target yet is an empty status, not an error.
+            if e.code == crate::base::error::Code::NotFound {
+                Ok(Vec::new())
+            } else {
+                Err(e)
+            }
+        })?,
+    };
+    let mut each = Vec::new();
+    let mut lines = vec![format!(
+        "root {root} (object store; no listener serves a bucket yet)"
+    )];
+    for t in &targets {
+        let queued = lane::ids_in(t, Place::Inbox)?;
+        let cancels = lane::ids_in(t, Place::Cancel)?;
+        let results = lane::ids_in(t, Place::Results)?;
+        let newest: Vec<&str> = results
+            .iter()
+            .rev()
+            .take(args.results)
+            .map(|i| i.as_str())
+            .collect();
+        fn list(v: &[crate::base::names::JobId]) -> Vec<&str> {
+            v.iter().map(|i| i.as_str()).collect()
+        }
+        lines.push(format!(
+            "{}: {} queued{}; {} cancel(s) pending; {} result(s)",
+            t.target(),
+            queued.len(),
+            match queued.len() {
+                0 => String::new(),
+                n if n <= SHOWN => format!(" ({})", list(&queued).join(", ")),
+                n => format!(
+                    " ({}, and {} more)",
+                    list(&queued[..SHOWN]).join(", "),
+                    n - SHOWN
+                ),
+            },
+            cancels.len(),
+            results.len()
+        ));
+        each.push(json!({
+            "target": t.target().as_str(),
+            "listener": "none",
+            "queued": list(&queued),
+            "cancels": list(&cancels),
+            "results": newest,
+        }));
+    }
+    let out = json!({"root": root, "store": "s3", "targets": each});
+    emit(ctx, &out, &lines.join("\n"));
+    Ok(exit::SUCCESS)
+}

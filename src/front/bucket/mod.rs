@@ -1,0 +1,127 @@
+//! The commands that work on an object-store root (`s3://BUCKET[/PREFIX]`,
+//! docs/object-store.md): `enqueue`, `status`, `result` and `cancel`, the
+//! sender's side of the lane, over the storage seam
+//! ([`crate::store::port`]) and the rules of [`crate::requests::lane`].
+//! What a bucket cannot do yet (a listener, `--wait` on `enqueue`,
+//! `--interrupt`, …) is refused by name with `CONFIG`.
+
+pub mod cancel;
+pub mod enqueue;
+pub mod look;
+
+use crate::base::error::{Error, Result};
+use crate::base::names::{JobId, Machine};
+use crate::front::config::Context;
+use crate::store::objstore::{Client, S3Root};
+use crate::store::port::bucket::{Bucket, BucketTarget};
+use crate::trust::Key;
+
+/// What a command on a bucket works with: the bucket, and for a writer the
+/// key and this machine's name.
+pub struct Lane {
+    /// The root and its client.
+    pub bucket: Bucket,
+    /// The fleet key.
+    pub key: Key,
+}
+
+impl Lane {
+    /// The bucket of the root `text`, with the store settings and the key
+    /// (the shared fleet key: the roster lives under a folder root).
+    pub fn load(ctx: &Context, text: &str) -> Result<Lane> {
+        if ctx.auth() != crate::trust::Auth::SharedKey {
+            return Err(not_yet(
+                text,
+                &format!(
+                    "--auth {} (the roster lives in a folder root)",
+                    ctx.auth().as_str()
+                ),
+            ));
+        }
+        let root = S3Root::parse(text)?;
+        let settings = ctx.s3_settings()?;
+        let client = Client::new(&settings, &root.bucket)?;
+        let key = ctx.key(None)?;
+        Ok(Lane {
+            bucket: Bucket::new(client, root),
+            key,
+        })
+    }
+
+    /// The target `name` names on the bucket (docs/protocol.md §2.3): one
+    /// with objects under `PREFIX/NAME/`, in the spelling found there, or a
+    /// fleet member; anything else is `NOT_FOUND`, naming the known ones.
+    pub fn target(&self, ctx: &Context, name: &str) -> Result<BucketTarget> {
+        let shown = self.bucket.root().to_string();
+        let m = crate::store::layout::resolve_among(
+            &shown,
+            self.bucket.targets()?,
+            name,
+            &ctx.fleet(),
+        )?;
+        Ok(self.bucket.target(&m))
+    }
+
+    /// Each target of the list `list` (`A,B`; `all` for every target the
+    /// bucket holds), a name at most once.
+    pub fn targets(&self, ctx: &Context, list: &str) -> Result<Vec<BucketTarget>> {
+        if crate::store::layout::is_all(list) {
+            let all = self.bucket.targets()?;
+            if all.is_empty() {
+                return Err(Error::not_found(format!(
+                    "--target all: no target under {} yet",
+                    self.bucket.root()
+                )));
+            }
+            return all
+                .iter()
+                .map(|n| Ok(self.bucket.target(&Machine::parse(n, "target")?)))
+                .collect();
+        }
+        let mut out: Vec<BucketTarget> = Vec::new();
+        for name in list.split(',') {
+            if name.is_empty() || crate::store::layout::is_all(name) {
+                return Err(Error::validation(format!(
+                    "--target {list:?}: an empty name, or `all` inside a list"
+                ))
+                .hint("write A,B,C with no spaces or empty entries, or `all` alone"));
+            }
+            let t = self.target(ctx, name)?;
+            use crate::store::port::Shelves;
+            if out.iter().any(|o| o.target().same(t.target().as_str())) {
+                return Err(Error::validation(format!(
+                    "--target {list:?} names {} twice",
+                    t.target()
+                )));
+            }
+            out.push(t);
+        }
+        Ok(out)
+    }
+}
+
+/// Prints `json` (with `--json`) or the human lines, as every command does.
+fn emit(ctx: &Context, json: &serde_json::Value, human: &str) {
+    if ctx.json() {
+        crate::base::out::json(json);
+    } else if !human.is_empty() {
+        crate::base::out::line(human);
+    }
+}
+
+/// The refusal of `what`, which a bucket root cannot do yet.
+pub fn not_yet(root: &str, what: &str) -> Error {
+    Error::config(format!(
+        "{what} does not work on an object-store root ({root}) in this version"
+    ))
+    .hint("see docs/object-store.md for what works on a bucket; use a shared folder as the root for the rest")
+}
+
+/// The job `text` names: on a bucket, a full job id (`last` and prefixes
+/// need this machine's record of a folder root).
+pub fn job_id(root: &str, text: &str) -> Result<JobId> {
+    if text == crate::places::jobref::LAST {
+        return Err(not_yet(root, "--job-id last"));
+    }
+    JobId::parse(text).map_err(|e| e.hint("on an object-store root, give the job's full id"))
+}

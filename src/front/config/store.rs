@@ -1,0 +1,61 @@
+//! The object-store settings of a context (docs/object-store.md): each
+//! from its `FLEET_DISPATCH_S3_…` variable, else the config file's `s3_…`
+//! key, else the default [`crate::store::objstore::Settings`] gives it; a
+//! bad value from the file is named as the file's key.
+
+use super::{Context, Source, file};
+use crate::base::error::Result;
+
+/// Each object-store variable and the config file's key for it
+/// (docs/object-store.md).
+pub const S3_KEYS: [(&str, &str); 4] = [
+    (crate::store::objstore::ENDPOINT_VAR, "s3_endpoint"),
+    (crate::store::objstore::REGION_VAR, "s3_region"),
+    (crate::store::objstore::PATH_STYLE_VAR, "s3_path_style"),
+    (crate::store::objstore::ALLOW_HTTP_VAR, "s3_allow_http"),
+];
+
+/// The commands that work on an object-store root, as the refusal of the
+/// others names them (the rest of the lane is `crate::front::bucket`).
+pub const S3_WORKS: &str = "`doctor`, `enqueue`, `status`, `result` and `cancel`";
+
+impl Context {
+    /// The object-store settings (docs/object-store.md): each from its
+    /// variable, else the config file's `s3_…` key, else its default; the
+    /// credentials the standard AWS way.
+    pub fn s3_settings(&self) -> Result<crate::store::objstore::Settings> {
+        crate::store::objstore::Settings::resolve(&|k| self.s3_setting(k).map(|(v, _)| v), &|p| {
+            std::fs::read_to_string(p).ok()
+        })
+        .map_err(|mut e| {
+            // A value from the file is named as the file's key.
+            for (var, key) in S3_KEYS {
+                let from_file = self.s3_setting(var).is_some_and(|(_, s)| s == Source::File);
+                if let Some(rest) = e.message.strip_prefix(var).filter(|_| from_file) {
+                    let path = self.config_file.as_ref().map(|f| f.path.as_path());
+                    e.message = file::refusal(path, key, rest.trim_start_matches('=')).message;
+                }
+            }
+            e
+        })
+    }
+
+    /// The object-store setting of the variable `var` and where it comes
+    /// from: the variable, else the config file's key for it.
+    pub fn s3_setting(&self, var: &str) -> Option<(String, Source)> {
+        use crate::store::objstore::{ALLOW_HTTP_VAR, ENDPOINT_VAR, PATH_STYLE_VAR, REGION_VAR};
+        if let Some(v) = std::env::var(var).ok().filter(|v| !v.is_empty()) {
+            return Some((v, Source::Variable));
+        }
+        let f = &self.file;
+        let flag = |b: Option<bool>| b.map(|b| if b { "1" } else { "0" }.to_string());
+        let v = match var {
+            ENDPOINT_VAR => f.s3_endpoint.clone(),
+            REGION_VAR => f.s3_region.clone(),
+            PATH_STYLE_VAR => flag(f.s3_path_style),
+            ALLOW_HTTP_VAR => flag(f.s3_allow_http),
+            _ => return None,
+        };
+        v.map(|v| (v, Source::File))
+    }
+}

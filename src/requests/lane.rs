@@ -1,0 +1,164 @@
+//! A sender's requests over the storage seam ([`Shelves`]), so they work
+//! on any root: whether an id is still free on a target, publishing a job
+//! or a cancel marker create-only, and what became of a job. The rules are
+//! those of [`super::submit`] and [`super::cancel`] on the folder
+//! (docs/protocol.md §6.3, §8.2); the listener's side of the lane is not
+//! here.
+
+use crate::base::error::{Error, Result};
+use crate::base::names::{JobId, is_job_id};
+use crate::places::observe::Observed;
+use crate::protocol::accept;
+use crate::protocol::doc::{self, Job, Marker, Outcome, job, marker, outcome};
+use crate::protocol::judge;
+use crate::requests::cancel::CancelStatus;
+use crate::store::layout::Place;
+use crate::store::port::Shelves;
+use crate::trust::Key;
+
+/// What a sender can see of a job on a target.
+#[derive(Debug)]
+pub enum Seen {
+    /// A result that verifies.
+    Done(Box<Outcome>),
+    /// A result that does not verify, and nothing else of the job: why.
+    Forged(String),
+    /// Waiting in the inbox.
+    Queued,
+    /// Taken by the target's listener (in `archive/done/`), no result yet.
+    Taken,
+    /// Nothing of it.
+    Nothing,
+}
+
+/// Where `id` was already used on `sh`'s target: a result that verifies,
+/// or the job itself signed with `key` in `archive/done/` (anything else
+/// there is a writer's, and counting it would let one block an id).
+pub fn used(sh: &dyn Shelves, id: &JobId, key: &Key) -> Option<&'static str> {
+    let (name, target) = (id.file_name(), sh.target().as_str());
+    let read = sh.shelf(Place::Results).read(&name, outcome::MAX_BYTES);
+    if accept::outcome(id.as_str(), read, target, key).is_ok() {
+        return Some("results/");
+    }
+    let read = sh.shelf(Place::Done).read(&name, job::MAX_BYTES);
+    judge::job_read(&name, read, target, key)
+        .is_ok()
+        .then_some("archive/done/")
+}
+
+/// Refuses (`VALIDATION_ERROR`) an id already used on the target or
+/// already queued there: a job signed now can never be the one queued.
+pub fn check_free(sh: &dyn Shelves, id: &JobId, key: &Key) -> Result<()> {
+    let again = "job ids are single-use; omit --job-id to get a fresh one";
+    if let Some(place) = used(sh, id, key) {
+        return Err(Error::validation(format!(
+            "job id {id} was already used on {} (found in {place})",
+            sh.target()
+        ))
+        .hint(again));
+    }
+    let inbox = sh.shelf(Place::Inbox);
+    if inbox.exists(&id.file_name())? {
+        return Err(Error::validation(format!(
+            "job id {id} is already queued for {} ({})",
+            sh.target(),
+            inbox.shown(&id.file_name())
+        ))
+        .hint(again));
+    }
+    Ok(())
+}
+
+/// Publishes `job` (its file's `bytes`) at `inbox/<id>.json`, never
+/// replacing anything. The same signed job found there is the same job,
+/// queued once; anything else there is left untouched and refused
+/// (`VALIDATION_ERROR`).
+pub fn publish(sh: &dyn Shelves, job: &Job, bytes: &[u8], key: &Key) -> Result<()> {
+    let (inbox, name) = (sh.shelf(Place::Inbox), job.id.file_name());
+    if inbox.publish(&name, bytes)? {
+        return Ok(());
+    }
+    let there = inbox.read(&name, job::MAX_BYTES);
+    let same = judge::job_read(&name, there, sh.target().as_str(), key)
+        .is_ok_and(|t| super::submit::signed_text(&t) == super::submit::signed_text(job));
+    if same {
+        return Ok(());
+    }
+    Err(Error::validation(format!(
+        "job id {} is already queued for {} with other content ({}); nothing was overwritten",
+        job.id,
+        sh.target(),
+        inbox.shown(&name)
+    ))
+    .hint("omit --job-id to get a fresh one"))
+}
+
+/// What became of `id` on `sh`'s target, verified with `key`.
+///
+/// # Errors
+///
+/// The store failed looking in the inbox.
+pub fn look(sh: &dyn Shelves, id: &JobId, key: &Key) -> Result<Seen> {
+    let (name, target) = (id.file_name(), sh.target().as_str());
+    let read = sh.shelf(Place::Results).read(&name, outcome::MAX_BYTES);
+    let forged = match accept::outcome(id.as_str(), read, target, key) {
+        Ok(o) => return Ok(Seen::Done(Box::new(o))),
+        Err(r) if r.verdict == accept::Verdict::Missing => None,
+        Err(r) => Some(format!("{}: {}", r.verdict.as_str(), r.message)),
+    };
+    if sh.shelf(Place::Inbox).exists(&name)? {
+        return Ok(Seen::Queued);
+    }
+    if sh.shelf(Place::Done).exists(&name)? {
+        return Ok(Seen::Taken);
+    }
+    Ok(forged.map_or(Seen::Nothing, Seen::Forged))
+}
+
+/// The ids queued in `sh`'s inbox, sorted: only names that are a job id
+/// and `.json` (docs/protocol.md §3.2).
+pub fn ids_in(sh: &dyn Shelves, place: Place) -> Result<Vec<JobId>> {
+    let mut ids: Vec<JobId> = sh
+        .shelf(place)
+        .list()?
+        .iter()
+        .filter_map(|n| n.strip_suffix(".json"))
+        .filter(|s| is_job_id(s))
+        .filter_map(|s| JobId::parse(s).ok())
+        .collect();
+    ids.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    Ok(ids)
+}
+
+/// Places the signed `m` for `id` in `cancel/`, create-only, unless the
+/// job has a verified result (then nothing is written). A valid marker
+/// already there is kept; anything else there blocks the request (it is
+/// named; on a bucket nothing moves it aside yet).
+pub fn place_marker(sh: &dyn Shelves, id: &JobId, key: &Key, m: &Marker) -> Result<CancelStatus> {
+    let observed = match look(sh, id, key)? {
+        Seen::Done(o) => return Ok(CancelStatus::NotRunning(o)),
+        Seen::Queued => Observed::Queued,
+        Seen::Taken => Observed::Running,
+        Seen::Forged(_) | Seen::Nothing => Observed::NotSeen,
+    };
+    let (cancel, name) = (sh.shelf(Place::Cancel), id.file_name());
+    if cancel.publish(&name, &doc::to_file_bytes(m))? {
+        return Ok(CancelStatus::Requested {
+            observed,
+            existing: None,
+        });
+    }
+    let read = cancel.read(&name, marker::MAX_BYTES);
+    match accept::marker(&name, read, sh.target().as_str(), key) {
+        Ok(existing) => Ok(CancelStatus::Requested {
+            observed,
+            existing: Some(existing),
+        }),
+        Err(r) => Ok(CancelStatus::Blocked(format!(
+            "{} holds something else ({}: {})",
+            cancel.shown(&name),
+            r.verdict.as_str(),
+            r.message
+        ))),
+    }
+}
