@@ -429,7 +429,8 @@ fn a_sealed_batch_seals_every_line_to_each_of_its_targets() {
 /// before anything is published.
 #[test]
 fn a_batch_is_refused_sealing_where_a_single_job_is() {
-    let line = [serde_json::json!({"argv": ["true", ARGV_MARK]})];
+    let kit = jobkit().display().to_string();
+    let line = [serde_json::json!({"argv": [&kit, "out", ARGV_MARK]})];
     // The shared-key lane: the same CONFIG refusal as one job.
     let w = World::with_target();
     let file = batch_file(&w, &line);
