@@ -543,18 +543,16 @@ fn doctor_shows_the_mode_identity_pin_and_how_long_the_roster_has_left() {
     assert!(out.contains("roster pin"), "{out}");
 }
 
-#[test]
-fn the_http_intake_takes_a_roster_signed_job_and_answers_a_roster_signed_wait() {
-    let w = keyless();
-    let key = admin(&w, None);
-    join(&w, "LAPTOP", &key, &[]);
+/// PC's listener with its HTTP intake on a free loopback port: the
+/// guard, the address and the intake's URL.
+fn pc_with_intake(w: &World) -> (ListenerGuard, String, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
     let addr = format!("127.0.0.1:{port}");
-    let l = ListenerGuard::spawn(bg(&w, "PC").args([
+    let l = ListenerGuard::spawn(bg(w, "PC").args([
         "listen",
         "--poll-interval",
         "100ms",
@@ -562,6 +560,15 @@ fn the_http_intake_takes_a_roster_signed_job_and_answers_a_roster_signed_wait() 
         &addr,
     ]));
     let url = format!("http://{addr}");
+    (l, addr, url)
+}
+
+#[test]
+fn the_http_intake_takes_a_roster_signed_job_and_answers_a_roster_signed_wait() {
+    let w = keyless();
+    let key = admin(&w, None);
+    join(&w, "LAPTOP", &key, &[]);
+    let (l, _, url) = pc_with_intake(&w);
     let noop = kit(&[]);
     let mut answer = (0, String::new(), String::new());
     wait_until(Duration::from_secs(10), || {
@@ -635,20 +642,7 @@ fn a_both_sender_reaches_a_roster_listener_over_http() {
                 .args(args),
         )
     };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr = format!("127.0.0.1:{port}");
-    let l = ListenerGuard::spawn(bg(&w, "PC").args([
-        "listen",
-        "--poll-interval",
-        "100ms",
-        "--http",
-        &addr,
-    ]));
-    let url = format!("http://{addr}");
+    let (l, addr, url) = pc_with_intake(&w);
     let noop = kit(&[]);
     wait_until(Duration::from_secs(10), || {
         std::net::TcpStream::connect(&addr).is_ok()
