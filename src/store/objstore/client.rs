@@ -300,9 +300,26 @@ impl Client {
                 }
                 self.send(Verb::Get, &mut act, &[], &[])
             });
-            let body = match self.answer(a) {
-                Answer::Done(r) => r.body,
-                other => return Err(other),
+            let body = match a {
+                // S3 lists a prefix nothing is under as empty; SeaweedFS
+                // has been seen to answer 404 for one instead (a prefix's
+                // folder not there yet). Only a missing bucket is an error.
+                Attempt::Answered {
+                    status: 404,
+                    ref body,
+                    ..
+                } if error_code(body).as_deref() != Some("NoSuchBucket") => {
+                    return Ok((out, folders));
+                }
+                Attempt::Answered {
+                    status: 404,
+                    ref body,
+                    ..
+                } => return Err(Answer::Other(404, error_text(404, body))),
+                a => match self.answer(a) {
+                    Answer::Done(r) => r.body,
+                    other => return Err(other),
+                },
             };
             let text = String::from_utf8_lossy(&body);
             let parsed = ListObjectsV2::parse_response(&text)
