@@ -302,20 +302,11 @@ impl Client {
             });
             let body = match a {
                 // S3 lists a prefix nothing is under as empty; SeaweedFS
-                // has been seen to answer 404 for one instead (a prefix's
-                // folder not there yet). Only a missing bucket is an error.
-                Attempt::Answered {
-                    status: 404,
-                    ref body,
-                    ..
-                } if error_code(body).as_deref() != Some("NoSuchBucket") => {
-                    return Ok((out, folders));
-                }
-                Attempt::Answered {
-                    status: 404,
-                    ref body,
-                    ..
-                } => return Err(Answer::Other(404, error_text(404, body))),
+                // has been seen to answer 404 for one instead, even with
+                // the code `NoSuchBucket` while the bucket served every
+                // other request. A bucket that is really missing fails the
+                // first write, naming it, and `doctor` checks it.
+                Attempt::Answered { status: 404, .. } => return Ok((out, folders)),
                 a => match self.answer(a) {
                     Answer::Done(r) => r.body,
                     other => return Err(other),
