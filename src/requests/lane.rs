@@ -7,6 +7,7 @@
 
 use crate::base::error::{Error, Result};
 use crate::base::names::{JobId, is_job_id};
+use crate::base::read::FileRead;
 use crate::places::observe::Observed;
 use crate::protocol::accept;
 use crate::protocol::doc::{self, Job, Marker, Outcome, job, marker, outcome};
@@ -79,16 +80,27 @@ pub fn publish(sh: &dyn Shelves, job: &Job, bytes: &[u8], key: &Key) -> Result<(
         return Ok(());
     }
     let there = inbox.read(&name, job::MAX_BYTES);
-    let same = judge::job_read(&name, there, sh.target().as_str(), key)
+    same_or_refused(job, there, sh.target().as_str(), &inbox.shown(&name), key)
+}
+
+/// Judges `there`, what holds `job`'s name in a target's inbox (shown as
+/// `shown`): the same signed job is the same job, queued once; anything
+/// else is refused (`VALIDATION_ERROR`) and left untouched.
+pub fn same_or_refused(
+    job: &Job,
+    there: FileRead,
+    target: &str,
+    shown: &str,
+    key: &Key,
+) -> Result<()> {
+    let same = judge::job_read(&job.id.file_name(), there, target, key)
         .is_ok_and(|t| super::submit::signed_text(&t) == super::submit::signed_text(job));
     if same {
         return Ok(());
     }
     Err(Error::validation(format!(
-        "job id {} is already queued for {} with other content ({}); nothing was overwritten",
+        "job id {} is already queued for {target} with other content ({shown}); nothing was overwritten",
         job.id,
-        sh.target(),
-        inbox.shown(&name)
     ))
     .hint("omit --job-id to get a fresh one"))
 }

@@ -171,22 +171,13 @@ pub fn publish_all(
         .collect())
 }
 
-/// Judges the file already at `job`'s name in `inbox`: the same signed job
-/// is the same job, queued once; anything else is refused, untouched.
+/// Judges the file already at `job`'s name in `inbox`
+/// ([`super::lane::same_or_refused`]).
 fn taken(dirs: &TargetDirs, inbox: &Dir, job: &Job, key: &Key) -> Result<()> {
     let name = job.id.file_name();
-    let same = crate::protocol::judge::job(inbox, &job.id, dirs.target().as_str(), key)
-        .is_ok_and(|t| signed_text(&t) == signed_text(job));
-    if same {
-        return Ok(());
-    }
-    Err(Error::validation(format!(
-        "job id {} is already queued for {} with other content ({}); nothing was overwritten",
-        job.id,
-        dirs.target(),
-        inbox.shown(&name).display()
-    ))
-    .hint("omit --job-id to get a fresh one"))
+    let there = inbox.read_limited(&name, crate::protocol::doc::job::MAX_BYTES);
+    let shown = inbox.shown(&name).display().to_string();
+    super::lane::same_or_refused(job, there, dirs.target().as_str(), &shown, key)
 }
 
 /// What a job's signature covers: equal texts are the same job.
