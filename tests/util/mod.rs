@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+pub mod engine;
 pub mod machines;
 pub mod sign;
 pub use sign::*;
