@@ -87,6 +87,29 @@ impl std::fmt::Debug for Ended {
     }
 }
 
+/// What the runner looks at between waits for a cancel marker of its job:
+/// the folder's [`Watch`], or a bucket's ([`crate::engine::bucket`]).
+pub trait Looks {
+    /// When [`Looks::look`] is due next.
+    fn due(&self) -> Instant;
+    /// Looks, when due: an accepted marker for the job is returned.
+    fn look(&mut self) -> Option<Marker>;
+    /// The runner received a wake.
+    fn woken(&self);
+}
+
+impl Looks for Watch {
+    fn due(&self) -> Instant {
+        Watch::due(self)
+    }
+    fn look(&mut self) -> Option<Marker> {
+        Watch::look(self)
+    }
+    fn woken(&self) {
+        Watch::woken(self);
+    }
+}
+
 /// What to run.
 #[derive(Clone, Debug)]
 pub struct Request {
@@ -380,7 +403,7 @@ impl Running {
     /// Waits for the process to end, stopping it on an accepted cancel
     /// marker, its timeout or a shutdown met on `rx`, and reports how it
     /// went.
-    pub fn wait(mut self, rx: &Receiver<Control>, watch: &mut Watch) -> Report {
+    pub fn wait(mut self, rx: &Receiver<Control>, watch: &mut impl Looks) -> Report {
         let mut tries = 1;
         let req = &self.req;
         let start = platform::await_start(&self.child, &mut |e, told| {

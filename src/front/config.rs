@@ -457,7 +457,7 @@ impl Context {
         })?;
         if let Some(text) = self.s3_root() {
             return Err(Error::config(format!(
-                "dispatch root {text} is an object store: in this version only {} work on an s3:// root, and the listener does not run on a bucket yet",
+                "dispatch root {text} is an object store: in this version only {} work on an s3:// root",
                 store::S3_WORKS
             ))
             .hint("use a shared folder as the root for this command; see docs/object-store.md"));

@@ -26,7 +26,8 @@ pub enum Seen {
     Forged(String),
     /// Waiting in the inbox.
     Queued,
-    /// Taken by the target's listener (in `archive/done/`), no result yet.
+    /// Taken by the target's listener (claimed in `running/`, or in
+    /// `archive/done/`), no result yet.
     Taken,
     /// Nothing of it.
     Nothing,
@@ -119,6 +120,10 @@ pub fn look(sh: &dyn Shelves, id: &JobId, key: &Key) -> Result<Seen> {
         Err(r) => Some(format!("{}: {}", r.verdict.as_str(), r.message)),
     };
     if sh.shelf(Place::Inbox).exists(&name)? {
+        // A bucket's listener claims a job in `running/` before it starts it.
+        if sh.shelf(Place::Running).exists(&name)? {
+            return Ok(Seen::Taken);
+        }
         return Ok(Seen::Queued);
     }
     if sh.shelf(Place::Done).exists(&name)? {

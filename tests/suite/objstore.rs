@@ -90,7 +90,6 @@ fn bad_s3_settings_are_refused_by_name() {
 fn other_commands_refuse_an_s3_root_naming_it_and_what_works() {
     let w = World::with_target();
     for args in [
-        vec!["listen", "--once"],
         vec!["sweep"],
         vec!["logs", "--target", "PC", "--job-id", "a"],
         vec!["report"],
@@ -101,8 +100,9 @@ fn other_commands_refuse_an_s3_root_naming_it_and_what_works() {
         assert_eq!(code, CONFIG, "{args:?}: {out}{err}");
         assert!(err.contains("s3://jobs/fleet"), "{args:?}: {err}");
         assert!(
-            err.contains("only `doctor`, `enqueue`, `status`, `result` and `cancel` work")
-                && err.contains("the listener does not run on a bucket yet"),
+            err.contains(
+                "only `doctor`, `enqueue`, `status`, `result`, `cancel` and `listen` work"
+            ),
             "{args:?}: {err}"
         );
     }
@@ -147,10 +147,8 @@ fn the_bucket_lane_refuses_what_it_cannot_do_yet_and_bad_input_by_its_code() {
             ],
             "--interrupt",
         ),
-        (
-            vec!["enqueue", "--target", "PC", "--after", "x", "--", "true"],
-            "--after",
-        ),
+        (vec!["listen", "--slots", "2"], "--slots"),
+        (vec!["listen", "--http", "127.0.0.1:0"], "--http"),
         (
             vec!["cancel", "--target", "PC", "--job-id", "a", "--wait"],
             "--wait",

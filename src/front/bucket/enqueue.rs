@@ -28,7 +28,6 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
         (args.waiting.wait, "enqueue --wait"),
         (args.waiting.follow, "enqueue --follow"),
         (args.seal, "enqueue --seal"),
-        (!args.after.is_empty(), "enqueue --after"),
     ] {
         if given {
             return Err(super::not_yet(root, what));
@@ -57,7 +56,7 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
                 false,
                 (req.id.clone(), t.target().as_str(), origin.as_str()),
                 created,
-                req.spec.clone(),
+                req.spec_by(t.target(), &mut |on, id| after_on(ctx, &lane, on, id))?,
             )?;
             let (job, bytes) = checked(job, Origin::Flags)?;
             roster_refusal(&job, &bytes, key)?;
@@ -99,6 +98,20 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
     }
     super::emit(ctx, &out, req.id.as_str());
     Ok(exit::SUCCESS)
+}
+
+/// The job `id` names on the target `on` names, for `--after`: the target
+/// as the bucket spells it, the id taken whole (a prefix or `last` needs
+/// this machine's record of a folder root).
+fn after_on(
+    ctx: &Context,
+    lane: &Lane,
+    on: &crate::base::names::Machine,
+    id: &crate::base::names::JobId,
+) -> Result<(crate::base::names::Machine, crate::base::names::JobId)> {
+    let t = lane.target(ctx, on.as_str())?;
+    let id = super::job_id(&lane.bucket.root().to_string(), id.as_str())?;
+    Ok((t.target().clone(), id))
 }
 
 /// The error of a fan-out stopped by `e` after the copies to `done`.

@@ -1,6 +1,7 @@
 //! `result` and `status` on an object-store root: what a sender can see of
-//! a job, or of each target, from the objects alone (no listener serves a
-//! bucket yet, so nothing runs: a job sent waits in the inbox).
+//! a job, or of each target, from the objects alone: the inbox, the jobs
+//! a listener has claimed (`running/`), markers, results, and the
+//! listener's heartbeat.
 
 use std::time::{Duration, Instant};
 
@@ -98,11 +99,17 @@ pub fn status(ctx: &Context, root: &str, args: &StatusArgs) -> Result<u8> {
         })?,
     };
     let mut each = Vec::new();
-    let mut lines = vec![format!(
-        "root {root} (object store; no listener serves a bucket yet)"
-    )];
+    let mut lines = vec![format!("root {root} (object store)")];
     for t in &targets {
-        let queued = lane::ids_in(t, Place::Inbox)?;
+        let running = lane::ids_in(t, Place::Running)?;
+        let mut queued = lane::ids_in(t, Place::Inbox)?;
+        queued.retain(|id| !running.contains(id));
+        let beat = crate::engine::bucket::read_beat(t, &lane.key);
+        let listener = match &beat {
+            Some(b) if b.alive() => b.state.clone(),
+            Some(_) => "stopped".to_string(),
+            None => "none".to_string(),
+        };
         let cancels = lane::ids_in(t, Place::Cancel)?;
         let results = lane::ids_in(t, Place::Results)?;
         let newest: Vec<&str> = results
@@ -115,8 +122,12 @@ pub fn status(ctx: &Context, root: &str, args: &StatusArgs) -> Result<u8> {
             v.iter().map(|i| i.as_str()).collect()
         }
         lines.push(format!(
-            "{}: {} queued{}; {} cancel(s) pending; {} result(s)",
+            "{}: listener {listener}{}; {} queued{}; {} cancel(s) pending; {} result(s)",
             t.target(),
+            match running.len() {
+                0 => String::new(),
+                _ => format!("; running {}", list(&running).join(", ")),
+            },
             queued.len(),
             match queued.len() {
                 0 => String::new(),
@@ -132,7 +143,8 @@ pub fn status(ctx: &Context, root: &str, args: &StatusArgs) -> Result<u8> {
         ));
         each.push(json!({
             "target": t.target().as_str(),
-            "listener": "none",
+            "listener": listener,
+            "running": list(&running),
             "queued": list(&queued),
             "cancels": list(&cancels),
             "results": newest,

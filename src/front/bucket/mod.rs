@@ -7,6 +7,7 @@
 
 pub mod cancel;
 pub mod enqueue;
+pub mod listen;
 pub mod look;
 
 use crate::base::error::{Error, Result};

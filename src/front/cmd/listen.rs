@@ -117,6 +117,9 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
         durability: ctx.durability(),
         slots: ctx.slots(args.slots.map(|n| n.to_string()).as_deref())?,
     };
+    if let Some(root) = ctx.s3_root() {
+        return crate::front::bucket::listen::run(ctx, &root, &args, settings);
+    }
     let http = args
         .http
         .as_deref()
@@ -167,6 +170,11 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
         None => None,
     };
     let summary = listener.run()?;
+    summarise(ctx, &summary)
+}
+
+/// Says how a listener run ended, and its exit status.
+pub fn summarise(ctx: &Context, summary: &crate::engine::listener::Summary) -> Result<u8> {
     let c = &summary.counters;
     super::emit(
         ctx,

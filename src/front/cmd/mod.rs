@@ -11,7 +11,7 @@ mod doctor;
 mod enqueue;
 mod identity;
 mod keygen;
-mod listen;
+pub(crate) mod listen;
 mod logs;
 mod mcp;
 mod report;

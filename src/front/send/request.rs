@@ -223,13 +223,21 @@ impl Request {
     /// or an id taken as it is); its target must be known (`NOT_FOUND`).
     /// A job named twice there, or the copy itself, is `VALIDATION_ERROR`.
     pub fn spec_for(&self, at: &mut Resolver, target: &Machine) -> Result<Spec> {
+        self.spec_by(target, &mut |on, id| at.resolve(on, id))
+    }
+
+    /// The spec of the copy for `target`, each job its `after` list names
+    /// found by `resolve` (the target it names, or `target` itself; and
+    /// the text naming the job there): [`Self::spec_for`]'s rules over any
+    /// root.
+    pub fn spec_by(&self, target: &Machine, resolve: &mut Resolve<'_>) -> Result<Spec> {
         let field = self.origin.name("after");
         let named = self
             .after
             .iter()
             .map(|(t, id)| {
                 let on = t.as_ref().unwrap_or(target);
-                let named = at.resolve(on, id).map_err(|mut e| {
+                let named = resolve(on, id).map_err(|mut e| {
                     e.message = format!("{field} {on}:{id}: {}", e.message);
                     e
                 })?;
@@ -242,6 +250,9 @@ impl Request {
         Ok(spec)
     }
 }
+
+/// How [`Request::spec_by`] finds the job a text names on a target.
+pub type Resolve<'a> = dyn FnMut(&Machine, &JobId) -> Result<(Machine, JobId)> + 'a;
 
 /// Names the jobs `after` lists as every command names a job
 /// ([`crate::places::jobref::Names`]): each target's folders listed at most once

@@ -59,6 +59,11 @@ impl Bucket {
         &self.root
     }
 
+    /// The client of its bucket.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
     /// The targets the root holds: each valid machine name with a key under
     /// `PREFIX/NAME/`, sorted without regard to case.
     ///
@@ -97,6 +102,16 @@ pub struct BucketTarget {
 }
 
 impl BucketTarget {
+    /// The bucket it is on.
+    pub fn bucket(&self) -> &Bucket {
+        &self.bucket
+    }
+
+    /// The key of `rest` under the target: `PREFIX/TARGET/rest`.
+    pub fn key_of(&self, rest: &str) -> String {
+        self.bucket.root.key(&format!("{}/{rest}", self.name))
+    }
+
     /// The key of `name` in `place`.
     pub fn key(&self, place: Place, name: &str) -> String {
         self.bucket

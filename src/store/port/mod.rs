@@ -47,13 +47,6 @@ pub trait Shelf {
     fn exists(&self, name: &str) -> Result<bool>;
 
     /// Removes `name`; nothing there is no error.
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "the listener's side is its first user: an archive move is a create-only copy, then this"
-        )
-    )]
     ///
     /// # Errors
     ///

@@ -1,0 +1,753 @@
+//! The listener on an object-store root (docs/object-store.md, "The
+//! protocol on objects"): one target's inbox drained one job at a time,
+//! with the folder lane's rules (acceptance, replay guard, age, a queued
+//! job's cancel, dependencies, a date ahead of this clock; the stop path
+//! of [`runner`]) over objects, found by listing at each poll (a bucket
+//! sends no events).
+//!
+//! Per job, the order of writes: its claim (`running/<id>.json`, create-
+//! only: of two listeners exactly one goes on) → the replay guard looked
+//! at again (a result or an archived copy placed since the listing ends
+//! here) → spawn → output as log chunks while it runs → the last chunks →
+//! its result, create-only → the job's archive move → a marker's → the
+//! claim removed. A claim without a result is a listener that stopped
+//! while the job ran: the next start gives it one `interrupted` result, so
+//! a job never runs twice; a result already placed only has the moves
+//! after it redone. The runner writes each log to a local spool folder in
+//! the state directory, from which the chunks are placed.
+//!
+//! Parts: `claim` (the claim and the start's rule for one found),
+//! `objects` (the object forms of the folder moves, replaced objects, log
+//! chunks), `watch` (what the runner looks at while a job runs).
+
+pub mod claim;
+mod objects;
+mod watch;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::Duration;
+
+use crate::base::clock;
+use crate::base::error::{Code, Error, Result};
+use crate::base::names::JobId;
+use crate::base::read::FileRead;
+use crate::engine::listener::{Counters, Settings, Summary};
+use crate::engine::runner::{self, Control, Mailbox};
+use crate::engine::shutdown::Shutdown;
+use crate::local::state::Lock;
+use crate::places::heartbeat::{self, Beat};
+use crate::places::rejected::{Kind, Reason};
+use crate::platform::{self, Signal};
+use crate::protocol::accept::{self, Rejection, Verdict};
+use crate::protocol::dependency::{self, Found};
+use crate::protocol::doc::detail;
+use crate::protocol::doc::{self, Job, Marker, Outcome, Termination, job, marker, outcome};
+use crate::protocol::{jobenv, judge};
+use crate::requests::lane::{self, Seen};
+use crate::store::fsops::Dir;
+use crate::store::layout::{self, Place, StateDirs};
+use crate::store::port::Shelves;
+use crate::store::port::bucket::BucketTarget;
+use crate::trust::Key;
+use claim::Claim;
+use objects::{Chunks, Replaced};
+use watch::BucketWatch;
+
+/// The heartbeat of a listener on a bucket: the signed document of
+/// docs/protocol.md §7.11 at `PREFIX/TARGET/listener.json`, replaced.
+pub struct Beats {
+    object: Replaced,
+    key: Arc<Key>,
+    target: String,
+    host: String,
+    instance: String,
+    run: String,
+    started_at: String,
+    poll: Duration,
+}
+
+impl Beats {
+    /// Writes the heartbeat now; a store that does not answer is said by
+    /// the next write that works (a heartbeat is informational).
+    pub fn write(&mut self, t: &BucketTarget, running: Option<&str>, state: &str) {
+        let beat = Beat {
+            target: self.target.clone(),
+            pid: std::process::id(),
+            state: state.to_string(),
+            running: running.map(str::to_string),
+            running_jobs: running.map(str::to_string).into_iter().collect(),
+            started_at: self.started_at.clone(),
+            heartbeat_at: clock::format(clock::now()),
+            poll_interval_ms: self.poll.as_millis() as u64,
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            host: self.host.clone(),
+            instance: self.instance.clone(),
+            key_fingerprint: self.key.key_id(),
+            run: self.run.clone(),
+            alg: None,
+            key_id: None,
+            sig: String::new(),
+        };
+        let signed = self.key.sign_document(&beat.canonical());
+        let beat = Beat {
+            alg: signed.alg,
+            key_id: signed.key_id,
+            sig: signed.sig,
+            ..beat
+        };
+        let _ = self.object.write(t, &doc::to_file_bytes(&beat));
+    }
+}
+
+/// The name of the heartbeat object under a target.
+const HEARTBEAT: &str = "listener.json";
+
+/// A listener serving one target of a bucket.
+pub struct BucketListener {
+    t: BucketTarget,
+    key: Arc<Key>,
+    key_path: PathBuf,
+    root_shown: String,
+    settings: Settings,
+    shutdown: Arc<Shutdown>,
+    mail: Mailbox,
+    rx: Receiver<Control>,
+    beats: Beats,
+    /// Where the runner writes a job's logs before they are placed.
+    spool: Dir,
+    counters: Counters,
+    /// Accepted jobs by inbox name, with the ETag they had.
+    accepted: HashMap<String, (Option<String>, Arc<Job>)>,
+    /// Jobs said as deferred or held, so each is said once.
+    said: std::collections::HashSet<String>,
+    _lock: Lock,
+}
+
+impl BucketListener {
+    /// Takes this machine's lock for the target (`state`), refuses to
+    /// start beside another live listener of it (its heartbeat on the
+    /// bucket), and brings to an end what a stopped one left.
+    pub fn start(
+        t: BucketTarget,
+        state: &StateDirs,
+        key: Key,
+        key_path: PathBuf,
+        settings: Settings,
+        shutdown: Arc<Shutdown>,
+    ) -> Result<BucketListener> {
+        let lock = Lock::acquire(state, t.target().as_str())?;
+        let key = Arc::new(key);
+        let run = heartbeat::run_id();
+        let host = platform::hostname().unwrap_or_default();
+        // A beat from this host whose process is gone is a listener that
+        // died here: no need to wait for its beat to age.
+        let rival = read_beat(&t, &key).filter(|b| {
+            b.alive()
+                && b.run != run
+                && !(b.host == host && i32::try_from(b.pid).is_ok_and(|p| !platform::is_alive(p)))
+        });
+        if let Some(b) = rival.as_ref() {
+            return Err(Error::new(
+                Code::Busy,
+                format!(
+                    "another listener serves {} on {}: {} (its heartbeat is {} old)",
+                    t.target(),
+                    t.shown(),
+                    b.who(),
+                    b.age().map_or("of unknown age".into(), clock::human)
+                ),
+            )
+            .hint(
+                "stop it first; a listener that died is taken over once its heartbeat is stale",
+            ));
+        }
+        // A store that overwrites would let two listeners both claim a job.
+        crate::store::objstore::probe(t.bucket().client(), t.bucket().root())?;
+        let spool_path = state.base().join("bucket-logs");
+        crate::store::fsops::create_dirs(std::slice::from_ref(&spool_path))?;
+        let spool = Dir::open_trusted(&spool_path)?;
+        let (tx, rx) = mpsc::channel();
+        let bell = platform::Bell::new().map_err(|e| {
+            Error::new(
+                Code::Internal,
+                format!("cannot make the listener's wake-up pipe: {e}"),
+            )
+        })?;
+        let mail = Mailbox::new(tx, bell);
+        let wake = mail.clone();
+        shutdown.on_request(move || wake.send(Control::Shutdown));
+        platform::become_subreaper();
+        let beats = Beats {
+            object: Replaced::new(t.key_of(HEARTBEAT), None),
+            key: Arc::clone(&key),
+            target: t.target().to_string(),
+            host,
+            instance: crate::local::state::instance_id(state)?,
+            run,
+            started_at: clock::format(clock::now()),
+            poll: settings.poll,
+        };
+        let root_shown = t.bucket().root().to_string();
+        let mut l = BucketListener {
+            t,
+            key,
+            key_path,
+            root_shown,
+            settings,
+            shutdown,
+            mail,
+            rx,
+            beats,
+            spool,
+            counters: Counters::default(),
+            accepted: HashMap::new(),
+            said: Default::default(),
+            _lock: lock,
+        };
+        l.beat(None, "listening");
+        l.recover()?;
+        Ok(l)
+    }
+
+    fn say(&self, line: impl std::fmt::Display) {
+        if self.settings.verbose {
+            crate::base::out::line(&format!("{} {line}", clock::format(clock::now())));
+        }
+    }
+
+    fn beat(&mut self, running: Option<&str>, state: &str) {
+        self.beats.write(&self.t, running, state);
+    }
+
+    /// Drains until stopped (or, with `--once`, until a pass finds nothing
+    /// to start).
+    pub fn run(mut self) -> Result<Summary> {
+        self.say(format!(
+            "listening for {} on {} (polling every {})",
+            self.t.target(),
+            self.t.shown(),
+            clock::format_duration(self.settings.poll)
+        ));
+        let mut next_beat = std::time::Instant::now() + heartbeat::EVERY;
+        let interrupted = loop {
+            if self.shutdown.requested() {
+                break true;
+            }
+            let worked = self.pass()?;
+            if self.shutdown.requested() {
+                break true;
+            }
+            if worked {
+                continue;
+            }
+            if self.settings.once {
+                break false;
+            }
+            if std::time::Instant::now() >= next_beat {
+                next_beat = std::time::Instant::now() + heartbeat::EVERY;
+                self.beat(None, "listening");
+            }
+            match self.rx.recv_timeout(self.settings.poll) {
+                Ok(Control::Shutdown) => break true,
+                Ok(_) | Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break true,
+            }
+        };
+        self.beat(None, "stopped");
+        Ok(Summary {
+            counters: self.counters,
+            interrupted,
+            drained: false,
+        })
+    }
+
+    /// The inbox's runnable jobs in drain order; refusals made at once.
+    fn scan(&mut self) -> Result<Vec<Arc<Job>>> {
+        let client = self.t.bucket().client();
+        let prefix = self.t.key(Place::Inbox, "");
+        let entries = client.list(&prefix, None, 1000).map_err(|a| {
+            crate::store::port::bucket::failed("list", self.t.bucket().root(), &prefix, &a)
+        })?;
+        let mut now = HashMap::new();
+        for e in entries {
+            let Some(name) = e.key.strip_prefix(prefix.as_str()) else {
+                continue;
+            };
+            if name.is_empty() || name.contains('/') {
+                continue;
+            }
+            let name = name.to_string();
+            if let Some((etag, j)) = self.accepted.get(&name)
+                && *etag == e.etag
+            {
+                now.insert(name, (etag.clone(), Arc::clone(j)));
+                continue;
+            }
+            let read = self.t.shelf(Place::Inbox).read(&name, job::MAX_BYTES);
+            if let FileRead::Unreadable(why) = &read {
+                self.say(format!("could not read inbox/{name}: {why}"));
+                continue;
+            }
+            if matches!(read, FileRead::Missing) {
+                continue;
+            }
+            let judged = judge::job_read(&name, read, self.t.target().as_str(), &self.key)
+                .and_then(accept::runnable);
+            match judged {
+                Ok(j) => {
+                    now.insert(name, (e.etag.clone(), Arc::new(j)));
+                }
+                Err(r) => self.refuse_job(&name, &r),
+            }
+        }
+        self.accepted = now;
+        let mut jobs: Vec<Arc<Job>> = self.accepted.values().map(|(_, j)| Arc::clone(j)).collect();
+        jobs.sort_by(|a, b| a.drain_order(b));
+        Ok(jobs)
+    }
+
+    fn refuse_job(&mut self, name: &str, r: &Rejection) {
+        self.counters.rejected += 1;
+        self.accepted.remove(name);
+        match objects::refuse(&self.t, Place::Inbox, name, r, Kind::Job, &self.key) {
+            Ok(()) => self.say(format!(
+                "rejected {name}: {} ({})",
+                r.verdict.as_str(),
+                r.message
+            )),
+            Err(e) => self.say(format!("could not move inbox/{name} aside: {e}")),
+        }
+    }
+
+    /// One pass: the first job that can start or end does. True when one
+    /// did (the next pass comes at once).
+    fn pass(&mut self) -> Result<bool> {
+        let jobs = self.scan()?;
+        for j in jobs {
+            let id = j.id.clone();
+            let name = id.file_name();
+            match self.replayed(&id)? {
+                Replay::Fresh => {}
+                Replay::Finished => {
+                    self.counters.skipped += 1;
+                    self.say(format!("{id} has its result already: archiving it"));
+                    self.archive(&id)?;
+                    return Ok(true);
+                }
+                Replay::Claimed => continue,
+                Replay::Archived => {
+                    let r = accept::replay(&id, Some("archive/done/")).expect_err("a replay");
+                    self.counters.skipped += 1;
+                    self.refuse_job(&name, &r);
+                    return Ok(true);
+                }
+            }
+            if let Err(r) = accept::freshness(j.created, clock::now(), self.settings.max_age) {
+                self.refuse_job(&name, &r);
+                return Ok(true);
+            }
+            if let Some(m) = self.valid_marker(&id) {
+                if !self.claim(&j)? {
+                    continue;
+                }
+                let o =
+                    detail::cancelled_before_start(&self.key, &j, &m, &clock::format(clock::now()));
+                self.counters.cancelled += 1;
+                self.say(format!(
+                    "cancelled {id} before start (marker from {})",
+                    m.origin
+                ));
+                self.finish(&id, &o)?;
+                return Ok(true);
+            }
+            match self.dependencies(&j) {
+                dependency::Verdict::Run => {}
+                dependency::Verdict::Hold(waiting) => {
+                    if self.said.insert(format!("held {id}")) {
+                        let names: Vec<String> = waiting
+                            .iter()
+                            .map(|a| format!("{}:{}", a.target, a.job_id))
+                            .collect();
+                        self.say(format!("holding {id}: waits for {}", names.join(", ")));
+                    }
+                    continue;
+                }
+                dependency::Verdict::Fail(dep) => {
+                    if !self.claim(&j)? {
+                        continue;
+                    }
+                    self.counters.failed += 1;
+                    self.say(format!(
+                        "ended {id} without running: dependency-failed ({}:{} {})",
+                        dep.target, dep.job_id, dep.ended
+                    ));
+                    let o =
+                        detail::dependency_failed(&self.key, &j, dep, &clock::format(clock::now()));
+                    self.finish(&id, &o)?;
+                    return Ok(true);
+                }
+            }
+            if let Some(ahead) = accept::ahead(j.created, clock::now()) {
+                if self.said.insert(format!("ahead {id}")) {
+                    self.counters.deferred += 1;
+                    self.say(format!("deferred {id}: {}", accept::ahead_reason(ahead)));
+                }
+                continue;
+            }
+            if !self.claim(&j)? {
+                continue;
+            }
+            self.run_job(&j)?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// What the bucket says of `id` before it starts.
+    fn replayed(&self, id: &JobId) -> Result<Replay> {
+        let name = id.file_name();
+        if self.t.shelf(Place::Done).exists(&name)? {
+            return Ok(Replay::Archived);
+        }
+        if self.verified_result(id).is_some() {
+            return Ok(Replay::Finished);
+        }
+        if self.t.shelf(Place::Running).exists(&name)? {
+            return Ok(Replay::Claimed);
+        }
+        Ok(Replay::Fresh)
+    }
+
+    fn verified_result(&self, id: &JobId) -> Option<Outcome> {
+        let read = self
+            .t
+            .shelf(Place::Results)
+            .read(&id.file_name(), outcome::MAX_BYTES);
+        accept::outcome(id.as_str(), read, self.t.target().as_str(), &self.key).ok()
+    }
+
+    /// A valid marker for `id`, if one is there; anything else there is
+    /// refused into `archive/rejected/`.
+    fn valid_marker(&mut self, id: &JobId) -> Option<Marker> {
+        let name = id.file_name();
+        let read = self.t.shelf(Place::Cancel).read(&name, marker::MAX_BYTES);
+        if matches!(read, FileRead::Missing | FileRead::Unreadable(_)) {
+            return None;
+        }
+        match accept::marker(&name, read, self.t.target().as_str(), &self.key) {
+            Ok(m) => Some(m),
+            Err(r) => {
+                self.counters.rejected += 1;
+                let _ = objects::refuse(&self.t, Place::Cancel, &name, &r, Kind::Marker, &self.key);
+                self.say(format!(
+                    "ignored marker for {id}: {} ({})",
+                    r.verdict.as_str(),
+                    r.message
+                ));
+                None
+            }
+        }
+    }
+
+    /// The dependency verdict for `j`: each job it waits for looked up on
+    /// the bucket (its target's result, or its refusal there).
+    fn dependencies(&self, j: &Job) -> dependency::Verdict {
+        let after = &j.header().after;
+        if after.is_empty() {
+            return dependency::Verdict::Run;
+        }
+        let found: Vec<_> = after
+            .iter()
+            .map(|a| {
+                let t = self.t.bucket().target(&a.target);
+                let f = match lane::look(&t, &a.job_id, &self.key) {
+                    Ok(Seen::Done(o)) => Found::ended(&o),
+                    Ok(Seen::Nothing) => {
+                        refused_on(&t, &a.job_id).map_or(Found::Unseen, Found::Rejected)
+                    }
+                    _ => Found::Unseen,
+                };
+                (a.clone(), f)
+            })
+            .collect();
+        dependency::decide(j.header().after_any, &found)
+    }
+
+    /// Claims `j` create-only; false when the claim is taken (another
+    /// listener has it), or the replay guard, looked at again, finds it
+    /// processed since the listing.
+    fn claim(&mut self, j: &Job) -> Result<bool> {
+        let started_at = clock::format(clock::now());
+        let c = Claim::of(
+            j,
+            &started_at,
+            &self.beats.host,
+            std::process::id(),
+            &self.beats.run,
+        );
+        let name = j.id.file_name();
+        if !self
+            .t
+            .shelf(Place::Running)
+            .publish(&name, &doc::to_file_bytes(&c))?
+        {
+            return Ok(false);
+        }
+        if self.t.shelf(Place::Done).exists(&name)? || self.verified_result(&j.id).is_some() {
+            // Another listener ended it between our listing and our claim.
+            self.t.shelf(Place::Running).remove(&name)?;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Runs `j` (claimed), then finishes it.
+    fn run_job(&mut self, j: &Job) -> Result<()> {
+        let id = j.id.clone();
+        let started_at = clock::format(clock::now());
+        let (header, payload) = (j.header(), j.payload());
+        match j.is_sealed() {
+            true => self.say(format!("running {id}: (sealed)")),
+            false => self.say(format!(
+                "running {id}: {}",
+                job::argv_summary(&payload.argv)
+            )),
+        }
+        let env = jobenv::for_job(
+            j,
+            &self.root_shown,
+            self.t.target().as_str(),
+            &self.key_path.display().to_string(),
+            &jobenv::token(&self.key, &id, &j.target),
+        );
+        let (out_log, err_log) = (
+            layout::log_name(&id, "stdout"),
+            layout::log_name(&id, "stderr"),
+        );
+        let req = runner::Request {
+            job_id: id.clone(),
+            argv: payload.argv.clone(),
+            cwd: payload.cwd.as_ref().map(PathBuf::from),
+            env,
+            timeout: header.timeout,
+            grace: header.grace(),
+            stop_grace: self.settings.stop_grace,
+            logs: self.spool.clone(),
+            stdout_log: out_log.clone(),
+            stderr_log: err_log.clone(),
+            logged: !j.is_sealed(),
+            mark: None,
+        };
+        while self.rx.try_recv().is_ok() {}
+        let chunks = if j.is_sealed() {
+            Vec::new()
+        } else {
+            vec![
+                Chunks::new(self.spool.path().join(&out_log), id.as_str(), "stdout"),
+                Chunks::new(self.spool.path().join(&err_log), id.as_str(), "stderr"),
+            ]
+        };
+        let report = match runner::start(req, self.mail.bell()) {
+            Ok(running) => {
+                let name = id.file_name();
+                let mut c = Claim::of(
+                    j,
+                    &started_at,
+                    &self.beats.host,
+                    std::process::id(),
+                    &self.beats.run,
+                );
+                c.pid = running.id();
+                let mut shown = Replaced::new(self.t.key(Place::Running, &name), None);
+                // Informational: the claim already holds the job.
+                let _ = shown.write(&self.t, &doc::to_file_bytes(&c));
+                let mut watch = BucketWatch::new(
+                    &self.t,
+                    &self.key,
+                    id.clone(),
+                    self.settings.poll,
+                    &mut self.beats,
+                    chunks,
+                );
+                let report = running.wait(&self.rx, &mut watch);
+                watch.place_output();
+                let (notes, refusal, chunks) = (
+                    std::mem::take(&mut watch.notes),
+                    watch.refusal.take(),
+                    std::mem::take(&mut watch.chunks),
+                );
+                drop(watch);
+                if let Some(r) = refusal {
+                    self.say(format!(
+                        "ignored marker for {id}: {} ({})",
+                        r.verdict.as_str(),
+                        r.message
+                    ));
+                }
+                for n in notes {
+                    self.say(n);
+                }
+                for c in chunks {
+                    c.discard();
+                }
+                report
+            }
+            Err(report) => *report,
+        };
+        let finished_at = clock::format(clock::after(&started_at, report.duration));
+        let o = detail::outcome_of(&self.key, j, &started_at, &report, &finished_at);
+        let how = o.termination();
+        match how {
+            Termination::Exited if o.ok => self.counters.done += 1,
+            Termination::Cancelled => self.counters.cancelled += 1,
+            _ => self.counters.failed += 1,
+        }
+        self.say(format!(
+            "finished {id}: {} ({}, {})",
+            how.describe(o.ok),
+            o.exit_phrase(),
+            clock::human(report.duration)
+        ));
+        self.finish(&id, &o)
+    }
+
+    /// Places `o`, the result of `id`, then the moves after it.
+    fn finish(&mut self, id: &JobId, o: &Outcome) -> Result<()> {
+        let name = id.file_name();
+        // Taken already: a result placed before a crash, kept as it is.
+        self.t
+            .shelf(Place::Results)
+            .publish(&name, &doc::to_file_bytes(o))?;
+        self.archive(id)
+    }
+
+    /// The moves after a result: the job to `archive/done/`, a valid
+    /// marker to `archive/consumed/`, the claim removed.
+    fn archive(&mut self, id: &JobId) -> Result<()> {
+        let name = id.file_name();
+        objects::archive(&self.t, Place::Inbox, &name, Place::Done, &name)?;
+        self.accepted.remove(&name);
+        let read = self.t.shelf(Place::Cancel).read(&name, marker::MAX_BYTES);
+        if accept::marker(&name, read, self.t.target().as_str(), &self.key).is_ok() {
+            objects::archive(
+                &self.t,
+                Place::Cancel,
+                &name,
+                Place::Consumed,
+                &format!("{id}.cancel.json"),
+            )?;
+        }
+        self.t.shelf(Place::Running).remove(&name)
+    }
+
+    /// Start-up recovery: every claim found is another run's (a live one
+    /// refused this start), so its job ended with that run: one with a
+    /// result has only its moves redone; one without gets one
+    /// `interrupted` result, its leftover processes on this host stopped
+    /// first. Neither runs again.
+    fn recover(&mut self) -> Result<()> {
+        let names = self.t.shelf(Place::Running).list()?;
+        for name in names {
+            let Some(id) = name
+                .strip_suffix(".json")
+                .and_then(|s| JobId::parse(s).ok())
+            else {
+                continue;
+            };
+            let c = match self.t.shelf(Place::Running).read(&name, job::MAX_BYTES) {
+                FileRead::Bytes(b) => Claim::parse(&b),
+                _ => None,
+            };
+            let has_result = self.verified_result(&id).is_some();
+            match claim::found(c.as_ref(), &self.beats.run, has_result) {
+                claim::Found::Ours => {}
+                claim::Found::Finished => self.archive(&id)?,
+                claim::Found::Interrupted => {
+                    self.say(format!(
+                        "recovering {id}: the previous listener stopped while it ran"
+                    ));
+                    let (started_at, pid) =
+                        c.as_ref().map_or((clock::format(clock::now()), 0), |c| {
+                            (c.started_at.clone(), c.pid)
+                        });
+                    if c.as_ref().is_some_and(|c| c.host == self.beats.host) {
+                        self.stop_leftovers(&id, &started_at, pid);
+                    }
+                    let o = detail::recovered(
+                        &self.key,
+                        id.as_str(),
+                        self.t.target().as_str(),
+                        &started_at,
+                        pid,
+                        &clock::format(clock::now()),
+                    );
+                    self.counters.failed += 1;
+                    self.say(format!("finished {id}: interrupted"));
+                    self.finish(&id, &o)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops what a job of a stopped listener left running on this host.
+    fn stop_leftovers(&self, id: &JobId, started_at: &str, pid: i32) {
+        let started = clock::parse(started_at).map_or(std::time::UNIX_EPOCH, Into::into);
+        let env = jobenv::identifying(id, &self.root_shown);
+        let pids = platform::orphans(&platform::Orphaned {
+            env: &env,
+            group: pid,
+            started,
+        });
+        if pids.is_empty() {
+            return;
+        }
+        self.say(format!(
+            "stopping {} leftover process(es) of {id}",
+            pids.len()
+        ));
+        platform::signal_pids(&pids, Signal::Term);
+        let until = std::time::Instant::now() + Duration::from_secs(2);
+        while pids.iter().any(|&p| platform::is_alive(p)) && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        platform::signal_pids(&pids, Signal::Kill);
+    }
+}
+
+/// What the bucket says of a queued job before it starts.
+enum Replay {
+    /// Nothing: it may run.
+    Fresh,
+    /// A verified result: only its moves are left.
+    Finished,
+    /// Claimed by a listener (another one, or a stopped one recovered at
+    /// the next start).
+    Claimed,
+    /// Already in `archive/done/`: a copy come back.
+    Archived,
+}
+
+/// The verdict `id`'s target gave its job file, when it refused it (other
+/// than as a replay, whose first run's result decides).
+fn refused_on(t: &BucketTarget, id: &JobId) -> Option<String> {
+    let name = format!("{}.reason.json", id.file_name());
+    let FileRead::Bytes(b) = t.shelf(Place::Rejected).read(&name, 64 * 1024) else {
+        return None;
+    };
+    let r: Reason = serde_json::from_slice(&b).ok()?;
+    (r.verdict != Verdict::AlreadyProcessed.as_str()).then_some(r.verdict)
+}
+
+/// The verified heartbeat on the bucket of `t`'s listener, if any.
+pub fn read_beat(t: &BucketTarget, key: &Key) -> Option<Beat> {
+    let key_name = t.key_of(HEARTBEAT);
+    let crate::store::objstore::Answer::Done(r) = t.bucket().client().get(&key_name) else {
+        return None;
+    };
+    let b: Beat = serde_json::from_slice(&r.body).ok()?;
+    b.verified(key, t.target()).then_some(b)
+}

@@ -1,0 +1,60 @@
+//! `listen` on an object-store root: this machine's listener for its own
+//! target on the bucket ([`crate::engine::bucket`]), polling (a bucket
+//! sends no events). What it cannot do there yet is refused by name.
+
+use super::Lane;
+use crate::base::error::Result;
+use crate::engine::bucket::BucketListener;
+use crate::engine::listener::Settings;
+use crate::engine::shutdown;
+use crate::front::cli::ListenArgs;
+use crate::front::config::Context;
+use crate::store::layout::StateDirs;
+use crate::store::objstore::S3Root;
+
+/// Runs `listen` on the root `root`, with `settings` from the command line.
+pub fn run(ctx: &Context, root: &str, args: &ListenArgs, settings: Settings) -> Result<u8> {
+    for (given, what) in [
+        (args.drain, "listen --drain"),
+        (args.http.is_some(), "listen --http"),
+        (settings.slots > 1, "listen --slots over 1"),
+        (settings.governor.is_some(), "listen --governor-file"),
+    ] {
+        if given {
+            return Err(super::not_yet(root, what));
+        }
+    }
+    let lane = Lane::load(ctx, root)?;
+    let machine = ctx.machine()?;
+    crate::store::layout::check_addressable(&machine)?;
+    // This machine's own target keeps the spelling it already has there.
+    let existing = lane.bucket.targets()?;
+    let name = existing
+        .iter()
+        .find(|n| machine.same(n))
+        .map_or(Ok(machine.clone()), |n| {
+            crate::base::names::Machine::parse(n, "target")
+        })?;
+    let t = lane.bucket.target(&name);
+    // Local state of a bucket root lives apart from any folder root's.
+    let parsed = S3Root::parse(root)?;
+    let place: String = format!("{}-{}", parsed.bucket, parsed.prefix)
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let base = ctx
+        .state_dir(std::path::Path::new(root))?
+        .join(format!("s3-{place}"));
+    let state = StateDirs::new(&base, &machine);
+    let key_path = ctx.key_path()?;
+    let shutdown = shutdown::install()?;
+    let listener = BucketListener::start(t, &state, lane.key, key_path, settings, shutdown)?;
+    let summary = listener.run()?;
+    crate::front::cmd::listen::summarise(ctx, &summary)
+}

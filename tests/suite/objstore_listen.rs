@@ -1,0 +1,363 @@
+//! The listener on a bucket (docs/object-store.md, "The protocol on
+//! objects"), through the binary against the S3 engine `ci/engine-s3`
+//! starts: a job sent with `enqueue` runs once, its output placed as
+//! numbered chunk objects before its signed result, its job archived and
+//! its claim removed; a running job stopped by `cancel`, with its process
+//! tree; a queued one cancelled before anything is spawned; a job waiting
+//! for another on the bucket held until it ends; forged inputs refused into
+//! `archive/rejected/` with their reason; a second listener of the target
+//! refused `BUSY` while the first one's heartbeat is fresh; and a listener
+//! killed (SIGKILL) while its job runs: the next start stops the job's
+//! leftover process and gives it one `interrupted` result, never running
+//! it again.
+
+use std::time::{Duration, Instant};
+
+use crate::util::engine::*;
+use crate::util::*;
+
+/// `fleet-dispatch` on the engine's bucket as machine `machine`, with `PC`
+/// a fleet member and a state directory of its own.
+fn cmd_as(e: &Engine, w: &World, machine: &str) -> std::process::Command {
+    let mut c = w.bg_cmd_as(machine);
+    c.env("FLEET_DISPATCH_ROOT", lane_root(e))
+        .env("FLEET_DISPATCH_FLEET", "PC")
+        .env(
+            "FLEET_DISPATCH_STATE_DIR",
+            w.home.join(format!("state-{machine}")),
+        );
+    for (k, v) in &e.vars {
+        c.env(k, v);
+    }
+    c
+}
+
+fn run_as(e: &Engine, w: &World, machine: &str, args: &[&str]) -> (i32, String, String) {
+    output(&mut assert_cmd::Command::from_std({
+        let mut c = cmd_as(e, w, machine);
+        c.args(args);
+        c
+    }))
+}
+
+/// Sends `argv` to PC from `me`; its id.
+fn send(e: &Engine, w: &World, extra: &[&str], argv: &[String]) -> String {
+    let mut args = vec!["enqueue", "--target", "PC"];
+    args.extend_from_slice(extra);
+    args.push("--");
+    args.extend(argv.iter().map(String::as_str));
+    let got = lane_run(e, w, &args);
+    assert_eq!(got.0, 0, "{got:?}");
+    got.1.trim().to_string()
+}
+
+/// The keys under `PC/<place>/`, as names.
+fn names(e: &Engine, place: &str) -> Vec<String> {
+    let prefix = e.key(&format!("PC/{place}/"));
+    let mut out: Vec<String> = e
+        .client()
+        .list(&prefix, None, 1000)
+        .unwrap()
+        .into_iter()
+        .filter_map(|x| x.key.strip_prefix(&prefix).map(str::to_string))
+        .filter(|n| !n.contains('/'))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Waits up to `limit` for `f`.
+fn until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
+    let end = Instant::now() + limit;
+    while !f() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The result document of `id`, once `result` verifies it.
+fn result_json(e: &Engine, w: &World, id: &str) -> serde_json::Value {
+    let got = lane_run(e, w, &["result", "--target", "PC", "--job-id", id]);
+    assert!(got.0 != 124 && got.0 != 66 && got.0 != 77, "{got:?}");
+    lane_json(&lane_object(e, &format!("PC/results/{id}.json")).expect("a result"))
+}
+
+/// A listener of PC on the bucket, in the background, polling fast.
+fn listener(e: &Engine, w: &World) -> std::process::Child {
+    let mut c = cmd_as(e, w, "PC");
+    c.args(["listen", "--poll-interval", "200ms"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    c.spawn().unwrap()
+}
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_a_job_runs_once_with_its_output_in_chunks_its_result_and_its_archive() {
+    let (e, w) = (Engine::new(), World::new());
+    let id = send(
+        &e,
+        &w,
+        &[],
+        &kit(&["out", "marker-out-1", "err", "marker-err-1"]),
+    );
+    let got = run_as(&e, &w, "PC", &["--json", "listen", "--once"]);
+    assert_eq!(got.0, 0, "{got:?}");
+    let summary: serde_json::Value = serde_json::from_str(&got.1).unwrap();
+    assert_eq!(summary["counters"]["done"], serde_json::json!(1), "{got:?}");
+    let r = result_json(&e, &w, &id);
+    assert_eq!(r["ok"], serde_json::json!(true), "{r}");
+    let shown = lane_run(&e, &w, &["result", "--target", "PC", "--job-id", &id]);
+    assert!(shown.1.contains("marker-out-1"), "{shown:?}");
+    let out = lane_object(&e, &format!("PC/logs/{id}.stdout.0")).expect("the first stdout chunk");
+    assert_eq!(String::from_utf8_lossy(&out).trim(), "marker-out-1");
+    let err = lane_object(&e, &format!("PC/logs/{id}.stderr.0")).expect("the first stderr chunk");
+    assert_eq!(String::from_utf8_lossy(&err).trim(), "marker-err-1");
+    assert!(lane_object(&e, &format!("PC/logs/{id}.stdout.1")).is_none());
+    assert_eq!(names(&e, "inbox"), Vec::<String>::new());
+    assert_eq!(names(&e, "running"), Vec::<String>::new());
+    assert_eq!(names(&e, "archive/done"), vec![format!("{id}.json")]);
+    // A second pass finds nothing to do: the job never runs twice, even
+    // when its file comes back into the inbox.
+    let done = lane_object(&e, &format!("PC/archive/done/{id}.json")).unwrap();
+    assert!(matches!(
+        e.client()
+            .create_only(&e.key(&format!("PC/inbox/{id}.json")), &done),
+        fleet_dispatch::store::objstore::Answer::Done(_)
+    ));
+    let again = run_as(&e, &w, "PC", &["--json", "listen", "--once"]);
+    assert_eq!(again.0, 0, "{again:?}");
+    let summary: serde_json::Value = serde_json::from_str(&again.1).unwrap();
+    assert_eq!(
+        summary["counters"]["done"],
+        serde_json::json!(0),
+        "{again:?}"
+    );
+    assert_eq!(
+        summary["counters"]["skipped"],
+        serde_json::json!(1),
+        "{again:?}"
+    );
+    assert_eq!(names(&e, "inbox"), Vec::<String>::new());
+    let rejected = names(&e, "archive/rejected");
+    assert!(
+        rejected.contains(&format!("{id}.json.reason.json")),
+        "{rejected:?}"
+    );
+}
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_cancel_stops_a_running_job_and_its_tree_and_a_queued_one_never_starts() {
+    let (e, w) = (Engine::new(), World::new());
+    let pids = w.home.join("pids");
+    let child_pid = w.home.join("child");
+    let long = send(
+        &e,
+        &w,
+        &[],
+        &kit(&[
+            "spawn",
+            "[",
+            "pid",
+            p(&child_pid),
+            "sleep",
+            "60",
+            "]",
+            "pid",
+            p(&pids),
+            "sleep",
+            "60",
+        ]),
+    );
+    let queued_ran = w.home.join("queued-ran");
+    let queued = send(&e, &w, &[], &kit(&["touch", p(&queued_ran)]));
+    let mut l = listener(&e, &w);
+    until(Duration::from_secs(30), "the long job to start", || {
+        child_pid.exists() && pids.exists()
+    });
+    assert_eq!(names(&e, "running"), vec![format!("{long}.json")]);
+    let st = lane_run(
+        &e,
+        &w,
+        &["--json", "result", "--target", "PC", "--job-id", &long],
+    );
+    assert!(st.1.contains("running"), "{st:?}");
+    until(
+        Duration::from_secs(10),
+        "status to show the job running",
+        || {
+            let st = lane_run(&e, &w, &["--json", "status"]);
+            let st: serde_json::Value = serde_json::from_str(&st.1).unwrap();
+            let pc = &st["targets"][0];
+            pc["running"] == serde_json::json!([long])
+                && pc["queued"] == serde_json::json!([queued])
+                && pc["listener"] == serde_json::json!("running")
+        },
+    );
+    // The queued job is cancelled first: it ends before it starts.
+    let c = lane_run(&e, &w, &["cancel", "--target", "PC", "--job-id", &queued]);
+    assert_eq!(c.0, 0, "{c:?}");
+    let c = lane_run(&e, &w, &["cancel", "--target", "PC", "--job-id", &long]);
+    assert_eq!(c.0, 0, "{c:?}");
+    until(Duration::from_secs(30), "both results", || {
+        lane_object(&e, &format!("PC/results/{long}.json")).is_some()
+            && lane_object(&e, &format!("PC/results/{queued}.json")).is_some()
+    });
+    let r = result_json(&e, &w, &long);
+    assert_eq!(r["error"], serde_json::json!("cancelled"), "{r}");
+    let r = result_json(&e, &w, &queued);
+    assert_eq!(
+        r["error"],
+        serde_json::json!("cancelled-before-start"),
+        "{r}"
+    );
+    assert!(!queued_ran.exists(), "the cancelled queued job ran");
+    let child: i32 = std::fs::read_to_string(&child_pid)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    until(
+        Duration::from_secs(10),
+        "the job's child to be gone",
+        || !pid_alive(child),
+    );
+    until(
+        Duration::from_secs(10),
+        "the markers to be consumed",
+        || names(&e, "cancel").is_empty(),
+    );
+    assert_eq!(names(&e, "archive/consumed").len(), 2);
+    stop(&mut l);
+}
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_a_job_after_another_waits_for_it_and_forged_inputs_are_refused() {
+    let (e, w) = (Engine::new(), World::new());
+    let order = w.home.join("order");
+    let first = send(
+        &e,
+        &w,
+        &[],
+        &kit(&["sleep", "0.5", "append", p(&order), "first"]),
+    );
+    let second = send(
+        &e,
+        &w,
+        &["--priority", "high", "--after", &first],
+        &kit(&["append", p(&order), "second"]),
+    );
+    // A job signed with another key, and a marker for the first job signed
+    // with another key: neither is accepted.
+    let forged = serde_json::json!({"jobId": "20261204-050000-00000000000000aa"});
+    assert!(matches!(
+        e.client().create_only(
+            &e.key("PC/inbox/20261204-050000-00000000000000aa.json"),
+            forged.to_string().as_bytes()
+        ),
+        fleet_dispatch::store::objstore::Answer::Done(_)
+    ));
+    let got = run_as(&e, &w, "PC", &["--json", "listen", "--once"]);
+    assert_eq!(got.0, 0, "{got:?}");
+    assert_eq!(std::fs::read_to_string(&order).unwrap(), "first\nsecond\n");
+    assert_eq!(result_json(&e, &w, &second)["ok"], serde_json::json!(true));
+    let rejected = names(&e, "archive/rejected");
+    assert!(
+        rejected.contains(&"20261204-050000-00000000000000aa.json".to_string())
+            && rejected.contains(&"20261204-050000-00000000000000aa.json.reason.json".to_string()),
+        "{rejected:?}"
+    );
+    let reason = lane_json(
+        &lane_object(
+            &e,
+            "PC/archive/rejected/20261204-050000-00000000000000aa.json.reason.json",
+        )
+        .unwrap(),
+    );
+    assert_eq!(
+        reason["verdict"],
+        serde_json::json!("malformed"),
+        "{reason}"
+    );
+}
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_a_second_listener_is_refused_and_a_killed_one_is_recovered_without_a_second_run() {
+    let (e, w) = (Engine::new(), World::new());
+    let runs = w.home.join("runs");
+    let pid = w.home.join("pid");
+    let id = send(
+        &e,
+        &w,
+        &[],
+        &kit(&["append", p(&runs), "ran", "pid", p(&pid), "sleep", "60"]),
+    );
+    let mut l = listener(&e, &w);
+    until(Duration::from_secs(30), "the job to start", || pid.exists());
+    // Another machine's state directory, the same target: refused.
+    let mut c = cmd_as(&e, &w, "PC");
+    c.env("FLEET_DISPATCH_STATE_DIR", w.home.join("state-other"))
+        .args(["listen", "--once"]);
+    let got = output(&mut assert_cmd::Command::from_std(c));
+    assert_eq!(got.0, 75, "{got:?}");
+    assert!(got.2.contains("another listener serves PC"), "{}", got.2);
+    // Killed at once: the job's process is left, and so is its claim.
+    l.kill().unwrap();
+    l.wait().unwrap();
+    let job: i32 = std::fs::read_to_string(&pid)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(pid_alive(job));
+    assert_eq!(names(&e, "running"), vec![format!("{id}.json")]);
+    // Its heartbeat is fresh for a while: the next start waits it out as
+    // an operator would, by its age.
+    let mut got = (0, String::new(), String::new());
+    until(
+        Duration::from_secs(120),
+        "the next start to be allowed",
+        || {
+            got = run_as(&e, &w, "PC", &["--json", "listen", "--once"]);
+            got.0 != 75
+        },
+    );
+    assert_eq!(got.0, 0, "{got:?}");
+    until(
+        Duration::from_secs(10),
+        "the leftover process to be stopped",
+        || !pid_alive(job),
+    );
+    let r = result_json(&e, &w, &id);
+    assert_eq!(r["error"], serde_json::json!("interrupted"), "{r}");
+    assert_eq!(std::fs::read_to_string(&runs).unwrap(), "ran\n");
+    assert_eq!(names(&e, "running"), Vec::<String>::new());
+    assert_eq!(names(&e, "inbox"), Vec::<String>::new());
+}
+
+fn pid_alive(pid: i32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
+}
+
+fn stop(l: &mut std::process::Child) {
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &l.id().to_string()])
+        .status();
+    let end = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < end {
+        if l.try_wait().unwrap().is_some() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = l.kill();
+    panic!("the listener did not stop on SIGTERM");
+}
