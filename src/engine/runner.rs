@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use crate::base::names::JobId;
 use crate::engine::shutdown;
+pub use crate::engine::watcher::Looks;
 use crate::engine::watcher::Watch;
 use crate::platform::{self, IoEvent, JobIo, Signal, Stream};
 use crate::protocol::doc::Marker;
@@ -84,29 +85,6 @@ impl std::fmt::Debug for Ended {
         f.debug_struct("Ended")
             .field("job_id", &self.job_id)
             .finish()
-    }
-}
-
-/// What the runner looks at between waits for a cancel marker of its job:
-/// the folder's [`Watch`], or a bucket's ([`crate::engine::bucket`]).
-pub trait Looks {
-    /// When [`Looks::look`] is due next.
-    fn due(&self) -> Instant;
-    /// Looks, when due: an accepted marker for the job is returned.
-    fn look(&mut self) -> Option<Marker>;
-    /// The runner received a wake.
-    fn woken(&self);
-}
-
-impl Looks for Watch {
-    fn due(&self) -> Instant {
-        Watch::due(self)
-    }
-    fn look(&mut self) -> Option<Marker> {
-        Watch::look(self)
-    }
-    fn woken(&self) {
-        Watch::woken(self);
     }
 }
 

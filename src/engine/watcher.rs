@@ -187,3 +187,26 @@ impl Watch {
         None
     }
 }
+
+/// What the runner looks at between waits for a cancel marker of its job:
+/// the folder's [`Watch`], or a bucket's ([`crate::engine::bucket`]).
+pub trait Looks {
+    /// When [`Looks::look`] is due next.
+    fn due(&self) -> Instant;
+    /// Looks, when due: an accepted marker for the job is returned.
+    fn look(&mut self) -> Option<Marker>;
+    /// The runner received a wake.
+    fn woken(&self);
+}
+
+impl Looks for Watch {
+    fn due(&self) -> Instant {
+        Watch::due(self)
+    }
+    fn look(&mut self) -> Option<Marker> {
+        Watch::look(self)
+    }
+    fn woken(&self) {
+        Watch::woken(self);
+    }
+}

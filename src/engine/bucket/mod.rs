@@ -16,19 +16,24 @@
 //! after it redone. The runner writes each log to a local spool folder in
 //! the state directory, from which the chunks are placed.
 //!
-//! Parts: `claim` (the claim and the start's rule for one found),
+//! Parts: `checks` (the replay guard, a queued job's marker, its
+//! dependencies, its claim), `claim` (the claim document and the start's
+//! rule for one found), `recovery` (what a stopped listener left),
 //! `objects` (the object forms of the folder moves, replaced objects, log
-//! chunks), `watch` (what the runner looks at while a job runs).
+//! chunks), `watch` (what the runner looks at while a job runs), `beats`
+//! (the heartbeat).
 
+mod beats;
+mod checks;
 pub mod claim;
 mod objects;
+mod recovery;
 mod watch;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::time::Duration;
 
 use crate::base::clock;
 use crate::base::error::{Code, Error, Result};
@@ -38,72 +43,25 @@ use crate::engine::listener::{Counters, Settings, Summary};
 use crate::engine::runner::{self, Control, Mailbox};
 use crate::engine::shutdown::Shutdown;
 use crate::local::state::Lock;
-use crate::places::heartbeat::{self, Beat};
-use crate::places::rejected::{Kind, Reason};
-use crate::platform::{self, Signal};
-use crate::protocol::accept::{self, Rejection, Verdict};
-use crate::protocol::dependency::{self, Found};
+use crate::places::heartbeat::{self};
+use crate::places::rejected::Kind;
+use crate::platform::{self};
+use crate::protocol::accept::{self, Rejection};
+use crate::protocol::dependency::{self};
 use crate::protocol::doc::detail;
-use crate::protocol::doc::{self, Job, Marker, Outcome, Termination, job, marker, outcome};
+use crate::protocol::doc::{self, Job, Outcome, Termination, job, marker};
 use crate::protocol::{jobenv, judge};
-use crate::requests::lane::{self, Seen};
 use crate::store::fsops::Dir;
 use crate::store::layout::{self, Place, StateDirs};
 use crate::store::port::Shelves;
 use crate::store::port::bucket::BucketTarget;
 use crate::trust::Key;
+use beats::HEARTBEAT;
+pub use beats::{Beats, read_beat};
+use checks::Replay;
 use claim::Claim;
 use objects::{Chunks, Replaced};
 use watch::BucketWatch;
-
-/// The heartbeat of a listener on a bucket: the signed document of
-/// docs/protocol.md §7.11 at `PREFIX/TARGET/listener.json`, replaced.
-pub struct Beats {
-    object: Replaced,
-    key: Arc<Key>,
-    target: String,
-    host: String,
-    instance: String,
-    run: String,
-    started_at: String,
-    poll: Duration,
-}
-
-impl Beats {
-    /// Writes the heartbeat now; a store that does not answer is said by
-    /// the next write that works (a heartbeat is informational).
-    pub fn write(&mut self, t: &BucketTarget, running: Option<&str>, state: &str) {
-        let beat = Beat {
-            target: self.target.clone(),
-            pid: std::process::id(),
-            state: state.to_string(),
-            running: running.map(str::to_string),
-            running_jobs: running.map(str::to_string).into_iter().collect(),
-            started_at: self.started_at.clone(),
-            heartbeat_at: clock::format(clock::now()),
-            poll_interval_ms: self.poll.as_millis() as u64,
-            version: env!("CARGO_PKG_VERSION").to_string(),
-            host: self.host.clone(),
-            instance: self.instance.clone(),
-            key_fingerprint: self.key.key_id(),
-            run: self.run.clone(),
-            alg: None,
-            key_id: None,
-            sig: String::new(),
-        };
-        let signed = self.key.sign_document(&beat.canonical());
-        let beat = Beat {
-            alg: signed.alg,
-            key_id: signed.key_id,
-            sig: signed.sig,
-            ..beat
-        };
-        let _ = self.object.write(t, &doc::to_file_bytes(&beat));
-    }
-}
-
-/// The name of the heartbeat object under a target.
-const HEARTBEAT: &str = "listener.json";
 
 /// A listener serving one target of a bucket.
 pub struct BucketListener {
@@ -406,104 +364,6 @@ impl BucketListener {
         Ok(false)
     }
 
-    /// What the bucket says of `id` before it starts.
-    fn replayed(&self, id: &JobId) -> Result<Replay> {
-        let name = id.file_name();
-        if self.t.shelf(Place::Done).exists(&name)? {
-            return Ok(Replay::Archived);
-        }
-        if self.verified_result(id).is_some() {
-            return Ok(Replay::Finished);
-        }
-        if self.t.shelf(Place::Running).exists(&name)? {
-            return Ok(Replay::Claimed);
-        }
-        Ok(Replay::Fresh)
-    }
-
-    fn verified_result(&self, id: &JobId) -> Option<Outcome> {
-        let read = self
-            .t
-            .shelf(Place::Results)
-            .read(&id.file_name(), outcome::MAX_BYTES);
-        accept::outcome(id.as_str(), read, self.t.target().as_str(), &self.key).ok()
-    }
-
-    /// A valid marker for `id`, if one is there; anything else there is
-    /// refused into `archive/rejected/`.
-    fn valid_marker(&mut self, id: &JobId) -> Option<Marker> {
-        let name = id.file_name();
-        let read = self.t.shelf(Place::Cancel).read(&name, marker::MAX_BYTES);
-        if matches!(read, FileRead::Missing | FileRead::Unreadable(_)) {
-            return None;
-        }
-        match accept::marker(&name, read, self.t.target().as_str(), &self.key) {
-            Ok(m) => Some(m),
-            Err(r) => {
-                self.counters.rejected += 1;
-                let _ = objects::refuse(&self.t, Place::Cancel, &name, &r, Kind::Marker, &self.key);
-                self.say(format!(
-                    "ignored marker for {id}: {} ({})",
-                    r.verdict.as_str(),
-                    r.message
-                ));
-                None
-            }
-        }
-    }
-
-    /// The dependency verdict for `j`: each job it waits for looked up on
-    /// the bucket (its target's result, or its refusal there).
-    fn dependencies(&self, j: &Job) -> dependency::Verdict {
-        let after = &j.header().after;
-        if after.is_empty() {
-            return dependency::Verdict::Run;
-        }
-        let found: Vec<_> = after
-            .iter()
-            .map(|a| {
-                let t = self.t.bucket().target(&a.target);
-                let f = match lane::look(&t, &a.job_id, &self.key) {
-                    Ok(Seen::Done(o)) => Found::ended(&o),
-                    Ok(Seen::Nothing) => {
-                        refused_on(&t, &a.job_id).map_or(Found::Unseen, Found::Rejected)
-                    }
-                    _ => Found::Unseen,
-                };
-                (a.clone(), f)
-            })
-            .collect();
-        dependency::decide(j.header().after_any, &found)
-    }
-
-    /// Claims `j` create-only; false when the claim is taken (another
-    /// listener has it), or the replay guard, looked at again, finds it
-    /// processed since the listing.
-    fn claim(&mut self, j: &Job) -> Result<bool> {
-        let started_at = clock::format(clock::now());
-        let c = Claim::of(
-            j,
-            &started_at,
-            &self.beats.host,
-            std::process::id(),
-            &self.beats.run,
-        );
-        let name = j.id.file_name();
-        if !self
-            .t
-            .shelf(Place::Running)
-            .publish(&name, &doc::to_file_bytes(&c))?
-        {
-            return Ok(false);
-        }
-        if self.t.shelf(Place::Done).exists(&name)? || self.verified_result(&j.id).is_some() {
-            // Another listener ended it between our listing and our claim.
-            self.t.shelf(Place::Running).remove(&name)?;
-            return Ok(false);
-        }
-        Ok(true)
-    }
-
     /// Runs `j` (claimed), then finishes it.
     fn run_job(&mut self, j: &Job) -> Result<()> {
         let id = j.id.clone();
@@ -642,112 +502,4 @@ impl BucketListener {
         }
         self.t.shelf(Place::Running).remove(&name)
     }
-
-    /// Start-up recovery: every claim found is another run's (a live one
-    /// refused this start), so its job ended with that run: one with a
-    /// result has only its moves redone; one without gets one
-    /// `interrupted` result, its leftover processes on this host stopped
-    /// first. Neither runs again.
-    fn recover(&mut self) -> Result<()> {
-        let names = self.t.shelf(Place::Running).list()?;
-        for name in names {
-            let Some(id) = name
-                .strip_suffix(".json")
-                .and_then(|s| JobId::parse(s).ok())
-            else {
-                continue;
-            };
-            let c = match self.t.shelf(Place::Running).read(&name, job::MAX_BYTES) {
-                FileRead::Bytes(b) => Claim::parse(&b),
-                _ => None,
-            };
-            let has_result = self.verified_result(&id).is_some();
-            match claim::found(c.as_ref(), &self.beats.run, has_result) {
-                claim::Found::Ours => {}
-                claim::Found::Finished => self.archive(&id)?,
-                claim::Found::Interrupted => {
-                    self.say(format!(
-                        "recovering {id}: the previous listener stopped while it ran"
-                    ));
-                    let (started_at, pid) =
-                        c.as_ref().map_or((clock::format(clock::now()), 0), |c| {
-                            (c.started_at.clone(), c.pid)
-                        });
-                    if c.as_ref().is_some_and(|c| c.host == self.beats.host) {
-                        self.stop_leftovers(&id, &started_at, pid);
-                    }
-                    let o = detail::recovered(
-                        &self.key,
-                        id.as_str(),
-                        self.t.target().as_str(),
-                        &started_at,
-                        pid,
-                        &clock::format(clock::now()),
-                    );
-                    self.counters.failed += 1;
-                    self.say(format!("finished {id}: interrupted"));
-                    self.finish(&id, &o)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Stops what a job of a stopped listener left running on this host.
-    fn stop_leftovers(&self, id: &JobId, started_at: &str, pid: i32) {
-        let started = clock::parse(started_at).map_or(std::time::UNIX_EPOCH, Into::into);
-        let env = jobenv::identifying(id, &self.root_shown);
-        let pids = platform::orphans(&platform::Orphaned {
-            env: &env,
-            group: pid,
-            started,
-        });
-        if pids.is_empty() {
-            return;
-        }
-        self.say(format!(
-            "stopping {} leftover process(es) of {id}",
-            pids.len()
-        ));
-        platform::signal_pids(&pids, Signal::Term);
-        let until = std::time::Instant::now() + Duration::from_secs(2);
-        while pids.iter().any(|&p| platform::is_alive(p)) && std::time::Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        platform::signal_pids(&pids, Signal::Kill);
-    }
-}
-
-/// What the bucket says of a queued job before it starts.
-enum Replay {
-    /// Nothing: it may run.
-    Fresh,
-    /// A verified result: only its moves are left.
-    Finished,
-    /// Claimed by a listener (another one, or a stopped one recovered at
-    /// the next start).
-    Claimed,
-    /// Already in `archive/done/`: a copy come back.
-    Archived,
-}
-
-/// The verdict `id`'s target gave its job file, when it refused it (other
-/// than as a replay, whose first run's result decides).
-fn refused_on(t: &BucketTarget, id: &JobId) -> Option<String> {
-    let name = format!("{}.reason.json", id.file_name());
-    let FileRead::Bytes(b) = t.shelf(Place::Rejected).read(&name, 64 * 1024) else {
-        return None;
-    };
-    let r: Reason = serde_json::from_slice(&b).ok()?;
-    (r.verdict != Verdict::AlreadyProcessed.as_str()).then_some(r.verdict)
-}
-
-/// The verified heartbeat on the bucket of `t`'s listener, if any.
-pub fn read_beat(t: &BucketTarget, key: &Key) -> Option<Beat> {
-    let key_name = t.key_of(HEARTBEAT);
-    let crate::store::objstore::Answer::Done(r) = t.bucket().client().get(&key_name) else {
-        return None;
-    };
-    let b: Beat = serde_json::from_slice(&r.body).ok()?;
-    b.verified(key, t.target()).then_some(b)
 }

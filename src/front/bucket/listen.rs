@@ -5,15 +5,16 @@
 use super::Lane;
 use crate::base::error::Result;
 use crate::engine::bucket::BucketListener;
-use crate::engine::listener::Settings;
+use crate::engine::listener::{Settings, Summary};
 use crate::engine::shutdown;
 use crate::front::cli::ListenArgs;
 use crate::front::config::Context;
 use crate::store::layout::StateDirs;
 use crate::store::objstore::S3Root;
 
-/// Runs `listen` on the root `root`, with `settings` from the command line.
-pub fn run(ctx: &Context, root: &str, args: &ListenArgs, settings: Settings) -> Result<u8> {
+/// Runs `listen` on the root `root`, with `settings` from the command
+/// line, until it stops: how it went.
+pub fn run(ctx: &Context, root: &str, args: &ListenArgs, settings: Settings) -> Result<Summary> {
     for (given, what) in [
         (args.drain, "listen --drain"),
         (args.http.is_some(), "listen --http"),
@@ -55,6 +56,5 @@ pub fn run(ctx: &Context, root: &str, args: &ListenArgs, settings: Settings) -> 
     let key_path = ctx.key_path()?;
     let shutdown = shutdown::install()?;
     let listener = BucketListener::start(t, &state, lane.key, key_path, settings, shutdown)?;
-    let summary = listener.run()?;
-    crate::front::cmd::listen::summarise(ctx, &summary)
+    listener.run()
 }

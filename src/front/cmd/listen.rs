@@ -118,7 +118,8 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
         slots: ctx.slots(args.slots.map(|n| n.to_string()).as_deref())?,
     };
     if let Some(root) = ctx.s3_root() {
-        return crate::front::bucket::listen::run(ctx, &root, &args, settings);
+        let summary = crate::front::bucket::listen::run(ctx, &root, &args, settings)?;
+        return summarise(ctx, &summary);
     }
     let http = args
         .http
@@ -173,28 +174,22 @@ pub fn run(ctx: &Context, args: ListenArgs) -> Result<u8> {
     summarise(ctx, &summary)
 }
 
-/// Says how a listener run ended, and its exit status.
-pub fn summarise(ctx: &Context, summary: &crate::engine::listener::Summary) -> Result<u8> {
-    let c = &summary.counters;
+/// Says how a listener run ended; its exit status.
+fn summarise(ctx: &Context, summary: &crate::engine::listener::Summary) -> Result<u8> {
+    let (c, how) = (
+        &summary.counters,
+        match (summary.interrupted, summary.drained) {
+            (true, _) => " (interrupted)",
+            (false, true) => " (drained)",
+            _ => "",
+        },
+    );
     super::emit(
         ctx,
         &json!({"counters": c, "interrupted": summary.interrupted, "drained": summary.drained}),
         &format!(
-            "done {}, failed {}, cancelled {}, deferred {}, rejected {}, skipped {}, repaired {}{}",
-            c.done,
-            c.failed,
-            c.cancelled,
-            c.deferred,
-            c.rejected,
-            c.skipped,
-            c.repaired,
-            if summary.interrupted {
-                " (interrupted)"
-            } else if summary.drained {
-                " (drained)"
-            } else {
-                ""
-            }
+            "done {}, failed {}, cancelled {}, deferred {}, rejected {}, skipped {}, repaired {}{how}",
+            c.done, c.failed, c.cancelled, c.deferred, c.rejected, c.skipped, c.repaired,
         ),
     );
     Ok(if summary.interrupted {

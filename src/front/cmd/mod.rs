@@ -11,7 +11,7 @@ mod doctor;
 mod enqueue;
 mod identity;
 mod keygen;
-pub(crate) mod listen;
+mod listen;
 mod logs;
 mod mcp;
 mod report;

@@ -23,6 +23,7 @@ pub mod cancel;
 pub mod http;
 pub mod job;
 pub mod request;
+mod resolver;
 pub mod seal;
 mod strict_json;
 
