@@ -412,6 +412,38 @@ fn doctor_passes_a_store_that_refuses_a_second_create() {
     assert!(!out.contains("standin-secret"), "{out}");
 }
 
+/// A listener refuses to start on a store that overwrites (two listeners
+/// could both claim a job), naming its answer, having written nothing but
+/// the probe; on one that refuses the second create it drains (nothing
+/// here) and exits 0.
+#[test]
+fn listen_refuses_a_store_that_overwrites_and_runs_on_one_that_does_not() {
+    let w = World::new();
+    let listen = |endpoint: &str| {
+        let mut c = w.cmd();
+        c.args(["--root", "s3://jobs/fleet", "listen", "--once"]);
+        for (k, v) in stand_in_vars(endpoint) {
+            c.env(k, v);
+        }
+        output(&mut c)
+    };
+    let (endpoint, puts) = stand_in(false);
+    let (code, out, err) = listen(&endpoint);
+    assert_eq!(code, CONFIG, "{out}{err}");
+    assert!(
+        err.contains("answered 200 to a second create-only PUT of fleet/.probe/")
+            && err.contains("it overwrites"),
+        "{err}"
+    );
+    assert_eq!(*puts.lock().unwrap(), 2, "only the probe's two PUTs");
+    let (endpoint, puts) = stand_in(true);
+    let (code, out, err) = listen(&endpoint);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("done 0, failed 0"), "{out}");
+    // The probe's two, then the heartbeat: listening, then stopped.
+    assert!(*puts.lock().unwrap() >= 3, "{out}");
+}
+
 #[test]
 fn the_probe_refuses_an_overwriting_store_through_the_library() {
     let (endpoint, _) = stand_in(false);

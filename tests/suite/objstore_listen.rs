@@ -361,3 +361,269 @@ fn stop(l: &mut std::process::Child) {
     let _ = l.kill();
     panic!("the listener did not stop on SIGTERM");
 }
+
+/// Places `bytes` at `name` under the prefix, create-only.
+fn put(e: &Engine, name: &str, bytes: &[u8]) {
+    let a = e.client().create_only(&e.key(name), bytes);
+    assert!(
+        matches!(a, fleet_dispatch::store::objstore::Answer::Done(_)),
+        "{name}: {a:?}"
+    );
+}
+
+/// A claim of `id` as a listener on another host left it.
+fn claim_doc(id: &str) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "jobId": id, "origin": "me", "argv": ["x"], "startedAt": "2026-12-04T04:00:00.000Z",
+        "host": "another-host", "listenerPid": 1, "run": "gone", "pid": 0,
+    }))
+    .unwrap()
+}
+
+/// Each crash point of the order of writes (docs/object-store.md), laid
+/// out on the bucket as a listener killed there leaves it; one start
+/// brings each to its end, and no job runs.
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_each_crash_point_is_brought_to_its_end_by_the_next_start_and_nothing_runs() {
+    let (e, w) = (Engine::new(), World::new());
+    let ran = w.home.join("ran");
+    let job = |tag: &str| {
+        let id = send(&e, &w, &[], &kit(&["append", p(&ran), tag]));
+        let bytes = lane_object(&e, &format!("PC/inbox/{id}.json")).unwrap();
+        (id, bytes)
+    };
+    let result = |id: &str| {
+        let r = signed_result(serde_json::json!({
+            "v": 1, "jobId": id, "target": "PC", "ok": true, "exitCode": 0, "error": "",
+            "startedAt": "2026-12-04T04:00:00.000Z", "finishedAt": "2026-12-04T04:00:01.000Z",
+            "detail": "{}",
+        }));
+        serde_json::to_vec(&r).unwrap()
+    };
+    // Killed while the job ran (after its claim): no result.
+    let (running, _) = job("running");
+    put(
+        &e,
+        &format!("PC/running/{running}.json"),
+        &claim_doc(&running),
+    );
+    // Killed after the result, before the archive move.
+    let (placed, _) = job("placed");
+    put(
+        &e,
+        &format!("PC/running/{placed}.json"),
+        &claim_doc(&placed),
+    );
+    put(&e, &format!("PC/results/{placed}.json"), &result(&placed));
+    // Killed after the archive move, before the claim's removal.
+    let (archived, bytes) = job("archived");
+    put(
+        &e,
+        &format!("PC/running/{archived}.json"),
+        &claim_doc(&archived),
+    );
+    put(
+        &e,
+        &format!("PC/results/{archived}.json"),
+        &result(&archived),
+    );
+    put(&e, &format!("PC/archive/done/{archived}.json"), &bytes);
+    let del = e
+        .client()
+        .head(&e.key(&format!("PC/inbox/{archived}.json")));
+    let fleet_dispatch::store::objstore::Answer::Done(h) = del else {
+        panic!("{del:?}")
+    };
+    e.client().delete_if_match(
+        &e.key(&format!("PC/inbox/{archived}.json")),
+        &h.etag.unwrap(),
+    );
+
+    let got = run_as(&e, &w, "PC", &["--json", "listen", "--once"]);
+    assert_eq!(got.0, 0, "{got:?}");
+    assert!(!ran.exists(), "a job ran");
+    assert_eq!(names(&e, "running"), Vec::<String>::new());
+    assert_eq!(names(&e, "inbox"), Vec::<String>::new());
+    let mut done = vec![
+        format!("{running}.json"),
+        format!("{placed}.json"),
+        format!("{archived}.json"),
+    ];
+    done.sort();
+    assert_eq!(names(&e, "archive/done"), done);
+    assert_eq!(
+        result_json(&e, &w, &running)["error"],
+        serde_json::json!("interrupted")
+    );
+    // A result already placed is kept as it was.
+    assert_eq!(
+        lane_object(&e, &format!("PC/results/{placed}.json")).unwrap(),
+        result(&placed)
+    );
+    assert_eq!(
+        result_json(&e, &w, &archived)["ok"],
+        serde_json::json!(true)
+    );
+}
+
+/// A number below `n`, at random.
+fn below(n: u64) -> u64 {
+    let mut b = [0u8; 8];
+    fleet_dispatch::base::random::fill(&mut b);
+    u64::from_le_bytes(b) % n
+}
+
+/// The processes left whose environment names the root `root` (a job's
+/// marks, docs/protocol.md §7.5).
+fn left_on(root: &str) -> Vec<String> {
+    let mark = format!("FLEET_DISPATCH_ROOT={root}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter(|e| {
+            std::fs::read(e.path().join("environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == mark.as_bytes()))
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// The soak: 200 jobs, 50 of them cancelled at random moments, the
+/// listener killed with SIGKILL five times at random moments and started
+/// again. Every job ends with exactly one verified result, none runs
+/// twice, a job that ran to its end ran once, the inbox and claims are
+/// empty, and no process of the lane is left.
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_soak_two_hundred_jobs_fifty_cancels_five_kills_every_job_once() {
+    const JOBS: usize = 200;
+    let (e, w) = (Engine::new(), World::new());
+    let runs = w.home.join("runs");
+    let ids: Vec<String> = (0..JOBS)
+        .map(|n| {
+            let tag = n.to_string();
+            send(
+                &e,
+                &w,
+                &[],
+                &kit(&[
+                    "append",
+                    p(&runs),
+                    &tag,
+                    "sleep",
+                    // Every tenth runs long enough to be stopped running.
+                    if n % 10 == 0 { "1.5" } else { "0.1" },
+                    "append",
+                    p(&runs),
+                    &format!("end-{tag}"),
+                ]),
+            )
+        })
+        .collect();
+    let lines = |runs: &std::path::Path| {
+        std::fs::read_to_string(runs)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    // Fifty cancels while the lane drains: the job that runs now when it
+    // is not cancelled yet, else one still queued.
+    let canceller = {
+        let (root, vars, home, runs) =
+            (lane_root(&e), e.vars.clone(), w.home.clone(), runs.clone());
+        let ids = ids.clone();
+        let bin = assert_cmd::cargo::cargo_bin!("fleet-dispatch").to_path_buf();
+        let base: Vec<(String, String)> = {
+            let c = w.bg_cmd_as("me");
+            c.get_envs()
+                .filter_map(|(k, v)| Some((k.to_str()?.to_string(), v?.to_str()?.to_string())))
+                .collect()
+        };
+        std::thread::spawn(move || {
+            let mut picked = std::collections::BTreeSet::new();
+            while picked.len() < 50 {
+                std::thread::sleep(Duration::from_millis(50 + below(200)));
+                let now: Option<usize> = lines(&runs)
+                    .last()
+                    .and_then(|l| l.parse().ok())
+                    .filter(|n| !picked.contains(n));
+                let n = now.unwrap_or_else(|| {
+                    loop {
+                        let n = below(JOBS as u64) as usize;
+                        if !picked.contains(&n) {
+                            break n;
+                        }
+                    }
+                });
+                picked.insert(n);
+                let mut c = std::process::Command::new(&bin);
+                c.env_clear().envs(base.iter().cloned()).envs(vars.iter());
+                c.env("FLEET_DISPATCH_ROOT", &root)
+                    .env("FLEET_DISPATCH_FLEET", "PC")
+                    .env("HOME", &home)
+                    .args(["cancel", "--target", "PC", "--job-id", &ids[n]]);
+                let out = c.output().unwrap();
+                assert!(out.status.code() == Some(0), "{out:?}");
+            }
+            picked
+        })
+    };
+    // Five kills, each at a random moment once the listener runs jobs.
+    for _ in 0..5 {
+        let before = lines(&runs).len();
+        let mut l = listener(&e, &w);
+        until(Duration::from_secs(60), "the listener to run a job", || {
+            lines(&runs).len() > before
+        });
+        std::thread::sleep(Duration::from_millis(below(400)));
+        l.kill().unwrap();
+        l.wait().unwrap();
+    }
+    let mut l = listener(&e, &w);
+    let cancelled = canceller.join().unwrap();
+    until(Duration::from_secs(300), "every result", || {
+        names(&e, "results").len() == JOBS
+    });
+    stop(&mut l);
+    let text = std::fs::read_to_string(&runs).unwrap_or_default();
+    let mut seen = std::collections::HashMap::new();
+    for line in text.lines() {
+        *seen.entry(line.to_string()).or_insert(0) += 1;
+    }
+    let twice: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "ran twice: {twice:?}");
+    let mut by_error = std::collections::BTreeMap::new();
+    for (n, id) in ids.iter().enumerate() {
+        let r = result_json(&e, &w, id);
+        assert!(result_sig_ok(&r), "{r}");
+        let error = r["error"].as_str().unwrap().to_string();
+        match error.as_str() {
+            "" => assert!(
+                seen.contains_key(&format!("end-{n}")),
+                "{id} done but did not run: {r}"
+            ),
+            "cancelled-before-start" => {
+                assert!(cancelled.contains(&n), "{id}: {r}");
+                assert!(!seen.contains_key(&n.to_string()), "{id}: {r}");
+            }
+            "cancelled" => assert!(cancelled.contains(&n), "{id}: {r}"),
+            "interrupted" => {}
+            other => panic!("{id}: {other}: {r}"),
+        }
+        *by_error.entry(error).or_insert(0) += 1;
+    }
+    assert_eq!(names(&e, "inbox"), Vec::<String>::new());
+    assert_eq!(names(&e, "running"), Vec::<String>::new());
+    assert_eq!(names(&e, "archive/done").len(), JOBS);
+    let left = left_on(&lane_root(&e));
+    assert!(left.is_empty(), "processes left: {left:?}");
+    eprintln!("soak: {by_error:?}");
+}
