@@ -3,7 +3,7 @@
 
 use super::BucketListener;
 use super::claim::Claim;
-use super::objects;
+use super::objects::{self, Replaced};
 use crate::base::clock;
 use crate::base::error::Result;
 use crate::base::names::JobId;
@@ -14,25 +14,11 @@ use crate::protocol::dependency::{self, Found};
 use crate::protocol::doc::{self, Job, Marker, Outcome, marker, outcome};
 use crate::requests::lane::{self, Seen};
 use crate::store::layout::Place;
+use crate::store::objstore::Answer;
 use crate::store::port::Shelves;
-use crate::store::port::bucket::BucketTarget;
+use crate::store::port::bucket::{BucketTarget, failed};
 
 impl BucketListener {
-    /// What the bucket says of `id` before it starts.
-    pub(super) fn replayed(&self, id: &JobId) -> Result<Replay> {
-        let name = id.file_name();
-        if self.t.shelf(Place::Done).exists(&name)? {
-            return Ok(Replay::Archived);
-        }
-        if self.verified_result(id).is_some() {
-            return Ok(Replay::Finished);
-        }
-        if self.t.shelf(Place::Running).exists(&name)? {
-            return Ok(Replay::Claimed);
-        }
-        Ok(Replay::Fresh)
-    }
-
     pub(super) fn verified_result(&self, id: &JobId) -> Option<Outcome> {
         let read = self
             .t
@@ -88,10 +74,11 @@ impl BucketListener {
         dependency::decide(j.header().after_any, &found)
     }
 
-    /// Claims `j` create-only; false when the claim is taken (another
-    /// listener has it), or the replay guard, looked at again, finds it
-    /// processed since the listing.
-    pub(super) fn claim(&mut self, j: &Job) -> Result<bool> {
+    /// Claims `j` create-only, then looks at the replay guard: a job
+    /// processed since the listing (another listener ended it and removed
+    /// its claim in between), or come back after its archive, is not
+    /// started.
+    pub(super) fn claim(&mut self, j: &Job) -> Result<Replay> {
         let started_at = clock::format(clock::now());
         let c = Claim::of(
             j,
@@ -101,32 +88,38 @@ impl BucketListener {
             &self.beats.run,
         );
         let name = j.id.file_name();
-        if !self
+        let key = self.t.key(Place::Running, &name);
+        let etag = match self
             .t
-            .shelf(Place::Running)
-            .publish(&name, &doc::to_file_bytes(&c))?
+            .bucket()
+            .client()
+            .create_only(&key, &doc::to_file_bytes(&c))
         {
-            return Ok(false);
+            Answer::Done(r) => r.etag,
+            Answer::Precondition => return Ok(Replay::Claimed),
+            a => return Err(failed("create", self.t.bucket().root(), &key, &a)),
+        };
+        self.claimed = Some(Replaced::new(key, etag));
+        if self.t.shelf(Place::Done).exists(&name)? {
+            return Ok(Replay::Archived);
         }
-        if self.t.shelf(Place::Done).exists(&name)? || self.verified_result(&j.id).is_some() {
-            // Another listener ended it between our listing and our claim.
-            self.t.shelf(Place::Running).remove(&name)?;
-            return Ok(false);
+        if self.verified_result(&j.id).is_some() {
+            return Ok(Replay::Finished);
         }
-        Ok(true)
+        Ok(Replay::Fresh)
     }
 }
 
-/// What the bucket says of a queued job before it starts.
+/// What a claim found.
 pub(super) enum Replay {
-    /// Nothing: it may run.
+    /// Claimed, and nothing else of it: it may start.
     Fresh,
-    /// A verified result: only its moves are left.
+    /// Claimed, and it has a verified result: only its moves are left.
     Finished,
-    /// Claimed by a listener (another one, or a stopped one recovered at
-    /// the next start).
+    /// Claimed by a listener before (another one, or a stopped one
+    /// recovered at the next start).
     Claimed,
-    /// Already in `archive/done/`: a copy come back.
+    /// Claimed, and already in `archive/done/`: a copy come back.
     Archived,
 }
 

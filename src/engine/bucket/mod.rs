@@ -81,6 +81,12 @@ pub struct BucketListener {
     accepted: HashMap<String, (Option<String>, Arc<Job>)>,
     /// Jobs said as deferred or held, so each is said once.
     said: std::collections::HashSet<String>,
+    /// The runnable jobs of the last listing, in drain order, and when it
+    /// was made.
+    queue: Vec<Arc<Job>>,
+    listed: std::time::Instant,
+    /// The claim this listener holds now, with its version.
+    claimed: Option<Replaced>,
     _lock: Lock,
 }
 
@@ -163,6 +169,9 @@ impl BucketListener {
             counters: Counters::default(),
             accepted: HashMap::new(),
             said: Default::default(),
+            queue: Vec::new(),
+            listed: std::time::Instant::now(),
+            claimed: None,
             _lock: lock,
         };
         l.beat(None, "listening");
@@ -270,6 +279,7 @@ impl BucketListener {
     fn refuse_job(&mut self, name: &str, r: &Rejection) {
         self.counters.rejected += 1;
         self.accepted.remove(name);
+        self.queue.retain(|j| j.id.file_name() != name);
         match objects::refuse(&self.t, Place::Inbox, name, r, Kind::Job, &self.key) {
             Ok(()) => self.say(format!(
                 "rejected {name}: {} ({})",
@@ -281,49 +291,24 @@ impl BucketListener {
     }
 
     /// One pass: the first job that can start or end does. True when one
-    /// did (the next pass comes at once).
+    /// did (the next pass comes at once). The inbox is listed again when
+    /// the last listing is a poll interval old, or nothing was left in it.
     fn pass(&mut self) -> Result<bool> {
-        let jobs = self.scan()?;
-        for j in jobs {
+        if self.queue.is_empty() || self.listed.elapsed() >= self.settings.poll {
+            self.queue = self.scan()?;
+            self.listed = std::time::Instant::now();
+        }
+        for j in self.queue.clone() {
             let id = j.id.clone();
             let name = id.file_name();
-            match self.replayed(&id)? {
-                Replay::Fresh => {}
-                Replay::Finished => {
-                    self.counters.skipped += 1;
-                    self.say(format!("{id} has its result already: archiving it"));
-                    self.archive(&id)?;
-                    return Ok(true);
-                }
-                Replay::Claimed => continue,
-                Replay::Archived => {
-                    let r = accept::replay(&id, Some("archive/done/")).expect_err("a replay");
-                    self.counters.skipped += 1;
-                    self.refuse_job(&name, &r);
-                    return Ok(true);
-                }
-            }
             if let Err(r) = accept::freshness(j.created, clock::now(), self.settings.max_age) {
                 self.refuse_job(&name, &r);
                 return Ok(true);
             }
-            if let Some(m) = self.valid_marker(&id) {
-                if !self.claim(&j)? {
-                    continue;
-                }
-                let o =
-                    detail::cancelled_before_start(&self.key, &j, &m, &clock::format(clock::now()));
-                self.counters.cancelled += 1;
-                self.say(format!(
-                    "cancelled {id} before start (marker from {})",
-                    m.origin
-                ));
-                self.finish(&id, &o)?;
-                return Ok(true);
-            }
-            match self.dependencies(&j) {
-                dependency::Verdict::Run => {}
-                dependency::Verdict::Hold(waiting) => {
+            let marker = self.valid_marker(&id);
+            let dep = match (&marker, self.dependencies(&j)) {
+                (Some(_), _) | (None, dependency::Verdict::Run) => None,
+                (None, dependency::Verdict::Hold(waiting)) => {
                     if self.said.insert(format!("held {id}")) {
                         let names: Vec<String> = waiting
                             .iter()
@@ -333,32 +318,55 @@ impl BucketListener {
                     }
                     continue;
                 }
-                dependency::Verdict::Fail(dep) => {
-                    if !self.claim(&j)? {
-                        continue;
-                    }
-                    self.counters.failed += 1;
-                    self.say(format!(
-                        "ended {id} without running: dependency-failed ({}:{} {})",
-                        dep.target, dep.job_id, dep.ended
-                    ));
-                    let o =
-                        detail::dependency_failed(&self.key, &j, dep, &clock::format(clock::now()));
-                    self.finish(&id, &o)?;
-                    return Ok(true);
-                }
-            }
-            if let Some(ahead) = accept::ahead(j.created, clock::now()) {
+                (None, dependency::Verdict::Fail(dep)) => Some(dep),
+            };
+            if marker.is_none()
+                && dep.is_none()
+                && let Some(ahead) = accept::ahead(j.created, clock::now())
+            {
                 if self.said.insert(format!("ahead {id}")) {
                     self.counters.deferred += 1;
                     self.say(format!("deferred {id}: {}", accept::ahead_reason(ahead)));
                 }
                 continue;
             }
-            if !self.claim(&j)? {
-                continue;
+            match self.claim(&j)? {
+                Replay::Fresh => {}
+                Replay::Claimed => continue,
+                Replay::Finished => {
+                    self.counters.skipped += 1;
+                    self.say(format!("{id} has its result already: archiving it"));
+                    self.archive(&id)?;
+                    return Ok(true);
+                }
+                Replay::Archived => {
+                    let r = accept::replay(&id, Some("archive/done/")).expect_err("a replay");
+                    self.counters.skipped += 1;
+                    self.refuse_job(&name, &r);
+                    self.unclaim();
+                    return Ok(true);
+                }
             }
-            self.run_job(&j)?;
+            let now = clock::format(clock::now());
+            if let Some(m) = marker {
+                let o = detail::cancelled_before_start(&self.key, &j, &m, &now);
+                self.counters.cancelled += 1;
+                self.say(format!(
+                    "cancelled {id} before start (marker from {})",
+                    m.origin
+                ));
+                self.finish(&id, &o)?;
+            } else if let Some(dep) = dep {
+                self.counters.failed += 1;
+                self.say(format!(
+                    "ended {id} without running: dependency-failed ({}:{} {})",
+                    dep.target, dep.job_id, dep.ended
+                ));
+                let o = detail::dependency_failed(&self.key, &j, dep, &now);
+                self.finish(&id, &o)?;
+            } else {
+                self.run_job(&j)?;
+            }
             return Ok(true);
         }
         Ok(false)
@@ -412,7 +420,6 @@ impl BucketListener {
         };
         let report = match runner::start(req, self.mail.bell()) {
             Ok(running) => {
-                let name = id.file_name();
                 let mut c = Claim::of(
                     j,
                     &started_at,
@@ -421,9 +428,6 @@ impl BucketListener {
                     &self.beats.run,
                 );
                 c.pid = running.id();
-                let mut shown = Replaced::new(self.t.key(Place::Running, &name), None);
-                // Informational: the claim already holds the job.
-                let _ = shown.write(&self.t, &doc::to_file_bytes(&c));
                 let mut watch = BucketWatch::new(
                     &self.t,
                     &self.key,
@@ -432,6 +436,9 @@ impl BucketListener {
                     &mut self.beats,
                     chunks,
                 );
+                // Informational, for a job that runs long enough to be
+                // seen: the claim already holds the job.
+                watch.show = self.claimed.as_mut().map(|r| (r, doc::to_file_bytes(&c)));
                 let report = running.wait(&self.rx, &mut watch);
                 watch.place_output();
                 let (notes, refusal, chunks) = (
@@ -488,18 +495,37 @@ impl BucketListener {
     /// marker to `archive/consumed/`, the claim removed.
     fn archive(&mut self, id: &JobId) -> Result<()> {
         let name = id.file_name();
-        objects::archive(&self.t, Place::Inbox, &name, Place::Done, &name)?;
-        self.accepted.remove(&name);
+        let listed = self.accepted.remove(&name).and_then(|(etag, _)| etag);
+        self.queue.retain(|j| j.id != *id);
+        objects::archive(
+            &self.t,
+            Place::Inbox,
+            &name,
+            listed.as_deref(),
+            Place::Done,
+            &name,
+        )?;
         let read = self.t.shelf(Place::Cancel).read(&name, marker::MAX_BYTES);
         if accept::marker(&name, read, self.t.target().as_str(), &self.key).is_ok() {
             objects::archive(
                 &self.t,
                 Place::Cancel,
                 &name,
+                None,
                 Place::Consumed,
                 &format!("{id}.cancel.json"),
             )?;
         }
-        self.t.shelf(Place::Running).remove(&name)
+        match self.claimed.take() {
+            Some(c) => c.remove(&self.t),
+            None => self.t.shelf(Place::Running).remove(&name),
+        }
+    }
+
+    /// Removes this listener's claim, after it was not used.
+    fn unclaim(&mut self) {
+        if let Some(c) = self.claimed.take() {
+            let _ = c.remove(&self.t);
+        }
     }
 }

@@ -22,14 +22,31 @@ use crate::trust::Key;
 
 /// Moves `name` of `from` to `to_name` in `to`: a create-only copy (one
 /// already there is kept: an earlier try made it), then the source
-/// removed. A source already gone is no error.
-pub fn archive(t: &BucketTarget, from: Place, name: &str, to: Place, to_name: &str) -> Result<()> {
+/// removed: the version `etag` when the caller listed it, else the
+/// version there now. A source already gone is no error.
+pub fn archive(
+    t: &BucketTarget,
+    from: Place,
+    name: &str,
+    etag: Option<&str>,
+    to: Place,
+    to_name: &str,
+) -> Result<()> {
     let (src, dst) = (t.key(from, name), t.key(to, to_name));
-    match t.bucket().client().copy_create_only(&src, &dst) {
+    let client = t.bucket().client();
+    match client.copy_create_only(&src, &dst) {
         Answer::Done(_) | Answer::Precondition | Answer::NotFound => {}
         a => return Err(failed("copy", t.bucket().root(), &src, &a)),
     }
-    t.shelf(from).remove(name)
+    let Some(etag) = etag else {
+        return t.shelf(from).remove(name);
+    };
+    match client.delete_if_match(&src, etag) {
+        Answer::Done(_) | Answer::NotFound => Ok(()),
+        // Written again since the listing: the version there now goes.
+        Answer::Precondition => t.shelf(from).remove(name),
+        a => Err(failed("remove", t.bucket().root(), &src, &a)),
+    }
 }
 
 /// The names of slot `n` for `name` in `archive/rejected/`: `<name>`
@@ -61,7 +78,7 @@ pub fn refuse(
     for n in 0..1000 {
         let (stored, reason_name) = slot(name, n);
         if rejected.publish(&reason_name, &body)? {
-            return archive(t, from, name, Place::Rejected, &stored);
+            return archive(t, from, name, None, Place::Rejected, &stored);
         }
     }
     Err(crate::base::error::Error::new(
@@ -117,6 +134,27 @@ impl Replaced {
             &self.key,
             &Answer::Precondition,
         ))
+    }
+
+    /// Removes it: the version written last, else (none known, or it was
+    /// written again) the version there now.
+    pub fn remove(self, t: &BucketTarget) -> Result<()> {
+        let client = t.bucket().client();
+        if let Some(e) = &self.etag
+            && let Answer::Done(_) | Answer::NotFound = client.delete_if_match(&self.key, e)
+        {
+            return Ok(());
+        }
+        let head = client.head(&self.key);
+        let etag = match head {
+            Answer::Done(r) => r.etag.unwrap_or_default(),
+            Answer::NotFound => return Ok(()),
+            a => return Err(failed("look up", t.bucket().root(), &self.key, &a)),
+        };
+        match client.delete_if_match(&self.key, &etag) {
+            Answer::Done(_) | Answer::NotFound | Answer::Precondition => Ok(()),
+            a => Err(failed("remove", t.bucket().root(), &self.key, &a)),
+        }
     }
 }
 

@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use super::Beats;
-use super::objects::{self, Chunks};
+use super::objects::{self, Chunks, Replaced};
 use crate::base::names::JobId;
 use crate::base::read::FileRead;
 use crate::engine::runner::Looks;
@@ -37,6 +37,9 @@ pub struct BucketWatch<'a> {
     pub refusal: Option<Rejection>,
     /// Lines for the listener's log.
     pub notes: Vec<String>,
+    /// The claim and what it shows once the job runs (its pid), written
+    /// with the first heartbeat.
+    pub show: Option<(&'a mut Replaced, Vec<u8>)>,
 }
 
 impl<'a> BucketWatch<'a> {
@@ -64,6 +67,7 @@ impl<'a> BucketWatch<'a> {
             chunks,
             refusal: None,
             notes: Vec::new(),
+            show: None,
         }
     }
 
@@ -94,6 +98,9 @@ impl Looks for BucketWatch<'_> {
         if now >= self.next_beat {
             self.next_beat = now + heartbeat::EVERY;
             self.beats.write(self.t, Some(self.job.as_str()), "running");
+            if let Some((claim, bytes)) = self.show.take() {
+                let _ = claim.write(self.t, &bytes);
+            }
         }
         let name = self.job.file_name();
         let cancel = self.t.shelf(Place::Cancel);
