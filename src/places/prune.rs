@@ -43,7 +43,7 @@ pub const REJECTED: &str = "rejected file";
 pub const REASON: &str = "rejection reason";
 
 /// A rejected file's reason is `<name>.reason.json` beside it (§6.6).
-const REASON_SUFFIX: &str = ".reason.json";
+pub const REASON_SUFFIX: &str = ".reason.json";
 
 fn age_of(meta: &Entry, now: SystemTime) -> Option<Duration> {
     meta.modified.and_then(|m| now.duration_since(m).ok())
@@ -339,7 +339,7 @@ fn prune_jobs(
 /// The name a rejected entry was refused under: `<name>`, its slots
 /// `<name>.1` … `<name>.999` and their reasons are one group, so the lookup
 /// that stops at the first free slot (§6.6) never loses a later one.
-fn rejected_group(name: &str) -> &str {
+pub fn rejected_group(name: &str) -> &str {
     let stored = name.strip_suffix(REASON_SUFFIX).unwrap_or(name);
     match stored.rsplit_once('.') {
         Some((base, n))

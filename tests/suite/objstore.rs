@@ -91,8 +91,6 @@ fn other_commands_refuse_an_s3_root_naming_it_and_what_works() {
     let w = World::with_target();
     for args in [
         vec!["listen", "--once"],
-        vec!["sweep"],
-        vec!["logs", "--target", "PC", "--job-id", "a"],
         vec!["report"],
     ] {
         let mut c = w.cmd();
@@ -101,7 +99,9 @@ fn other_commands_refuse_an_s3_root_naming_it_and_what_works() {
         assert_eq!(code, CONFIG, "{args:?}: {out}{err}");
         assert!(err.contains("s3://jobs/fleet"), "{args:?}: {err}");
         assert!(
-            err.contains("only `doctor`, `enqueue`, `status`, `result` and `cancel` work")
+            err.contains(
+                "only `doctor`, `enqueue`, `status`, `result`, `cancel`, `logs`, `verify-marker` and `sweep` work"
+            )
                 && err.contains("the listener does not run on a bucket yet"),
             "{args:?}: {err}"
         );
@@ -132,8 +132,12 @@ fn the_bucket_lane_refuses_what_it_cannot_do_yet_and_bad_input_by_its_code() {
     };
     for (args, named) in [
         (
-            vec!["enqueue", "--target", "PC", "--wait", "--", "true"],
-            "--wait",
+            vec!["enqueue", "--target", "PC", "--wait", "--follow", "--", "true"],
+            "--follow",
+        ),
+        (
+            vec!["enqueue", "--target", "PC,B", "--wait", "--", "true"],
+            "--wait over a target list",
         ),
         (
             vec![

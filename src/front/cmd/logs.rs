@@ -29,6 +29,9 @@ pub fn run(ctx: &Context, args: LogsArgs) -> Result<u8> {
         ))
         .hint("run logs once per target, or see every copy's outcome with result --target A,B"));
     }
+    if let Some(root) = ctx.s3_root() {
+        return crate::front::bucket::logs::run(ctx, &root, &args);
+    }
     let root = ctx.root()?;
     let key = ctx.key(Some(&root))?;
     let dirs = ctx.target(&root, &args.target)?;

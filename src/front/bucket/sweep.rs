@@ -1,0 +1,268 @@
+//! `sweep` on an object-store root: the rules of a folder's sweep
+//! ([`crate::base::retention`], docs/protocol.md §8.3) over the objects of
+//! each target, aged by their `LastModified`. A cancel marker goes once
+//! older than `--max-age`, never while its job is in `inbox/` or
+//! `running/`; a processed job's objects (`archive/done/`, `results/`,
+//! its log chunks `logs/<id>.<stream>.<n>`, `archive/consumed/`) go
+//! together once all are older than the retention, and a rejected object
+//! with its reason likewise; nothing of a job that waits, or that a queued
+//! job waits for, ever goes. Each object is removed by
+//! [`crate::store::port::Shelf::remove`] (only the version looked at). A
+//! bucket holds no temp files.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use crate::base::error::Result;
+use crate::base::names::{JobId, Machine};
+use crate::base::read::FileRead;
+use crate::base::retention::{self, Decision};
+use crate::front::cli::SweepArgs;
+use crate::front::config::Context;
+use crate::places::prune::{
+    self, Ages, CONSUMED, JOB_FILE, KeptMarker, LOG, MARKER, REASON, REJECTED, RESULT, Swept,
+};
+use crate::protocol::doc;
+use crate::store::layout::{self, Place};
+use crate::store::objstore::{Client, S3Root};
+use crate::store::port::Shelves;
+use crate::store::port::bucket::{Bucket, BucketTarget};
+
+/// One object of a target met by the sweep: its place, name and age
+/// (`None`: dated in the future, or no time listed).
+struct Found {
+    place: Place,
+    name: String,
+    age: Option<Duration>,
+}
+
+/// Sweeps the targets `args` names on the root `root` (or lists, with
+/// `--dry-run`, what would go): what was removed, what failed and the
+/// markers kept, and how many targets were swept.
+pub fn run(ctx: &Context, root: &str, args: &SweepArgs, ages: Ages) -> Result<(Swept, usize)> {
+    let parsed = S3Root::parse(root)?;
+    let bucket = Bucket::new(Client::new(&ctx.s3_settings()?, &parsed.bucket)?, parsed);
+    let all = bucket.targets()?;
+    let targets: Vec<BucketTarget> = if args.all {
+        all.iter()
+            .map(|n| Ok(bucket.target(&Machine::parse(n, "target")?)))
+            .collect::<Result<_>>()?
+    } else {
+        let name = match &args.target {
+            Some(t) => t.clone(),
+            None => ctx.machine()?.to_string(),
+        };
+        let shown = bucket.root().to_string();
+        let m = layout::resolve_among(&shown, all.clone(), &name, &ctx.fleet())?;
+        vec![bucket.target(&m)]
+    };
+    let awaited = awaited(&bucket, &all);
+    let mut swept = Swept::default();
+    for t in &targets {
+        let (doomed, kept) = match plan(t, ages, &awaited) {
+            Ok(p) => p,
+            Err(e) => {
+                swept.failed.push((t.shown(), e.message));
+                continue;
+            }
+        };
+        let target = t.target().to_string();
+        swept
+            .kept
+            .extend(kept.into_iter().map(|k| (target.clone(), k)));
+        for (place, name, kind) in doomed {
+            let shelf = t.shelf(place);
+            let shown = shelf.shown(&name);
+            if !args.dry_run
+                && let Err(e) = shelf.remove(&name)
+            {
+                swept.failed.push((shown, e.message));
+                continue;
+            }
+            swept
+                .removed
+                .push((target.clone(), PathBuf::from(shown), kind));
+        }
+    }
+    Ok((swept, targets.len()))
+}
+
+/// The jobs a job queued in any inbox of the bucket waits for (its spec's
+/// `after`), by target in lowercase, as file names. The job files are not
+/// verified (sweep needs no key): a forged one only keeps objects longer.
+/// An inbox or a job that cannot be read waits for nothing.
+fn awaited(bucket: &Bucket, names: &[String]) -> HashMap<String, HashSet<String>> {
+    let mut by_target: HashMap<String, HashSet<String>> = HashMap::new();
+    for n in names {
+        let Ok(m) = Machine::parse(n, "target") else {
+            continue;
+        };
+        let t = bucket.target(&m);
+        let inbox = t.shelf(Place::Inbox);
+        for name in inbox.list().unwrap_or_default() {
+            if JobId::from_file_name(&name).is_none() {
+                continue;
+            }
+            let FileRead::Bytes(b) = inbox.read(&name, doc::job::MAX_BYTES) else {
+                continue;
+            };
+            for a in doc::job::peek(&b).map(|h| h.after).unwrap_or_default() {
+                by_target
+                    .entry(a.target.as_str().to_ascii_lowercase())
+                    .or_default()
+                    .insert(a.job_id.file_name());
+            }
+        }
+    }
+    by_target
+}
+
+/// An object to remove: its place, its name there, and what it is (one
+/// of [`prune::KINDS`]).
+type Doomed = (Place, String, &'static str);
+
+/// What to remove of `t` and the markers kept.
+fn plan(
+    t: &BucketTarget,
+    ages: Ages,
+    awaited: &HashMap<String, HashSet<String>>,
+) -> Result<(Vec<Doomed>, Vec<KeptMarker>)> {
+    let mut waiting: HashSet<String> = HashSet::new();
+    for p in [Place::Inbox, Place::Running] {
+        waiting.extend(t.shelf(p).list()?);
+    }
+    let lower = t.target().as_str().to_ascii_lowercase();
+    waiting.extend(awaited.get(&lower).into_iter().flatten().cloned());
+    let age = |m: Option<SystemTime>| m.and_then(|m| ages.now.duration_since(m).ok());
+    let mut out = Vec::new();
+    let mut kept = Vec::new();
+    for (name, modified) in t.shelf(Place::Cancel).list_aged()? {
+        let Some(id) = JobId::from_file_name(&name) else {
+            continue;
+        };
+        let queued = waiting.contains(&name);
+        match retention::marker(age(modified), ages.marker, queued) {
+            Decision::Remove => out.push((Place::Cancel, name, MARKER)),
+            Decision::Keep(why) => kept.push(KeptMarker {
+                job_id: id.to_string(),
+                why,
+                removable_at: modified
+                    .filter(|_| !queued)
+                    .and_then(|m| m.checked_add(ages.marker)),
+            }),
+        }
+    }
+    kept.sort_by(|a, b| a.job_id.cmp(&b.job_id));
+    // A processed job's objects, pruned together.
+    let mut jobs: HashMap<JobId, Vec<(Found, &'static str)>> = HashMap::new();
+    for place in [Place::Done, Place::Results, Place::Logs, Place::Consumed] {
+        for (name, modified) in t.shelf(place).list_aged()? {
+            if let Some((id, kind)) = job_of(place, &name) {
+                let f = Found {
+                    place,
+                    name,
+                    age: age(modified),
+                };
+                jobs.entry(id).or_default().push((f, kind));
+            }
+        }
+    }
+    for (id, files) in jobs {
+        let ages_of: Vec<_> = files.iter().map(|(f, _)| f.age).collect();
+        let queued = waiting.contains(&id.file_name());
+        if retention::job_files(&ages_of, ages.retention, queued) == Decision::Remove {
+            out.extend(files.into_iter().map(|(f, kind)| (f.place, f.name, kind)));
+        }
+    }
+    // Rejected objects with their reasons, pruned together.
+    let mut groups: BTreeMap<String, Vec<Found>> = BTreeMap::new();
+    for (name, modified) in t.shelf(Place::Rejected).list_aged()? {
+        let f = Found {
+            place: Place::Rejected,
+            age: age(modified),
+            name,
+        };
+        groups
+            .entry(prune::rejected_group(&f.name).to_string())
+            .or_default()
+            .push(f);
+    }
+    for (group, files) in groups {
+        let ages_of: Vec<_> = files.iter().map(|f| f.age).collect();
+        let queued = JobId::from_file_name(&group).is_some() && waiting.contains(&group);
+        if retention::rejected_files(&ages_of, ages.retention, queued, false) == Decision::Remove {
+            out.extend(files.into_iter().map(|f| {
+                let kind = if f.name.ends_with(prune::REASON_SUFFIX) {
+                    REASON
+                } else {
+                    REJECTED
+                };
+                (f.place, f.name, kind)
+            }));
+        }
+    }
+    out.sort_by(|a, b| (a.0.shown(), &a.1).cmp(&(b.0.shown(), &b.1)));
+    Ok((out, kept))
+}
+
+/// The job an object of `results/`, `logs/`, `archive/done/` or
+/// `archive/consumed/` belongs to, and what it is; `None` for any other
+/// name, which is never pruned. A log on a bucket is a chunk,
+/// `<id>.<stream>.<n>`.
+fn job_of(place: Place, name: &str) -> Option<(JobId, &'static str)> {
+    let id = JobId::parse(name.split_once('.')?.0).ok()?;
+    let ok = match place {
+        Place::Done | Place::Results => name == id.file_name(),
+        Place::Consumed => name == layout::consumed_name(&id),
+        Place::Logs => super::logs::chunk_of(&id, name).is_some(),
+        _ => false,
+    };
+    let kind = match place {
+        Place::Done => JOB_FILE,
+        Place::Results => RESULT,
+        Place::Consumed => CONSUMED,
+        _ => LOG,
+    };
+    ok.then_some((id, kind))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_jobs_own_objects_are_its_to_prune() {
+        let id = JobId::parse("20261129-193000-9f2c4e1ab37d5c08").unwrap();
+        let n = |s: &str| format!("{id}{s}");
+        assert_eq!(
+            job_of(Place::Results, &n(".json")),
+            Some((id.clone(), RESULT))
+        );
+        assert_eq!(
+            job_of(Place::Done, &n(".json")),
+            Some((id.clone(), JOB_FILE))
+        );
+        assert_eq!(
+            job_of(Place::Consumed, &n(".cancel.json")),
+            Some((id.clone(), CONSUMED))
+        );
+        assert_eq!(
+            job_of(Place::Logs, &n(".stdout.0")),
+            Some((id.clone(), LOG))
+        );
+        assert_eq!(
+            job_of(Place::Logs, &n(".stderr.12")),
+            Some((id.clone(), LOG))
+        );
+        for (p, bad) in [
+            (Place::Logs, n(".stdout.log")),
+            (Place::Logs, n(".stdout.01")),
+            (Place::Logs, n(".stdin.0")),
+            (Place::Results, n(".json.bak")),
+            (Place::Cancel, n(".json")),
+        ] {
+            assert_eq!(job_of(p, &bad), None, "{bad}");
+        }
+    }
+}
