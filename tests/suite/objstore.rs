@@ -89,10 +89,7 @@ fn bad_s3_settings_are_refused_by_name() {
 #[test]
 fn other_commands_refuse_an_s3_root_naming_it_and_what_works() {
     let w = World::with_target();
-    for args in [
-        vec!["listen", "--once"],
-        vec!["report"],
-    ] {
+    for args in [vec!["listen", "--once"], vec!["report"]] {
         let mut c = w.cmd();
         c.args(["--root", "s3://jobs/fleet"]).args(&args);
         let (code, out, err) = output(&mut c);
@@ -132,7 +129,9 @@ fn the_bucket_lane_refuses_what_it_cannot_do_yet_and_bad_input_by_its_code() {
     };
     for (args, named) in [
         (
-            vec!["enqueue", "--target", "PC", "--wait", "--follow", "--", "true"],
+            vec![
+                "enqueue", "--target", "PC", "--wait", "--follow", "--", "true",
+            ],
             "--follow",
         ),
         (
