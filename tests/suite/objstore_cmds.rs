@@ -333,6 +333,12 @@ fn engine_sweep_removes_stale_markers_but_never_one_whose_job_waits() {
         "{}",
         got.1
     );
+    // Aged by the object's LastModified, which the listing gives.
+    assert!(
+        got.1.contains(&format!("{gone} (removable at ")),
+        "{}",
+        got.1
+    );
     // Any age: the dry run names it and removes nothing.
     let got = lane_run(
         &e,

@@ -287,6 +287,12 @@ fn follow(chunks: &mut Chunks, key: &crate::trust::Key, form: Form, out: Value) 
         }
         std::thread::sleep(crate::requests::wait::POLL);
     };
+    // A sealed job logs nothing: the end of its output its result
+    // carries is shown on its origin, as for a job finished when asked.
+    if o.sealed_here() || o.opened.is_some() {
+        finished(chunks, &o, form, out)?;
+        return Ok(o.wait_exit_status());
+    }
     if form == Form::Lines {
         chunks.end_json(&mut std::io::stdout());
     }

@@ -124,7 +124,7 @@ type Doomed = (Place, String, &'static str);
 
 /// What to remove of `t` and the markers kept.
 fn plan(
-    t: &BucketTarget,
+    t: &dyn Shelves,
     ages: Ages,
     awaited: &HashMap<String, HashSet<String>>,
 ) -> Result<(Vec<Doomed>, Vec<KeptMarker>)> {
@@ -230,6 +230,97 @@ fn job_of(place: Place, name: &str) -> Option<(JobId, &'static str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::port::Shelf;
+
+    /// A target held in memory: each place's names with their times.
+    struct Held(Machine, HashMap<Place, Vec<(String, SystemTime)>>);
+
+    struct HeldShelf<'a>(&'a [(String, SystemTime)]);
+
+    impl Shelf for HeldShelf<'_> {
+        fn list(&self) -> Result<Vec<String>> {
+            Ok(self.0.iter().map(|(n, _)| n.clone()).collect())
+        }
+        fn read(&self, _: &str, _: u64) -> FileRead {
+            FileRead::Missing
+        }
+        fn publish(&self, _: &str, _: &[u8]) -> Result<bool> {
+            Ok(false)
+        }
+        fn exists(&self, name: &str) -> Result<bool> {
+            Ok(self.0.iter().any(|(n, _)| n == name))
+        }
+        fn remove(&self, _: &str) -> Result<()> {
+            Ok(())
+        }
+        fn shown(&self, name: &str) -> String {
+            name.to_string()
+        }
+        fn list_aged(&self) -> Result<Vec<(String, Option<SystemTime>)>> {
+            Ok(self.0.iter().map(|(n, t)| (n.clone(), Some(*t))).collect())
+        }
+    }
+
+    impl Shelves for Held {
+        fn target(&self) -> &Machine {
+            &self.0
+        }
+        fn shelf(&self, place: Place) -> Box<dyn Shelf + '_> {
+            Box::new(HeldShelf(self.1.get(&place).map_or(&[][..], Vec::as_slice)))
+        }
+        fn shown(&self) -> String {
+            "s3://jobs/PC/".into()
+        }
+    }
+
+    #[test]
+    fn a_processed_job_goes_whole_once_all_of_it_is_older_than_the_retention() {
+        const DAY: Duration = Duration::from_secs(86400);
+        let now = SystemTime::now();
+        let ago = |days: u64| now - DAY * days as u32;
+        let ids: Vec<JobId> = ["a", "b", "c", "d"]
+            .iter()
+            .map(|s| JobId::parse(&format!("20261129-193000-{s}")).unwrap())
+            .collect();
+        let [old, young, queued, waited] = &ids[..] else {
+            unreachable!()
+        };
+        let mut places: HashMap<Place, Vec<(String, SystemTime)>> = HashMap::new();
+        let mut add = |p: Place, name: String, at: SystemTime| {
+            places.entry(p).or_default().push((name, at));
+        };
+        for id in [old, young, queued, waited] {
+            add(Place::Results, id.file_name(), ago(40));
+            add(Place::Logs, format!("{id}.stdout.0"), ago(40));
+            add(Place::Logs, format!("{id}.stdout.1"), ago(40));
+        }
+        // One chunk of `young` is recent: none of it goes.
+        add(Place::Logs, format!("{young}.stderr.0"), ago(1));
+        add(Place::Inbox, queued.file_name(), ago(40));
+        add(Place::Cancel, old.file_name(), ago(2));
+        add(Place::Cancel, queued.file_name(), ago(2));
+        add(Place::Logs, "notes.txt".into(), ago(40));
+        let t = Held(Machine::parse("PC", "target").unwrap(), places);
+        let ages = Ages {
+            now,
+            marker: DAY,
+            retention: DAY * 30,
+        };
+        let awaited = HashMap::from([("pc".to_string(), HashSet::from([waited.file_name()]))]);
+        let (doomed, kept) = plan(&t, ages, &awaited).unwrap();
+        let mut names: Vec<(String, &str)> = doomed.into_iter().map(|(_, n, k)| (n, k)).collect();
+        names.sort();
+        let mut want = vec![
+            (old.file_name(), MARKER),
+            (old.file_name(), RESULT),
+            (format!("{old}.stdout.0"), LOG),
+            (format!("{old}.stdout.1"), LOG),
+        ];
+        want.sort();
+        assert_eq!(names, want);
+        assert_eq!(kept.len(), 1, "the queued job's marker stays");
+        assert_eq!(kept[0].job_id, queued.to_string());
+    }
 
     #[test]
     fn only_a_jobs_own_objects_are_its_to_prune() {
