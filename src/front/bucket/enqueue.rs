@@ -35,8 +35,7 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
         }
     }
     let req = request::from_flags(ctx, args)?;
-    let wait_limit =
-        crate::front::cmd::duration_flag(&args.waiting.wait_timeout, "--wait-timeout")?;
+    let wait_limit = super::wait::limit(args.waiting.wait_timeout.as_deref())?;
     if args.waiting.wait && crate::store::layout::is_target_list(&req.targets) {
         return Err(super::not_yet(root, "enqueue --wait over a target list"));
     }

@@ -362,26 +362,28 @@ fn finished(chunks: &mut Chunks, o: &Outcome, form: Form, json: Value) -> Result
         }
         Form::Bytes => {}
     }
-    print(id, out, err)?;
-    short_log_note(o, streams);
+    if print(id, out, err)? {
+        short_log_note(o, streams);
+    }
     Ok(exit::SUCCESS)
 }
 
-/// Writes `out` to stdout and `err` to stderr; a reader gone (a closed
-/// pipe) ends the command quietly.
-fn print(id: &JobId, out: Vec<u8>, err: Vec<u8>) -> Result<()> {
+/// Writes `out` to stdout and `err` to stderr, the logs of `id` (on any
+/// root): false when a reader went away (a closed pipe), which ends the
+/// command quietly.
+pub fn print(id: &JobId, out: Vec<u8>, err: Vec<u8>) -> Result<bool> {
     for (sink, bytes) in [
         (&mut std::io::stdout() as &mut dyn Write, out),
         (&mut std::io::stderr(), err),
     ] {
         if let Err(e) = sink.write_all(&bytes).and_then(|()| sink.flush()) {
             if e.kind() == std::io::ErrorKind::BrokenPipe {
-                return Ok(());
+                return Ok(false);
             }
             return Err(write_error(id, &e));
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Says on stderr when a log printed holds less than its job wrote.

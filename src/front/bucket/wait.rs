@@ -20,6 +20,16 @@ use crate::trust::Key;
 /// How often a wait looks again: each look is a GET and up to two HEADs.
 pub const POLL: Duration = Duration::from_secs(1);
 
+/// The `--wait-timeout` `text`, parsed (`None`: no limit); a bad one is
+/// `VALIDATION_ERROR`, naming the flag.
+pub fn limit(text: Option<&str>) -> Result<Option<Duration>> {
+    text.map(|s| {
+        clock::parse_duration(s)
+            .map_err(|e| Error::validation(format!("--wait-timeout: {}", e.message)))
+    })
+    .transpose()
+}
+
 /// Waits for `id`'s result on `t`, at most `limit` (`None`: no limit):
 /// what was seen last. A job not seen at all is waited for too (a store
 /// that lists late, or a listener moving it).
