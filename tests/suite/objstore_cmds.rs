@@ -281,7 +281,37 @@ fn engine_logs_follow_prints_chunks_as_they_come_and_ends_after_the_result() {
     assert_eq!(code, 3, "exits as the job did: {out}{err}");
     assert_eq!(out, "one\ntwo\n", "{err}");
     assert!(err.contains("err\n"), "{err}");
-    // With --json: JSON lines, the result last.
+    // With --json while it runs: JSON lines as the chunks come, the
+    // result last.
+    let next = lane_id("follow");
+    enqueue(&e, &w, &next);
+    let child = spawn(
+        &e,
+        &w,
+        &[
+            "--json", "logs", "--target", "PC", "--job-id", &next, "--follow",
+        ],
+    );
+    put(
+        &e,
+        &format!("PC/logs/{next}.stdout.0"),
+        "caf\u{e9}\n".as_bytes(),
+    );
+    std::thread::sleep(Duration::from_millis(700));
+    put_result(&e, &next, &result_doc(&next, 0, "caf\u{e9}\n", ""));
+    let (code, out, err) = finish(child, Duration::from_secs(30));
+    assert_eq!(code, 0, "{out}{err}");
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0], json!({"stream": "stdout", "text": "caf\u{e9}\n"}));
+    assert_eq!(
+        lines.last().unwrap()["result"]["exitCode"],
+        json!(0),
+        "{out}"
+    );
+    // With --json once finished: JSON lines, the result last.
     let got = lane_run(
         &e,
         &w,
