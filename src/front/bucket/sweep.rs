@@ -10,32 +10,21 @@
 //! [`crate::store::port::Shelf::remove`] (only the version looked at). A
 //! bucket holds no temp files.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use crate::base::error::Result;
 use crate::base::names::{JobId, Machine};
 use crate::base::read::FileRead;
-use crate::base::retention::{self, Decision};
 use crate::front::cli::SweepArgs;
 use crate::front::config::Context;
-use crate::places::prune::{
-    self, Ages, CONSUMED, JOB_FILE, KeptMarker, LOG, MARKER, REASON, REJECTED, RESULT, Swept,
-};
+use crate::places::prune::{self, Ages, KeptMarker, MARKER, Past, Swept};
 use crate::protocol::doc;
 use crate::store::layout::{self, Place};
 use crate::store::objstore::{Client, S3Root};
 use crate::store::port::Shelves;
 use crate::store::port::bucket::{Bucket, BucketTarget};
-
-/// One object of a target met by the sweep: its place, name and age
-/// (`None`: dated in the future, or no time listed).
-struct Found {
-    place: Place,
-    name: String,
-    age: Option<Duration>,
-}
 
 /// Sweeps the targets `args` names on the root `root` (or lists, with
 /// `--dry-run`, what would go): what was removed, what failed and the
@@ -138,98 +127,46 @@ fn plan(
     let mut out = Vec::new();
     let mut kept = Vec::new();
     for (name, modified) in t.shelf(Place::Cancel).list_aged()? {
-        let Some(id) = JobId::from_file_name(&name) else {
-            continue;
-        };
-        let queued = waiting.contains(&name);
-        match retention::marker(age(modified), ages.marker, queued) {
-            Decision::Remove => out.push((Place::Cancel, name, MARKER)),
-            Decision::Keep(why) => kept.push(KeptMarker {
-                job_id: id.to_string(),
-                why,
-                removable_at: modified
-                    .filter(|_| !queued)
-                    .and_then(|m| m.checked_add(ages.marker)),
-            }),
+        match prune::marker_fate(&name, modified, ages, &waiting) {
+            Some(Ok(())) => out.push((Place::Cancel, name, MARKER)),
+            Some(Err(k)) => kept.push(k),
+            None => {}
         }
     }
     kept.sort_by(|a, b| a.job_id.cmp(&b.job_id));
-    // A processed job's objects, pruned together.
-    let mut jobs: HashMap<JobId, Vec<(Found, &'static str)>> = HashMap::new();
-    for place in [Place::Done, Place::Results, Place::Logs, Place::Consumed] {
+    // A processed job's objects, and a rejected one with its reason,
+    // by the folder's rule; a job's log on a bucket is its chunks.
+    let mut past = Vec::new();
+    for place in [
+        Place::Done,
+        Place::Results,
+        Place::Logs,
+        Place::Consumed,
+        Place::Rejected,
+    ] {
         for (name, modified) in t.shelf(place).list_aged()? {
-            if let Some((id, kind)) = job_of(place, &name) {
-                let f = Found {
-                    place,
-                    name,
-                    age: age(modified),
-                };
-                jobs.entry(id).or_default().push((f, kind));
-            }
+            past.push(Past {
+                place,
+                name,
+                age: age(modified),
+                folder: false,
+            });
         }
     }
-    for (id, files) in jobs {
-        let ages_of: Vec<_> = files.iter().map(|(f, _)| f.age).collect();
-        let queued = waiting.contains(&id.file_name());
-        if retention::job_files(&ages_of, ages.retention, queued) == Decision::Remove {
-            out.extend(files.into_iter().map(|(f, kind)| (f.place, f.name, kind)));
-        }
-    }
-    // Rejected objects with their reasons, pruned together.
-    let mut groups: BTreeMap<String, Vec<Found>> = BTreeMap::new();
-    for (name, modified) in t.shelf(Place::Rejected).list_aged()? {
-        let f = Found {
-            place: Place::Rejected,
-            age: age(modified),
-            name,
-        };
-        groups
-            .entry(prune::rejected_group(&f.name).to_string())
-            .or_default()
-            .push(f);
-    }
-    for (group, files) in groups {
-        let ages_of: Vec<_> = files.iter().map(|f| f.age).collect();
-        let queued = JobId::from_file_name(&group).is_some() && waiting.contains(&group);
-        if retention::rejected_files(&ages_of, ages.retention, queued, false) == Decision::Remove {
-            out.extend(files.into_iter().map(|f| {
-                let kind = if f.name.ends_with(prune::REASON_SUFFIX) {
-                    REASON
-                } else {
-                    REJECTED
-                };
-                (f.place, f.name, kind)
-            }));
-        }
+    let is_log = |id: &JobId, name: &str| super::logs::chunk_of(id, name).is_some();
+    for (i, kind) in prune::past_to_prune(&past, &waiting, ages.retention, &is_log) {
+        out.push((past[i].place, past[i].name.clone(), kind));
     }
     out.sort_by(|a, b| (a.0.shown(), &a.1).cmp(&(b.0.shown(), &b.1)));
     Ok((out, kept))
 }
 
-/// The job an object of `results/`, `logs/`, `archive/done/` or
-/// `archive/consumed/` belongs to, and what it is; `None` for any other
-/// name, which is never pruned. A log on a bucket is a chunk,
-/// `<id>.<stream>.<n>`.
-fn job_of(place: Place, name: &str) -> Option<(JobId, &'static str)> {
-    let id = JobId::parse(name.split_once('.')?.0).ok()?;
-    let ok = match place {
-        Place::Done | Place::Results => name == id.file_name(),
-        Place::Consumed => name == layout::consumed_name(&id),
-        Place::Logs => super::logs::chunk_of(&id, name).is_some(),
-        _ => false,
-    };
-    let kind = match place {
-        Place::Done => JOB_FILE,
-        Place::Results => RESULT,
-        Place::Consumed => CONSUMED,
-        _ => LOG,
-    };
-    ok.then_some((id, kind))
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::places::prune::{LOG, RESULT};
     use crate::store::port::Shelf;
 
     /// A target held in memory: each place's names with their times.
@@ -299,7 +236,10 @@ mod tests {
         add(Place::Inbox, queued.file_name(), ago(40));
         add(Place::Cancel, old.file_name(), ago(2));
         add(Place::Cancel, queued.file_name(), ago(2));
+        // Not a chunk's name: never pruned.
         add(Place::Logs, "notes.txt".into(), ago(40));
+        add(Place::Logs, format!("{old}.stdout.log"), ago(40));
+        add(Place::Logs, format!("{old}.stdout.01"), ago(40));
         let t = Held(Machine::parse("PC", "target").unwrap(), places);
         let ages = Ages {
             now,
@@ -320,40 +260,5 @@ mod tests {
         assert_eq!(names, want);
         assert_eq!(kept.len(), 1, "the queued job's marker stays");
         assert_eq!(kept[0].job_id, queued.to_string());
-    }
-
-    #[test]
-    fn only_a_jobs_own_objects_are_its_to_prune() {
-        let id = JobId::parse("20261129-193000-9f2c4e1ab37d5c08").unwrap();
-        let n = |s: &str| format!("{id}{s}");
-        assert_eq!(
-            job_of(Place::Results, &n(".json")),
-            Some((id.clone(), RESULT))
-        );
-        assert_eq!(
-            job_of(Place::Done, &n(".json")),
-            Some((id.clone(), JOB_FILE))
-        );
-        assert_eq!(
-            job_of(Place::Consumed, &n(".cancel.json")),
-            Some((id.clone(), CONSUMED))
-        );
-        assert_eq!(
-            job_of(Place::Logs, &n(".stdout.0")),
-            Some((id.clone(), LOG))
-        );
-        assert_eq!(
-            job_of(Place::Logs, &n(".stderr.12")),
-            Some((id.clone(), LOG))
-        );
-        for (p, bad) in [
-            (Place::Logs, n(".stdout.log")),
-            (Place::Logs, n(".stdout.01")),
-            (Place::Logs, n(".stdin.0")),
-            (Place::Results, n(".json.bak")),
-            (Place::Cancel, n(".json")),
-        ] {
-            assert_eq!(job_of(p, &bad), None, "{bad}");
-        }
     }
 }
