@@ -275,13 +275,19 @@ fn forged(t: &BucketTarget, id: &JobId, seen: &Seen) -> Result<()> {
 /// `result` does.
 fn follow(chunks: &mut Chunks, key: &crate::trust::Key, form: Form, out: Value) -> Result<u8> {
     let (t, id) = (chunks.t, chunks.id);
+    // As on a folder, nothing under a log's name is the job's output while
+    // it waits in the inbox: its chunks are shown once it was taken.
+    let mut started = false;
     let o = loop {
         // Looked at before the chunks are read: every chunk is written
         // before the result, so once the result was seen, a chunk still
         // missing after it is the end.
         let seen = lane::look(t, id, key)?;
         forged(t, id, &seen)?;
-        chunks.pump(&mut std::io::stdout(), &mut std::io::stderr())?;
+        started |= matches!(seen, Seen::Taken | Seen::Done(_));
+        if started {
+            chunks.pump(&mut std::io::stdout(), &mut std::io::stderr())?;
+        }
         if let Seen::Done(o) = seen {
             break o;
         }
