@@ -118,6 +118,20 @@ pub fn judge(
     Verdict::Matches
 }
 
+/// [`judge`] of a log of stdout (`stdout`) or stderr of `len` bytes
+/// (`None`: no log) ending with `end`, against `o`, its job's verified
+/// result.
+pub fn judge_stream(o: &Outcome, stdout: bool, len: Option<u64>, end: &[u8]) -> Verdict {
+    let d = o.detail();
+    let (bytes, logged, tail) = if stdout {
+        (d.stdout_bytes, d.stdout_log_bytes, d.stdout_tail.as_deref())
+    } else {
+        (d.stderr_bytes, d.stderr_log_bytes, d.stderr_tail.as_deref())
+    };
+    let wrote = wrote(bytes, tail, d.recovered == Some(true));
+    judge(wrote, logged, tail, len, end)
+}
+
 /// One stream as followed.
 #[derive(Default)]
 struct Stream {
@@ -271,21 +285,14 @@ impl Follower {
     /// What was shown of each chosen stream, judged against `o`, the job's
     /// verified result ([`judge`]): the log's file as shown, and the verdict.
     pub fn judged(&self, o: &Outcome) -> Vec<(String, Verdict)> {
-        let d = o.detail();
         self.wanted()
             .into_iter()
             .map(|(i, word)| {
-                let (bytes, logged, tail) = if i == 0 {
-                    (d.stdout_bytes, d.stdout_log_bytes, d.stdout_tail.as_deref())
-                } else {
-                    (d.stderr_bytes, d.stderr_log_bytes, d.stderr_tail.as_deref())
-                };
-                let wrote = wrote(bytes, tail, d.recovered == Some(true));
                 let s = &self.each[i];
                 let end: Vec<u8> = s.end.iter().copied().collect();
                 let shown = (s.offset > 0).then_some(s.offset);
                 let file = self.dirs.log_file(&self.id, word).display().to_string();
-                (file, judge(wrote, logged, tail, shown, &end))
+                (file, judge_stream(o, i == 0, shown, &end))
             })
             .collect()
     }
@@ -294,7 +301,7 @@ impl Follower {
 /// Writes the text at the start of `pending` as one JSON line of `stream`,
 /// keeping back the start of a character cut short at its end unless
 /// `all`; control characters are JSON escapes, so none reaches a terminal.
-fn json_piece(
+pub fn json_piece(
     stream: &str,
     pending: &mut Vec<u8>,
     out: &mut dyn Write,

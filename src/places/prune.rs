@@ -62,12 +62,20 @@ pub struct Doomed {
     pub kind: &'static str,
 }
 
-/// An entry of a place retention prunes, met on the walk.
-struct Found {
-    dir: Dir,
-    name: String,
-    age: Option<Duration>,
-    folder: bool,
+/// An entry of a place retention prunes (`results/`, `logs/` and the
+/// three archive places), on any root: its place, its name there, its age
+/// (`None`: dated in the future, or not known), and whether it is a
+/// folder (one moved aside into `archive/rejected/`, §3.5).
+#[derive(Clone, Debug)]
+pub struct Past {
+    /// Its place.
+    pub place: Place,
+    /// Its name there.
+    pub name: String,
+    /// Its age.
+    pub age: Option<Duration>,
+    /// A folder, not a file.
+    pub folder: bool,
 }
 
 /// How deep below the target folder sweep looks (`archive/done/<file>`).
@@ -100,6 +108,31 @@ pub struct KeptMarker {
     pub removable_at: Option<SystemTime>,
 }
 
+/// What a sweep does with the cancel marker `name` (on any root), last
+/// written at `modified` (`None`: not known), by [`retention::marker`]:
+/// `Ok` to remove it, `Err` with why it is kept; `None` when the name is
+/// not a marker's. `waiting` holds the file names of the jobs that wait.
+pub fn marker_fate(
+    name: &str,
+    modified: Option<SystemTime>,
+    ages: Ages,
+    waiting: &HashSet<String>,
+) -> Option<std::result::Result<(), KeptMarker>> {
+    let id = JobId::from_file_name(name)?;
+    let queued = waiting.contains(name);
+    let age = modified.and_then(|m| ages.now.duration_since(m).ok());
+    Some(match retention::marker(age, ages.marker, queued) {
+        Decision::Remove => Ok(()),
+        Decision::Keep(why) => Err(KeptMarker {
+            job_id: id.to_string(),
+            why,
+            removable_at: modified
+                .filter(|_| !queued)
+                .and_then(|m| m.checked_add(ages.marker)),
+        }),
+    })
+}
+
 /// What one walk of a target collects.
 struct Walk<'a> {
     ages: Ages,
@@ -109,8 +142,9 @@ struct Walk<'a> {
     /// of the jobs a queued job waits for.
     waiting: &'a HashSet<String>,
     out: Vec<Doomed>,
-    /// Entries of `results/`, `logs/` and the three archive places.
-    kept: HashMap<Place, Vec<Found>>,
+    /// Entries of `results/`, `logs/` and the three archive places, and
+    /// the folder each is in.
+    past: Vec<(Past, Dir)>,
 }
 
 /// The names in `inbox/` and `running/` now (none when missing).
@@ -189,19 +223,22 @@ pub fn plan_kept(
         kept_markers: Vec::new(),
         waiting: &waiting,
         out: Vec::new(),
-        kept: HashMap::new(),
+        past: Vec::new(),
     };
     walk.dir(&base, 1, None, false);
-    let kept = std::mem::take(&mut walk.kept);
     let mut kept_markers = std::mem::take(&mut walk.kept_markers);
     kept_markers.sort_by(|a, b| a.job_id.cmp(&b.job_id));
     let mut out = walk.out;
-    prune_jobs(&kept, &waiting, ages.retention, &mut out);
-    prune_rejected(
-        kept.get(&Place::Rejected).map_or(&[][..], Vec::as_slice),
-        &waiting,
-        ages.retention,
-        &mut out,
+    let (past, folders): (Vec<Past>, Vec<Dir>) = walk.past.into_iter().unzip();
+    out.extend(
+        past_to_prune(&past, &waiting, ages.retention, &folder_log)
+            .into_iter()
+            .map(|(i, kind)| Doomed {
+                dir: folders[i].clone(),
+                path: folders[i].shown(&past[i].name),
+                name: past[i].name.clone(),
+                kind,
+            }),
     );
     out.sort_by(|a, b| a.path.cmp(&b.path));
     Ok((out, kept_markers))
@@ -243,20 +280,10 @@ impl Walk<'_> {
             }
             match place {
                 Some(Place::Cancel) => {
-                    let Some(id) = JobId::from_file_name(&name) else {
-                        continue;
-                    };
-                    let waiting = self.waiting.contains(&id.file_name());
-                    match retention::marker(age, self.ages.marker, waiting) {
-                        Decision::Remove => self.doom(dir, name, MARKER),
-                        Decision::Keep(why) => self.kept_markers.push(KeptMarker {
-                            job_id: id.to_string(),
-                            why,
-                            removable_at: meta
-                                .modified
-                                .filter(|_| !waiting)
-                                .and_then(|m| m.checked_add(self.ages.marker)),
-                        }),
+                    match marker_fate(&name, meta.modified, self.ages, self.waiting) {
+                        Some(Ok(())) => self.doom(dir, name, MARKER),
+                        Some(Err(kept)) => self.kept_markers.push(kept),
+                        None => {}
                     }
                 }
                 Some(
@@ -281,59 +308,91 @@ impl Walk<'_> {
     }
 
     fn found(&mut self, p: Place, dir: &Dir, name: String, age: Option<Duration>, folder: bool) {
-        self.kept.entry(p).or_default().push(Found {
-            dir: dir.clone(),
+        let past = Past {
+            place: p,
             name,
             age,
             folder,
-        });
+        };
+        self.past.push((past, dir.clone()));
     }
 }
 
+/// Whether `name` is a log of `id` in a folder's `logs/`.
+fn folder_log(id: &JobId, name: &str) -> bool {
+    ["stdout", "stderr"]
+        .iter()
+        .any(|s| name == layout::log_name(id, s))
+}
+
 /// The job an entry of `results/`, `logs/`, `archive/done/` or
-/// `archive/consumed/` belongs to, and what it is; `None` for any other
-/// name (conflict copies, other programs' files), which is never pruned.
-fn job_of(place: Place, name: &str) -> Option<(JobId, &'static str)> {
+/// `archive/consumed/` belongs to, and what it is (`is_log` tells a log of
+/// a job by its name); `None` for any other name (conflict copies, other
+/// programs' files), which is never pruned.
+fn job_of(
+    place: Place,
+    name: &str,
+    is_log: &dyn Fn(&JobId, &str) -> bool,
+) -> Option<(JobId, &'static str)> {
     let id = JobId::parse(name.split_once('.')?.0).ok()?;
     let (kind, ok) = match place {
         Place::Done => (JOB_FILE, name == id.file_name()),
         Place::Results => (RESULT, name == id.file_name()),
         Place::Consumed => (CONSUMED, name == layout::consumed_name(&id)),
-        Place::Logs => (
-            LOG,
-            ["stdout", "stderr"]
-                .iter()
-                .any(|s| name == layout::log_name(&id, s)),
-        ),
+        Place::Logs => (LOG, is_log(&id, name)),
         _ => return None,
     };
     ok.then_some((id, kind))
 }
 
-/// Processed jobs: each job's files in `archive/done/`, `results/`,
-/// `logs/` and `archive/consumed/` pruned together by
-/// [`retention::job_files`].
-fn prune_jobs(
-    kept: &HashMap<Place, Vec<Found>>,
+/// Which of `past` go by the retention: each processed job's entries in
+/// `archive/done/`, `results/`, `logs/` and `archive/consumed/` together
+/// ([`retention::job_files`]; `is_log` tells a log of a job by its name,
+/// which differs between roots), and each rejected entry with its reason
+/// ([`retention::rejected_files`]); nothing of a job in `waiting` (file
+/// names). Each as its index in `past`, and what it is.
+pub fn past_to_prune(
+    past: &[Past],
     waiting: &HashSet<String>,
     retention: Duration,
-    out: &mut Vec<Doomed>,
-) {
-    let mut jobs: HashMap<JobId, Vec<(&Found, &'static str)>> = HashMap::new();
-    for place in [Place::Done, Place::Results, Place::Logs, Place::Consumed] {
-        for f in kept.get(&place).into_iter().flatten() {
-            if let Some((id, kind)) = job_of(place, &f.name) {
-                jobs.entry(id).or_default().push((f, kind));
-            }
+    is_log: &dyn Fn(&JobId, &str) -> bool,
+) -> Vec<(usize, &'static str)> {
+    let mut out = Vec::new();
+    let mut jobs: HashMap<JobId, Vec<(usize, &'static str)>> = HashMap::new();
+    for (i, p) in past.iter().enumerate() {
+        if let Some((id, kind)) = job_of(p.place, &p.name, is_log) {
+            jobs.entry(id).or_default().push((i, kind));
         }
     }
     for (id, files) in jobs {
-        let ages: Vec<_> = files.iter().map(|(f, _)| f.age).collect();
+        let ages: Vec<_> = files.iter().map(|(i, _)| past[*i].age).collect();
         let queued = waiting.contains(&id.file_name());
         if retention::job_files(&ages, retention, queued) == Decision::Remove {
-            out.extend(files.into_iter().map(|(f, kind)| doomed(f, kind)));
+            out.extend(files);
         }
     }
+    let mut groups: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, p) in past.iter().enumerate() {
+        if p.place == Place::Rejected {
+            groups.entry(rejected_group(&p.name)).or_default().push(i);
+        }
+    }
+    for (name, files) in groups {
+        let ages: Vec<_> = files.iter().map(|i| past[*i].age).collect();
+        let folder = files.iter().any(|i| past[*i].folder);
+        let queued = JobId::from_file_name(name).is_some() && waiting.contains(name);
+        if retention::rejected_files(&ages, retention, queued, folder) == Decision::Remove {
+            out.extend(files.into_iter().map(|i| {
+                let kind = if past[i].name.ends_with(REASON_SUFFIX) {
+                    REASON
+                } else {
+                    REJECTED
+                };
+                (i, kind)
+            }));
+        }
+    }
+    out
 }
 
 /// The name a rejected entry was refused under: `<name>`, its slots
@@ -350,44 +409,6 @@ fn rejected_group(name: &str) -> &str {
             base
         }
         _ => stored,
-    }
-}
-
-/// Rejected files with their reasons, pruned together by
-/// [`retention::rejected_files`].
-fn prune_rejected(
-    found: &[Found],
-    waiting: &HashSet<String>,
-    retention: Duration,
-    out: &mut Vec<Doomed>,
-) {
-    let mut groups: BTreeMap<&str, Vec<&Found>> = BTreeMap::new();
-    for f in found {
-        groups.entry(rejected_group(&f.name)).or_default().push(f);
-    }
-    for (name, files) in groups {
-        let ages: Vec<_> = files.iter().map(|f| f.age).collect();
-        let folder = files.iter().any(|f| f.folder);
-        let queued = JobId::from_file_name(name).is_some() && waiting.contains(name);
-        if retention::rejected_files(&ages, retention, queued, folder) == Decision::Remove {
-            out.extend(files.into_iter().map(|f| {
-                let kind = if f.name.ends_with(REASON_SUFFIX) {
-                    REASON
-                } else {
-                    REJECTED
-                };
-                doomed(f, kind)
-            }));
-        }
-    }
-}
-
-fn doomed(f: &Found, kind: &'static str) -> Doomed {
-    Doomed {
-        dir: f.dir.clone(),
-        path: f.dir.shown(&f.name),
-        name: f.name.clone(),
-        kind,
     }
 }
 
@@ -453,7 +474,7 @@ mod tests {
     #[test]
     fn only_a_jobs_own_names_belong_to_it() {
         let id = "20261129-193000-9f2c4e1ab37d5c08";
-        let kind = |p, n: &str| job_of(p, n).map(|(j, k)| (j.to_string(), k));
+        let kind = |p, n: &str| job_of(p, n, &folder_log).map(|(j, k)| (j.to_string(), k));
         assert_eq!(
             kind(Place::Done, &format!("{id}.json")),
             Some((id.into(), JOB_FILE))

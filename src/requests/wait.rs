@@ -35,7 +35,7 @@ use crate::store::layout::TargetDirs;
 use crate::trust::Key;
 
 /// How often the folder is looked at while waiting.
-const POLL: Duration = Duration::from_millis(200);
+pub const POLL: Duration = Duration::from_millis(200);
 
 /// The least time between two looks when events wake a wait early: a busy
 /// lane placing many results wakes it at most 50 times a second.

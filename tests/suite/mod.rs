@@ -26,6 +26,7 @@ mod manners;
 mod mcp;
 mod migrate;
 mod objstore;
+mod objstore_cmds;
 mod objstore_listen;
 mod operator;
 mod pickup;

@@ -2,7 +2,8 @@
 //! same bytes), checked against what the target already holds, and
 //! published create-only at `PREFIX/TARGET/inbox/<id>.json`; a target list
 //! (`A,B`, `all`) gets one copy per target, every target checked before
-//! any copy goes out.
+//! any copy goes out. With `--wait`, the result is waited for
+//! ([`super::wait`]).
 
 use serde_json::{Value, json};
 
@@ -25,7 +26,6 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
         (args.batch.is_some(), "enqueue --batch"),
         (args.interrupt.is_some(), "enqueue --interrupt"),
         (args.via.is_some(), "enqueue --via"),
-        (args.waiting.wait, "enqueue --wait"),
         (args.waiting.follow, "enqueue --follow"),
         (args.seal, "enqueue --seal"),
     ] {
@@ -34,6 +34,10 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
         }
     }
     let req = request::from_flags(ctx, args)?;
+    let wait_limit = super::wait::limit(args.waiting.wait_timeout.as_deref())?;
+    if args.waiting.wait && crate::store::layout::is_target_list(&req.targets) {
+        return Err(super::not_yet(root, "enqueue --wait over a target list"));
+    }
     let lane = Lane::load(ctx, root)?;
     let origin = ctx.machine()?;
     let targets = if crate::store::layout::is_target_list(&req.targets) {
@@ -96,8 +100,17 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
     if let Some(p) = &req.parent {
         out["parentJobId"] = json!(p.as_str());
     }
-    super::emit(ctx, &out, req.id.as_str());
-    Ok(exit::SUCCESS)
+    if !args.waiting.wait {
+        super::emit(ctx, &out, req.id.as_str());
+        return Ok(exit::SUCCESS);
+    }
+    // As on a folder: the id first, then the result when it comes.
+    if !ctx.json() {
+        crate::base::out::line(req.id.as_str());
+    }
+    let t = &targets[0];
+    let seen = super::wait::for_result(t, &req.id, key, wait_limit)?;
+    super::wait::answer(ctx, t, &req.id, out, seen, wait_limit)
 }
 
 /// The job `id` names on the target `on` names, for `--after`: the target

@@ -1,14 +1,20 @@
 //! The commands that work on an object-store root (`s3://BUCKET[/PREFIX]`,
-//! docs/object-store.md): `enqueue`, `status`, `result` and `cancel`, the
-//! sender's side of the lane, over the storage seam
-//! ([`crate::store::port`]) and the rules of [`crate::requests::lane`].
-//! What a bucket cannot do yet (a listener, `--wait` on `enqueue`,
-//! `--interrupt`, …) is refused by name with `CONFIG`.
+//! docs/object-store.md): `enqueue` (and its `--wait`), `status`,
+//! `result` and `cancel`, the sender's side of the lane, over the storage
+//! seam ([`crate::store::port`]) and the rules of
+//! [`crate::requests::lane`]; and `logs` (the chunk objects a job's output
+//! is kept in), `verify-marker`, `sweep` and `listen` (the listener,
+//! [`crate::engine::bucket`]). What a bucket cannot do yet
+//! (`--interrupt`, `--slots`, …) is refused by name with `CONFIG`.
 
 pub mod cancel;
 pub mod enqueue;
 pub mod listen;
+pub mod logs;
 pub mod look;
+pub mod sweep;
+pub mod verify;
+pub mod wait;
 
 use crate::base::error::{Error, Result};
 use crate::base::names::{JobId, Machine};

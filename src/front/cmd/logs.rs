@@ -6,8 +6,6 @@
 //! ([`crate::places::output::judge`]). `--json` prints one document with each
 //! stream's text, and `--json --follow` JSON lines ([`Form`]).
 
-use std::io::Write;
-
 use crate::base::error::{Error, Result};
 use crate::base::exit;
 use crate::base::names::JobId;
@@ -21,6 +19,9 @@ use crate::view;
 
 /// Runs `logs`.
 pub fn run(ctx: &Context, args: LogsArgs) -> Result<u8> {
+    if let Some(root) = ctx.s3_root() {
+        return crate::front::bucket::logs::run(ctx, &root, &args);
+    }
     // Two jobs' output interleaved would be nobody's log.
     if crate::store::layout::is_target_list(&args.target) {
         return Err(Error::validation(format!(
@@ -174,19 +175,8 @@ fn finished(
             .as_bytes(),
         );
     }
-    for (sink, bytes) in [
-        (&mut std::io::stdout() as &mut dyn Write, out),
-        (&mut std::io::stderr(), err),
-    ] {
-        if let Err(e) = sink.write_all(&bytes).and_then(|()| sink.flush()) {
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                return Ok(exit::SUCCESS);
-            }
-            return Err(Error::new(
-                crate::base::error::Code::Internal,
-                format!("writing the logs of {id}: {e}"),
-            ));
-        }
+    if !crate::front::bucket::logs::print(id, out, err)? {
+        return Ok(exit::SUCCESS);
     }
     short_log_note(o, streams);
     Ok(exit::SUCCESS)

@@ -89,24 +89,35 @@ pub fn run(ctx: &Context, args: SweepArgs) -> Result<u8> {
         marker,
         retention,
     };
-    let root = ctx.root()?;
-    let targets: Vec<TargetDirs> = if args.all {
-        layout::existing_targets(&root)?
-            .iter()
-            .map(|t| Machine::parse(t, "target").map(|m| TargetDirs::new(&root, &m)))
-            .collect::<Result<_>>()?
+    // On a bucket the same rules run over the objects of each target
+    // (crate::front::bucket::sweep); the answer is printed alike.
+    let (swept, several) = if let Some(root) = ctx.s3_root() {
+        let (swept, n) = crate::front::bucket::sweep::run(ctx, &root, &args, ages)?;
+        (swept, n > 1)
     } else {
-        let name = match &args.target {
-            Some(t) => t.clone(),
-            None => ctx.machine()?.to_string(),
+        let root = ctx.root()?;
+        let targets: Vec<TargetDirs> = if args.all {
+            layout::existing_targets(&root)?
+                .iter()
+                .map(|t| Machine::parse(t, "target").map(|m| TargetDirs::new(&root, &m)))
+                .collect::<Result<_>>()?
+        } else {
+            let name = match &args.target {
+                Some(t) => t.clone(),
+                None => ctx.machine()?.to_string(),
+            };
+            vec![ctx.target(&root, &name)?]
         };
-        vec![ctx.target(&root, &name)?]
+        (
+            prune::sweep(&targets, ages, args.dry_run),
+            targets.len() > 1,
+        )
     };
     let prune::Swept {
         removed,
         failed,
         kept,
-    } = prune::sweep(&targets, ages, args.dry_run);
+    } = swept;
     let failed: Vec<_> = failed
         .into_iter()
         .map(|(path, error)| json!({"path": path, "error": error}))
@@ -152,7 +163,6 @@ pub fn run(ctx: &Context, args: SweepArgs) -> Result<u8> {
                 crate::base::clock::format_duration(retention)
             ));
         }
-        let several = targets.len() > 1;
         human.extend(kept_lines(&kept, &args.max_age, several));
     }
     super::emit(

@@ -14,6 +14,9 @@ use crate::store::fsops::Dir;
 
 /// Runs `verify-marker`.
 pub fn run(ctx: &Context, args: VerifyMarkerArgs) -> Result<u8> {
+    if let Some(root) = ctx.s3_root() {
+        return crate::front::bucket::verify::run(ctx, &root, &args);
+    }
     let file = &args.file;
     let name = file
         .file_name()

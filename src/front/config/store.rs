@@ -17,7 +17,7 @@ pub const S3_KEYS: [(&str, &str); 4] = [
 
 /// The commands that work on an object-store root, as the refusal of the
 /// others names them (the rest of the lane is `crate::front::bucket`).
-pub const S3_WORKS: &str = "`doctor`, `enqueue`, `status`, `result`, `cancel` and `listen`";
+pub const S3_WORKS: &str = "`doctor`, `enqueue`, `status`, `result`, `cancel`, `logs`, `verify-marker`, `sweep` and `listen`";
 
 impl Context {
     /// The object-store settings (docs/object-store.md): each from its

@@ -86,6 +86,9 @@ pub struct Entry {
     pub etag: Option<String>,
     /// Its size in bytes.
     pub size: u64,
+    /// When it was last written (`LastModified`), when listed and valid
+    /// RFC 3339: what `sweep` ages an object by.
+    pub modified: Option<std::time::SystemTime>,
 }
 
 /// How often and how patiently a retryable answer is tried again.
@@ -315,10 +318,17 @@ impl Client {
             let text = String::from_utf8_lossy(&body);
             let parsed = ListObjectsV2::parse_response(&text)
                 .map_err(|e| Answer::Other(200, format!("a listing that does not parse: {e}")))?;
-            out.extend(parsed.contents.into_iter().map(|c| Entry {
-                key: c.key,
-                etag: c.etag,
-                size: c.size.unwrap_or(0),
+            out.extend(parsed.contents.into_iter().map(|c| {
+                Entry {
+                    key: c.key,
+                    etag: c.etag,
+                    size: c.size.unwrap_or(0),
+                    modified: c
+                        .last_modified
+                        .as_deref()
+                        .and_then(crate::base::clock::parse)
+                        .map(std::time::SystemTime::from),
+                }
             }));
             folders.extend(parsed.common_prefixes.into_iter().map(|c| c.prefix));
             match parsed.next_continuation_token {

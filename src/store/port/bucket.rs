@@ -221,4 +221,19 @@ impl Shelf for BucketShelf<'_> {
             self.of.key(self.place, name)
         )
     }
+
+    fn list_aged(&self) -> Result<Vec<(String, Option<std::time::SystemTime>)>> {
+        let prefix = self.of.key(self.place, "");
+        let keys = self
+            .client()
+            .list(&prefix, None, 1000)
+            .map_err(|a| self.failed("list", &prefix, &a))?;
+        Ok(keys
+            .into_iter()
+            .filter_map(|e| {
+                let name = e.key.strip_prefix(prefix.as_str())?;
+                (!name.is_empty() && !name.contains('/')).then(|| (name.to_string(), e.modified))
+            })
+            .collect())
+    }
 }

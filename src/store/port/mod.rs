@@ -55,6 +55,17 @@ pub trait Shelf {
 
     /// Where `name` is, as people read it: a path, or `s3://BUCKET/KEY`.
     fn shown(&self, name: &str) -> String;
+
+    /// The names the place holds now, each with when it was last written
+    /// (`None`: not known), for `sweep`'s ages. A place that cannot tell
+    /// gives no time, so nothing of it is ever old enough to go.
+    ///
+    /// # Errors
+    ///
+    /// The place cannot be listed (naming it).
+    fn list_aged(&self) -> Result<Vec<(String, Option<std::time::SystemTime>)>> {
+        Ok(self.list()?.into_iter().map(|n| (n, None)).collect())
+    }
 }
 
 /// The places of one target.

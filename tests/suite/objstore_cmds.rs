@@ -1,0 +1,504 @@
+//! The commands that work on an object-store root beyond the sender's
+//! lane (docs/object-store.md, "Commands on a bucket"): `verify-marker`
+//! judging a marker read from its key, `logs` reading a job's numbered
+//! chunk objects (and `--follow` ending once the result is there and no
+//! chunk follows), `sweep` removing stale markers by their LastModified
+//! but never one whose job waits, and `enqueue --wait` answering with the
+//! result. What the listener would write (chunks, results, markers) is
+//! written here directly through the engine's client. Bad input is
+//! answered by its code before the store is asked.
+//!
+//! The tests marked `needs an S3 engine` run against the store
+//! `ci/engine-s3` starts (see tests/suite/objstore.rs); run with
+//! `--ignored` but without it, they fail.
+
+use std::io::Read;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::util::engine::*;
+use crate::util::*;
+
+/// Writes `bytes` create-only at `name` under the engine's prefix.
+fn put(e: &Engine, name: &str, bytes: &[u8]) {
+    let a = e.client().create_only(&e.key(name), bytes);
+    assert!(
+        matches!(a, fleet_dispatch::store::objstore::Answer::Done(_)),
+        "PUT {name}: {a:?}"
+    );
+}
+
+/// A verified result of `id` on PC exiting `code`, whose detail says the
+/// job wrote `stdout` and `stderr`.
+fn result_doc(id: &str, code: i64, stdout: &str, stderr: &str) -> Value {
+    let detail = json!({
+        "stderrBytes": stderr.len(), "stderrTail": stderr,
+        "stdoutBytes": stdout.len(), "stdoutTail": stdout,
+    });
+    signed_result(json!({
+        "jobId": id, "target": "PC", "ok": code == 0, "exitCode": code, "error": "",
+        "startedAt": now_text(), "finishedAt": now_text(), "detail": detail.to_string(),
+    }))
+}
+
+fn put_result(e: &Engine, id: &str, r: &Value) {
+    put(
+        e,
+        &format!("PC/results/{id}.json"),
+        r.to_string().as_bytes(),
+    );
+}
+
+/// Publishes a job `id` for PC through the binary (so PC is on the bucket).
+fn enqueue(e: &Engine, w: &World, id: &str) {
+    let got = lane_run(
+        e,
+        w,
+        &["enqueue", "--target", "PC", "--job-id", id, "--", "true"],
+    );
+    assert_eq!(got.0, 0, "{got:?}");
+}
+
+/// Moves the job `id` from PC's inbox to `archive/done/`, as a listener
+/// taking it would.
+fn take(e: &Engine, id: &str) {
+    let (from, to) = (
+        format!("PC/inbox/{id}.json"),
+        format!("PC/archive/done/{id}.json"),
+    );
+    put(e, &to, &lane_object(e, &from).unwrap());
+    let c = e.client();
+    let etag = match c.head(&e.key(&from)) {
+        fleet_dispatch::store::objstore::Answer::Done(r) => r.etag.unwrap(),
+        other => panic!("HEAD {from}: {other:?}"),
+    };
+    let a = c.delete_if_match(&e.key(&from), &etag);
+    assert!(
+        matches!(a, fleet_dispatch::store::objstore::Answer::Done(_)),
+        "DELETE {from}: {a:?}"
+    );
+}
+
+/// Waits for `child` to exit within `limit` (killed and failed otherwise):
+/// its exit code, stdout (unless taken) and stderr.
+fn finish(mut child: std::process::Child, limit: Duration) -> (i32, String, String) {
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let (mut out, mut err) = (String::new(), String::new());
+    if let Some(mut o) = child.stdout.take() {
+        o.read_to_string(&mut out).unwrap();
+    }
+    if let Some(mut e) = child.stderr.take() {
+        e.read_to_string(&mut err).unwrap();
+    }
+    (status.code().unwrap_or(-1), out, err)
+}
+
+/// `fleet-dispatch args…` on the engine's bucket, started in the
+/// background with its output captured.
+fn spawn(e: &Engine, w: &World, args: &[&str]) -> std::process::Child {
+    let mut c = lane_cmd(e, w);
+    c.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    c.spawn().unwrap()
+}
+
+/// Bad input on a bucket root is answered by its code, naming what is
+/// wrong, before the store is asked (the endpoint here answers nothing).
+#[test]
+fn bad_input_to_the_bucket_commands_is_refused_by_its_code() {
+    let w = World::new();
+    let run = |args: &[&str]| {
+        let mut c = w.cmd();
+        c.args(["--root", "s3://jobs/fleet"])
+            .args(args)
+            .env("FLEET_DISPATCH_S3_ENDPOINT", "http://127.0.0.1:9");
+        output_within(&mut c, Duration::from_secs(20))
+    };
+    for (args, code, named) in [
+        (
+            vec!["verify-marker", "PC/inbox/a.json"],
+            64,
+            "PC/inbox/a.json",
+        ),
+        (
+            vec!["verify-marker", "s3://other/fleet/PC/cancel/a.json"],
+            64,
+            "s3://other/fleet/PC/cancel/a.json",
+        ),
+        (vec!["verify-marker", "a b/cancel/x.json"], 64, "a b"),
+        (
+            vec!["logs", "--target", "PC,B", "--job-id", "a"],
+            64,
+            "PC,B",
+        ),
+        (vec!["logs", "--target", "PC", "--job-id", "a/b"], 64, "a/b"),
+        (
+            vec!["logs", "--target", "PC", "--job-id", "last"],
+            78,
+            "--job-id last",
+        ),
+        (vec!["sweep", "--max-age", "soon"], 64, "--max-age"),
+        (
+            vec![
+                "enqueue",
+                "--target",
+                "PC",
+                "--wait",
+                "--wait-timeout",
+                "soon",
+                "--",
+                "true",
+            ],
+            64,
+            "--wait-timeout",
+        ),
+    ] {
+        let (got, out, err) = run(&args);
+        assert_eq!(got, code, "{args:?}: {out}{err}");
+        assert!(err.contains(named), "{args:?}: {err}");
+    }
+}
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_verify_marker_judges_a_marker_read_from_its_key() {
+    let (e, w) = (Engine::new(), World::new());
+    let id = lane_id("vm");
+    enqueue(&e, &w, &id);
+    let got = lane_run(&e, &w, &["cancel", "--target", "PC", "--job-id", &id]);
+    assert_eq!(got.0, 0, "{got:?}");
+    let rel = format!("PC/cancel/{id}.json");
+    let full = format!("{}{rel}", lane_root(&e));
+    for name in [&rel, &full] {
+        let got = lane_run(&e, &w, &["verify-marker", name]);
+        assert_eq!(got.0, 0, "{got:?}");
+        assert!(got.1.contains("valid") && got.1.contains(&id), "{}", got.1);
+    }
+    let got = lane_run(&e, &w, &["--json", "verify-marker", &rel]);
+    let doc: Value = serde_json::from_str(&got.1).unwrap();
+    assert_eq!(
+        (doc["verdict"].as_str(), doc["file"].as_str()),
+        (Some("valid"), Some(full.as_str()))
+    );
+    // Checked against another target: not valid for it.
+    let got = lane_run(&e, &w, &["verify-marker", &rel, "--target", "OTHER"]);
+    assert_eq!(got.0, 1, "{got:?}");
+    // One signed with another key: exit 1, with the verdict.
+    let forged = lane_id("vm");
+    let doc = marker_doc(&forged, "PC", &now_text(), "me", Signer::Foreign);
+    let key = format!("PC/cancel/{forged}.json");
+    put(&e, &key, doc.to_string().as_bytes());
+    let got = lane_run(&e, &w, &["--json", "verify-marker", &key]);
+    assert_eq!(got.0, 1, "{got:?}");
+    let doc: Value = serde_json::from_str(&got.1).unwrap();
+    assert_ne!(doc["verdict"], json!("valid"), "{doc}");
+    // None there: NOT_FOUND naming the key.
+    let missing = format!("PC/cancel/{}.json", lane_id("none"));
+    let got = lane_run(&e, &w, &["verify-marker", &missing]);
+    assert_eq!(got.0, 66, "{got:?}");
+    assert!(
+        got.2.contains(&format!("{}{missing}", lane_root(&e))),
+        "{}",
+        got.2
+    );
+}
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_logs_reads_the_chunks_in_order_and_holds_them_against_the_result() {
+    let (e, w) = (Engine::new(), World::new());
+    let id = lane_id("logs");
+    put(&e, &format!("PC/logs/{id}.stdout.0"), b"hello ");
+    put(&e, &format!("PC/logs/{id}.stdout.1"), b"world\n");
+    put(&e, &format!("PC/logs/{id}.stderr.0"), b"warn\n");
+    // Not the next chunk (1 is missing on stderr): never read.
+    put(&e, &format!("PC/logs/{id}.stderr.2"), b"stray\n");
+    // Running (no result yet): what is there so far.
+    let got = lane_run(&e, &w, &["logs", "--target", "PC", "--job-id", &id]);
+    assert_eq!(got, (0, "hello world\n".into(), "warn\n".into()));
+    put_result(&e, &id, &result_doc(&id, 0, "hello world\n", "warn\n"));
+    let got = lane_run(&e, &w, &["logs", "--target", "PC", "--job-id", &id]);
+    assert_eq!(got, (0, "hello world\n".into(), "warn\n".into()));
+    let got = lane_run(
+        &e,
+        &w,
+        &[
+            "logs", "--target", "PC", "--job-id", &id, "--stream", "stderr",
+        ],
+    );
+    assert_eq!(got, (0, String::new(), "warn\n".into()));
+    let got = lane_run(
+        &e,
+        &w,
+        &["--json", "logs", "--target", "PC", "--job-id", &id],
+    );
+    assert_eq!(got.0, 0, "{got:?}");
+    let doc: Value = serde_json::from_str(&got.1).unwrap();
+    assert_eq!(
+        (&doc["stdout"], &doc["stderr"], &doc["state"]),
+        (&json!("hello world\n"), &json!("warn\n"), &json!("done"))
+    );
+    // Chunks that are not what the result says the job wrote: refused.
+    let other = lane_id("logs");
+    put(&e, &format!("PC/logs/{other}.stdout.0"), b"planted\n");
+    put_result(&e, &other, &result_doc(&other, 0, "ok\n", ""));
+    let got = lane_run(&e, &w, &["logs", "--target", "PC", "--job-id", &other]);
+    assert_eq!(got.0, 77, "{got:?}");
+    assert!(got.1.is_empty(), "{}", got.1);
+    assert!(
+        got.2.contains("FORBIDDEN") && got.2.contains(&format!("PC/logs/{other}.stdout.0")),
+        "{}",
+        got.2
+    );
+    // Nothing of the job at all: NOT_FOUND naming the first chunk's key.
+    let none = lane_id("none");
+    let got = lane_run(&e, &w, &["logs", "--target", "PC", "--job-id", &none]);
+    assert_eq!(got.0, 66, "{got:?}");
+    assert!(
+        got.2
+            .contains(&format!("{}PC/logs/{none}.stdout.0", lane_root(&e))),
+        "{}",
+        got.2
+    );
+}
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_logs_follow_prints_chunks_as_they_come_and_ends_after_the_result() {
+    let (e, w) = (Engine::new(), World::new());
+    let id = lane_id("follow");
+    enqueue(&e, &w, &id);
+    // Taken by its listener, as the listener would: out of the inbox.
+    take(&e, &id);
+    let mut child = spawn(
+        &e,
+        &w,
+        &["logs", "--target", "PC", "--job-id", &id, "--follow"],
+    );
+    // Its stdout read line by line as it comes.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines() {
+            let _ = tx.send(line.unwrap());
+        }
+    });
+    put(&e, &format!("PC/logs/{id}.stdout.0"), b"one\n");
+    // Shown before the next chunk exists.
+    assert_eq!(rx.recv_timeout(Duration::from_secs(20)).unwrap(), "one");
+    put(&e, &format!("PC/logs/{id}.stdout.1"), b"two\n");
+    put(&e, &format!("PC/logs/{id}.stderr.0"), b"err\n");
+    put_result(&e, &id, &result_doc(&id, 3, "one\ntwo\n", "err\n"));
+    let (code, _, err) = finish(child, Duration::from_secs(30));
+    assert_eq!(code, 3, "exits as the job did: {err}");
+    assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), "two");
+    assert!(err.contains("err\n"), "{err}");
+    // With --json while it runs: JSON lines as the chunks come, the
+    // result last.
+    let next = lane_id("follow");
+    enqueue(&e, &w, &next);
+    take(&e, &next);
+    let child = spawn(
+        &e,
+        &w,
+        &[
+            "--json", "logs", "--target", "PC", "--job-id", &next, "--follow",
+        ],
+    );
+    put(
+        &e,
+        &format!("PC/logs/{next}.stdout.0"),
+        "caf\u{e9}\n".as_bytes(),
+    );
+    std::thread::sleep(Duration::from_millis(700));
+    put_result(&e, &next, &result_doc(&next, 0, "caf\u{e9}\n", ""));
+    let (code, out, err) = finish(child, Duration::from_secs(30));
+    assert_eq!(code, 0, "{out}{err}");
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0], json!({"stream": "stdout", "text": "caf\u{e9}\n"}));
+    assert_eq!(
+        lines.last().unwrap()["result"]["exitCode"],
+        json!(0),
+        "{out}"
+    );
+    // With --json once finished: JSON lines, the result last.
+    let got = lane_run(
+        &e,
+        &w,
+        &[
+            "--json", "logs", "--target", "PC", "--job-id", &id, "--follow",
+        ],
+    );
+    assert_eq!(got.0, 0, "a finished job's logs: {got:?}");
+    let lines: Vec<Value> = got
+        .1
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // A line per chunk read.
+    let text = |stream: &str| -> String {
+        lines
+            .iter()
+            .filter(|l| l["stream"] == json!(stream))
+            .map(|l| l["text"].as_str().unwrap())
+            .collect()
+    };
+    assert_eq!(
+        (text("stdout"), text("stderr")),
+        ("one\ntwo\n".into(), "err\n".into())
+    );
+    assert_eq!(lines.last().unwrap()["state"], json!("done"));
+}
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_sweep_removes_stale_markers_but_never_one_whose_job_waits() {
+    let (e, w) = (Engine::new(), World::new());
+    let queued = lane_id("queued");
+    enqueue(&e, &w, &queued);
+    assert_eq!(
+        lane_run(&e, &w, &["cancel", "--target", "PC", "--job-id", &queued]).0,
+        0
+    );
+    let gone = lane_id("gone");
+    let stale = format!("PC/cancel/{gone}.json");
+    let doc = marker_doc(&gone, "PC", &now_text(), "me", Signer::Fleet);
+    put(&e, &stale, doc.to_string().as_bytes());
+    let kept = format!("PC/cancel/{queued}.json");
+    // Younger than the default 24h: kept, and said so on a dry run.
+    let got = lane_run(&e, &w, &["sweep", "--target", "PC", "--dry-run"]);
+    assert_eq!(got.0, 0, "{got:?}");
+    assert!(
+        got.1.contains("nothing to remove") && got.1.contains(&gone),
+        "{}",
+        got.1
+    );
+    // Aged by the object's LastModified, which the listing gives.
+    assert!(
+        got.1.contains(&format!("{gone} (removable at ")),
+        "{}",
+        got.1
+    );
+    // Any age: the dry run names it and removes nothing.
+    let got = lane_run(
+        &e,
+        &w,
+        &["sweep", "--target", "PC", "--max-age", "0", "--dry-run"],
+    );
+    assert_eq!(got.0, 0, "{got:?}");
+    assert!(
+        got.1
+            .contains(&format!("would remove marker {}{stale}", lane_root(&e))),
+        "{}",
+        got.1
+    );
+    assert!(
+        !got.1.contains(&format!("marker {}{kept}", lane_root(&e))),
+        "{}",
+        got.1
+    );
+    assert!(lane_object(&e, &stale).is_some());
+    let got = lane_run(
+        &e,
+        &w,
+        &["--json", "sweep", "--target", "PC", "--max-age", "0"],
+    );
+    assert_eq!(got.0, 0, "{got:?}");
+    let doc: Value = serde_json::from_str(&got.1).unwrap();
+    assert_eq!(doc["counts"]["marker"], json!(1), "{doc}");
+    assert!(
+        lane_object(&e, &stale).is_none(),
+        "the stale marker is gone"
+    );
+    assert!(lane_object(&e, &kept).is_some(), "its job is queued: kept");
+    assert!(lane_object(&e, &format!("PC/inbox/{queued}.json")).is_some());
+    // A processed job younger than the retention: all of it stays.
+    let done = lane_id("done");
+    put(&e, &format!("PC/logs/{done}.stdout.0"), b"x");
+    put_result(&e, &done, &result_doc(&done, 0, "x", ""));
+    let got = lane_run(&e, &w, &["sweep", "--target", "PC", "--max-age", "0"]);
+    assert_eq!(got.0, 0, "{got:?}");
+    assert!(lane_object(&e, &format!("PC/results/{done}.json")).is_some());
+    assert!(lane_object(&e, &format!("PC/logs/{done}.stdout.0")).is_some());
+}
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_enqueue_wait_answers_with_the_result_or_gives_up() {
+    let (e, w) = (Engine::new(), World::new());
+    let id = lane_id("wait");
+    let child = spawn(
+        &e,
+        &w,
+        &[
+            "enqueue", "--target", "PC", "--job-id", &id, "--wait", "--", "true",
+        ],
+    );
+    let start = Instant::now();
+    while lane_object(&e, &format!("PC/inbox/{id}.json")).is_none() {
+        assert!(start.elapsed() < Duration::from_secs(20), "never queued");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    put_result(&e, &id, &result_doc(&id, 5, "", ""));
+    let (code, out, err) = finish(child, Duration::from_secs(30));
+    assert_eq!(code, 5, "exits as the job did: {out}{err}");
+    assert_eq!(out.lines().next(), Some(id.as_str()), "{out}");
+    assert!(out.lines().count() > 1, "then the result: {out}");
+    // No result within the wait: UNFINISHED, saying so.
+    let late = lane_id("late");
+    let got = lane_run(
+        &e,
+        &w,
+        &[
+            "--json",
+            "enqueue",
+            "--target",
+            "PC",
+            "--job-id",
+            &late,
+            "--wait",
+            "--wait-timeout",
+            "2s",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(got.0, 124, "{got:?}");
+    let doc: Value = serde_json::from_str(&got.1).unwrap();
+    assert_eq!(
+        (&doc["jobId"], &doc["timedOut"], &doc["state"]),
+        (&json!(late), &json!(true), &json!("queued"))
+    );
+    let got = lane_run(
+        &e,
+        &w,
+        &[
+            "enqueue",
+            "--target",
+            "PC",
+            "--wait",
+            "--wait-timeout",
+            "1s",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(got.0, 124, "{got:?}");
+    assert!(got.2.contains("gave up waiting"), "{}", got.2);
+}
