@@ -114,6 +114,10 @@ fn engine_a_job_runs_once_with_its_output_in_chunks_its_result_and_its_archive()
     let err = lane_object(&e, &format!("PC/logs/{id}.stderr.0")).expect("the first stderr chunk");
     assert_eq!(String::from_utf8_lossy(&err).trim(), "marker-err-1");
     assert!(lane_object(&e, &format!("PC/logs/{id}.stdout.1")).is_none());
+    // `logs` reads them back, held against the result.
+    let logs = lane_run(&e, &w, &["logs", "--target", "PC", "--job-id", &id]);
+    assert_eq!(logs.0, 0, "{logs:?}");
+    assert!(logs.1.contains("marker-out-1"), "{logs:?}");
     assert_eq!(names(&e, "inbox"), Vec::<String>::new());
     assert_eq!(names(&e, "running"), Vec::<String>::new());
     assert_eq!(names(&e, "archive/done"), vec![format!("{id}.json")]);
