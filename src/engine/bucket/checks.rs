@@ -27,11 +27,10 @@ impl BucketListener {
         accept::outcome(id.as_str(), read, self.t.target().as_str(), &self.key).ok()
     }
 
-    /// A valid marker for `id`, if one is there; anything else there is
-    /// refused into `archive/rejected/`.
-    pub(super) fn valid_marker(&mut self, id: &JobId) -> Option<Marker> {
+    /// A valid marker for `id`, if one is there (`read` of it); anything
+    /// else there is refused into `archive/rejected/`.
+    pub(super) fn valid_marker(&mut self, id: &JobId, read: FileRead) -> Option<Marker> {
         let name = id.file_name();
-        let read = self.t.shelf(Place::Cancel).read(&name, marker::MAX_BYTES);
         if matches!(read, FileRead::Missing | FileRead::Unreadable(_)) {
             return None;
         }
@@ -48,6 +47,13 @@ impl BucketListener {
                 None
             }
         }
+    }
+
+    /// The marker of `id` as it is now.
+    pub(super) fn read_marker(&self, id: &JobId) -> FileRead {
+        self.t
+            .shelf(Place::Cancel)
+            .read(&id.file_name(), marker::MAX_BYTES)
     }
 
     /// The dependency verdict for `j`: each job it waits for looked up on
@@ -74,11 +80,11 @@ impl BucketListener {
         dependency::decide(j.header().after_any, &found)
     }
 
-    /// Claims `j` create-only, then looks at the replay guard: a job
-    /// processed since the listing (another listener ended it and removed
-    /// its claim in between), or come back after its archive, is not
-    /// started.
-    pub(super) fn claim(&mut self, j: &Job) -> Result<Replay> {
+    /// Claims `j` create-only, then looks at the replay guard and its
+    /// marker at once: a job come back after its archive (written into the
+    /// inbox again, or listed before another listener ended it) is not
+    /// started; a marker there cancels it.
+    pub(super) fn claim(&mut self, j: &Job) -> Result<(Replay, FileRead)> {
         let started_at = clock::format(clock::now());
         let c = Claim::of(
             j,
@@ -96,17 +102,30 @@ impl BucketListener {
             .create_only(&key, &doc::to_file_bytes(&c))
         {
             Answer::Done(r) => r.etag,
-            Answer::Precondition => return Ok(Replay::Claimed),
+            Answer::Precondition => return Ok((Replay::Claimed, FileRead::Missing)),
             a => return Err(failed("create", self.t.bucket().root(), &key, &a)),
         };
         self.claimed = Some(Replaced::new(key, etag));
-        if self.t.shelf(Place::Done).exists(&name)? {
-            return Ok(Replay::Archived);
+        // A claim won means no listener holds the job, and none ended it
+        // but with its archive done first (a claim is removed last): the
+        // archive is the one thing left to look at, with the marker; the
+        // two round trips to the store sent together.
+        let t = &self.t;
+        let (done, mark) = std::thread::scope(|s| {
+            let done = s.spawn(|| t.shelf(Place::Done).exists(&name));
+            let mark = t.shelf(Place::Cancel).read(&name, marker::MAX_BYTES);
+            (done.join(), mark)
+        });
+        let Ok(done) = done else {
+            return Err(crate::base::error::Error::new(
+                crate::base::error::Code::Internal,
+                format!("the look for {name} in archive/done/ stopped"),
+            ));
+        };
+        if done? {
+            return Ok((Replay::Archived, mark));
         }
-        if self.verified_result(&j.id).is_some() {
-            return Ok(Replay::Finished);
-        }
-        Ok(Replay::Fresh)
+        Ok((Replay::Fresh, mark))
     }
 }
 
@@ -114,8 +133,6 @@ impl BucketListener {
 pub(super) enum Replay {
     /// Claimed, and nothing else of it: it may start.
     Fresh,
-    /// Claimed, and it has a verified result: only its moves are left.
-    Finished,
     /// Claimed by a listener before (another one, or a stopped one
     /// recovered at the next start).
     Claimed,

@@ -27,6 +27,7 @@ mod beats;
 mod checks;
 pub mod claim;
 mod objects;
+mod publish;
 mod recovery;
 mod watch;
 
@@ -49,7 +50,7 @@ use crate::platform::{self};
 use crate::protocol::accept::{self, Rejection};
 use crate::protocol::dependency::{self};
 use crate::protocol::doc::detail;
-use crate::protocol::doc::{self, Job, Outcome, Termination, job, marker};
+use crate::protocol::doc::{self, Job, Outcome, Termination, job};
 use crate::protocol::{jobenv, judge};
 use crate::store::fsops::Dir;
 use crate::store::layout::{self, Place, StateDirs};
@@ -87,6 +88,10 @@ pub struct BucketListener {
     listed: std::time::Instant,
     /// The claim this listener holds now, with its version.
     claimed: Option<Replaced>,
+    /// The moves after each result, in a thread of their own.
+    publisher: publish::Publisher,
+    /// Jobs ended by this run whose moves may still be under way.
+    finished: std::collections::HashSet<JobId>,
     _lock: Lock,
 }
 
@@ -155,6 +160,7 @@ impl BucketListener {
             poll: settings.poll,
         };
         let root_shown = t.bucket().root().to_string();
+        let publisher = publish::Publisher::start(t.bucket().target(t.target()), Arc::clone(&key));
         let mut l = BucketListener {
             t,
             key,
@@ -172,6 +178,8 @@ impl BucketListener {
             queue: Vec::new(),
             listed: std::time::Instant::now(),
             claimed: None,
+            publisher,
+            finished: Default::default(),
             _lock: lock,
         };
         l.beat(None, "listening");
@@ -223,6 +231,7 @@ impl BucketListener {
                 Err(RecvTimeoutError::Disconnected) => break true,
             }
         };
+        self.publisher.wait()?;
         self.beat(None, "stopped");
         Ok(Summary {
             counters: self.counters,
@@ -233,6 +242,10 @@ impl BucketListener {
 
     /// The inbox's runnable jobs in drain order; refusals made at once.
     fn scan(&mut self) -> Result<Vec<Arc<Job>>> {
+        // Jobs whose moves were done before this listing are not in it.
+        for id in self.publisher.settle(std::time::Instant::now())? {
+            self.finished.remove(&id);
+        }
         let client = self.t.bucket().client();
         let prefix = self.t.key(Place::Inbox, "");
         let entries = client.list(&prefix, None, 1000).map_err(|a| {
@@ -301,11 +314,18 @@ impl BucketListener {
         for j in self.queue.clone() {
             let id = j.id.clone();
             let name = id.file_name();
+            if self.finished.contains(&id) {
+                continue;
+            }
             if let Err(r) = accept::freshness(j.created, clock::now(), self.settings.max_age) {
                 self.refuse_job(&name, &r);
                 return Ok(true);
             }
-            let marker = self.valid_marker(&id);
+            // A job that waits for others: its marker first, so a held job
+            // can still be cancelled.
+            let waits = !j.header().after.is_empty();
+            let early = waits.then(|| self.read_marker(&id));
+            let mut marker = early.and_then(|r| self.valid_marker(&id, r));
             let dep = match (&marker, self.dependencies(&j)) {
                 (Some(_), _) | (None, dependency::Verdict::Run) => None,
                 (None, dependency::Verdict::Hold(waiting)) => {
@@ -330,15 +350,10 @@ impl BucketListener {
                 }
                 continue;
             }
-            match self.claim(&j)? {
+            let (replay, read) = self.claim(&j)?;
+            match replay {
                 Replay::Fresh => {}
                 Replay::Claimed => continue,
-                Replay::Finished => {
-                    self.counters.skipped += 1;
-                    self.say(format!("{id} has its result already: archiving it"));
-                    self.archive(&id)?;
-                    return Ok(true);
-                }
                 Replay::Archived => {
                     let r = accept::replay(&id, Some("archive/done/")).expect_err("a replay");
                     self.counters.skipped += 1;
@@ -346,6 +361,9 @@ impl BucketListener {
                     self.unclaim();
                     return Ok(true);
                 }
+            }
+            if marker.is_none() && !waits {
+                marker = self.valid_marker(&id, read);
             }
             let now = clock::format(clock::now());
             if let Some(m) = marker {
@@ -481,45 +499,37 @@ impl BucketListener {
         self.finish(&id, &o)
     }
 
-    /// Places `o`, the result of `id`, then the moves after it.
+    /// Places `o`, the result of `id`, then hands the moves after it to
+    /// the publisher.
     fn finish(&mut self, id: &JobId, o: &Outcome) -> Result<()> {
         let name = id.file_name();
         // Taken already: a result placed before a crash, kept as it is.
         self.t
             .shelf(Place::Results)
             .publish(&name, &doc::to_file_bytes(o))?;
-        self.archive(id)
+        let listed = self.accepted.remove(&name).and_then(|(etag, _)| etag);
+        self.queue.retain(|j| j.id != *id);
+        self.finished.insert(id.clone());
+        let moves = publish::Moves {
+            id: id.clone(),
+            listed,
+            claim: self.claimed.take(),
+        };
+        self.publisher.send(&self.t, &self.key, moves)
     }
 
-    /// The moves after a result: the job to `archive/done/`, a valid
-    /// marker to `archive/consumed/`, the claim removed.
+    /// The moves after a result, here and now (a result found, not
+    /// made: its job is not in the publisher's hands).
     fn archive(&mut self, id: &JobId) -> Result<()> {
         let name = id.file_name();
         let listed = self.accepted.remove(&name).and_then(|(etag, _)| etag);
         self.queue.retain(|j| j.id != *id);
-        objects::archive(
-            &self.t,
-            Place::Inbox,
-            &name,
-            listed.as_deref(),
-            Place::Done,
-            &name,
-        )?;
-        let read = self.t.shelf(Place::Cancel).read(&name, marker::MAX_BYTES);
-        if accept::marker(&name, read, self.t.target().as_str(), &self.key).is_ok() {
-            objects::archive(
-                &self.t,
-                Place::Cancel,
-                &name,
-                None,
-                Place::Consumed,
-                &format!("{id}.cancel.json"),
-            )?;
-        }
-        match self.claimed.take() {
-            Some(c) => c.remove(&self.t),
-            None => self.t.shelf(Place::Running).remove(&name),
-        }
+        let moves = publish::Moves {
+            id: id.clone(),
+            listed,
+            claim: self.claimed.take(),
+        };
+        publish::moves(&self.t, &self.key, moves)
     }
 
     /// Removes this listener's claim, after it was not used.

@@ -5,7 +5,7 @@
 //! taken), with no temp name: a reader never sees half an object. A target
 //! exists when any key is under `PREFIX/TARGET/`.
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use super::{Shelf, Shelves};
 use crate::base::error::{Code, Error, Result};
@@ -41,7 +41,7 @@ pub fn failed(what: &str, root: &S3Root, key: &str, a: &Answer) -> Error {
 /// An object-store root and a client of its bucket.
 #[derive(Clone)]
 pub struct Bucket {
-    client: Rc<Client>,
+    client: Arc<Client>,
     root: S3Root,
 }
 
@@ -49,7 +49,7 @@ impl Bucket {
     /// The root `root`, reached through `client`.
     pub fn new(client: Client, root: S3Root) -> Bucket {
         Bucket {
-            client: Rc::new(client),
+            client: Arc::new(client),
             root,
         }
     }

@@ -1,0 +1,163 @@
+//! The moves after a job's result, in a thread of their own: the job to
+//! `archive/done/`, a valid marker to `archive/consumed/`, the claim
+//! removed. The result itself is placed before the next job starts (a
+//! crash then leaves a result, and the next start only redoes these
+//! moves); these four requests go on while the next job runs, as the
+//! folder lane's publisher does (docs/object-store.md, "The listener's
+//! order of writes").
+
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use super::objects::{self, Replaced};
+use crate::base::error::{Error, Result};
+use crate::base::names::JobId;
+use crate::protocol::accept;
+use crate::protocol::doc::marker;
+use crate::store::layout::Place;
+use crate::store::port::Shelves;
+use crate::store::port::bucket::BucketTarget;
+use crate::trust::Key;
+
+/// One finished job's moves.
+pub struct Moves {
+    /// The job.
+    pub id: JobId,
+    /// The version of its job object the listing saw, if any.
+    pub listed: Option<String>,
+    /// Its claim, with the version written last (none: the one there).
+    pub claim: Option<Replaced>,
+}
+
+/// What the thread tells the listener.
+#[derive(Default)]
+struct State {
+    /// Moves handed over and not yet done.
+    pending: usize,
+    /// Jobs whose moves are done, and when.
+    done: Vec<(JobId, Instant)>,
+    /// The first failure, reported at the next [`Publisher::settle`].
+    failed: Option<Error>,
+}
+
+/// The thread and its queue.
+pub struct Publisher {
+    tx: Option<Sender<Moves>>,
+    thread: Option<JoinHandle<()>>,
+    state: Arc<(Mutex<State>, Condvar)>,
+}
+
+impl Publisher {
+    /// Starts the thread, moving on `t` (a target sharing the listener's
+    /// client), judging markers with `key`.
+    pub fn start(t: BucketTarget, key: Arc<Key>) -> Publisher {
+        let (tx, rx) = mpsc::channel();
+        let state: Arc<(Mutex<State>, Condvar)> = Arc::default();
+        let shared = Arc::clone(&state);
+        let thread = std::thread::Builder::new()
+            .name("bucket-publisher".into())
+            .spawn(move || work(&t, &key, &rx, &shared))
+            .ok();
+        Publisher {
+            tx: thread.is_some().then_some(tx),
+            thread,
+            state,
+        }
+    }
+
+    /// Hands `m` over; without a thread (none could be started) the moves
+    /// are made here.
+    pub fn send(&self, t: &BucketTarget, key: &Key, m: Moves) -> Result<()> {
+        let Some(tx) = &self.tx else {
+            return moves(t, key, m);
+        };
+        self.state
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pending += 1;
+        tx.send(m).map_err(|_| {
+            Error::new(
+                crate::base::error::Code::Internal,
+                "the bucket publisher stopped".to_string(),
+            )
+        })
+    }
+
+    /// The jobs whose moves were done before `before`, taken from the
+    /// list; and the first failure since the last call, as an error.
+    pub fn settle(&self, before: Instant) -> Result<Vec<JobId>> {
+        let mut s = self.state.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = s.failed.take() {
+            return Err(e);
+        }
+        let (old, new): (Vec<_>, Vec<_>) = s.done.drain(..).partition(|(_, at)| *at < before);
+        s.done = new;
+        Ok(old.into_iter().map(|(id, _)| id).collect())
+    }
+
+    /// Waits until every move handed over is done; the first failure.
+    pub fn wait(&self) -> Result<()> {
+        let (lock, cv) = &*self.state;
+        let mut s = lock.lock().unwrap_or_else(|p| p.into_inner());
+        while s.pending > 0 {
+            s = cv.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        s.failed.take().map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for Publisher {
+    fn drop(&mut self) {
+        self.tx = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn work(t: &BucketTarget, key: &Key, rx: &Receiver<Moves>, state: &(Mutex<State>, Condvar)) {
+    for m in rx {
+        let id = m.id.clone();
+        let r = moves(t, key, m);
+        let mut s = state.0.lock().unwrap_or_else(|p| p.into_inner());
+        s.pending -= 1;
+        match r {
+            Ok(()) => s.done.push((id, Instant::now())),
+            Err(e) => {
+                s.failed.get_or_insert(e);
+            }
+        }
+        state.1.notify_all();
+    }
+}
+
+/// The moves after `m`'s result.
+pub fn moves(t: &BucketTarget, key: &Key, m: Moves) -> Result<()> {
+    let name = m.id.file_name();
+    objects::archive(
+        t,
+        Place::Inbox,
+        &name,
+        m.listed.as_deref(),
+        Place::Done,
+        &name,
+    )?;
+    let read = t.shelf(Place::Cancel).read(&name, marker::MAX_BYTES);
+    if accept::marker(&name, read, t.target().as_str(), key).is_ok() {
+        objects::archive(
+            t,
+            Place::Cancel,
+            &name,
+            None,
+            Place::Consumed,
+            &format!("{}.cancel.json", m.id),
+        )?;
+    }
+    match m.claim {
+        Some(c) => c.remove(t),
+        None => t.shelf(Place::Running).remove(&name),
+    }
+}
