@@ -631,3 +631,85 @@ fn engine_soak_two_hundred_jobs_fifty_cancels_five_kills_every_job_once() {
     assert!(left.is_empty(), "processes left: {left:?}");
     eprintln!("soak: {by_error:?}");
 }
+
+/// `listen --slots 3` on a bucket: six jobs of a second each run three at
+/// a time, never more; one cancelled while it runs in its slot stops alone,
+/// the others end `done`.
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_slots_run_jobs_beside_each_other_and_a_cancel_stops_only_its_own() {
+    let (e, w) = (Engine::new(), World::new());
+    let log = w.home.join("log");
+    let ids: Vec<String> = (0..6)
+        .map(|n| {
+            let tag = n.to_string();
+            send(
+                &e,
+                &w,
+                &[],
+                &kit(&[
+                    "append",
+                    p(&log),
+                    &format!("start {tag}"),
+                    "sleep",
+                    if n == 0 { "30" } else { "2" },
+                    "append",
+                    p(&log),
+                    &format!("end {tag}"),
+                ]),
+            )
+        })
+        .collect();
+    let mut c = cmd_as(&e, &w, "PC");
+    c.args([
+        "--json",
+        "listen",
+        "--once",
+        "--slots",
+        "3",
+        "--poll-interval",
+        "200ms",
+    ])
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped());
+    let l = c.spawn().unwrap();
+    until(Duration::from_secs(30), "three jobs to start", || {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.matches("start").count() >= 3)
+    });
+    let before_cancel = std::fs::read_to_string(&log).unwrap().lines().count();
+    let got = lane_run(&e, &w, &["cancel", "--target", "PC", "--job-id", &ids[0]]);
+    assert_eq!(got.0, 0, "{got:?}");
+    let out = l.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        summary["counters"]["done"],
+        serde_json::json!(5),
+        "{summary}"
+    );
+    assert_eq!(
+        summary["counters"]["cancelled"],
+        serde_json::json!(1),
+        "{summary}"
+    );
+    // Three started before the cancel, no fourth; never more than three at
+    // once after it (the cancelled job, which writes no end, gone then).
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(before_cancel, 3, "{text}");
+    let mut now = 3i32;
+    for (i, line) in lines.iter().enumerate().skip(3) {
+        if i == 3 {
+            now -= 1;
+        }
+        now += if line.starts_with("start") { 1 } else { -1 };
+        assert!(now <= 3, "more than three at once: {text}");
+    }
+    assert!(!text.contains("end 0"), "{text}");
+    assert_eq!(
+        result_json(&e, &w, &ids[0])["error"],
+        serde_json::json!("cancelled")
+    );
+    assert_eq!(names(&e, "running"), Vec::<String>::new());
+    assert_eq!(names(&e, "inbox"), Vec::<String>::new());
+}

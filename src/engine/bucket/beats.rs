@@ -30,13 +30,13 @@ pub struct Beats {
 impl Beats {
     /// Writes the heartbeat now; a store that does not answer is said by
     /// the next write that works (a heartbeat is informational).
-    pub fn write(&mut self, t: &BucketTarget, running: Option<&str>, state: &str) {
+    pub fn write(&mut self, t: &BucketTarget, running: &[String], state: &str) {
         let beat = Beat {
             target: self.target.clone(),
             pid: std::process::id(),
             state: state.to_string(),
-            running: running.map(str::to_string),
-            running_jobs: running.map(str::to_string).into_iter().collect(),
+            running: running.first().cloned(),
+            running_jobs: running.to_vec(),
             started_at: self.started_at.clone(),
             heartbeat_at: clock::format(clock::now()),
             poll_interval_ms: self.poll.as_millis() as u64,

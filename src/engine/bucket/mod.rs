@@ -29,6 +29,8 @@ pub mod claim;
 mod objects;
 mod publish;
 mod recovery;
+mod run;
+mod slots;
 mod watch;
 
 use std::collections::HashMap;
@@ -41,7 +43,7 @@ use crate::base::error::{Code, Error, Result};
 use crate::base::names::JobId;
 use crate::base::read::FileRead;
 use crate::engine::listener::{Counters, Settings, Summary};
-use crate::engine::runner::{self, Control, Mailbox};
+use crate::engine::runner::{Control, Mailbox};
 use crate::engine::shutdown::Shutdown;
 use crate::local::state::Lock;
 use crate::places::heartbeat::{self};
@@ -50,19 +52,17 @@ use crate::platform::{self};
 use crate::protocol::accept::{self, Rejection};
 use crate::protocol::dependency::{self};
 use crate::protocol::doc::detail;
-use crate::protocol::doc::{self, Job, Outcome, Termination, job};
-use crate::protocol::{jobenv, judge};
+use crate::protocol::doc::{self, Job, Outcome, job};
+use crate::protocol::judge;
 use crate::store::fsops::Dir;
-use crate::store::layout::{self, Place, StateDirs};
+use crate::store::layout::{Place, StateDirs};
 use crate::store::port::Shelves;
 use crate::store::port::bucket::BucketTarget;
 use crate::trust::Key;
 use beats::HEARTBEAT;
 pub use beats::{Beats, read_beat};
 use checks::Replay;
-use claim::Claim;
-use objects::{Chunks, Replaced};
-use watch::BucketWatch;
+use objects::Replaced;
 
 /// A listener serving one target of a bucket.
 pub struct BucketListener {
@@ -88,6 +88,8 @@ pub struct BucketListener {
     listed: std::time::Instant,
     /// The claim this listener holds now, with its version.
     claimed: Option<Replaced>,
+    /// The jobs running beside each other (`--slots`).
+    slots: slots::Slots,
     /// The moves after each result, in a thread of their own.
     publisher: publish::Publisher,
     /// Jobs ended by this run whose moves may still be under way.
@@ -179,10 +181,11 @@ impl BucketListener {
             listed: std::time::Instant::now(),
             claimed: None,
             publisher,
+            slots: Default::default(),
             finished: Default::default(),
             _lock: lock,
         };
-        l.beat(None, "listening");
+        l.beat("listening");
         l.recover()?;
         Ok(l)
     }
@@ -193,8 +196,15 @@ impl BucketListener {
         }
     }
 
-    fn beat(&mut self, running: Option<&str>, state: &str) {
-        self.beats.write(&self.t, running, state);
+    /// Writes the heartbeat, naming the jobs running in slots.
+    fn beat(&mut self, state: &str) {
+        let running = self.slots.ids();
+        let state = if running.is_empty() || state != "listening" {
+            state
+        } else {
+            "running"
+        };
+        self.beats.write(&self.t, &running, state);
     }
 
     /// Drains until stopped (or, with `--once`, until a pass finds nothing
@@ -211,6 +221,7 @@ impl BucketListener {
             if self.shutdown.requested() {
                 break true;
             }
+            self.collect_ended(false)?;
             let worked = self.pass()?;
             if self.shutdown.requested() {
                 break true;
@@ -218,12 +229,12 @@ impl BucketListener {
             if worked {
                 continue;
             }
-            if self.settings.once {
+            if self.settings.once && self.slots.len() == 0 {
                 break false;
             }
             if std::time::Instant::now() >= next_beat {
                 next_beat = std::time::Instant::now() + heartbeat::EVERY;
-                self.beat(None, "listening");
+                self.beat("listening");
             }
             match self.rx.recv_timeout(self.settings.poll) {
                 Ok(Control::Shutdown) => break true,
@@ -231,8 +242,9 @@ impl BucketListener {
                 Err(RecvTimeoutError::Disconnected) => break true,
             }
         };
+        self.stop_slots()?;
         self.publisher.wait()?;
-        self.beat(None, "stopped");
+        self.beat("stopped");
         Ok(Summary {
             counters: self.counters,
             interrupted,
@@ -307,6 +319,10 @@ impl BucketListener {
     /// did (the next pass comes at once). The inbox is listed again when
     /// the last listing is a poll interval old, or nothing was left in it.
     fn pass(&mut self) -> Result<bool> {
+        let slots = self.settings.slots.max(1);
+        if slots > 1 && self.slots.len() >= slots {
+            return Ok(false);
+        }
         if self.queue.is_empty() || self.listed.elapsed() >= self.settings.poll {
             self.queue = self.scan()?;
             self.listed = std::time::Instant::now();
@@ -314,7 +330,7 @@ impl BucketListener {
         for j in self.queue.clone() {
             let id = j.id.clone();
             let name = id.file_name();
-            if self.finished.contains(&id) {
+            if self.finished.contains(&id) || self.slots.runs(&id) {
                 continue;
             }
             if let Err(r) = accept::freshness(j.created, clock::now(), self.settings.max_age) {
@@ -373,7 +389,8 @@ impl BucketListener {
                     "cancelled {id} before start (marker from {})",
                     m.origin
                 ));
-                self.finish(&id, &o)?;
+                let claim = self.claimed.take();
+                self.finish(&id, &o, claim)?;
             } else if let Some(dep) = dep {
                 self.counters.failed += 1;
                 self.say(format!(
@@ -381,7 +398,10 @@ impl BucketListener {
                     dep.target, dep.job_id, dep.ended
                 ));
                 let o = detail::dependency_failed(&self.key, &j, dep, &now);
-                self.finish(&id, &o)?;
+                let claim = self.claimed.take();
+                self.finish(&id, &o, claim)?;
+            } else if slots > 1 {
+                self.start_slot(j)?;
             } else {
                 self.run_job(&j)?;
             }
@@ -390,118 +410,9 @@ impl BucketListener {
         Ok(false)
     }
 
-    /// Runs `j` (claimed), then finishes it.
-    fn run_job(&mut self, j: &Job) -> Result<()> {
-        let id = j.id.clone();
-        let started_at = clock::format(clock::now());
-        let (header, payload) = (j.header(), j.payload());
-        match j.is_sealed() {
-            true => self.say(format!("running {id}: (sealed)")),
-            false => self.say(format!(
-                "running {id}: {}",
-                job::argv_summary(&payload.argv)
-            )),
-        }
-        let env = jobenv::for_job(
-            j,
-            &self.root_shown,
-            self.t.target().as_str(),
-            &self.key_path.display().to_string(),
-            &jobenv::token(&self.key, &id, &j.target),
-        );
-        let (out_log, err_log) = (
-            layout::log_name(&id, "stdout"),
-            layout::log_name(&id, "stderr"),
-        );
-        let req = runner::Request {
-            job_id: id.clone(),
-            argv: payload.argv.clone(),
-            cwd: payload.cwd.as_ref().map(PathBuf::from),
-            env,
-            timeout: header.timeout,
-            grace: header.grace(),
-            stop_grace: self.settings.stop_grace,
-            logs: self.spool.clone(),
-            stdout_log: out_log.clone(),
-            stderr_log: err_log.clone(),
-            logged: !j.is_sealed(),
-            mark: None,
-        };
-        while self.rx.try_recv().is_ok() {}
-        let chunks = if j.is_sealed() {
-            Vec::new()
-        } else {
-            vec![
-                Chunks::new(self.spool.path().join(&out_log), id.as_str(), "stdout"),
-                Chunks::new(self.spool.path().join(&err_log), id.as_str(), "stderr"),
-            ]
-        };
-        let report = match runner::start(req, self.mail.bell()) {
-            Ok(running) => {
-                let mut c = Claim::of(
-                    j,
-                    &started_at,
-                    &self.beats.host,
-                    std::process::id(),
-                    &self.beats.run,
-                );
-                c.pid = running.id();
-                let mut watch = BucketWatch::new(
-                    &self.t,
-                    &self.key,
-                    id.clone(),
-                    self.settings.poll,
-                    &mut self.beats,
-                    chunks,
-                );
-                // Informational, for a job that runs long enough to be
-                // seen: the claim already holds the job.
-                watch.show = self.claimed.as_mut().map(|r| (r, doc::to_file_bytes(&c)));
-                let report = running.wait(&self.rx, &mut watch);
-                watch.place_output();
-                let (notes, refusal, chunks) = (
-                    std::mem::take(&mut watch.notes),
-                    watch.refusal.take(),
-                    std::mem::take(&mut watch.chunks),
-                );
-                drop(watch);
-                if let Some(r) = refusal {
-                    self.say(format!(
-                        "ignored marker for {id}: {} ({})",
-                        r.verdict.as_str(),
-                        r.message
-                    ));
-                }
-                for n in notes {
-                    self.say(n);
-                }
-                for c in chunks {
-                    c.discard();
-                }
-                report
-            }
-            Err(report) => *report,
-        };
-        let finished_at = clock::format(clock::after(&started_at, report.duration));
-        let o = detail::outcome_of(&self.key, j, &started_at, &report, &finished_at);
-        let how = o.termination();
-        match how {
-            Termination::Exited if o.ok => self.counters.done += 1,
-            Termination::Cancelled => self.counters.cancelled += 1,
-            _ => self.counters.failed += 1,
-        }
-        self.say(format!(
-            "finished {id}: {} ({}, {})",
-            how.describe(o.ok),
-            o.exit_phrase(),
-            clock::human(report.duration)
-        ));
-        self.finish(&id, &o)
-    }
-
     /// Places `o`, the result of `id`, then hands the moves after it to
     /// the publisher.
-    fn finish(&mut self, id: &JobId, o: &Outcome) -> Result<()> {
+    fn finish(&mut self, id: &JobId, o: &Outcome, claim: Option<Replaced>) -> Result<()> {
         let name = id.file_name();
         // Taken already: a result placed before a crash, kept as it is.
         self.t
@@ -513,7 +424,7 @@ impl BucketListener {
         let moves = publish::Moves {
             id: id.clone(),
             listed,
-            claim: self.claimed.take(),
+            claim,
         };
         self.publisher.send(&self.t, &self.key, moves)
     }

@@ -60,7 +60,7 @@ impl BucketListener {
                     );
                     self.counters.failed += 1;
                     self.say(format!("finished {id}: interrupted"));
-                    self.finish(&id, &o)?;
+                    self.finish(&id, &o, None)?;
                 }
             }
         }

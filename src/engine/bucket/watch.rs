@@ -6,6 +6,7 @@
 //! half-written, so nothing needs to settle), so it cannot hold the name a
 //! genuine marker needs. The listener's heartbeat is kept fresh meanwhile.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::Beats;
@@ -22,14 +23,17 @@ use crate::store::port::Shelves;
 use crate::store::port::bucket::BucketTarget;
 use crate::trust::Key;
 
-/// What the runner looks at while `job` runs.
+/// What the runner looks at while `job` runs. It owns what it needs, so
+/// a job running beside others (`--slots`) is watched in its own thread.
 pub struct BucketWatch<'a> {
-    t: &'a BucketTarget,
-    key: &'a Key,
+    t: BucketTarget,
+    key: Arc<Key>,
     job: JobId,
     poll: std::time::Duration,
     next_look: Instant,
-    beats: &'a mut Beats,
+    /// The heartbeat, written by the watch of the one job a serial
+    /// listener runs (with slots the listener's thread writes it).
+    beats: Option<&'a mut Beats>,
     next_beat: Instant,
     /// The job's two logs on their way to the bucket.
     pub chunks: Vec<Chunks>,
@@ -37,21 +41,25 @@ pub struct BucketWatch<'a> {
     pub refusal: Option<Rejection>,
     /// Lines for the listener's log.
     pub notes: Vec<String>,
-    /// The claim and what it shows once the job runs (its pid), written
-    /// with the first heartbeat.
-    pub show: Option<(&'a mut Replaced, Vec<u8>)>,
+    /// The job's claim, and what it shows once the job runs (its pid),
+    /// written at the first look a second into the job.
+    pub claim: Option<Replaced>,
+    show: Option<Vec<u8>>,
 }
 
 impl<'a> BucketWatch<'a> {
     /// Watches `job` on `t` every `poll`, placing `chunks`, beating with
-    /// `beats`.
+    /// `beats`; `claim` shown as `show` once the job has run a second.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
-        t: &'a BucketTarget,
-        key: &'a Key,
+        t: BucketTarget,
+        key: Arc<Key>,
         job: JobId,
         poll: std::time::Duration,
-        beats: &'a mut Beats,
+        beats: Option<&'a mut Beats>,
         chunks: Vec<Chunks>,
+        claim: Option<Replaced>,
+        show: Vec<u8>,
     ) -> BucketWatch<'a> {
         let now = Instant::now();
         BucketWatch {
@@ -67,14 +75,15 @@ impl<'a> BucketWatch<'a> {
             chunks,
             refusal: None,
             notes: Vec::new(),
-            show: None,
+            claim,
+            show: Some(show),
         }
     }
 
     /// Places the output gained since the last look.
     pub fn place_output(&mut self) {
         for c in &mut self.chunks {
-            if let Err(e) = c.place(self.t) {
+            if let Err(e) = c.place(&self.t) {
                 self.notes.push(format!("could not place output: {e}"));
             }
         }
@@ -97,9 +106,11 @@ impl Looks for BucketWatch<'_> {
         self.place_output();
         if now >= self.next_beat {
             self.next_beat = now + heartbeat::EVERY;
-            self.beats.write(self.t, Some(self.job.as_str()), "running");
-            if let Some((claim, bytes)) = self.show.take() {
-                let _ = claim.write(self.t, &bytes);
+            if let Some(b) = self.beats.as_mut() {
+                b.write(&self.t, &[self.job.to_string()], "running");
+            }
+            if let (Some(claim), Some(bytes)) = (self.claim.as_mut(), self.show.take()) {
+                let _ = claim.write(&self.t, &bytes);
             }
         }
         let name = self.job.file_name();
@@ -109,13 +120,13 @@ impl Looks for BucketWatch<'_> {
             return None;
         }
         let unreadable = matches!(read, FileRead::Unreadable(_));
-        match accept::marker(&name, read, self.t.target().as_str(), self.key) {
+        match accept::marker(&name, read, self.t.target().as_str(), &self.key) {
             Ok(m) => Some(m),
             // The store did not answer: looked at again next poll.
             Err(_) if unreadable => None,
             Err(r) => {
                 let moved =
-                    objects::refuse(self.t, Place::Cancel, &name, &r, Kind::Marker, self.key);
+                    objects::refuse(&self.t, Place::Cancel, &name, &r, Kind::Marker, &self.key);
                 self.notes.push(match moved {
                     Ok(()) => format!(
                         "moved cancel/{name} aside: {} ({})",

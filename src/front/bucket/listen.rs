@@ -18,7 +18,6 @@ pub fn run(ctx: &Context, root: &str, args: &ListenArgs, settings: Settings) -> 
     for (given, what) in [
         (args.drain, "listen --drain"),
         (args.http.is_some(), "listen --http"),
-        (settings.slots > 1, "listen --slots over 1"),
         (settings.governor.is_some(), "listen --governor-file"),
     ] {
         if given {
