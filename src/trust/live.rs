@@ -331,6 +331,39 @@ mod tests {
     }
 
     #[test]
+    fn a_roster_job_token_is_an_hmac_only_the_same_identity_makes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (key, _) = fleet(tmp.path());
+        let text = "job-token|20261129-193000-9f2c4e1ab37d5c08|PC";
+        let token = key.token(text);
+        // An HMAC (64 hex digits), not an Ed25519 signature (128).
+        assert_eq!(token.len(), 64);
+        assert!(key.token_holds(text, &token));
+        assert!(key.token_holds(text, &token.to_uppercase()));
+        assert!(!key.token_holds("job-token|20261129-193000-9f2c4e1ab37d5c09|PC", &token));
+        assert!(!key.token_holds(text, ""));
+        assert!(!key.token_holds(text, &key.sign(text)));
+        // Another process loading the same identity file checks it.
+        let state = tmp.path().join("state");
+        let again = Key::roster(
+            Identity::new("PC", [2; 64]),
+            Live::open(tmp.path(), &state).unwrap(),
+        );
+        assert!(again.token_holds(text, &token));
+        // Another identity (or the fleet key) does not.
+        let nas = Key::roster(
+            Identity::new("PC", [3; 64]),
+            Live::open(tmp.path(), &state).unwrap(),
+        );
+        assert!(!nas.token_holds(text, &token));
+        assert!(
+            !Key::from_bytes(&[2u8; 32])
+                .unwrap()
+                .token_holds(text, &token)
+        );
+    }
+
+    #[test]
     fn a_machine_added_a_moment_ago_is_judged_by_the_new_roster_not_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let (key, _) = fleet(tmp.path());

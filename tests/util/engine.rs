@@ -102,4 +102,3 @@ pub fn lane_id(tag: &str) -> String {
     fleet_dispatch::base::random::fill(&mut b);
     format!("{tag}-{}", hex(&b))
 }
-
