@@ -402,6 +402,37 @@ mod tests {
     }
 
     #[test]
+    fn the_roster_file_is_read_again_only_when_its_size_or_time_changes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (key, _) = fleet(tmp.path());
+        let live = key.live().unwrap();
+        let path = tmp.path().join(ROSTER_FILE);
+        let when = std::fs::metadata(&path).unwrap().modified().unwrap();
+        let len = std::fs::read(&path).unwrap().len();
+        let touch = |t: SystemTime| {
+            let f = std::fs::File::options().write(true).open(&path).unwrap();
+            f.set_modified(t).unwrap();
+        };
+        // Garbage of the same size and time: the same file to a look, so
+        // never read, however many documents are judged.
+        std::fs::write(&path, vec![b'x'; len]).unwrap();
+        touch(when);
+        for _ in 0..1000 {
+            live.look_now();
+            assert_eq!(live.current().unwrap().version, 3);
+        }
+        assert!(live.held().refused.is_none(), "the unchanged file was read");
+        // Its time moved: read once, refused, the last good one kept.
+        touch(when + Duration::from_secs(1));
+        live.look_now();
+        assert!(
+            live.held().refused.is_some(),
+            "the changed file was not read"
+        );
+        assert_eq!(live.current().unwrap().version, 3);
+    }
+
+    #[test]
     fn a_new_roster_is_taken_and_a_forged_one_leaves_the_last_good() {
         let tmp = tempfile::tempdir().unwrap();
         let (key, _) = fleet(tmp.path());
