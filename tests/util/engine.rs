@@ -102,3 +102,4 @@ pub fn lane_id(tag: &str) -> String {
     fleet_dispatch::base::random::fill(&mut b);
     format!("{tag}-{}", hex(&b))
 }
+
