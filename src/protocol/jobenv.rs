@@ -6,7 +6,7 @@
 
 use crate::base::names::JobId;
 use crate::protocol::doc::Job;
-use crate::trust::{Key, Signer};
+use crate::trust::Key;
 
 /// The job's id.
 pub const JOB_ID: &str = "FLEET_DISPATCH_JOB_ID";
@@ -67,16 +67,19 @@ pub fn token_text(id: &JobId, target: &str) -> String {
 }
 
 /// The token the listener of `target` (the job's own spelling) gives job
-/// `id`: its signature over [`token_text`]. It is never written into the
-/// shared folder; a process that holds the key can make one for any job,
-/// so it keeps out a process that only sets [`JOB_ID`], not a key holder.
+/// `id`: [`Key::token`] over [`token_text`], an HMAC under the fleet key, or
+/// in `roster` mode under a key derived from this machine's identity (the
+/// `mcp` server checking it runs on the same machine with the same
+/// identity file). It is never written into the shared folder; a process
+/// that holds the key (or identity) file can make one for any job, so it
+/// keeps out a process that only sets [`JOB_ID`], not a key holder.
 pub fn token(key: &Key, id: &JobId, target: &str) -> String {
-    key.sign(&token_text(id, target))
+    key.token(&token_text(id, target))
 }
 
 /// Whether `token` is the one [`token`] gives job `id` on `target`.
 pub fn token_holds(key: &Key, id: &JobId, target: &str, token: &str) -> bool {
-    key.verify(Signer::Machine(target), &token_text(id, target), token)
+    key.token_holds(&token_text(id, target), token)
 }
 
 /// The entries that mark a process as job `id`'s under `root`, for crash

@@ -8,8 +8,8 @@
 
 use std::fmt;
 
-use ring::digest;
 use ring::signature::{self, Ed25519KeyPair, KeyPair};
+use ring::{digest, hkdf, hmac};
 
 /// The first line of an identity file: what it is, and its format's version.
 const IDENTITY_HEADER: &str = "fleet-dispatch identity 1";
@@ -20,6 +20,10 @@ const ADMIN_HEADER: &str = "fleet-dispatch admin key 1";
 /// What a key id is computed over, before the public key: fixed, so ids
 /// never change.
 const KEY_ID_TEXT: &[u8] = b"fleet-dispatch identity key id\0";
+
+/// What the job token key is derived for (HKDF's salt): fixed, so a job's
+/// listener and the `mcp` server it starts derive the same key.
+const TOKEN_KEY_TEXT: &[u8] = b"fleet-dispatch job token key";
 
 /// Bytes of a key: Ed25519 seeds and public keys, X25519 secrets and
 /// public keys are all 32.
@@ -237,6 +241,18 @@ impl Signing {
 }
 
 impl Identity {
+    /// The HMAC-SHA256 key its jobs' tokens are made with: HKDF-SHA256 of
+    /// the Ed25519 seed, so only a holder of the identity file makes one
+    /// (as with a signature), at the cost of an HMAC rather than an
+    /// Ed25519 signature per job. No document is ever signed with it.
+    pub fn token_key(&self) -> hmac::Key {
+        hkdf::Salt::new(hkdf::HKDF_SHA256, TOKEN_KEY_TEXT)
+            .extract(&self.seed)
+            .expand(&[b"job-token"], hmac::HMAC_SHA256)
+            .expect("32 bytes is a valid HKDF-SHA256 length")
+            .into()
+    }
+
     /// Its signing half ([`Signing`]).
     pub fn signing(&self) -> Signing {
         let pair = pair(&self.seed);

@@ -331,6 +331,39 @@ mod tests {
     }
 
     #[test]
+    fn a_roster_job_token_is_an_hmac_only_the_same_identity_makes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (key, _) = fleet(tmp.path());
+        let text = "job-token|20261129-193000-9f2c4e1ab37d5c08|PC";
+        let token = key.token(text);
+        // An HMAC (64 hex digits), not an Ed25519 signature (128).
+        assert_eq!(token.len(), 64);
+        assert!(key.token_holds(text, &token));
+        assert!(key.token_holds(text, &token.to_uppercase()));
+        assert!(!key.token_holds("job-token|20261129-193000-9f2c4e1ab37d5c09|PC", &token));
+        assert!(!key.token_holds(text, ""));
+        assert!(!key.token_holds(text, &key.sign(text)));
+        // Another process loading the same identity file checks it.
+        let state = tmp.path().join("state");
+        let again = Key::roster(
+            Identity::new("PC", [2; 64]),
+            Live::open(tmp.path(), &state).unwrap(),
+        );
+        assert!(again.token_holds(text, &token));
+        // Another identity (or the fleet key) does not.
+        let nas = Key::roster(
+            Identity::new("PC", [3; 64]),
+            Live::open(tmp.path(), &state).unwrap(),
+        );
+        assert!(!nas.token_holds(text, &token));
+        assert!(
+            !Key::from_bytes(&[2u8; 32])
+                .unwrap()
+                .token_holds(text, &token)
+        );
+    }
+
+    #[test]
     fn a_machine_added_a_moment_ago_is_judged_by_the_new_roster_not_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let (key, _) = fleet(tmp.path());
@@ -366,6 +399,37 @@ mod tests {
             key.judge(&claim("EVE", &by_eve, Some("PC"))),
             Err(Refusal::UnknownSigner(_))
         ));
+    }
+
+    #[test]
+    fn the_roster_file_is_read_again_only_when_its_size_or_time_changes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (key, _) = fleet(tmp.path());
+        let live = key.live().unwrap();
+        let path = tmp.path().join(ROSTER_FILE);
+        let when = std::fs::metadata(&path).unwrap().modified().unwrap();
+        let len = std::fs::read(&path).unwrap().len();
+        let touch = |t: SystemTime| {
+            let f = std::fs::File::options().write(true).open(&path).unwrap();
+            f.set_modified(t).unwrap();
+        };
+        // Garbage of the same size and time: the same file to a look, so
+        // never read, however many documents are judged.
+        std::fs::write(&path, vec![b'x'; len]).unwrap();
+        touch(when);
+        for _ in 0..1000 {
+            live.look_now();
+            assert_eq!(live.current().unwrap().version, 3);
+        }
+        assert!(live.held().refused.is_none(), "the unchanged file was read");
+        // Its time moved: read once, refused, the last good one kept.
+        touch(when + Duration::from_secs(1));
+        live.look_now();
+        assert!(
+            live.held().refused.is_some(),
+            "the changed file was not read"
+        );
+        assert_eq!(live.current().unwrap().version, 3);
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //! Verification takes the [`Signer`] a document names (a job's or marker's
 //! origin, a result's or heartbeat's target): [`Key::judge`] for documents
 //! (their [`Claim`]), [`Key::check`] for what names no algorithm (a GET's
-//! header, a job's token, the root's identity). A signature's text is
+//! header, the root's identity); a job's token is an HMAC made and checked
+//! on one machine ([`Key::token`]). A signature's text is
 //! parsed only here ([`Signature`]), and a fleet key's short name for
 //! messages is its [`Key::key_id`]; whether two machines' keys differ is
 //! [`compare`]'s.
@@ -347,7 +348,7 @@ impl Key {
 
     /// Checks `sig` (its text form) over `canonical`, signed by `signer`,
     /// in constant time: a signature no document's `alg` qualifies (a
-    /// header, a token, the root's identity).
+    /// header, the root's identity).
     ///
     /// # Errors
     ///
@@ -391,6 +392,33 @@ impl Key {
     /// Whether `sig` over `canonical` is `signer`'s ([`Key::check`]).
     pub fn verify(&self, signer: Signer<'_>, canonical: &str, sig: &str) -> bool {
         self.check(signer, canonical, sig).is_ok()
+    }
+
+    /// The key a job's token is made with: the fleet key when this machine
+    /// has one, else its identity's token key
+    /// ([`identity::Identity::token_key`]), derived once with the key.
+    fn token_key(&self) -> Option<&hmac::Key> {
+        self.hmac.as_ref().or(self.own.as_ref().map(|m| &m.token))
+    }
+
+    /// A job's token over `text` (docs/protocol.md §7.5): an HMAC-SHA256 in
+    /// text form (64 lowercase hex digits) under [`Key::token_key`], made
+    /// and checked on this machine only, so no per-job public-key
+    /// signature is needed even in `roster` mode.
+    pub fn token(&self, text: &str) -> String {
+        match self.token_key() {
+            Some(k) => hex::encode(hmac::sign(k, text.as_bytes()).as_ref()),
+            None => unreachable!("a key holds the fleet key or an identity"),
+        }
+    }
+
+    /// Whether `token` is [`Key::token`]'s over `text`, checked in
+    /// constant time.
+    pub fn token_holds(&self, text: &str, token: &str) -> bool {
+        match (self.token_key(), Signature::parse(token)) {
+            (Some(k), Some(sig)) => hmac::verify(k, text.as_bytes(), &sig.tag).is_ok(),
+            _ => false,
+        }
     }
 
     /// Judges a document's signature by the algorithm it states, as this

@@ -27,11 +27,12 @@ pub enum Own {
     None,
 }
 
-/// This machine's identity, its signing half derived once; the identity
-/// itself opens what is sealed to it.
+/// This machine's identity, its signing half and job token key derived
+/// once; the identity itself opens what is sealed to it.
 pub(super) struct Mine {
     pub(super) name: String,
     pub(super) signing: identity::Signing,
+    pub(super) token: ring::hmac::Key,
     pub(super) identity: identity::Identity,
 }
 
@@ -40,6 +41,7 @@ impl Mine {
         Mine {
             name: id.name().to_string(),
             signing: id.signing(),
+            token: id.token_key(),
             identity: id,
         }
     }

@@ -481,6 +481,61 @@ fn the_listener_gives_each_job_its_token() {
     assert_eq!(log.trim(), job_token(&id, "PC"));
 }
 
+/// In the roster lane a job's token is an HMAC-SHA256 of its token text
+/// under a key derived from its machine's identity (HKDF-SHA256, computed
+/// here with `ring` from the identity file's seed): the listener gives it,
+/// `mcp` run as the job on that machine believes it, and a sibling's token,
+/// or one made with another machine's identity, is refused.
+#[test]
+fn in_the_roster_lane_a_job_token_is_derived_from_the_identity_and_believed() {
+    use crate::util::machines;
+    let w = machines::fleet(&[]);
+    let enqueue = |argv: Vec<String>| {
+        let mut args = vec!["enqueue", "--target", "PC", "--"];
+        args.extend(argv.iter().map(String::as_str));
+        machines::last_line(&machines::ok(&w, "PC", &args))
+    };
+    let job = enqueue(kit(&["env", "FLEET_DISPATCH_JOB_TOKEN"]));
+    let sibling = enqueue(kit(&["sleep", "1"]));
+    machines::ok(&w, "PC", &["listen", "--once", "--poll-interval", "100ms"]);
+    let given =
+        std::fs::read_to_string(w.pc().join("logs").join(format!("{job}.stdout.log"))).unwrap();
+    let token_of = |machine: &str, id: &str| {
+        let text = machines::identity(&w, machine).to_file_text();
+        let seed = text
+            .lines()
+            .find_map(|l| l.strip_prefix("ed25519-seed "))
+            .unwrap();
+        let seed = hex::decode(seed).unwrap();
+        let key: ring::hmac::Key =
+            ring::hkdf::Salt::new(ring::hkdf::HKDF_SHA256, b"fleet-dispatch job token key")
+                .extract(&seed)
+                .expand(&[b"job-token"], ring::hmac::HMAC_SHA256)
+                .unwrap()
+                .into();
+        let id = fleet_dispatch::base::names::JobId::parse(id).unwrap();
+        let text = fleet_dispatch::protocol::jobenv::token_text(&id, "PC");
+        hex::encode(ring::hmac::sign(&key, text.as_bytes()).as_ref())
+    };
+    assert_eq!(given.trim(), token_of("PC", &job));
+    let as_job = |token: &str| {
+        let mut c = machines::bg(&w, "PC");
+        c.env("FLEET_DISPATCH_JOB_ID", &job)
+            .env("FLEET_DISPATCH_TARGET", "PC")
+            .env("FLEET_DISPATCH_JOB_TOKEN", token);
+        Client::start(c)
+    };
+    let mut c = as_job(given.trim());
+    c.initialize("2025-11-25");
+    let (code, err) = c.close();
+    assert_eq!(code, 0, "{err}");
+    for wrong in [token_of("PC", &sibling), token_of("LAPTOP", &job)] {
+        let (code, err) = as_job(&wrong).close();
+        assert_eq!(code, 77, "{err}");
+        assert!(err.contains("FORBIDDEN"), "{err}");
+    }
+}
+
 trait Children {
     fn enqueue_as_child(&self, parent: &str) -> String;
 }
