@@ -713,3 +713,95 @@ fn engine_slots_run_jobs_beside_each_other_and_a_cancel_stops_only_its_own() {
     assert_eq!(names(&e, "running"), Vec::<String>::new());
     assert_eq!(names(&e, "inbox"), Vec::<String>::new());
 }
+
+/// The governor on a bucket: under RED a job stays queued (deferred, said
+/// once) and a cancelled one still ends at once; YELLOW runs only `high`.
+/// `listen --drain` asks a running listener to finish its job, start no
+/// new one and stop.
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_the_governor_holds_jobs_and_drain_stops_between_jobs() {
+    let (e, w) = (Engine::new(), World::new());
+    let ran = w.home.join("ran");
+    let governor = w.home.join("governor");
+    std::fs::write(&governor, "RED\n").unwrap();
+    let normal = send(&e, &w, &[], &kit(&["append", p(&ran), "normal"]));
+    let cancelled = send(&e, &w, &[], &kit(&["append", p(&ran), "cancelled"]));
+    let high = send(
+        &e,
+        &w,
+        &["--priority", "high"],
+        &kit(&["append", p(&ran), "high"]),
+    );
+    let got = lane_run(
+        &e,
+        &w,
+        &["cancel", "--target", "PC", "--job-id", &cancelled],
+    );
+    assert_eq!(got.0, 0, "{got:?}");
+    let once = |gov: &str| {
+        std::fs::write(&governor, gov).unwrap();
+        let got = run_as(
+            &e,
+            &w,
+            "PC",
+            &[
+                "--json",
+                "listen",
+                "--once",
+                "--governor-file",
+                p(&governor),
+            ],
+        );
+        assert_eq!(got.0, 0, "{got:?}");
+        serde_json::from_str::<serde_json::Value>(&got.1).unwrap()["counters"].clone()
+    };
+    let red = once("RED\n");
+    assert_eq!(red["cancelled"], serde_json::json!(1), "{red}");
+    assert_eq!(red["deferred"], serde_json::json!(2), "{red}");
+    assert!(!ran.exists());
+    assert_eq!(
+        result_json(&e, &w, &cancelled)["error"],
+        serde_json::json!("cancelled-before-start")
+    );
+    let yellow = once("YELLOW\n");
+    assert_eq!(yellow["done"], serde_json::json!(1), "{yellow}");
+    assert_eq!(std::fs::read_to_string(&ran).unwrap(), "high\n");
+    assert_eq!(result_json(&e, &w, &high)["ok"], serde_json::json!(true));
+    assert_eq!(names(&e, "inbox"), vec![format!("{normal}.json")]);
+
+    // Drain: the running job ends, the queued one stays.
+    let started = w.home.join("started");
+    let long = send(
+        &e,
+        &w,
+        &[],
+        &kit(&[
+            "touch",
+            p(&started),
+            "sleep",
+            "2",
+            "append",
+            p(&ran),
+            "long",
+        ]),
+    );
+    let later = send(&e, &w, &[], &kit(&["append", p(&ran), "later"]));
+    let mut l = listener(&e, &w);
+    until(Duration::from_secs(30), "the long job to start", || {
+        started.exists()
+    });
+    let drain = run_as(&e, &w, "PC", &["listen", "--drain"]);
+    assert_eq!(drain.0, 0, "{drain:?}");
+    assert!(drain.1.contains("drained and stopped"), "{drain:?}");
+    let status = l.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(result_json(&e, &w, &long)["ok"], serde_json::json!(true));
+    assert!(
+        std::fs::read_to_string(&ran).unwrap().ends_with("long\n"),
+        "the running job finished"
+    );
+    // `normal` ran before `long` (queued earlier); `later` never started.
+    assert_eq!(names(&e, "inbox"), vec![format!("{later}.json")]);
+    assert!(!std::fs::read_to_string(&ran).unwrap().contains("later"));
+}

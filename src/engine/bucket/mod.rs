@@ -45,6 +45,7 @@ use crate::base::read::FileRead;
 use crate::engine::listener::{Counters, Settings, Summary};
 use crate::engine::runner::{Control, Mailbox};
 use crate::engine::shutdown::Shutdown;
+use crate::local::governor::Tier;
 use crate::local::state::Lock;
 use crate::places::heartbeat::{self};
 use crate::places::rejected::Kind;
@@ -88,6 +89,8 @@ pub struct BucketListener {
     listed: std::time::Instant,
     /// The claim this listener holds now, with its version.
     claimed: Option<Replaced>,
+    /// Where `listen --drain` asks this listener to stop between jobs.
+    drain: Dir,
     /// The jobs running beside each other (`--slots`).
     slots: slots::Slots,
     /// The moves after each result, in a thread of their own.
@@ -137,6 +140,9 @@ impl BucketListener {
         }
         // A store that overwrites would let two listeners both claim a job.
         crate::store::objstore::probe(t.bucket().client(), t.bucket().root())?;
+        // A drain request left from an earlier run is not for this one.
+        let drain = Dir::open_trusted(state.base())?;
+        drain.take(crate::store::layout::DRAIN);
         let spool_path = state.base().join("bucket-logs");
         crate::store::fsops::create_dirs(std::slice::from_ref(&spool_path))?;
         let spool = Dir::open_trusted(&spool_path)?;
@@ -181,6 +187,7 @@ impl BucketListener {
             listed: std::time::Instant::now(),
             claimed: None,
             publisher,
+            drain,
             slots: Default::default(),
             finished: Default::default(),
             _lock: lock,
@@ -217,11 +224,26 @@ impl BucketListener {
             clock::format_duration(self.settings.poll)
         ));
         let mut next_beat = std::time::Instant::now() + heartbeat::EVERY;
+        let mut drained = false;
         let interrupted = loop {
             if self.shutdown.requested() {
                 break true;
             }
             self.collect_ended(false)?;
+            if drained || self.drain.take(crate::store::layout::DRAIN) {
+                // Asked to stop between jobs: the ones in slots end first.
+                if !drained {
+                    self.say("draining: no new job starts");
+                    drained = true;
+                }
+                if self.slots.len() == 0 {
+                    break false;
+                }
+                if let Ok(Control::Shutdown) = self.rx.recv_timeout(self.settings.poll) {
+                    break true;
+                }
+                continue;
+            }
             let worked = self.pass()?;
             if self.shutdown.requested() {
                 break true;
@@ -248,7 +270,7 @@ impl BucketListener {
         Ok(Summary {
             counters: self.counters,
             interrupted,
-            drained: false,
+            drained: drained && !interrupted,
         })
     }
 
@@ -323,6 +345,7 @@ impl BucketListener {
         if slots > 1 && self.slots.len() >= slots {
             return Ok(false);
         }
+        let tier = Tier::read(self.settings.governor.as_deref());
         if self.queue.is_empty() || self.listed.elapsed() >= self.settings.poll {
             self.queue = self.scan()?;
             self.listed = std::time::Instant::now();
@@ -366,6 +389,19 @@ impl BucketListener {
                 }
                 continue;
             }
+            // The governor holds back what it does not admit, but a job
+            // cancelled meanwhile still ends at once.
+            if marker.is_none() && dep.is_none() && !tier.admits(j.header().priority) {
+                let read = self.read_marker(&id);
+                marker = self.valid_marker(&id, read);
+                if marker.is_none() {
+                    if self.said.insert(format!("governor {id}")) {
+                        self.counters.deferred += 1;
+                        self.say(format!("deferred {id} (governor {})", tier.as_str()));
+                    }
+                    continue;
+                }
+            }
             let (replay, read) = self.claim(&j)?;
             match replay {
                 Replay::Fresh => {}
@@ -378,7 +414,7 @@ impl BucketListener {
                     return Ok(true);
                 }
             }
-            if marker.is_none() && !waits {
+            if marker.is_none() {
                 marker = self.valid_marker(&id, read);
             }
             let now = clock::format(clock::now());

@@ -1,9 +1,11 @@
 //! `listen` on an object-store root: this machine's listener for its own
 //! target on the bucket ([`crate::engine::bucket`]), polling (a bucket
-//! sends no events). What it cannot do there yet is refused by name.
+//! sends no events). What it cannot do there yet (the HTTP intake) is
+//! refused by name.
 
 use super::Lane;
 use crate::base::error::Result;
+use crate::base::names::Machine;
 use crate::engine::bucket::BucketListener;
 use crate::engine::listener::{Settings, Summary};
 use crate::engine::shutdown;
@@ -15,14 +17,8 @@ use crate::store::objstore::S3Root;
 /// Runs `listen` on the root `root`, with `settings` from the command
 /// line, until it stops: how it went.
 pub fn run(ctx: &Context, root: &str, args: &ListenArgs, settings: Settings) -> Result<Summary> {
-    for (given, what) in [
-        (args.drain, "listen --drain"),
-        (args.http.is_some(), "listen --http"),
-        (settings.governor.is_some(), "listen --governor-file"),
-    ] {
-        if given {
-            return Err(super::not_yet(root, what));
-        }
+    if args.http.is_some() {
+        return Err(super::not_yet(root, "listen --http"));
     }
     let lane = Lane::load(ctx, root)?;
     let machine = ctx.machine()?;
@@ -32,11 +28,18 @@ pub fn run(ctx: &Context, root: &str, args: &ListenArgs, settings: Settings) -> 
     let name = existing
         .iter()
         .find(|n| machine.same(n))
-        .map_or(Ok(machine.clone()), |n| {
-            crate::base::names::Machine::parse(n, "target")
-        })?;
+        .map_or(Ok(machine.clone()), |n| Machine::parse(n, "target"))?;
     let t = lane.bucket.target(&name);
-    // Local state of a bucket root lives apart from any folder root's.
+    let state = state(ctx, root, &machine)?;
+    let key_path = ctx.key_path()?;
+    let shutdown = shutdown::install()?;
+    let listener = BucketListener::start(t, &state, lane.key, key_path, settings, shutdown)?;
+    listener.run()
+}
+
+/// The local state of `machine`'s listener of the bucket root `root`: apart
+/// from any folder root's, one per bucket and prefix.
+pub fn state(ctx: &Context, root: &str, machine: &Machine) -> Result<StateDirs> {
     let parsed = S3Root::parse(root)?;
     let place: String = format!("{}-{}", parsed.bucket, parsed.prefix)
         .chars()
@@ -51,9 +54,5 @@ pub fn run(ctx: &Context, root: &str, args: &ListenArgs, settings: Settings) -> 
     let base = ctx
         .state_dir(std::path::Path::new(root))?
         .join(format!("s3-{place}"));
-    let state = StateDirs::new(&base, &machine);
-    let key_path = ctx.key_path()?;
-    let shutdown = shutdown::install()?;
-    let listener = BucketListener::start(t, &state, lane.key, key_path, settings, shutdown)?;
-    listener.run()
+    Ok(StateDirs::new(&base, machine))
 }

@@ -24,9 +24,11 @@ const DRAIN_POLL: Duration = Duration::from_millis(200);
 /// `listen --drain`: asks this machine's listener for its target to stop
 /// between jobs, and waits until its lock is free.
 fn drain(ctx: &Context) -> Result<u8> {
-    let root = ctx.root()?;
     let machine = ctx.machine()?;
-    let state = ctx.state(&root, &machine)?;
+    let state = match ctx.s3_root() {
+        Some(root) => crate::front::bucket::listen::state(ctx, &root, &machine)?,
+        None => ctx.state(&ctx.root()?, &machine)?,
+    };
     let target = machine.as_str();
     if Lock::acquire(&state, target).is_ok() {
         super::emit(
@@ -42,11 +44,8 @@ fn drain(ctx: &Context) -> Result<u8> {
             "fleet-dispatch: asked the listener for {target} to drain: it finishes the job it runs, starts no new one and stops"
         );
     }
-    loop {
+    while Lock::acquire(&state, target).is_err() {
         std::thread::sleep(DRAIN_POLL);
-        if Lock::acquire(&state, target).is_ok() {
-            break;
-        }
     }
     super::emit(
         ctx,
