@@ -94,7 +94,7 @@ pub struct Refused {
 /// acceptance, then the replay guard (`used` says where the id was used),
 /// then its age.
 pub fn admit(
-    dirs: &TargetDirs,
+    target: &str,
     key: &Key,
     body: &[u8],
     max_age: Duration,
@@ -105,16 +105,11 @@ pub fn admit(
         .ok()
         .and_then(|v| v.get("jobId")?.as_str().map(|id| format!("{id}.json")))
         .unwrap_or_default();
-    let job = crate::protocol::judge::job_read(
-        &name,
-        FileRead::Bytes(body.to_vec()),
-        dirs.target().as_str(),
-        key,
-    )
-    .map_err(|rejection| Refused {
-        what: "job".to_string(),
-        rejection,
-    })?;
+    let job = crate::protocol::judge::job_read(&name, FileRead::Bytes(body.to_vec()), target, key)
+        .map_err(|rejection| Refused {
+            what: "job".to_string(),
+            rejection,
+        })?;
     accept::replay(&job.id, used(&job.id))
         .and_then(|()| accept::freshness(job.created, clock::now(), max_age))
         .map_err(|rejection| Refused {

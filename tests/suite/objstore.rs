@@ -149,7 +149,6 @@ fn the_bucket_lane_refuses_what_it_cannot_do_yet_and_bad_input_by_its_code() {
             ],
             "--interrupt",
         ),
-        (vec!["listen", "--http", "127.0.0.1:0"], "--http"),
         (
             vec!["cancel", "--target", "PC", "--job-id", "a", "--wait"],
             "--wait",

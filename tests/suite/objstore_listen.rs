@@ -805,3 +805,156 @@ fn engine_the_governor_holds_jobs_and_drain_stops_between_jobs() {
     assert_eq!(names(&e, "inbox"), vec![format!("{later}.json")]);
     assert!(!std::fs::read_to_string(&ran).unwrap().contains("later"));
 }
+
+// ---- the HTTP intake in front of a listener on a bucket ----
+
+fn http_exchange(addr: &str, raw: &[u8]) -> (u16, serde_json::Value) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.write_all(raw).unwrap();
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP answer");
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (
+        status,
+        serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
+    )
+}
+
+fn http_post(addr: &str, path: &str, body: &str) -> (u16, serde_json::Value) {
+    let raw = format!(
+        "POST {path} HTTP/1.1\r\nHost: pc\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    http_exchange(addr, raw.as_bytes())
+}
+
+fn http_get(addr: &str, path: &str) -> (u16, serde_json::Value) {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let header = request_header("PC", path, t, Signer::Fleet);
+    let raw = format!("GET {path} HTTP/1.1\r\nHost: pc\r\nX-Fleet-Signature: {header}\r\n\r\n");
+    http_exchange(addr, raw.as_bytes())
+}
+
+fn posted_job(id: &str, argv: &[String], by: Signer) -> String {
+    job_doc(
+        id,
+        "PC",
+        &now_text(),
+        "LAPTOP",
+        &serde_json::json!({ "argv": argv }).to_string(),
+        by,
+    )
+    .to_string()
+}
+
+/// `listen --http` on a bucket: a posted job is published into the
+/// bucket's inbox and starts at once (the poll here is 30 s), a posted
+/// marker stops the running job at once, the GETs answer from the bucket,
+/// and a forged job is refused with nothing written.
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_the_http_intake_feeds_a_listener_on_a_bucket() {
+    let (e, w) = (Engine::new(), World::new());
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let addr = format!("127.0.0.1:{port}");
+    let mut c = cmd_as(&e, &w, "PC");
+    c.args(["listen", "--poll-interval", "30s", "--http", &addr])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut l = c.spawn().unwrap();
+    until(Duration::from_secs(30), "the intake to answer", || {
+        std::net::TcpStream::connect(&addr).is_ok()
+    });
+    // A job: queued through the bucket, started at once.
+    let mark = w.home.join("ran");
+    let id = lane_id("20261204-050000");
+    let id = format!("20261204-050000-{}", &id[id.len() - 8..].repeat(2));
+    let t0 = Instant::now();
+    let got = http_post(
+        &addr,
+        "/v1/jobs",
+        &posted_job(&id, &kit(&["touch", p(&mark)]), Signer::Fleet),
+    );
+    assert_eq!(got.0, 202, "{got:?}");
+    assert_eq!(got.1["status"], serde_json::json!("queued"), "{got:?}");
+    until(Duration::from_secs(20), "the posted job to run", || {
+        mark.exists()
+    });
+    assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
+    until(Duration::from_secs(20), "its result", || {
+        http_get(&addr, &format!("/v1/jobs/{id}")).1["state"] == serde_json::json!("done")
+    });
+    let st = http_get(&addr, &format!("/v1/jobs/{id}"));
+    assert_eq!(st.1["result"]["ok"], serde_json::json!(true), "{st:?}");
+    // A forged job: refused, nothing written.
+    let forged = format!("20261204-050001-{}", &id[id.len() - 16..]);
+    let got = http_post(
+        &addr,
+        "/v1/jobs",
+        &posted_job(&forged, &kit(&["touch", p(&mark)]), Signer::Foreign),
+    );
+    assert_eq!(got.0, 403, "{got:?}");
+    assert!(lane_object(&e, &format!("PC/inbox/{forged}.json")).is_none());
+    assert_eq!(
+        http_get(&addr, &format!("/v1/jobs/{forged}")).1["state"],
+        serde_json::json!("unknown")
+    );
+    // A sleeper, stopped at once by a posted marker.
+    let pid = w.home.join("pid");
+    let sleeper = format!("20261204-050002-{}", &id[id.len() - 16..]);
+    let got = http_post(
+        &addr,
+        "/v1/jobs",
+        &posted_job(
+            &sleeper,
+            &kit(&["pid", p(&pid), "sleep", "60"]),
+            Signer::Fleet,
+        ),
+    );
+    assert_eq!(got.0, 202, "{got:?}");
+    until(Duration::from_secs(20), "the sleeper to start", || {
+        pid.exists()
+    });
+    assert_eq!(
+        http_get(&addr, &format!("/v1/jobs/{sleeper}")).1["state"],
+        serde_json::json!("running")
+    );
+    let marker = marker_doc(&sleeper, "PC", &now_text(), "LAPTOP", Signer::Fleet).to_string();
+    let t0 = Instant::now();
+    let got = http_post(&addr, &format!("/v1/jobs/{sleeper}/cancel"), &marker);
+    assert_eq!(got.0, 202, "{got:?}");
+    let job: i32 = std::fs::read_to_string(&pid)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    until(Duration::from_secs(20), "the sleeper to stop", || {
+        !pid_alive(job)
+    });
+    assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
+    until(Duration::from_secs(20), "its result", || {
+        lane_object(&e, &format!("PC/results/{sleeper}.json")).is_some()
+    });
+    assert_eq!(
+        result_json(&e, &w, &sleeper)["error"],
+        serde_json::json!("cancelled")
+    );
+    let st = http_get(&addr, "/v1/status");
+    assert_eq!(st.0, 200, "{st:?}");
+    assert_eq!(
+        st.1["targets"][0]["target"],
+        serde_json::json!("PC"),
+        "{st:?}"
+    );
+    stop(&mut l);
+}

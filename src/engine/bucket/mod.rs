@@ -37,6 +37,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::Duration;
 
 use crate::base::clock;
 use crate::base::error::{Code, Error, Result};
@@ -64,6 +65,23 @@ use beats::HEARTBEAT;
 pub use beats::{Beats, read_beat};
 use checks::Replay;
 use objects::Replaced;
+
+/// What the HTTP intake holds to feed a listener on a bucket from its own
+/// threads: the same target, key and age limit, and the listener's
+/// mailbox (a wake, or a cancel straight to the runner).
+#[derive(Clone)]
+pub struct Door {
+    /// The target served.
+    pub t: BucketTarget,
+    /// The fleet key.
+    pub key: Arc<Key>,
+    /// Jobs older than this are stale.
+    pub max_age: Duration,
+    /// Wakes the idle listener, or reaches the running job's runner.
+    pub control: Mailbox,
+    /// The root, as people read it.
+    pub root: String,
+}
 
 /// A listener serving one target of a bucket.
 pub struct BucketListener {
@@ -214,6 +232,17 @@ impl BucketListener {
         self.beats.write(&self.t, &running, state);
     }
 
+    /// The HTTP intake's way in.
+    pub fn door(&self) -> Door {
+        Door {
+            t: self.t.bucket().target(self.t.target()),
+            key: Arc::clone(&self.key),
+            max_age: self.settings.max_age,
+            control: self.mail.clone(),
+            root: self.root_shown.clone(),
+        }
+    }
+
     /// Drains until stopped (or, with `--once`, until a pass finds nothing
     /// to start).
     pub fn run(mut self) -> Result<Summary> {
@@ -260,9 +289,15 @@ impl BucketListener {
             }
             match self.rx.recv_timeout(self.settings.poll) {
                 Ok(Control::Shutdown) => break true,
+                // From the HTTP intake: straight to the slot running it
+                // (a queued job's marker is met by the next pass).
+                Ok(Control::Cancel(id, m)) => self.slots.cancel(id, m),
                 Ok(_) | Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break true,
             }
+            // After a wait (a wake from the intake, an ended slot, the
+            // poll) the next pass lists the inbox again.
+            self.queue.clear();
         };
         self.stop_slots()?;
         self.publisher.wait()?;

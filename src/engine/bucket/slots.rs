@@ -67,6 +67,13 @@ impl Slots {
         self.running.iter().any(|s| &s.job.id == id)
     }
 
+    /// Sends a cancel of `id` to the slot running that job, if any.
+    pub fn cancel(&self, id: JobId, marker: Box<crate::protocol::doc::Marker>) {
+        if let Some(s) = self.running.iter().find(|s| s.job.id == id) {
+            s.mail.send(Control::Cancel(id, marker));
+        }
+    }
+
     /// The ids running, in the order they started.
     pub fn ids(&self) -> Vec<String> {
         self.running.iter().map(|s| s.job.id.to_string()).collect()

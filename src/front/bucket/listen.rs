@@ -1,7 +1,7 @@
 //! `listen` on an object-store root: this machine's listener for its own
 //! target on the bucket ([`crate::engine::bucket`]), polling (a bucket
-//! sends no events). What it cannot do there yet (the HTTP intake) is
-//! refused by name.
+//! sends no events), with the HTTP intake beside it when asked
+//! (`--http`).
 
 use super::Lane;
 use crate::base::error::Result;
@@ -17,9 +17,11 @@ use crate::store::objstore::S3Root;
 /// Runs `listen` on the root `root`, with `settings` from the command
 /// line, until it stops: how it went.
 pub fn run(ctx: &Context, root: &str, args: &ListenArgs, settings: Settings) -> Result<Summary> {
-    if args.http.is_some() {
-        return Err(super::not_yet(root, "listen --http"));
-    }
+    let http = args
+        .http
+        .as_deref()
+        .map(crate::front::http::bind_addr)
+        .transpose()?;
     let lane = Lane::load(ctx, root)?;
     let machine = ctx.machine()?;
     crate::store::layout::check_addressable(&machine)?;
@@ -33,7 +35,23 @@ pub fn run(ctx: &Context, root: &str, args: &ListenArgs, settings: Settings) -> 
     let state = state(ctx, root, &machine)?;
     let key_path = ctx.key_path()?;
     let shutdown = shutdown::install()?;
+    let verbose = settings.verbose;
     let listener = BucketListener::start(t, &state, lane.key, key_path, settings, shutdown)?;
+    // After the lock: a second listener must say BUSY, not "address in use".
+    let _intake = match http {
+        Some(addr) => {
+            let server = crate::front::http::serve_bucket(addr, listener.door(), verbose)?;
+            if verbose {
+                crate::base::out::line(&format!(
+                    "{} HTTP intake on http://{}",
+                    crate::base::clock::format(crate::base::clock::now()),
+                    server.local_addr()
+                ));
+            }
+            Some(server)
+        }
+        None => None,
+    };
     listener.run()
 }
 

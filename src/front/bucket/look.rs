@@ -16,6 +16,8 @@ use crate::front::config::Context;
 use crate::requests::lane::{self, Seen};
 use crate::store::layout::Place;
 use crate::store::port::Shelves;
+use crate::store::port::bucket::BucketTarget;
+use crate::trust::Key;
 use crate::view;
 
 /// How many queued ids a line of `status` names (`--json` has them all).
@@ -101,56 +103,70 @@ pub fn status(ctx: &Context, root: &str, args: &StatusArgs) -> Result<u8> {
     let mut each = Vec::new();
     let mut lines = vec![format!("root {root} (object store)")];
     for t in &targets {
-        let running = lane::ids_in(t, Place::Running)?;
-        let mut queued = lane::ids_in(t, Place::Inbox)?;
-        queued.retain(|id| !running.contains(id));
-        let beat = crate::engine::bucket::read_beat(t, &lane.key);
-        let listener = match &beat {
-            Some(b) if b.alive() => b.state.clone(),
-            Some(_) => "stopped".to_string(),
-            None => "none".to_string(),
-        };
-        let cancels = lane::ids_in(t, Place::Cancel)?;
-        let results = lane::ids_in(t, Place::Results)?;
-        let newest: Vec<&str> = results
-            .iter()
-            .rev()
-            .take(args.results)
-            .map(|i| i.as_str())
-            .collect();
-        fn list(v: &[crate::base::names::JobId]) -> Vec<&str> {
-            v.iter().map(|i| i.as_str()).collect()
-        }
-        lines.push(format!(
-            "{}: listener {listener}{}; {} queued{}; {} cancel(s) pending; {} result(s)",
-            t.target(),
-            match running.len() {
-                0 => String::new(),
-                _ => format!("; running {}", list(&running).join(", ")),
-            },
-            queued.len(),
-            match queued.len() {
-                0 => String::new(),
-                n if n <= SHOWN => format!(" ({})", list(&queued).join(", ")),
-                n => format!(
-                    " ({}, and {} more)",
-                    list(&queued[..SHOWN]).join(", "),
-                    n - SHOWN
-                ),
-            },
-            cancels.len(),
-            results.len()
-        ));
-        each.push(json!({
-            "target": t.target().as_str(),
-            "listener": listener,
-            "running": list(&running),
-            "queued": list(&queued),
-            "cancels": list(&cancels),
-            "results": newest,
-        }));
+        let (one, line) = target_status(t, &lane.key, args.results)?;
+        each.push(one);
+        lines.push(line);
     }
     let out = json!({"root": root, "store": "s3", "targets": each});
     emit(ctx, &out, &lines.join("\n"));
     Ok(exit::SUCCESS)
+}
+
+/// What `status` says of the target `t` of a bucket, judged with `key`,
+/// naming the newest `results_shown` results: its JSON entry and its line
+/// (the HTTP intake's `GET /v1/status` answers the entry too).
+pub fn target_status(
+    t: &BucketTarget,
+    key: &Key,
+    results_shown: usize,
+) -> Result<(serde_json::Value, String)> {
+    let running = lane::ids_in(t, Place::Running)?;
+    let mut queued = lane::ids_in(t, Place::Inbox)?;
+    queued.retain(|id| !running.contains(id));
+    let beat = crate::engine::bucket::read_beat(t, key);
+    let listener = match &beat {
+        Some(b) if b.alive() => b.state.clone(),
+        Some(_) => "stopped".to_string(),
+        None => "none".to_string(),
+    };
+    let cancels = lane::ids_in(t, Place::Cancel)?;
+    let results = lane::ids_in(t, Place::Results)?;
+    let newest: Vec<&str> = results
+        .iter()
+        .rev()
+        .take(results_shown)
+        .map(|i| i.as_str())
+        .collect();
+    fn list(v: &[crate::base::names::JobId]) -> Vec<&str> {
+        v.iter().map(|i| i.as_str()).collect()
+    }
+    let line = format!(
+        "{}: listener {listener}{}; {} queued{}; {} cancel(s) pending; {} result(s)",
+        t.target(),
+        match running.len() {
+            0 => String::new(),
+            _ => format!("; running {}", list(&running).join(", ")),
+        },
+        queued.len(),
+        match queued.len() {
+            0 => String::new(),
+            n if n <= SHOWN => format!(" ({})", list(&queued).join(", ")),
+            n => format!(
+                " ({}, and {} more)",
+                list(&queued[..SHOWN]).join(", "),
+                n - SHOWN
+            ),
+        },
+        cancels.len(),
+        results.len()
+    );
+    let one = json!({
+        "target": t.target().as_str(),
+        "listener": listener,
+        "running": list(&running),
+        "queued": list(&queued),
+        "cancels": list(&cancels),
+        "results": newest,
+    });
+    Ok((one, line))
 }

@@ -35,6 +35,7 @@
 //! [`crate::front::send::http`].
 
 pub mod auth;
+mod bucket;
 pub mod routes;
 pub mod server;
 
@@ -42,6 +43,7 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 
 use crate::base::error::{Code, Error, Result};
+use crate::engine::bucket::Door;
 use crate::engine::listener::Handle;
 
 pub use server::Server;
@@ -65,7 +67,16 @@ pub fn bind_addr(s: &str) -> Result<SocketAddr> {
 
 /// Starts the intake on `addr`, feeding the listener behind `handle`.
 pub fn serve(addr: SocketAddr, handle: Handle, verbose: bool) -> Result<Server> {
-    let routes = Arc::new(routes::Routes::new(handle, verbose));
+    start(addr, routes::Behind::Folder(handle), verbose)
+}
+
+/// Starts the intake on `addr`, feeding a bucket's listener through `door`.
+pub fn serve_bucket(addr: SocketAddr, door: Door, verbose: bool) -> Result<Server> {
+    start(addr, routes::Behind::Bucket(door), verbose)
+}
+
+fn start(addr: SocketAddr, behind: routes::Behind, verbose: bool) -> Result<Server> {
+    let routes = Arc::new(routes::Routes::new(behind, verbose));
     Server::start(addr, server::Limits::default(), routes).map_err(|e| {
         let hint = match e.kind() {
             std::io::ErrorKind::AddrNotAvailable => {

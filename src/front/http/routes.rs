@@ -16,6 +16,7 @@ use crate::base::clock;
 use crate::base::error::{Code, Error};
 use crate::base::names::JobId;
 use crate::base::read::FileRead;
+use crate::engine::bucket::Door;
 use crate::engine::listener::Handle;
 use crate::engine::runner::Control;
 use crate::places::observe::{self, NoResult, Observed, Unseen};
@@ -24,6 +25,7 @@ use crate::protocol::doc::{job, marker};
 use crate::requests::cancel::{self, CancelStatus};
 use crate::requests::submit;
 use crate::store::fsops;
+use crate::store::port::Shelves;
 
 use super::auth;
 use super::server::{Handler, Request, Response};
@@ -118,21 +120,29 @@ pub fn cancel_path(id: &JobId) -> String {
 
 /// The endpoints, bound to one listener.
 pub struct Routes {
-    handle: Handle,
+    behind: Behind,
     verbose: bool,
 }
 
-type Answer = Result<(u16, Value), Response>;
+/// The listener the intake feeds: on a folder root, or on a bucket.
+pub enum Behind {
+    /// A folder root's listener.
+    Folder(Handle),
+    /// A bucket's listener.
+    Bucket(Door),
+}
+
+pub(super) type Answer = Result<(u16, Value), Response>;
 
 fn refused(status: u16, err: Error) -> Response {
     Response::error(status, &err)
 }
 
-fn from_error(err: Error) -> Response {
+pub(super) fn from_error(err: Error) -> Response {
     refused(code_status(err.code), err)
 }
 
-fn from_rejection(what: &str, r: &accept::Rejection) -> Response {
+pub(super) fn from_rejection(what: &str, r: &accept::Rejection) -> Response {
     let (status, code) = verdict_answer(r.verdict);
     refused(
         status,
@@ -149,8 +159,8 @@ fn from_rejection(what: &str, r: &accept::Rejection) -> Response {
 
 impl Routes {
     /// The endpoints feeding the listener behind `handle`.
-    pub fn new(handle: Handle, verbose: bool) -> Routes {
-        Routes { handle, verbose }
+    pub fn new(behind: Behind, verbose: bool) -> Routes {
+        Routes { behind, verbose }
     }
 
     fn say(&self, line: &str) {
@@ -163,15 +173,38 @@ impl Routes {
     }
 
     fn target(&self) -> &str {
-        self.handle.dirs.target().as_str()
+        match &self.behind {
+            Behind::Folder(h) => h.dirs.target().as_str(),
+            Behind::Bucket(d) => d.t.target().as_str(),
+        }
+    }
+
+    fn key(&self) -> &crate::trust::Key {
+        match &self.behind {
+            Behind::Folder(h) => &h.key,
+            Behind::Bucket(d) => &d.key,
+        }
+    }
+
+    /// The folder root's listener, or (`Err`) the bucket's door.
+    fn folder(&self) -> Result<&Handle, &Door> {
+        match &self.behind {
+            Behind::Folder(h) => Ok(h),
+            Behind::Bucket(d) => Err(d),
+        }
     }
 
     /// `POST /v1/jobs`: acceptance → replay guard → age → publish into the
     /// inbox (never replacing) → wake the listener.
     fn submit(&self, body: &[u8]) -> Answer {
-        let h = &self.handle;
-        let job = submit::admit(&h.dirs, &h.key, body, h.max_age, |id| h.processed_where(id))
-            .map_err(|r| from_rejection(&r.what, &r.rejection))?;
+        let h = match self.folder() {
+            Ok(h) => h,
+            Err(d) => return super::bucket::submit(d, body),
+        };
+        let job = submit::admit(h.dirs.target().as_str(), &h.key, body, h.max_age, |id| {
+            h.processed_where(id)
+        })
+        .map_err(|r| from_rejection(&r.what, &r.rejection))?;
         submit::publish(&h.dirs, &job, &h.key, fsops::Flush::DataAndName).map_err(from_error)?;
         h.control.send(Control::Wake);
         Ok((
@@ -184,7 +217,10 @@ impl Routes {
     /// name) → the folder path's marker rule → a direct word to the runner,
     /// so a running job stops without waiting for the watcher's poll.
     fn cancel(&self, raw_id: &str, body: &[u8]) -> Answer {
-        let h = &self.handle;
+        let h = match self.folder() {
+            Ok(h) => h,
+            Err(d) => return super::bucket::cancel(d, raw_id, body),
+        };
         let id = JobId::parse(raw_id).map_err(from_error)?;
         let m = accept::marker(
             &id.file_name(),
@@ -217,7 +253,10 @@ impl Routes {
 
     /// `GET /v1/jobs/{id}`.
     fn job_state(&self, raw_id: &str) -> Answer {
-        let h = &self.handle;
+        let h = match self.folder() {
+            Ok(h) => h,
+            Err(d) => return super::bucket::job_state(d, raw_id),
+        };
         let id = JobId::parse(raw_id).map_err(from_error)?;
         let mut out = json!({"jobId": id.as_str(), "target": self.target()});
         let seen = observe::job(&h.dirs, &id, &h.key).map_err(from_error)?;
@@ -249,7 +288,10 @@ impl Routes {
     }
 
     fn status(&self) -> Answer {
-        let h = &self.handle;
+        let h = match self.folder() {
+            Ok(h) => h,
+            Err(d) => return super::bucket::status(d),
+        };
         Ok((
             200,
             json!({
@@ -263,13 +305,12 @@ impl Routes {
         let route = route(&req.method, &req.path);
         if matches!(route, Route::JobState(_) | Route::Status) {
             let now = clock::now().unix_timestamp();
-            let target = self.handle.dirs.target().as_str();
             auth::check(
                 req.header(auth::HEADER),
-                target,
+                self.target(),
                 &req.path,
                 now,
-                &self.handle.key,
+                self.key(),
             )
             .map_err(|m| from_error(Error::forbidden(format!("{m}; nothing is shown"))))?;
         }

@@ -96,6 +96,7 @@ impl Bucket {
 }
 
 /// The places of one target on a bucket.
+#[derive(Clone)]
 pub struct BucketTarget {
     bucket: Bucket,
     name: Machine,
