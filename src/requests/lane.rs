@@ -12,7 +12,7 @@ use crate::places::observe::Observed;
 use crate::protocol::accept;
 use crate::protocol::doc::{self, Job, Marker, Outcome, job, marker, outcome};
 use crate::protocol::judge;
-use crate::requests::cancel::CancelStatus;
+use crate::requests::cancel::{self, CancelStatus};
 use crate::store::layout::Place;
 use crate::store::port::Shelves;
 use crate::trust::Key;
@@ -178,4 +178,34 @@ pub fn place_marker(sh: &dyn Shelves, id: &JobId, key: &Key, m: &Marker) -> Resu
             r.message
         ))),
     }
+}
+
+/// The parent rule over the seam: from inside the job `caller`, only
+/// `id`'s direct parent may cancel it, as its signed job file (in
+/// `inbox/`, else `archive/done/`) names it ([`cancel::parent_verdict`]).
+pub fn check_parent(sh: &dyn Shelves, id: &JobId, key: &Key, caller: &JobId) -> Result<()> {
+    let (name, target) = (id.file_name(), sh.target().as_str());
+    for place in [Place::Inbox, Place::Done] {
+        let shelf = sh.shelf(place);
+        let judged = match judge::job_read(&name, shelf.read(&name, job::MAX_BYTES), target, key) {
+            Err(r) if r.verdict == accept::Verdict::Missing => continue,
+            judged => judged,
+        };
+        return cancel::parent_verdict(id, caller, judged, &shelf.shown(&name));
+    }
+    Err(cancel::no_job_to_check(id, sh.target()))
+}
+
+/// The one job `sh`'s target runs now: the one claimed in `running/`
+/// whose result is not there yet ([`crate::places::jobref::the_one`]'s
+/// answers when there is none or several).
+pub fn running(sh: &dyn Shelves) -> Result<JobId> {
+    let results = sh.shelf(Place::Results);
+    let mut ids = Vec::new();
+    for id in ids_in(sh, Place::Running)? {
+        if !results.exists(&id.file_name())? {
+            ids.push(id.to_string());
+        }
+    }
+    crate::places::jobref::the_one(sh.target(), ids, None)
 }

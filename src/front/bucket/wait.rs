@@ -82,7 +82,7 @@ pub fn answer(
     out["state"] = json!(state);
     out["timedOut"] = json!(true);
     let human = format!(
-        "gave up waiting for {id} after {}: it is still {state} on {} (no listener serves a bucket yet)",
+        "gave up waiting for {id} after {}: it is still {state} on {}",
         clock::format_duration(limit.unwrap_or_default()),
         t.target()
     );
