@@ -7,6 +7,7 @@
 //! [`crate::engine::bucket`]). What a bucket cannot do yet
 //! (`--interrupt`, `--slots`, …) is refused by name with `CONFIG`.
 
+pub mod batch;
 pub mod cancel;
 pub mod enqueue;
 pub mod listen;
