@@ -1115,3 +1115,48 @@ fn engine_interrupt_and_cancel_wait_stop_the_running_job() {
     assert!(lane_object(&e, &format!("PC/cancel/{quick}.json")).is_none());
     stop(&mut l);
 }
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_interrupt_running_names_the_one_claimed_job_without_a_result() {
+    let (e, w) = (Engine::new(), World::new());
+    let (a, b) = (lane_id("a"), lane_id("b"));
+    put(&e, &format!("PC/running/{a}.json"), b"{}");
+    put(&e, &format!("PC/running/{b}.json"), b"{}");
+    let new = lane_id("new");
+    let interrupt = |extra: &[&str]| {
+        let mut args = vec![
+            "enqueue",
+            "--target",
+            "PC",
+            "--job-id",
+            &new,
+            "--interrupt",
+            "running",
+        ];
+        args.extend_from_slice(extra);
+        args.extend(["--", "true"]);
+        lane_run(&e, &w, &args)
+    };
+    // Two claims without a result: `running` names no one job.
+    let got = interrupt(&[]);
+    assert_eq!(got.0, 64, "{got:?}");
+    assert!(
+        got.2.contains("2 jobs run on PC now") && got.2.contains(&a) && got.2.contains(&b),
+        "{}",
+        got.2
+    );
+    assert!(lane_object(&e, &format!("PC/inbox/{new}.json")).is_none());
+    // One of them has its result: the other is the one running.
+    put_result(&e, &a, &result_doc(&a, 0, "", ""));
+    let got = interrupt(&["--force"]);
+    assert_eq!(got.0, 0, "{got:?}");
+    assert!(
+        got.2.contains(&format!("cancel of {b} requested")),
+        "{}",
+        got.2
+    );
+    assert!(lane_object(&e, &format!("PC/cancel/{b}.json")).is_some());
+    assert!(lane_object(&e, &format!("PC/cancel/{a}.json")).is_none());
+    assert_eq!(queued_spec(&e, "PC", &new)["priority"], json!("high"));
+}
