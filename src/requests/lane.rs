@@ -1,6 +1,7 @@
 //! A sender's requests over the storage seam ([`Shelves`]), so they work
 //! on any root: whether an id is still free on a target, publishing a job
-//! or a cancel marker create-only, and what became of a job. The rules are
+//! or a cancel marker create-only, what became of a job, the parent rule
+//! and which job a target runs now. The rules are
 //! those of [`super::submit`] and [`super::cancel`] on the folder
 //! (docs/protocol.md §6.3, §8.2); the listener's side of the lane is not
 //! here.

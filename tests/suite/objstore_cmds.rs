@@ -4,7 +4,10 @@
 //! chunk objects (and `--follow` ending once the result is there and no
 //! chunk follows), `sweep` removing stale markers by their LastModified
 //! but never one whose job waits, and `enqueue --wait` answering with the
-//! result. What the listener would write (chunks, results, markers) is
+//! result; the sender's `enqueue --batch` (every line or nothing),
+//! `--interrupt` (a running job stopped by a listener started here, the
+//! one claim without a result as `running`) and `cancel` (`--wait`, over
+//! a target list, the parent rule from inside a job). What the listener would write (chunks, results, markers) is
 //! written here directly through the engine's client. Bad input is
 //! answered by its code before the store is asked.
 //!

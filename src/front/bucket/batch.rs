@@ -20,6 +20,9 @@ use crate::requests::lane;
 use crate::store::port::Shelves;
 use crate::store::port::bucket::BucketTarget;
 
+/// A job signed and checked, with its file's bytes.
+type Signed = (Job, Vec<u8>);
+
 /// Runs `enqueue --batch FILE` (`-`: stdin) on the root `root`.
 pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs, file: &std::path::Path) -> Result<u8> {
     for (given, what) in [
@@ -36,7 +39,7 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs, file: &std::path::Path
     let key = &lane.key;
     let created = clock::now();
     // Each target's jobs, in the order the targets first appear.
-    let mut groups: Vec<(BucketTarget, Vec<(Job, Vec<u8>)>)> = Vec::new();
+    let mut groups: Vec<(BucketTarget, Vec<Signed>)> = Vec::new();
     let mut sent: Vec<Vec<String>> = Vec::new();
     let mut first_line: Vec<((String, String), usize)> = Vec::new();
     let mut waits: Vec<(usize, String)> = Vec::new();

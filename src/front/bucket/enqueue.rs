@@ -3,7 +3,9 @@
 //! published create-only at `PREFIX/TARGET/inbox/<id>.json`; a target list
 //! (`A,B`, `all`) gets one copy per target, every target checked before
 //! any copy goes out. With `--wait`, the result is waited for
-//! ([`super::wait`]).
+//! ([`super::wait`]); with `--interrupt`, the job named is checked first,
+//! the new job queued, then the old one asked to stop ([`super::cancel::ask`]),
+//! as on a folder. `--batch` is [`super::batch`]'s.
 
 use serde_json::{Value, json};
 
