@@ -132,5 +132,7 @@ fn each(
             each.answer(t.target().as_str())
         })
         .collect();
-    Ok(crate::front::cmd::emit_each(ctx, &answers))
+    let (json, human) = crate::view::result::each(&answers);
+    super::emit(ctx, &json, &human);
+    Ok(exit::worst(answers.iter().map(|a| a.status)))
 }
