@@ -1,4 +1,5 @@
-//! Waiting for a job's result on an object-store root (`enqueue --wait`):
+//! Waiting for a job's result on an object-store root (`enqueue --wait`,
+//! `cancel --wait`):
 //! what became of the job is looked at over the seam ([`lane::look`])
 //! every [`POLL`] until it has a result, its result does not verify, or
 //! the wait runs out; then answered as on a folder.
