@@ -354,10 +354,19 @@ pub fn running(dirs: &TargetDirs, key: &Key) -> Result<JobId> {
     if ids.is_empty() {
         ids.extend(beat.running.clone());
     }
+    the_one(target, ids, Some(&beat.state.to_string()))
+}
+
+/// The one of `ids`, the jobs `target` runs now (its listener's state
+/// when known): `NOT_FOUND` when there is none, `VALIDATION_ERROR` listing
+/// them when there are several (`listen --slots`). On any root.
+pub fn the_one(target: &Machine, ids: Vec<String>, state: Option<&str>) -> Result<JobId> {
+    let state = state
+        .map(|s| format!(" (its listener is {s})"))
+        .unwrap_or_default();
     match ids.as_slice() {
         [] => Err(Error::not_found(format!(
-            "no job runs on {target} now (its listener is {}); nothing was written",
-            beat.state
+            "no job runs on {target} now{state}; nothing was written"
         ))
         .hint(format!(
             "queue the job without --interrupt, or name a queued job's id (`fleet-dispatch status --target {target}`)"

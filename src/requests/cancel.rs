@@ -104,27 +104,69 @@ fn check_parent(dirs: &TargetDirs, id: &JobId, key: &Key, caller: &JobId) -> Res
             Err(r) if r.verdict == accept::Verdict::Missing => continue,
             judged => judged,
         };
-        return match judged {
-            Ok(j) if j.header().parent_job_id.as_deref() == Some(caller.as_str()) => Ok(()),
-            Ok(j) => Err(Error::forbidden(format!(
-                "job {caller} may not cancel {id}: only its direct parent ({}) may",
-                j.header()
-                    .parent_job_id
-                    .as_deref()
-                    .unwrap_or("none, it was enqueued from outside a job")
-            ))),
-            Err(r) => Err(Error::forbidden(format!(
-                "cannot check who may cancel {id}: its job file {} is {} ({})",
-                path.display(),
-                r.verdict.as_str(),
-                r.message
-            ))),
-        };
+        return parent_verdict(id, caller, judged, &path.display().to_string());
     }
-    Err(Error::not_found(format!(
-        "no job {id} on {} (inbox or archive)",
-        dirs.target()
-    )))
+    Err(no_job_to_check(id, dirs.target()))
+}
+
+/// The parent rule on the job file of `id` as judged (`shown`: where it
+/// is): the job `caller` may cancel it only when the verified file names
+/// `caller` as its `parentJobId` (`FORBIDDEN` otherwise, and when the file
+/// does not verify). One rule for every root.
+pub fn parent_verdict(
+    id: &JobId,
+    caller: &JobId,
+    judged: std::result::Result<doc::Job, accept::Rejection>,
+    shown: &str,
+) -> Result<()> {
+    match judged {
+        Ok(j) if j.header().parent_job_id.as_deref() == Some(caller.as_str()) => Ok(()),
+        Ok(j) => Err(Error::forbidden(format!(
+            "job {caller} may not cancel {id}: only its direct parent ({}) may",
+            j.header()
+                .parent_job_id
+                .as_deref()
+                .unwrap_or("none, it was enqueued from outside a job")
+        ))),
+        Err(r) => Err(Error::forbidden(format!(
+            "cannot check who may cancel {id}: its job file {shown} is {} ({})",
+            r.verdict.as_str(),
+            r.message
+        ))),
+    }
+}
+
+/// The parent rule's answer when neither the inbox nor the archive of
+/// `target` holds `id`'s job file (`NOT_FOUND`).
+pub fn no_job_to_check(id: &JobId, target: &Machine) -> Error {
+    Error::not_found(format!("no job {id} on {target} (inbox or archive)"))
+}
+
+/// What a wait after a cancel came to, once `id` has its result `o`:
+/// whether the cancel stopped it, the outcome's word for JSON and the
+/// sentence for people (`cancel --wait`).
+pub fn after_wait(id: &JobId, o: &Outcome) -> (bool, String, String) {
+    let how = o.termination();
+    let stopped = matches!(
+        how,
+        doc::Termination::Cancelled | doc::Termination::CancelledBeforeStart
+    );
+    if stopped {
+        return (
+            true,
+            "stopped".to_string(),
+            format!("{id} stopped ({})", how.as_str()),
+        );
+    }
+    (
+        false,
+        how.describe(o.ok).to_string(),
+        format!(
+            "{id} was not stopped: it finished first ({}, exit {})",
+            how.describe(o.ok),
+            o.exit_code
+        ),
+    )
 }
 
 /// The signed marker asking `dirs`' target to stop `id`, after the parent

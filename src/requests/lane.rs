@@ -1,6 +1,7 @@
 //! A sender's requests over the storage seam ([`Shelves`]), so they work
 //! on any root: whether an id is still free on a target, publishing a job
-//! or a cancel marker create-only, and what became of a job. The rules are
+//! or a cancel marker create-only, what became of a job, the parent rule
+//! and which job a target runs now. The rules are
 //! those of [`super::submit`] and [`super::cancel`] on the folder
 //! (docs/protocol.md §6.3, §8.2); the listener's side of the lane is not
 //! here.
@@ -12,7 +13,7 @@ use crate::places::observe::Observed;
 use crate::protocol::accept;
 use crate::protocol::doc::{self, Job, Marker, Outcome, job, marker, outcome};
 use crate::protocol::judge;
-use crate::requests::cancel::CancelStatus;
+use crate::requests::cancel::{self, CancelStatus};
 use crate::store::layout::Place;
 use crate::store::port::Shelves;
 use crate::trust::Key;
@@ -178,4 +179,99 @@ pub fn place_marker(sh: &dyn Shelves, id: &JobId, key: &Key, m: &Marker) -> Resu
             r.message
         ))),
     }
+}
+
+/// The parent rule over the seam: from inside the job `caller`, only
+/// `id`'s direct parent may cancel it, as its signed job file (in
+/// `inbox/`, else `archive/done/`) names it ([`cancel::parent_verdict`]).
+pub fn check_parent(sh: &dyn Shelves, id: &JobId, key: &Key, caller: &JobId) -> Result<()> {
+    let (name, target) = (id.file_name(), sh.target().as_str());
+    for place in [Place::Inbox, Place::Done] {
+        let shelf = sh.shelf(place);
+        let judged = match judge::job_read(&name, shelf.read(&name, job::MAX_BYTES), target, key) {
+            Err(r) if r.verdict == accept::Verdict::Missing => continue,
+            judged => judged,
+        };
+        return cancel::parent_verdict(id, caller, judged, &shelf.shown(&name));
+    }
+    Err(cancel::no_job_to_check(id, sh.target()))
+}
+
+/// The one job `sh`'s target runs now: the one claimed in `running/`
+/// whose result is not there yet ([`crate::places::jobref::the_one`]'s
+/// answers when there is none or several).
+pub fn running(sh: &dyn Shelves) -> Result<JobId> {
+    let results = sh.shelf(Place::Results);
+    let mut ids = Vec::new();
+    for id in ids_in(sh, Place::Running)? {
+        if !results.exists(&id.file_name())? {
+            ids.push(id.to_string());
+        }
+    }
+    crate::places::jobref::the_one(sh.target(), ids, None)
+}
+
+/// What a target of a bucket holds now, as `status` shows it: its
+/// listener's state (its signed heartbeat: `listening`, `running`,
+/// `stopped`, or `none`), the jobs claimed (running) and queued, the
+/// markers waiting, and every result's id, sorted.
+pub struct TargetSeen {
+    /// The target.
+    pub target: String,
+    /// The listener's state.
+    pub listener: String,
+    /// Jobs claimed and not yet ended.
+    pub running: Vec<JobId>,
+    /// Jobs queued (in the inbox, not claimed).
+    pub queued: Vec<JobId>,
+    /// Markers in `cancel/`.
+    pub cancels: Vec<JobId>,
+    /// Results.
+    pub results: Vec<JobId>,
+}
+
+impl TargetSeen {
+    /// The JSON of `status`, naming the newest `shown` results.
+    pub fn to_json(&self, shown: usize) -> serde_json::Value {
+        let list = |v: &[JobId]| v.iter().map(|i| i.as_str().to_string()).collect::<Vec<_>>();
+        let newest: Vec<String> = self
+            .results
+            .iter()
+            .rev()
+            .take(shown)
+            .map(|i| i.as_str().to_string())
+            .collect();
+        serde_json::json!({
+            "target": self.target,
+            "listener": self.listener,
+            "running": list(&self.running),
+            "queued": list(&self.queued),
+            "cancels": list(&self.cancels),
+            "results": newest,
+        })
+    }
+}
+
+/// What `t` holds now, its heartbeat judged with `key`.
+///
+/// # Errors
+///
+/// The store did not answer a listing.
+pub fn target_seen(t: &crate::store::port::bucket::BucketTarget, key: &Key) -> Result<TargetSeen> {
+    let running = ids_in(t, Place::Running)?;
+    let mut queued = ids_in(t, Place::Inbox)?;
+    queued.retain(|id| !running.contains(id));
+    let listener = match crate::places::heartbeat::on_bucket(t, key) {
+        Some(b) if b.alive() => b.state.clone(),
+        Some(_) => "stopped".to_string(),
+        None => "none".to_string(),
+    };
+    Ok(TargetSeen {
+        target: t.target().to_string(),
+        listener,
+        running,
+        queued,
+        cancels: ids_in(t, Place::Cancel)?,
+        results: ids_in(t, Place::Results)?,
+    })
 }

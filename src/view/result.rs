@@ -180,10 +180,16 @@ pub struct Answer {
 impl Answer {
     /// The answer for a target where the command failed with `e`.
     pub fn failed(dirs: &TargetDirs, e: &Error) -> Answer {
+        Answer::failed_on(dirs.target().as_str(), e)
+    }
+
+    /// The answer for the target named `target` where the command failed
+    /// with `e`.
+    pub fn failed_on(target: &str, e: &Error) -> Answer {
         Answer {
             status: exit::of(e.code),
-            json: json!({"target": dirs.target().as_str(), "error": e.to_json()["error"]}),
-            line: format!("{}: {}", dirs.target(), e.message),
+            json: json!({"target": target, "error": e.to_json()["error"]}),
+            line: format!("{target}: {}", e.message),
         }
     }
 

@@ -137,21 +137,18 @@ fn the_bucket_lane_refuses_what_it_cannot_do_yet_and_bad_input_by_its_code() {
             vec!["enqueue", "--target", "PC,B", "--wait", "--", "true"],
             "--wait over a target list",
         ),
+        (vec!["enqueue", "--batch", "jobs.jsonl", "--seal"], "--seal"),
         (
             vec![
-                "enqueue",
+                "cancel",
                 "--target",
                 "PC",
-                "--interrupt",
-                "running",
-                "--",
-                "true",
+                "--job-id",
+                "a",
+                "--via",
+                "http://127.0.0.1:9",
             ],
-            "--interrupt",
-        ),
-        (
-            vec!["cancel", "--target", "PC", "--job-id", "a", "--wait"],
-            "--wait",
+            "--via",
         ),
         (
             vec!["result", "--target", "PC", "--job-id", "last"],

@@ -4,7 +4,10 @@
 //! chunk objects (and `--follow` ending once the result is there and no
 //! chunk follows), `sweep` removing stale markers by their LastModified
 //! but never one whose job waits, and `enqueue --wait` answering with the
-//! result. What the listener would write (chunks, results, markers) is
+//! result; the sender's `enqueue --batch` (every line or nothing),
+//! `--interrupt` (a running job stopped by a listener started here, the
+//! one claim without a result as `running`) and `cancel` (`--wait`, over
+//! a target list, the parent rule from inside a job). What the listener would write (chunks, results, markers) is
 //! written here directly through the engine's client. Bad input is
 //! answered by its code before the store is asked.
 //!
@@ -501,4 +504,662 @@ fn engine_enqueue_wait_answers_with_the_result_or_gives_up() {
     );
     assert_eq!(got.0, 124, "{got:?}");
     assert!(got.2.contains("gave up waiting"), "{}", got.2);
+}
+
+/// The sender's batch, interrupt and cancel on a bucket refuse bad input
+/// by its code, naming the line, flag or id, before the store is asked.
+#[test]
+fn bad_batch_lines_interrupts_and_cancels_on_a_bucket_are_refused_by_their_code() {
+    let w = World::new();
+    let file = w.dir.path().join("jobs.jsonl");
+    std::fs::write(
+        &file,
+        "{\"target\": \"PC\", \"argv\": [\"true\"]}\n\n{\"target\": \"PC\"}\n",
+    )
+    .unwrap();
+    let file = file.display().to_string();
+    let run = |args: &[&str]| {
+        let mut c = w.cmd();
+        c.args(["--root", "s3://jobs/fleet"])
+            .args(args)
+            .env("FLEET_DISPATCH_S3_ENDPOINT", "http://127.0.0.1:9");
+        output_within(&mut c, Duration::from_secs(20))
+    };
+    for (args, code, named) in [
+        (vec!["enqueue", "--batch", &file], 64, "line 3"),
+        (
+            vec!["enqueue", "--batch", "no-such.jsonl"],
+            66,
+            "no-such.jsonl",
+        ),
+        (
+            vec!["enqueue", "--batch", &file, "--interrupt", "running"],
+            64,
+            "--interrupt cannot be given",
+        ),
+        (
+            vec![
+                "enqueue",
+                "--target",
+                "PC,B",
+                "--interrupt",
+                "running",
+                "--",
+                "true",
+            ],
+            64,
+            "--interrupt takes one target",
+        ),
+        (
+            vec![
+                "enqueue",
+                "--target",
+                "PC",
+                "--interrupt",
+                "a/b",
+                "--",
+                "true",
+            ],
+            64,
+            "--interrupt a/b",
+        ),
+        (
+            vec![
+                "enqueue",
+                "--target",
+                "PC",
+                "--interrupt",
+                "last",
+                "--",
+                "true",
+            ],
+            78,
+            "--job-id last",
+        ),
+        (
+            vec!["cancel", "--target", "PC,B", "--job-id", "a", "--wait"],
+            64,
+            "--wait takes one target",
+        ),
+        (
+            vec![
+                "cancel",
+                "--target",
+                "PC",
+                "--job-id",
+                "a",
+                "--wait",
+                "--wait-timeout",
+                "soon",
+            ],
+            64,
+            "--wait-timeout",
+        ),
+    ] {
+        let (got, out, err) = run(&args);
+        assert_eq!(got, code, "{args:?}: {out}{err}");
+        assert!(err.contains(named), "{args:?}: {err}");
+    }
+    // From inside a job, a bad FLEET_DISPATCH_JOB_ID is refused too.
+    let mut c = w.cmd();
+    c.args([
+        "--root",
+        "s3://jobs/fleet",
+        "cancel",
+        "--target",
+        "PC",
+        "--job-id",
+        "a",
+    ])
+    .env("FLEET_DISPATCH_S3_ENDPOINT", "http://127.0.0.1:9")
+    .env("FLEET_DISPATCH_JOB_ID", "../x");
+    let (got, out, err) = output_within(&mut c, Duration::from_secs(20));
+    assert_eq!(got, 64, "{out}{err}");
+    assert!(err.contains("FLEET_DISPATCH_JOB_ID"), "{err}");
+}
+
+/// `fleet-dispatch` on the engine's bucket with `PC` and `B` fleet
+/// members, and `vars` set.
+fn lane_run_with(
+    e: &Engine,
+    w: &World,
+    vars: &[(&str, &str)],
+    args: &[&str],
+) -> (i32, String, String) {
+    output(&mut assert_cmd::Command::from_std({
+        let mut c = lane_cmd(e, w);
+        c.env("FLEET_DISPATCH_FLEET", "PC,B").args(args);
+        for (k, v) in vars {
+            c.env(k, v);
+        }
+        c
+    }))
+}
+
+/// The spec of the job `id` as queued in `TARGET`'s inbox.
+fn queued_spec(e: &Engine, target: &str, id: &str) -> Value {
+    let job = lane_json(&lane_object(e, &format!("{target}/inbox/{id}.json")).expect("queued"));
+    serde_json::from_str(job["spec"].as_str().unwrap()).unwrap()
+}
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_enqueue_batch_publishes_every_line_or_nothing() {
+    let (e, w) = (Engine::new(), World::new());
+    let (a, b, c) = (lane_id("a"), lane_id("b"), lane_id("c"));
+    let file = w.dir.path().join("jobs.jsonl");
+    let write = |lines: &[Value]| {
+        let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+        std::fs::write(&file, text.join("\n") + "\n").unwrap();
+    };
+    let f = file.display().to_string();
+    write(&[
+        json!({"jobId": a, "argv": ["true"], "priority": "high"}),
+        json!({"jobId": b, "argv": ["true"], "after": [a]}),
+        json!({"jobId": c, "argv": ["true"], "target": "PC,B", "after": [format!("PC:{a}")]}),
+    ]);
+    let got = lane_run_with(
+        &e,
+        &w,
+        &[],
+        &["--json", "enqueue", "--batch", &f, "--target", "PC"],
+    );
+    assert_eq!(got.0, 0, "{got:?}");
+    let out: Value = serde_json::from_str(&got.1).unwrap();
+    assert_eq!(
+        out["jobs"],
+        json!([
+            {"line": 1, "jobId": a, "targets": ["PC"], "priority": "high"},
+            {"line": 2, "jobId": b, "targets": ["PC"], "priority": "normal"},
+            {"line": 3, "jobId": c, "targets": ["PC", "B"], "priority": "normal"},
+        ])
+    );
+    assert_eq!(
+        queued_spec(&e, "PC", &b)["after"],
+        json!([{"target": "PC", "jobId": a}]),
+        "a bare id is the line's own target"
+    );
+    assert_eq!(
+        queued_spec(&e, "B", &c)["after"],
+        json!([{"target": "PC", "jobId": a}])
+    );
+    assert_eq!(
+        queued_spec(&e, "PC", &c)["after"],
+        json!([{"target": "PC", "jobId": a}])
+    );
+    // Without --json: the ids, one a line.
+    let (d, d2) = (lane_id("d"), lane_id("d2"));
+    write(&[
+        json!({"jobId": d, "argv": ["true"]}),
+        json!({"jobId": d2, "argv": ["true"], "after": [format!("PC:{a}")]}),
+    ]);
+    let got = lane_run_with(&e, &w, &[], &["enqueue", "--batch", &f, "--target", "PC"]);
+    assert_eq!(got.0, 0, "{got:?}");
+    assert_eq!(got.1, format!("{d}\n{d2}\n"));
+    // An id already queued, on line 2: nothing of line 1 is published.
+    let fresh = lane_id("fresh");
+    write(&[
+        json!({"jobId": fresh, "argv": ["true"]}),
+        json!({"jobId": a, "argv": ["true"]}),
+    ]);
+    let got = lane_run_with(&e, &w, &[], &["enqueue", "--batch", &f, "--target", "PC"]);
+    assert_eq!(got.0, 64, "{got:?}");
+    assert!(got.2.contains("line 2") && got.2.contains(&a), "{}", got.2);
+    assert!(lane_object(&e, &format!("PC/inbox/{fresh}.json")).is_none());
+    // The same id twice for one target, a cycle of `after`, an unknown
+    // target: refused naming the line, nothing published.
+    let (x, y) = (lane_id("x"), lane_id("y"));
+    for (lines, named) in [
+        (
+            vec![
+                json!({"jobId": x, "argv": ["true"]}),
+                json!({"jobId": x, "argv": ["true"], "target": "B,PC"}),
+            ],
+            "is also on line 1",
+        ),
+        (
+            vec![
+                json!({"jobId": x, "argv": ["true"], "after": [y]}),
+                json!({"jobId": y, "argv": ["true"], "after": [x]}),
+            ],
+            "makes a cycle",
+        ),
+        (
+            vec![
+                json!({"jobId": x, "argv": ["true"]}),
+                json!({"jobId": y, "argv": ["true"], "target": "NOPE"}),
+            ],
+            "line 2",
+        ),
+    ] {
+        write(&lines);
+        let got = lane_run_with(&e, &w, &[], &["enqueue", "--batch", &f, "--target", "PC"]);
+        assert!(got.0 == 64 || got.0 == 66, "{got:?}");
+        assert!(got.2.contains(named), "{named}: {}", got.2);
+        for t in ["PC", "B"] {
+            for id in [&x, &y] {
+                assert!(
+                    lane_object(&e, &format!("{t}/inbox/{id}.json")).is_none(),
+                    "{t} {id}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_cancel_over_a_list_and_from_inside_a_job_keeps_the_parent_rule() {
+    let (e, w) = (Engine::new(), World::new());
+    let id = lane_id("both");
+    let got = lane_run_with(
+        &e,
+        &w,
+        &[],
+        &["enqueue", "--target", "PC,B", "--job-id", &id, "--", "true"],
+    );
+    assert_eq!(got.0, 0, "{got:?}");
+    // An id neither target has: refused as a whole, no marker.
+    let none = lane_id("none");
+    let got = lane_run_with(
+        &e,
+        &w,
+        &[],
+        &["cancel", "--target", "PC,B", "--job-id", &none],
+    );
+    assert_eq!(got.0, 66, "{got:?}");
+    assert!(got.2.contains(&none), "{}", got.2);
+    for t in ["PC", "B"] {
+        assert!(lane_object(&e, &format!("{t}/cancel/{none}.json")).is_none());
+    }
+    let got = lane_run_with(
+        &e,
+        &w,
+        &[],
+        &["--json", "cancel", "--target", "PC,B", "--job-id", &id],
+    );
+    assert_eq!(got.0, 0, "{got:?}");
+    let out: Value = serde_json::from_str(&got.1).unwrap();
+    let each: Vec<(&Value, &Value)> = out
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (&a["target"], &a["status"]))
+        .collect();
+    assert_eq!(
+        each,
+        vec![
+            (&json!("PC"), &json!("requested")),
+            (&json!("B"), &json!("requested"))
+        ],
+        "{out}"
+    );
+    for t in ["PC", "B"] {
+        assert!(
+            lane_object(&e, &format!("{t}/cancel/{id}.json")).is_some(),
+            "{t}"
+        );
+    }
+    // A job with a copy on PC only: B says it has none, PC gets a marker.
+    let one = lane_id("one");
+    let got = lane_run_with(
+        &e,
+        &w,
+        &[],
+        &["enqueue", "--target", "PC", "--job-id", &one, "--", "true"],
+    );
+    assert_eq!(got.0, 0, "{got:?}");
+    let got = lane_run_with(
+        &e,
+        &w,
+        &[],
+        &["cancel", "--target", "PC,B", "--job-id", &one],
+    );
+    assert_eq!(got.0, 0, "{got:?}");
+    assert!(
+        got.1.contains(&format!("B: no job {one} there")),
+        "{}",
+        got.1
+    );
+    assert!(lane_object(&e, &format!("PC/cancel/{one}.json")).is_some());
+    assert!(lane_object(&e, &format!("B/cancel/{one}.json")).is_none());
+    // From inside a job: only the direct parent may cancel.
+    let (parent, child) = (lane_id("parent"), lane_id("child"));
+    let inside = [("FLEET_DISPATCH_JOB_ID", parent.as_str())];
+    let got = lane_run_with(
+        &e,
+        &w,
+        &inside,
+        &[
+            "enqueue", "--target", "PC", "--job-id", &child, "--", "true",
+        ],
+    );
+    assert_eq!(got.0, 0, "{got:?}");
+    assert_eq!(queued_spec(&e, "PC", &child)["parentJobId"], json!(parent));
+    let other = lane_id("other");
+    let got = lane_run_with(
+        &e,
+        &w,
+        &[("FLEET_DISPATCH_JOB_ID", other.as_str())],
+        &["cancel", "--target", "PC", "--job-id", &child],
+    );
+    assert_eq!(got.0, 77, "{got:?}");
+    assert!(
+        got.2
+            .contains(&format!("only its direct parent ({parent})")),
+        "{}",
+        got.2
+    );
+    // A job enqueued from outside any job has no parent to cancel it.
+    let outside = lane_id("outside");
+    let got = lane_run_with(
+        &e,
+        &w,
+        &[],
+        &[
+            "enqueue", "--target", "PC", "--job-id", &outside, "--", "true",
+        ],
+    );
+    assert_eq!(got.0, 0, "{got:?}");
+    let got = lane_run_with(
+        &e,
+        &w,
+        &inside,
+        &["cancel", "--target", "PC", "--job-id", &outside],
+    );
+    assert_eq!(got.0, 77, "{got:?}");
+    assert!(got.2.contains("enqueued from outside a job"), "{}", got.2);
+    for i in [&child, &outside] {
+        assert!(
+            lane_object(&e, &format!("PC/cancel/{i}.json")).is_none(),
+            "{i}"
+        );
+    }
+    let got = lane_run_with(
+        &e,
+        &w,
+        &inside,
+        &["cancel", "--target", "PC", "--job-id", &child],
+    );
+    assert_eq!(got.0, 0, "{got:?}");
+    assert!(lane_object(&e, &format!("PC/cancel/{child}.json")).is_some());
+    // --wait with no listener: gives up after its limit, UNFINISHED.
+    let got = lane_run_with(
+        &e,
+        &w,
+        &[],
+        &[
+            "cancel",
+            "--target",
+            "PC",
+            "--job-id",
+            &outside,
+            "--wait",
+            "--wait-timeout",
+            "1s",
+        ],
+    );
+    assert_eq!(got.0, 124, "{got:?}");
+    assert!(
+        got.1.contains(&format!("cancel of {outside} requested")),
+        "{got:?}"
+    );
+    assert!(got.2.contains("gave up waiting"), "{}", got.2);
+}
+
+/// `fleet-dispatch` on the engine's bucket as machine `machine`, with `PC`
+/// a fleet member and a state directory of its own.
+fn cmd_as(e: &Engine, w: &World, machine: &str) -> std::process::Command {
+    let mut c = w.bg_cmd_as(machine);
+    c.env("FLEET_DISPATCH_ROOT", lane_root(e))
+        .env("FLEET_DISPATCH_FLEET", "PC")
+        .env(
+            "FLEET_DISPATCH_STATE_DIR",
+            w.home.join(format!("state-{machine}")),
+        );
+    for (k, v) in &e.vars {
+        c.env(k, v);
+    }
+    c
+}
+
+/// A listener of PC on the bucket, in the background, polling fast.
+fn listener(e: &Engine, w: &World) -> std::process::Child {
+    let mut c = cmd_as(e, w, "PC");
+    c.args(["listen", "--poll-interval", "200ms"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    c.spawn().unwrap()
+}
+
+/// Stops the listener `l` (SIGTERM, then SIGKILL after 20 s).
+fn stop(l: &mut std::process::Child) {
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &l.id().to_string()])
+        .status();
+    let end = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < end {
+        if l.try_wait().unwrap().is_some() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = l.kill();
+    let _ = l.wait();
+}
+
+/// Waits up to `limit` for `f`.
+fn until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
+    let end = Instant::now() + limit;
+    while !f() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_interrupt_and_cancel_wait_stop_the_running_job() {
+    let (e, w) = (Engine::new(), World::new());
+    let started = w.home.join("started");
+    let sleep = |tag: &str| {
+        let id = lane_id(tag);
+        let mut args = vec!["enqueue", "--target", "PC", "--job-id", &id, "--"];
+        let argv = kit(&["touch", p(&started), "sleep", "60"]);
+        args.extend(argv.iter().map(String::as_str));
+        let got = lane_run(&e, &w, &args);
+        assert_eq!(got.0, 0, "{got:?}");
+        id
+    };
+    // Nothing runs: `running` names no job, and nothing is queued.
+    let first = lane_id("first");
+    let got = lane_run(
+        &e,
+        &w,
+        &[
+            "enqueue",
+            "--target",
+            "PC",
+            "--job-id",
+            &first,
+            "--interrupt",
+            "running",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(got.0, 66, "{got:?}");
+    assert!(got.2.contains("no job runs on PC now"), "{}", got.2);
+    assert!(lane_object(&e, &format!("PC/inbox/{first}.json")).is_none());
+    // An id PC has nothing of: refused, nothing queued.
+    let ghost = lane_id("ghost");
+    let got = lane_run(
+        &e,
+        &w,
+        &[
+            "enqueue",
+            "--target",
+            "PC",
+            "--job-id",
+            &first,
+            "--interrupt",
+            &ghost,
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(got.0, 66, "{got:?}");
+    assert!(got.2.contains(&format!("--interrupt {ghost}")), "{}", got.2);
+    assert!(lane_object(&e, &format!("PC/inbox/{first}.json")).is_none());
+    let long = sleep("long");
+    let mut l = listener(&e, &w);
+    until(Duration::from_secs(30), "the long job to start", || {
+        started.exists()
+    });
+    let steer = lane_id("steer");
+    let got = lane_run(
+        &e,
+        &w,
+        &[
+            "--json",
+            "enqueue",
+            "--target",
+            "PC",
+            "--job-id",
+            &steer,
+            "--interrupt",
+            "running",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(got.0, 0, "{got:?}");
+    let out: Value = serde_json::from_str(&got.1).unwrap();
+    assert_eq!(out["priority"], json!("high"), "{out}");
+    assert_eq!(
+        (
+            &out["interrupt"]["jobId"],
+            &out["interrupt"]["status"],
+            &out["interrupt"]["job"]
+        ),
+        (&json!(long), &json!("requested"), &json!("running")),
+        "{out}"
+    );
+    until(Duration::from_secs(30), "both results", || {
+        lane_object(&e, &format!("PC/results/{long}.json")).is_some()
+            && lane_object(&e, &format!("PC/results/{steer}.json")).is_some()
+    });
+    let r = lane_json(&lane_object(&e, &format!("PC/results/{long}.json")).unwrap());
+    assert_eq!(r["error"], json!("cancelled"), "{r}");
+    // An interrupt of a job that already finished: the new job waits its
+    // turn, and runs.
+    let after = lane_id("after");
+    let got = lane_run(
+        &e,
+        &w,
+        &[
+            "enqueue",
+            "--target",
+            "PC",
+            "--job-id",
+            &after,
+            "--interrupt",
+            &long,
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(got.0, 0, "{got:?}");
+    assert!(got.2.contains("waits its turn"), "{}", got.2);
+    until(Duration::from_secs(30), "its result", || {
+        lane_object(&e, &format!("PC/results/{after}.json")).is_some()
+    });
+    // cancel --wait: the marker, then the job's end.
+    std::fs::remove_file(&started).unwrap();
+    let next = sleep("next");
+    until(Duration::from_secs(30), "the next job to start", || {
+        started.exists()
+    });
+    let got = lane_run(
+        &e,
+        &w,
+        &["cancel", "--target", "PC", "--job-id", &next, "--wait"],
+    );
+    assert_eq!(got.0, 0, "{got:?}");
+    let lines: Vec<&str> = got.1.lines().collect();
+    assert_eq!(
+        lines,
+        vec![
+            format!("cancel of {next} requested (job running)").as_str(),
+            format!("{next} stopped (cancelled)").as_str(),
+        ],
+        "{got:?}"
+    );
+    // A job that already finished: nothing written, nothing to wait for.
+    let quick = lane_id("quick");
+    let got = lane_run(
+        &e,
+        &w,
+        &[
+            "enqueue", "--target", "PC", "--job-id", &quick, "--wait", "--", "true",
+        ],
+    );
+    assert_eq!(got.0, 0, "{got:?}");
+    let got = lane_run(
+        &e,
+        &w,
+        &[
+            "--json", "cancel", "--target", "PC", "--job-id", &quick, "--wait",
+        ],
+    );
+    assert_eq!(got.0, 0, "{got:?}");
+    let out: Value = serde_json::from_str(&got.1).unwrap();
+    assert_eq!(out["status"], json!("not_running"), "{out}");
+    assert!(lane_object(&e, &format!("PC/cancel/{quick}.json")).is_none());
+    stop(&mut l);
+}
+
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_interrupt_running_names_the_one_claimed_job_without_a_result() {
+    let (e, w) = (Engine::new(), World::new());
+    let (a, b) = (lane_id("a"), lane_id("b"));
+    put(&e, &format!("PC/running/{a}.json"), b"{}");
+    put(&e, &format!("PC/running/{b}.json"), b"{}");
+    let new = lane_id("new");
+    let interrupt = |extra: &[&str]| {
+        let mut args = vec![
+            "enqueue",
+            "--target",
+            "PC",
+            "--job-id",
+            &new,
+            "--interrupt",
+            "running",
+        ];
+        args.extend_from_slice(extra);
+        args.extend(["--", "true"]);
+        lane_run(&e, &w, &args)
+    };
+    // Two claims without a result: `running` names no one job.
+    let got = interrupt(&[]);
+    assert_eq!(got.0, 64, "{got:?}");
+    assert!(
+        got.2.contains("2 jobs run on PC now") && got.2.contains(&a) && got.2.contains(&b),
+        "{}",
+        got.2
+    );
+    assert!(lane_object(&e, &format!("PC/inbox/{new}.json")).is_none());
+    // One of them has its result: the other is the one running.
+    put_result(&e, &a, &result_doc(&a, 0, "", ""));
+    let got = interrupt(&["--force"]);
+    assert_eq!(got.0, 0, "{got:?}");
+    assert!(
+        got.2.contains(&format!("cancel of {b} requested")),
+        "{}",
+        got.2
+    );
+    assert!(lane_object(&e, &format!("PC/cancel/{b}.json")).is_some());
+    assert!(lane_object(&e, &format!("PC/cancel/{a}.json")).is_none());
+    assert_eq!(queued_spec(&e, "PC", &new)["priority"], json!("high"));
 }

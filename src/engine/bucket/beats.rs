@@ -10,7 +10,6 @@ use super::objects::Replaced;
 use crate::base::clock;
 use crate::places::heartbeat::Beat;
 use crate::protocol::doc;
-use crate::store::port::Shelves;
 use crate::store::port::bucket::BucketTarget;
 use crate::trust::Key;
 
@@ -58,17 +57,4 @@ impl Beats {
         };
         let _ = self.object.write(t, &doc::to_file_bytes(&beat));
     }
-}
-
-/// The name of the heartbeat object under a target.
-pub(super) const HEARTBEAT: &str = "listener.json";
-
-/// The verified heartbeat on the bucket of `t`'s listener, if any.
-pub fn read_beat(t: &BucketTarget, key: &Key) -> Option<Beat> {
-    let key_name = t.key_of(HEARTBEAT);
-    let crate::store::objstore::Answer::Done(r) = t.bucket().client().get(&key_name) else {
-        return None;
-    };
-    let b: Beat = serde_json::from_slice(&r.body).ok()?;
-    b.verified(key, t.target()).then_some(b)
 }

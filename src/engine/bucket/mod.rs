@@ -61,8 +61,7 @@ use crate::store::layout::{Place, StateDirs};
 use crate::store::port::Shelves;
 use crate::store::port::bucket::BucketTarget;
 use crate::trust::Key;
-use beats::HEARTBEAT;
-pub use beats::{Beats, read_beat};
+pub use beats::Beats;
 use checks::Replay;
 use objects::Replaced;
 
@@ -136,7 +135,7 @@ impl BucketListener {
         let host = platform::hostname().unwrap_or_default();
         // A beat from this host whose process is gone is a listener that
         // died here: no need to wait for its beat to age.
-        let rival = read_beat(&t, &key).filter(|b| {
+        let rival = heartbeat::on_bucket(&t, &key).filter(|b| {
             b.alive()
                 && b.run != run
                 && !(b.host == host && i32::try_from(b.pid).is_ok_and(|p| !platform::is_alive(p)))
@@ -176,7 +175,7 @@ impl BucketListener {
         shutdown.on_request(move || wake.send(Control::Shutdown));
         platform::become_subreaper();
         let beats = Beats {
-            object: Replaced::new(t.key_of(HEARTBEAT), None),
+            object: Replaced::new(t.key_of(heartbeat::ON_BUCKET), None),
             key: Arc::clone(&key),
             target: t.target().to_string(),
             host,

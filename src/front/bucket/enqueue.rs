@@ -3,7 +3,9 @@
 //! published create-only at `PREFIX/TARGET/inbox/<id>.json`; a target list
 //! (`A,B`, `all`) gets one copy per target, every target checked before
 //! any copy goes out. With `--wait`, the result is waited for
-//! ([`super::wait`]).
+//! ([`super::wait`]); with `--interrupt`, the job named is checked first,
+//! the new job queued, then the old one asked to stop ([`super::cancel::ask`]),
+//! as on a folder. `--batch` is [`super::batch`]'s.
 
 use serde_json::{Value, json};
 
@@ -23,8 +25,6 @@ use crate::store::port::bucket::BucketTarget;
 /// Runs `enqueue` on the root `root`.
 pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
     for (given, what) in [
-        (args.batch.is_some(), "enqueue --batch"),
-        (args.interrupt.is_some(), "enqueue --interrupt"),
         (args.via.is_some(), "enqueue --via"),
         (args.waiting.follow, "enqueue --follow"),
         (args.seal, "enqueue --seal"),
@@ -34,6 +34,19 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
         }
     }
     let req = request::from_flags(ctx, args)?;
+    if args.interrupt.is_some() && crate::store::layout::is_target_list(&req.targets) {
+        return Err(Error::validation(format!(
+            "--interrupt takes one target; --target {} names several",
+            req.targets
+        )));
+    }
+    // A bad id is refused before the store is asked.
+    let named = args
+        .interrupt
+        .as_deref()
+        .filter(|t| *t != crate::places::jobref::RUNNING)
+        .map(|t| interrupt_id(root, t))
+        .transpose()?;
     let wait_limit = super::wait::limit(args.waiting.wait_timeout.as_deref())?;
     if args.waiting.wait && crate::store::layout::is_target_list(&req.targets) {
         return Err(super::not_yet(root, "enqueue --wait over a target list"));
@@ -46,6 +59,11 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
         vec![lane.target(ctx, &req.targets)?]
     };
     let key = &lane.key;
+    let interrupt = args
+        .interrupt
+        .as_deref()
+        .map(|text| interrupted(&targets[0], text, named.clone(), &req.id, key, args.force))
+        .transpose()?;
     // Every target and the id on each checked, every copy signed and
     // checked, before anything is published.
     for t in &targets {
@@ -100,6 +118,21 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
     if let Some(p) = &req.parent {
         out["parentJobId"] = json!(p.as_str());
     }
+    // The new job is queued; now the cancel, which may not land (the job
+    // finished meanwhile): then the new job simply waits its turn.
+    if let Some(old) = interrupt {
+        let status = super::cancel::ask(&targets[0], &old, key, &origin, req.parent.as_ref());
+        let (json, note) = crate::front::send::job::steer_report(
+            &req.id,
+            &old,
+            &status,
+            args.interrupt.as_deref(),
+        );
+        out["interrupt"] = json;
+        if !ctx.json() {
+            crate::note!("fleet-dispatch: {note}");
+        }
+    }
     if !args.waiting.wait {
         super::emit(ctx, &out, req.id.as_str());
         return Ok(exit::SUCCESS);
@@ -116,7 +149,7 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
 /// The job `id` names on the target `on` names, for `--after`: the target
 /// as the bucket spells it, the id taken whole (a prefix or `last` needs
 /// this machine's record of a folder root).
-fn after_on(
+pub fn after_on(
     ctx: &Context,
     lane: &Lane,
     on: &crate::base::names::Machine,
@@ -145,4 +178,47 @@ fn partly(id: &crate::base::names::JobId, done: &[BucketTarget], e: Error) -> Er
         "cancel the copies with cancel --target {} --job-id {id}",
         names.join(",")
     ))
+}
+
+/// The id `--interrupt TEXT` gives: a full job id on a bucket.
+fn interrupt_id(root: &str, text: &str) -> Result<crate::base::names::JobId> {
+    super::job_id(root, text).map_err(|mut e| {
+        e.message = format!("--interrupt {text}: {}", e.message);
+        e
+    })
+}
+
+/// The job `--interrupt TEXT` names on `t`: `running`, the one job the
+/// target runs now ([`lane::running`]), or the id `named` ([`interrupt_id`]),
+/// refused (`NOT_FOUND`) when `t` has nothing of it unless `force`.
+/// Checked before the new job (`own`) is published, so a mistake queues
+/// nothing.
+fn interrupted(
+    t: &BucketTarget,
+    text: &str,
+    named: Option<crate::base::names::JobId>,
+    own: &crate::base::names::JobId,
+    key: &crate::trust::Key,
+    force: bool,
+) -> Result<crate::base::names::JobId> {
+    let refused = |mut e: Error| {
+        e.message = format!("--interrupt {text}: {}", e.message);
+        e
+    };
+    let old = match named {
+        Some(id) => id,
+        None => lane::running(t).map_err(refused)?,
+    };
+    crate::front::send::job::not_itself(&old, own)?;
+    if !force && matches!(lane::look(t, &old, key)?, lane::Seen::Nothing) {
+        return Err(refused(
+            Error::not_found(format!(
+                "no job {old} on {} (inbox, archive or results of {})",
+                t.target(),
+                t.shown()
+            ))
+            .hint("--force asks it to stop anyway"),
+        ));
+    }
+    Ok(old)
 }

@@ -113,60 +113,37 @@ pub fn status(ctx: &Context, root: &str, args: &StatusArgs) -> Result<u8> {
 }
 
 /// What `status` says of the target `t` of a bucket, judged with `key`,
-/// naming the newest `results_shown` results: its JSON entry and its line
-/// (the HTTP intake's `GET /v1/status` answers the entry too).
-pub fn target_status(
+/// naming the newest `results_shown` results: its JSON entry and its line.
+fn target_status(
     t: &BucketTarget,
     key: &Key,
     results_shown: usize,
 ) -> Result<(serde_json::Value, String)> {
-    let running = lane::ids_in(t, Place::Running)?;
-    let mut queued = lane::ids_in(t, Place::Inbox)?;
-    queued.retain(|id| !running.contains(id));
-    let beat = crate::engine::bucket::read_beat(t, key);
-    let listener = match &beat {
-        Some(b) if b.alive() => b.state.clone(),
-        Some(_) => "stopped".to_string(),
-        None => "none".to_string(),
-    };
-    let cancels = lane::ids_in(t, Place::Cancel)?;
-    let results = lane::ids_in(t, Place::Results)?;
-    let newest: Vec<&str> = results
-        .iter()
-        .rev()
-        .take(results_shown)
-        .map(|i| i.as_str())
-        .collect();
+    let seen = lane::target_seen(t, key)?;
     fn list(v: &[crate::base::names::JobId]) -> Vec<&str> {
         v.iter().map(|i| i.as_str()).collect()
     }
+    let (running, queued) = (&seen.running, &seen.queued);
     let line = format!(
-        "{}: listener {listener}{}; {} queued{}; {} cancel(s) pending; {} result(s)",
-        t.target(),
+        "{}: listener {}{}; {} queued{}; {} cancel(s) pending; {} result(s)",
+        seen.target,
+        seen.listener,
         match running.len() {
             0 => String::new(),
-            _ => format!("; running {}", list(&running).join(", ")),
+            _ => format!("; running {}", list(running).join(", ")),
         },
         queued.len(),
         match queued.len() {
             0 => String::new(),
-            n if n <= SHOWN => format!(" ({})", list(&queued).join(", ")),
+            n if n <= SHOWN => format!(" ({})", list(queued).join(", ")),
             n => format!(
                 " ({}, and {} more)",
                 list(&queued[..SHOWN]).join(", "),
                 n - SHOWN
             ),
         },
-        cancels.len(),
-        results.len()
+        seen.cancels.len(),
+        seen.results.len()
     );
-    let one = json!({
-        "target": t.target().as_str(),
-        "listener": listener,
-        "running": list(&running),
-        "queued": list(&queued),
-        "cancels": list(&cancels),
-        "results": newest,
-    });
-    Ok((one, line))
+    Ok((seen.to_json(results_shown), line))
 }

@@ -1,12 +1,14 @@
 //! The commands that work on an object-store root (`s3://BUCKET[/PREFIX]`,
-//! docs/object-store.md): `enqueue` (and its `--wait`), `status`,
-//! `result` and `cancel`, the sender's side of the lane, over the storage
+//! docs/object-store.md): `enqueue` (its `--wait`, `--interrupt` and
+//! `--batch`), `status`, `result` and `cancel` (its `--wait`, a target list,
+//! from inside a job), the sender's side of the lane, over the storage
 //! seam ([`crate::store::port`]) and the rules of
 //! [`crate::requests::lane`]; and `logs` (the chunk objects a job's output
 //! is kept in), `verify-marker`, `sweep` and `listen` (the listener,
 //! [`crate::engine::bucket`]). What a bucket cannot do yet
-//! (`--interrupt`, `--slots`, …) is refused by name with `CONFIG`.
+//! (`--seal`, `--slots`, …) is refused by name with `CONFIG`.
 
+pub mod batch;
 pub mod cancel;
 pub mod enqueue;
 pub mod listen;

@@ -1,4 +1,5 @@
-//! Waiting for a job's result on an object-store root (`enqueue --wait`):
+//! Waiting for a job's result on an object-store root (`enqueue --wait`,
+//! `cancel --wait`):
 //! what became of the job is looked at over the seam ([`lane::look`])
 //! every [`POLL`] until it has a result, its result does not verify, or
 //! the wait runs out; then answered as on a folder.
@@ -82,7 +83,7 @@ pub fn answer(
     out["state"] = json!(state);
     out["timedOut"] = json!(true);
     let human = format!(
-        "gave up waiting for {id} after {}: it is still {state} on {} (no listener serves a bucket yet)",
+        "gave up waiting for {id} after {}: it is still {state} on {}",
         clock::format_duration(limit.unwrap_or_default()),
         t.target()
     );

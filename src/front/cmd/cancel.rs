@@ -10,8 +10,7 @@ use serde_json::json;
 use crate::base::error::Result;
 use crate::front::cli::CancelArgs;
 use crate::front::config::Context;
-use crate::front::send::cancel::{self, Cancelled, Each, Requested};
-use crate::protocol::doc::Termination;
+use crate::front::send::cancel::{self, Cancelled, Requested};
 use crate::requests::cancel::CancelStatus;
 
 use super::Answer;
@@ -27,7 +26,10 @@ pub fn run(ctx: &Context, args: CancelArgs) -> Result<u8> {
     let one = match cancel::send(ctx, &args)? {
         Cancelled::One(one) => one,
         Cancelled::Each(each) => {
-            let answers: Vec<Answer> = each.iter().map(|(d, e)| answer(d, e)).collect();
+            let answers: Vec<Answer> = each
+                .iter()
+                .map(|(d, e)| e.answer(d.target().as_str()))
+                .collect();
             return Ok(super::emit_each(ctx, &answers));
         }
     };
@@ -55,51 +57,9 @@ pub fn run(ctx: &Context, args: CancelArgs) -> Result<u8> {
         Ok(o) => o,
         Err(status) => return Ok(status),
     };
-    let how = o.termination();
-    let stopped = matches!(
-        how,
-        Termination::Cancelled | Termination::CancelledBeforeStart
-    );
-    out["outcome"] = json!(if stopped {
-        "stopped"
-    } else {
-        how.describe(o.ok)
-    });
+    let (stopped, word, human) = crate::requests::cancel::after_wait(id, &o);
+    out["outcome"] = json!(word);
     out["result"] = crate::view::result::json(&o);
-    let human = if stopped {
-        format!("{id} stopped ({})", how.as_str())
-    } else {
-        format!(
-            "{id} was not stopped: it finished first ({}, exit {})",
-            how.describe(o.ok),
-            o.exit_code
-        )
-    };
     super::emit(ctx, &out, &human);
     Ok(exit::no_if(!stopped))
-}
-
-/// One target's line (or JSON object) of a cancel over a target list; the
-/// worst status of them all is the command's ([`crate::base::exit::worst`]).
-fn answer(dirs: &crate::store::layout::TargetDirs, each: &Each) -> Answer {
-    match each {
-        Each::Unknown(id) => Answer {
-            status: exit::SUCCESS,
-            json: json!({"jobId": id.as_str(), "target": dirs.target().as_str(), "status": "unknown"}),
-            line: format!(
-                "{}: no job {id} there (never seen, not sent from here); nothing was written",
-                dirs.target()
-            ),
-        },
-        Each::Asked(id, status) => {
-            let mut json = status.to_json(id);
-            json["target"] = json!(dirs.target().as_str());
-            Answer {
-                status: exit::no_if(matches!(status, CancelStatus::Blocked(_))),
-                json,
-                line: format!("{}: {}", dirs.target(), status.sentence(id)),
-            }
-        }
-        Each::Failed(e) => Answer::failed(dirs, e),
-    }
 }

@@ -19,11 +19,11 @@ use crate::requests::wait;
 
 /// Runs `enqueue`.
 pub fn run(ctx: &Context, args: EnqueueArgs) -> Result<u8> {
-    if let Some(root) = ctx.s3_root() {
-        return crate::front::bucket::enqueue::run(ctx, &root, &args);
-    }
     if let Some(file) = &args.batch {
         return batch::run(ctx, &args, file);
+    }
+    if let Some(root) = ctx.s3_root() {
+        return crate::front::bucket::enqueue::run(ctx, &root, &args);
     }
     let req = request::from_flags(ctx, &args)?;
     let wait_limit = super::duration_flag(&args.waiting.wait_timeout, "--wait-timeout")?;

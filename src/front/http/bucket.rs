@@ -118,8 +118,9 @@ fn refused(d: &Door, id: &JobId) -> Option<Reason> {
 
 /// `GET /v1/status`: what `status` shows of this target.
 pub fn status(d: &Door) -> Answer {
-    let (one, _) = crate::front::bucket::look::target_status(&d.t, &d.key, RESULTS_SHOWN)
-        .map_err(from_error)?;
+    let one = lane::target_seen(&d.t, &d.key)
+        .map_err(from_error)?
+        .to_json(RESULTS_SHOWN);
     Ok((
         200,
         json!({"root": d.root, "store": "s3", "targets": [one]}),

@@ -44,7 +44,7 @@ pub fn send(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> Result
     let mut first_line: BTreeMap<(String, String), usize> = BTreeMap::new();
     let created = clock::now();
     let mut names = Resolver::new(ctx, root, key);
-    let mut waits: Vec<Waiting> = Vec::new();
+    let mut waits: Vec<(usize, String)> = Vec::new();
     let mut nodes: Vec<(Node, Vec<Node>)> = Vec::new();
     // Every line's job is known on its targets before any `after` is
     // named: a line may wait for another's, which then wins as an exact
@@ -100,32 +100,12 @@ pub fn send(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> Result
             .map_err(at(*n))?;
             let (job, bytes) = checked(job, Origin::Line).map_err(at(*n))?;
             roster_refusal(&job, &bytes, key).map_err(at(*n))?;
-            waits.push(Waiting {
-                line: *n,
-                shown: format!("{}:{}", dirs.target(), job.id),
-            });
-            nodes.push((
-                dependency::node(dirs.target().as_str(), job.id.as_str()),
-                job.header()
-                    .after
-                    .iter()
-                    .map(|a| dependency::node(a.target.as_str(), a.job_id.as_str()))
-                    .collect(),
-            ));
+            waits.push((*n, format!("{}:{}", dirs.target(), job.id)));
+            nodes.push(node_of(dirs.target().as_str(), &job));
             groups[g].jobs.push((job, bytes));
         }
     }
-    if let Some(ring) = dependency::cycle(&nodes) {
-        let step = |i: &usize| format!("line {} ({})", waits[*i].line, waits[*i].shown);
-        let rest: Vec<String> = ring[1..].iter().map(step).collect();
-        return Err(Error::validation(format!(
-            "{shown} line {}: \"after\" makes a cycle: {} waits for {}; none of them could ever start",
-            waits[ring[0]].line,
-            step(&ring[0]),
-            rest.join(", which waits for ")
-        ))
-        .hint("a job may wait only for jobs that do not wait for it"));
-    }
+    refuse_cycle(&shown, &waits, &nodes)?;
     let flush = ctx.durability().enqueue_flush();
     for (g, Group { dirs, jobs, .. }) in groups.iter().enumerate() {
         let failed = match submit::publish_all(dirs, jobs, key, flush) {
@@ -133,8 +113,11 @@ pub fn send(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> Result
             Ok(each) => each.into_iter().find_map(|r| r.err()),
         };
         if let Some(e) = failed {
-            let done: Vec<&TargetDirs> = groups[..g].iter().map(|g| &g.dirs).collect();
-            return Err(batch_partly(&shown, &done, dirs, e));
+            let done: Vec<&str> = groups[..g]
+                .iter()
+                .map(|g| g.dirs.target().as_str())
+                .collect();
+            return Err(partly(&shown, &done, dirs.target().as_str(), e));
         }
     }
     let sent: Vec<(&[TargetDirs], &crate::base::names::JobId)> = lines
@@ -164,7 +147,7 @@ pub fn send(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> Result
 /// The request of each line of `file` that holds one, with its line
 /// number, and how messages name the file. Every line is checked before
 /// anything is read from the root.
-fn requests(
+pub fn requests(
     ctx: &Context,
     args: &EnqueueArgs,
     file: &std::path::Path,
@@ -191,7 +174,7 @@ fn requests(
 }
 
 /// Names line `n` of the batch `shown` in an error about it.
-fn at(shown: &str, n: usize) -> impl Fn(Error) -> Error + use<> {
+pub fn at(shown: &str, n: usize) -> impl Fn(Error) -> Error + use<> {
     let shown = shown.to_string();
     move |e: Error| Error {
         message: format!("{shown} line {n}: {}", e.message),
@@ -203,14 +186,6 @@ fn at(shown: &str, n: usize) -> impl Fn(Error) -> Error + use<> {
     }
 }
 
-/// One job of the batch as the cycle check sees it.
-struct Waiting {
-    /// Its line.
-    line: usize,
-    /// `TARGET:ID`, for messages.
-    shown: String,
-}
-
 /// A batch's jobs for one target: its inbox as checked before publishing
 /// (`None`: not made yet), and its jobs in the order of the lines.
 struct Group {
@@ -220,23 +195,20 @@ struct Group {
     jobs: Vec<(Job, Vec<u8>)>,
 }
 
-/// The error of a batch whose publishing into `failed`'s inbox stopped on
+/// The error of a batch whose publishing into the inbox of `failed` stopped on
 /// `e`: every job for the targets in `done` is queued there, those for
 /// `failed` may be in part, the rest nowhere.
-fn batch_partly(shown: &str, done: &[&TargetDirs], failed: &TargetDirs, e: Error) -> Error {
+pub fn partly(shown: &str, done: &[&str], failed: &str, e: Error) -> Error {
     let have = if done.is_empty() {
         "no target has them".to_string()
     } else {
-        let names: Vec<&str> = done.iter().map(|d| d.target().as_str()).collect();
-        format!("every job for {} is queued", names.join(","))
+        format!("every job for {} is queued", done.join(","))
     };
     Error::new(
         e.code,
         format!(
-            "{shown}: publishing into {}'s inbox failed ({}); {have}, those for {} may be queued in part, and no later target was written to",
-            failed.target(),
+            "{shown}: publishing into {failed}'s inbox failed ({}); {have}, those for {failed} may be queued in part, and no later target was written to",
             e.message,
-            failed.target()
         ),
     )
     .hint("see what is queued with: fleet-dispatch status --all")
@@ -275,4 +247,81 @@ fn read_batch(file: &std::path::Path) -> Result<(String, String)> {
         }
         Err(e) => Err(Error::io("read", file, &e)),
     }
+}
+
+/// Refuses (`VALIDATION_ERROR`) the flags that name one job, or act on
+/// one, given with `--batch FILE`: they mean nothing for many.
+pub fn refuse_flags(args: &EnqueueArgs, file: &std::path::Path) -> Result<()> {
+    // The flags that name one job, or act on one, have no meaning for many.
+    for (given, flag) in [
+        (!args.argv.is_empty(), "a program after `--`"),
+        (args.job_id.is_some(), "--job-id"),
+        (args.interrupt.is_some(), "--interrupt"),
+        (args.waiting.wait, "--wait"),
+        (args.via.is_some(), "--via"),
+    ] {
+        if given {
+            return Err(Error::validation(format!(
+                "--batch takes its jobs from {}: {flag} cannot be given with it",
+                file.display()
+            ))
+            .hint("put per-job values in each line; --target, --priority, --label, --cwd, --env, --timeout, --grace, --after and --after-any are defaults for the lines"));
+        }
+    }
+    Ok(())
+}
+
+/// What `enqueue --batch` answers for its `lines` (line number, request,
+/// the targets it went to): each line's job for JSON, and the ids in the
+/// order of the lines.
+pub fn listing(lines: &[(usize, &Request, Vec<&str>)]) -> (Vec<serde_json::Value>, Vec<String>) {
+    let jobs = lines
+        .iter()
+        .map(|(n, r, targets)| {
+            let high = r.spec.header.priority == crate::protocol::doc::Priority::High;
+            serde_json::json!({
+                "line": n,
+                "jobId": r.id.as_str(),
+                "targets": targets,
+                "priority": if high { "high" } else { "normal" },
+            })
+        })
+        .collect();
+    let ids = lines.iter().map(|(_, r, _)| r.id.to_string()).collect();
+    (jobs, ids)
+}
+
+/// Refuses (`VALIDATION_ERROR`, naming the line) a batch whose `after`
+/// lists make a cycle among its jobs: `waits[i]` is the line and
+/// `TARGET:ID` of the job `nodes[i]` is, with the jobs it waits for.
+pub fn refuse_cycle(
+    shown: &str,
+    waits: &[(usize, String)],
+    nodes: &[(Node, Vec<Node>)],
+) -> Result<()> {
+    let Some(ring) = dependency::cycle(nodes) else {
+        return Ok(());
+    };
+    let step = |i: &usize| format!("line {} ({})", waits[*i].0, waits[*i].1);
+    let rest: Vec<String> = ring[1..].iter().map(step).collect();
+    Err(Error::validation(format!(
+        "{shown} line {}: \"after\" makes a cycle: {} waits for {}; none of them could ever start",
+        waits[ring[0]].0,
+        step(&ring[0]),
+        rest.join(", which waits for ")
+    ))
+    .hint("a job may wait only for jobs that do not wait for it"))
+}
+
+/// The node of `job` (on its target) in the graph of `after`, with the
+/// jobs it waits for.
+pub fn node_of(target: &str, job: &Job) -> (Node, Vec<Node>) {
+    (
+        dependency::node(target, job.id.as_str()),
+        job.header()
+            .after
+            .iter()
+            .map(|a| dependency::node(a.target.as_str(), a.job_id.as_str()))
+            .collect(),
+    )
 }

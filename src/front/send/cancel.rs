@@ -7,12 +7,15 @@
 //! it never leaves a marker while the real job runs on.
 
 use crate::base::error::{Error, Result};
+use crate::base::exit;
 use crate::base::names::JobId;
 use crate::front::cli::CancelArgs;
 use crate::front::config::Context;
 use crate::places::jobref::Names;
 use crate::requests::cancel::{self, CancelStatus};
 use crate::store::layout::TargetDirs;
+use crate::view::result::Answer;
+use serde_json::json;
 
 use super::{Route, Sender};
 
@@ -37,6 +40,34 @@ pub enum Each {
     Asked(JobId, CancelStatus),
     /// The request failed there.
     Failed(Error),
+}
+
+/// One target's line (or JSON object) of a cancel over a target list; the
+/// worst status of them all is the command's ([`crate::base::exit::worst`]).
+/// On any root.
+impl Each {
+    pub fn answer(&self, target: &str) -> Answer {
+        match self {
+            Each::Unknown(id) => Answer {
+                status: exit::SUCCESS,
+                json: json!({"jobId": id.as_str(), "target": target, "status": "unknown"}),
+                line: format!(
+                    "{}: no job {id} there (never seen, not sent from here); nothing was written",
+                    target
+                ),
+            },
+            Each::Asked(id, status) => {
+                let mut json = status.to_json(id);
+                json["target"] = json!(target);
+                Answer {
+                    status: exit::no_if(matches!(status, CancelStatus::Blocked(_))),
+                    json,
+                    line: format!("{target}: {}", status.sentence(id)),
+                }
+            }
+            Each::Failed(e) => Answer::failed_on(target, e),
+        }
+    }
 }
 
 /// What a cancel came to.
@@ -95,16 +126,7 @@ fn each(
     s: &Sender,
 ) -> Result<Vec<(TargetDirs, Each)>> {
     let list = &args.target;
-    if args.via.is_some() || args.wait {
-        let flag = if args.wait { "--wait" } else { "--via" };
-        return Err(Error::validation(format!(
-            "{flag} takes one target; --target {list} names several"
-        ))
-        .hint(format!(
-            "cancel them, then wait with: fleet-dispatch result --target {list} --job-id {} --wait",
-            args.job_id
-        )));
-    }
+    list_takes(args)?;
     let targets = s.targets(ctx, list)?;
     let mut names = Names::new(&s.key, ctx.state_dir(&s.root).ok());
     let ids: Vec<Result<JobId>> = targets
@@ -142,4 +164,21 @@ fn each(
             (dirs, each)
         })
         .collect())
+}
+
+/// Refuses (`VALIDATION_ERROR`) the flags of `cancel` that name a single
+/// target (`--wait`, `--via`) with the target list `args.target`.
+pub fn list_takes(args: &CancelArgs) -> Result<()> {
+    let list = &args.target;
+    if args.via.is_some() || args.wait {
+        let flag = if args.wait { "--wait" } else { "--via" };
+        return Err(Error::validation(format!(
+            "{flag} takes one target; --target {list} names several"
+        ))
+        .hint(format!(
+            "cancel them, then wait with: fleet-dispatch result --target {list} --job-id {} --wait",
+            args.job_id
+        )));
+    }
+    Ok(())
 }

@@ -81,11 +81,8 @@ fn one(ctx: &Context, args: &EnqueueArgs, req: Request) -> Result<One> {
         .as_deref()
         .map(|text| interrupted(ctx, &s, &dirs, text, &req.id, args.force))
         .transpose()?;
-    if let Some(old) = interrupt.as_ref().filter(|old| **old == req.id) {
-        return Err(Error::validation(format!(
-            "--interrupt {old}: a job cannot interrupt itself (it is the job being enqueued)"
-        ))
-        .hint("name the running job to stop, or give the new job another --job-id"));
+    if let Some(old) = &interrupt {
+        not_itself(old, &req.id)?;
     }
     let spec = req.spec_for(&mut Resolver::new(ctx, &s.root, key), dirs.target())?;
     submit::check_unused(&dirs, &req.id, key)?;
@@ -116,6 +113,18 @@ fn one(ctx: &Context, args: &EnqueueArgs, req: Request) -> Result<One> {
         warnings,
         steer,
     })
+}
+
+/// Refuses (`VALIDATION_ERROR`) an `--interrupt` of `old` that names the
+/// job being enqueued, `own`.
+pub fn not_itself(old: &JobId, own: &JobId) -> Result<()> {
+    if old != own {
+        return Ok(());
+    }
+    Err(Error::validation(format!(
+        "--interrupt {old}: a job cannot interrupt itself (it is the job being enqueued)"
+    ))
+    .hint("name the running job to stop, or give the new job another --job-id"))
 }
 
 /// The job `--interrupt TEXT` names on `dirs`' target: `running`, the one

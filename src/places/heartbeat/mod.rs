@@ -334,3 +334,18 @@ pub fn run_id() -> String {
     crate::base::random::fill(&mut raw);
     hex::encode(raw)
 }
+
+/// The name of a listener's heartbeat object under its target on a bucket
+/// (`PREFIX/TARGET/listener.json`, the folder's file name).
+pub const ON_BUCKET: &str = "listener.json";
+
+/// The verified heartbeat of `t`'s listener on a bucket, if any.
+pub fn on_bucket(t: &crate::store::port::bucket::BucketTarget, key: &Key) -> Option<Beat> {
+    use crate::store::port::Shelves;
+    let key_name = t.key_of(ON_BUCKET);
+    let crate::store::objstore::Answer::Done(r) = t.bucket().client().get(&key_name) else {
+        return None;
+    };
+    let b: Beat = serde_json::from_slice(&r.body).ok()?;
+    b.verified(key, t.target()).then_some(b)
+}
