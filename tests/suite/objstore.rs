@@ -140,15 +140,9 @@ fn the_bucket_lane_refuses_what_it_cannot_do_yet_and_bad_input_by_its_code() {
         (vec!["enqueue", "--batch", "jobs.jsonl", "--seal"], "--seal"),
         (
             vec![
-                "cancel",
-                "--target",
-                "PC",
-                "--job-id",
-                "a",
-                "--via",
-                "http://127.0.0.1:9",
+                "enqueue", "--target", "PC", "--wait", "--follow", "--", "true",
             ],
-            "--via",
+            "--follow",
         ),
         (
             vec!["result", "--target", "PC", "--job-id", "last"],

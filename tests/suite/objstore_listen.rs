@@ -958,3 +958,82 @@ fn engine_the_http_intake_feeds_a_listener_on_a_bucket() {
     );
     stop(&mut l);
 }
+
+/// `enqueue --via` and `cancel --via` on a bucket root: posted to the
+/// target's intake (started at once, the poll here being 30 s), and into
+/// the bucket when the intake cannot be reached, said on stderr.
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_via_posts_to_the_intake_and_falls_back_to_the_bucket() {
+    let (e, w) = (Engine::new(), World::new());
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let addr = format!("127.0.0.1:{port}");
+    let url = format!("http://{addr}");
+    // Nothing listens yet: the job goes into the bucket.
+    let ran = w.home.join("ran");
+    let mut args = vec!["enqueue", "--target", "PC", "--via", &url, "--"];
+    let argv = kit(&["append", p(&ran), "first"]);
+    args.extend(argv.iter().map(String::as_str));
+    let got = lane_run(&e, &w, &args);
+    assert_eq!(got.0, 0, "{got:?}");
+    assert!(got.2.contains("could not reach"), "{got:?}");
+    let first = got.1.trim().to_string();
+    assert!(lane_object(&e, &format!("PC/inbox/{first}.json")).is_some());
+    let mut c = cmd_as(&e, &w, "PC");
+    c.args(["listen", "--poll-interval", "30s", "--http", &addr])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut l = c.spawn().unwrap();
+    until(Duration::from_secs(30), "the first job to run", || {
+        ran.exists()
+    });
+    // Now over HTTP: started at once, stopped at once.
+    let pid = w.home.join("pid");
+    let mut args = vec!["enqueue", "--target", "PC", "--via", &url, "--"];
+    let argv = kit(&["pid", p(&pid), "sleep", "60"]);
+    args.extend(argv.iter().map(String::as_str));
+    let t0 = Instant::now();
+    let got = lane_run(&e, &w, &args);
+    assert_eq!(got.0, 0, "{got:?}");
+    assert!(!got.2.contains("could not reach"), "{got:?}");
+    let second = got.1.trim().to_string();
+    until(Duration::from_secs(20), "the second job to start", || {
+        pid.exists()
+    });
+    assert!(t0.elapsed() < Duration::from_secs(15));
+    let got = lane_run(
+        &e,
+        &w,
+        &[
+            "cancel", "--target", "PC", "--job-id", &second, "--via", &url,
+        ],
+    );
+    assert_eq!(got.0, 0, "{got:?}");
+    let job: i32 = std::fs::read_to_string(&pid)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    until(Duration::from_secs(20), "the second job to stop", || {
+        !pid_alive(job)
+    });
+    assert!(t0.elapsed() < Duration::from_secs(25));
+    until(Duration::from_secs(20), "its result", || {
+        lane_object(&e, &format!("PC/results/{second}.json")).is_some()
+    });
+    assert_eq!(
+        result_json(&e, &w, &second)["error"],
+        serde_json::json!("cancelled")
+    );
+    // A list with --via: refused, nothing sent.
+    let got = lane_run(
+        &e,
+        &w,
+        &["enqueue", "--target", "PC,ME", "--via", &url, "--", "true"],
+    );
+    assert_eq!(got.0, 64, "{got:?}");
+    stop(&mut l);
+}

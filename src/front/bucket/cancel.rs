@@ -25,9 +25,11 @@ use crate::trust::Key;
 
 /// Runs `cancel` on the root `root`.
 pub fn run(ctx: &Context, root: &str, args: &CancelArgs) -> Result<u8> {
-    if args.via.is_some() {
-        return Err(super::not_yet(root, "cancel --via"));
-    }
+    let via = args
+        .via
+        .as_deref()
+        .map(crate::front::send::http::Url::parse)
+        .transpose()?;
     let list = crate::store::layout::is_target_list(&args.target);
     if list {
         list_takes(args)?;
@@ -45,7 +47,21 @@ pub fn run(ctx: &Context, root: &str, args: &CancelArgs) -> Result<u8> {
     if !args.force && matches!(lane::look(&t, &id, key)?, Seen::Nothing) {
         return Err(unknown(&t, &id));
     }
-    let status = ask(&t, &id, key, &origin, caller.as_ref())?;
+    let status = match &via {
+        // Over HTTP to the target's intake, into the bucket when it cannot
+        // be reached; the parent rule first either way.
+        Some(url) => {
+            if let Some(caller) = caller.as_ref() {
+                lane::check_parent(&t, &id, key, caller)?;
+            }
+            let m = Marker::sign(key, &id, t.target(), &origin, &clock::format(clock::now()));
+            let target = t.target().as_str();
+            crate::front::send::http::marker(url, (target, &id), key, &m, &mut || {
+                lane::place_marker(&t, &id, key, &m)
+            })?
+        }
+        None => ask(&t, &id, key, &origin, caller.as_ref())?,
+    };
     let mut out = status.to_json(&id);
     out["target"] = json!(t.target().as_str());
     let human = status.sentence(&id);

@@ -25,7 +25,6 @@ use crate::store::port::bucket::BucketTarget;
 /// Runs `enqueue` on the root `root`.
 pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
     for (given, what) in [
-        (args.via.is_some(), "enqueue --via"),
         (args.waiting.follow, "enqueue --follow"),
         (args.seal, "enqueue --seal"),
     ] {
@@ -34,12 +33,23 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
         }
     }
     let req = request::from_flags(ctx, args)?;
-    if args.interrupt.is_some() && crate::store::layout::is_target_list(&req.targets) {
-        return Err(Error::validation(format!(
-            "--interrupt takes one target; --target {} names several",
-            req.targets
-        )));
+    // One job to stop, one listener to reach: each names a single target.
+    for (given, flag) in [
+        (args.interrupt.is_some(), "--interrupt"),
+        (args.via.is_some(), "--via"),
+    ] {
+        if given && crate::store::layout::is_target_list(&req.targets) {
+            return Err(Error::validation(format!(
+                "{flag} takes one target; --target {} names several",
+                req.targets
+            )));
+        }
     }
+    let via = args
+        .via
+        .as_deref()
+        .map(crate::front::send::http::Url::parse)
+        .transpose()?;
     // A bad id is refused before the store is asked.
     let named = args
         .interrupt
@@ -86,7 +96,14 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
         })
         .collect::<Result<Vec<_>>>()?;
     for (n, (t, (job, bytes))) in targets.iter().zip(&jobs).enumerate() {
-        if let Err(e) = lane::publish(t, job, bytes, key) {
+        let mut into_bucket = || lane::publish(t, job, bytes, key);
+        // Over HTTP to the target's intake, into the bucket when it
+        // cannot be reached.
+        let sent = match &via {
+            Some(url) => crate::front::send::http::job(url, job, bytes, &mut into_bucket),
+            None => into_bucket(),
+        };
+        if let Err(e) = sent {
             return Err(partly(&req.id, &targets[..n], e));
         }
     }

@@ -22,10 +22,7 @@ use crate::front::http::routes;
 use crate::places::observe::{Forged, Observed};
 use crate::protocol::accept;
 use crate::protocol::doc::{self, Job, Marker};
-use crate::requests::cancel::{self, CancelStatus};
-use crate::requests::submit;
-use crate::store::fsops::Flush;
-use crate::store::layout::TargetDirs;
+use crate::requests::cancel::CancelStatus;
 use crate::trust::Key;
 
 /// How long to try to connect to each address of the target.
@@ -245,15 +242,14 @@ pub fn say_fallback(url: &Url, why: &str, wrote: bool) {
     crate::note!("fleet-dispatch: could not reach {url} ({why}); {did}");
 }
 
-/// Delivers a signed job (`bytes`, its file) over HTTP to `url`, or into
-/// the folder when the target cannot be reached (then said on stderr).
+/// Delivers a signed job (`bytes`, its file) over HTTP to `url`, or by
+/// `fallback` (into the root) when the target cannot be reached (then
+/// said on stderr).
 pub fn job(
     url: &Url,
-    dirs: &TargetDirs,
     job: &Job,
     bytes: &[u8],
-    key: &Key,
-    flush: Flush,
+    fallback: &mut dyn FnMut() -> Result<()>,
 ) -> Result<()> {
     match post_job(url, bytes)? {
         // Only the intake's own answer for this job means it is queued:
@@ -275,26 +271,27 @@ pub fn job(
         .hint("check that --via names a listener's HTTP intake (listen --http)")),
         Sent::Answer { status, body } => Err(refusal(url, status, &body)),
         Sent::Unreachable(why) => {
-            submit::publish_bytes(dirs, job, bytes, key, flush)?;
+            fallback()?;
             say_fallback(url, &why, true);
             Ok(())
         }
     }
 }
 
-/// Delivers a signed cancel marker over HTTP to `url`, or into the folder
-/// when the target cannot be reached (then said on stderr).
+/// Delivers a signed cancel marker for `id` of `target` over HTTP to
+/// `url`, or by `fallback` (into the root) when the target cannot be
+/// reached (then said on stderr).
 pub fn marker(
     url: &Url,
-    dirs: &TargetDirs,
-    id: &JobId,
+    (target, id): (&str, &JobId),
     key: &Key,
     marker: &Marker,
+    fallback: &mut dyn FnMut() -> Result<CancelStatus>,
 ) -> Result<CancelStatus> {
     match post_cancel(url, id, &doc::to_file_bytes(marker))? {
-        Sent::Answer { status, body } => cancel_answer(dirs, id, key, url, status, &body),
+        Sent::Answer { status, body } => cancel_answer(target, id, key, url, status, &body),
         Sent::Unreachable(why) => {
-            let status = cancel::place_marker(dirs, id, key, marker)?;
+            let status = fallback()?;
             let wrote = matches!(status, CancelStatus::Requested { existing: None, .. });
             say_fallback(url, &why, wrote);
             Ok(status)
@@ -305,14 +302,13 @@ pub fn marker(
 /// The target's answer to a cancel, as a status. Documents in it (a
 /// result, an earlier marker) count only when they verify here.
 fn cancel_answer(
-    dirs: &TargetDirs,
+    target: &str,
     id: &JobId,
     key: &Key,
     url: &Url,
     status: u16,
     body: &Value,
 ) -> Result<CancelStatus> {
-    let target = dirs.target().as_str();
     let doc = |v: &Value| FileRead::Bytes(v.to_string().into_bytes());
     match (status, body["status"].as_str()) {
         (202, Some("requested")) => Ok(CancelStatus::Requested {

@@ -69,7 +69,9 @@ impl Route {
     ) -> Result<()> {
         match self {
             Route::Folder => crate::requests::submit::publish_bytes(dirs, job, bytes, key, flush),
-            Route::Http(url) => http::job(url, dirs, job, bytes, key, flush),
+            Route::Http(url) => http::job(url, job, bytes, &mut || {
+                crate::requests::submit::publish_bytes(dirs, job, bytes, key, flush)
+            }),
         }
     }
 
@@ -83,7 +85,11 @@ impl Route {
     ) -> Result<CancelStatus> {
         match self {
             Route::Folder => marker::place_marker(dirs, id, key, m),
-            Route::Http(url) => http::marker(url, dirs, id, key, m),
+            Route::Http(url) => {
+                http::marker(url, (dirs.target().as_str(), id), key, m, &mut || {
+                    marker::place_marker(dirs, id, key, m)
+                })
+            }
         }
     }
 }
