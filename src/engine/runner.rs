@@ -42,6 +42,23 @@ impl Mailbox {
         Mailbox { tx, bell }
     }
 
+    /// A new mailbox and the receiver of what it is sent; `whose` names
+    /// it in the error (`the listener's`, `job ID's`).
+    ///
+    /// # Errors
+    ///
+    /// `INTERNAL` when its wake-up pipe cannot be made.
+    pub fn open(whose: &str) -> crate::base::error::Result<(Mailbox, Receiver<Control>)> {
+        let bell = platform::Bell::new().map_err(|e| {
+            crate::base::error::Error::new(
+                crate::base::error::Code::Internal,
+                format!("cannot make {whose} wake-up pipe: {e}"),
+            )
+        })?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        Ok((Mailbox::new(tx, bell), rx))
+    }
+
     /// The bell a runner waits on.
     pub fn bell(&self) -> &platform::Bell {
         &self.bell
@@ -376,6 +393,19 @@ impl Running {
     /// manager's stop timeout holds whenever the stop comes.
     fn shutdown_met(&self, until: &mut Instant) {
         *until = (*until).min(Instant::now() + self.req.shutdown_grace());
+    }
+
+    /// [`Running::wait`] in a thread of its own (a slot): a runner that
+    /// failed still reports, so the thread always hands its job back.
+    pub fn wait_guarded(self, rx: &Receiver<Control>, watch: &mut impl Looks) -> Report {
+        let leader = self.id();
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.wait(rx, watch)))
+            .unwrap_or_else(|_| {
+                shutdown::job_ended(leader);
+                Report::not_started(Exit::SpawnFailed(
+                    "lost track of the process: its runner failed".to_string(),
+                ))
+            })
     }
 
     /// Waits for the process to end, stopping it on an accepted cancel

@@ -36,7 +36,7 @@ mod watch;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 
 use crate::base::clock;
@@ -163,14 +163,7 @@ impl BucketListener {
         let spool_path = state.base().join("bucket-logs");
         crate::store::fsops::create_dirs(std::slice::from_ref(&spool_path))?;
         let spool = Dir::open_trusted(&spool_path)?;
-        let (tx, rx) = mpsc::channel();
-        let bell = platform::Bell::new().map_err(|e| {
-            Error::new(
-                Code::Internal,
-                format!("cannot make the listener's wake-up pipe: {e}"),
-            )
-        })?;
-        let mail = Mailbox::new(tx, bell);
+        let (mail, rx) = Mailbox::open("the listener's")?;
         let wake = mail.clone();
         shutdown.on_request(move || wake.send(Control::Shutdown));
         platform::become_subreaper();

@@ -16,9 +16,8 @@ use super::watch::BucketWatch;
 use crate::base::error::{Code, Error, Result};
 use crate::base::names::JobId;
 use crate::engine::runner::{self, Control, Mailbox};
-use crate::platform;
 use crate::protocol::doc::Job;
-use crate::protocol::doc::report::{Exit, Report};
+use crate::protocol::doc::report::Report;
 use crate::protocol::jobenv;
 use crate::store::port::Shelves;
 
@@ -88,14 +87,7 @@ impl BucketListener {
         let claim = self.claimed.take();
         // Made here, in the one thread that spawns: no job can inherit the
         // bell's pipe before it is close-on-exec.
-        let bell = platform::Bell::new().map_err(|e| {
-            Error::new(
-                Code::Internal,
-                format!("cannot make the wake-up pipe of job {}: {e}", j.id),
-            )
-        })?;
-        let (tx, rx) = mpsc::channel();
-        let mail = Mailbox::new(tx, bell);
+        let (mail, rx) = Mailbox::open(&format!("job {}'s", j.id))?;
         let running = match runner::start(b.req, mail.bell()) {
             Ok(running) => running,
             Err(report) => {
@@ -109,7 +101,6 @@ impl BucketListener {
             }
         };
         let show = self.shown_claim(&j, &b.started_at, running.id());
-        let leader = running.id();
         let mut watch = BucketWatch::new(
             self.t.bucket().target(self.t.target()),
             Arc::clone(&self.key),
@@ -124,17 +115,7 @@ impl BucketListener {
         let thread = std::thread::Builder::new()
             .name(format!("job {id}"))
             .spawn(move || {
-                let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    running.wait(&rx, &mut watch)
-                }));
-                // A runner that failed still ends its slot, so the
-                // dispatcher never waits for it forever.
-                let report = waited.unwrap_or_else(|_| {
-                    crate::engine::shutdown::job_ended(leader);
-                    Report::not_started(Exit::SpawnFailed(
-                        "lost track of the process: its runner failed".to_string(),
-                    ))
-                });
+                let report = running.wait_guarded(&rx, &mut watch);
                 let _ = done.send(Ended {
                     id,
                     report,

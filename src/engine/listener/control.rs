@@ -4,15 +4,14 @@
 //! and the jobs running in slots, to which it routes messages.
 
 use std::sync::Arc;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 
 use super::slots::Slots;
-use crate::base::error::{Code, Error, Result};
+use crate::base::error::Result;
 use crate::engine::runner::{Control as Message, Mailbox};
 use crate::engine::shutdown::Shutdown;
 use crate::places::heartbeat::Heartbeat;
-use crate::platform;
 use crate::store::fsops::Dir;
 use crate::store::layout::{DRAIN, Place, StateDirs, TargetDirs};
 
@@ -41,14 +40,7 @@ impl Control {
         beat: &Heartbeat,
         state: &StateDirs,
     ) -> Result<Control> {
-        let (tx, rx) = mpsc::channel();
-        let bell = platform::Bell::new().map_err(|e| {
-            Error::new(
-                Code::Internal,
-                format!("cannot make the listener's wake-up pipe: {e}"),
-            )
-        })?;
-        let mail = Mailbox::new(tx, bell);
+        let (mail, rx) = Mailbox::open("the listener's")?;
         let wake = mail.clone();
         shutdown.on_request(move || wake.send(Message::Shutdown));
         // A second Ctrl-C exits at once: the folder is told the listener

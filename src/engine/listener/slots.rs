@@ -18,17 +18,15 @@
 //! own processes (its mark, [`platform::Tree`]).
 
 use std::sync::Arc;
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc::Receiver;
 use std::thread::JoinHandle;
 
 use crate::base::error::{Code, Error, Result};
 use crate::base::names::JobId;
 use crate::engine::runner::{self, Control, Ended, Mailbox};
 use crate::engine::watcher::Watch;
-use crate::platform;
 use crate::protocol::doc::Job;
 use crate::protocol::doc::Marker;
-use crate::protocol::doc::report::{Exit, Report};
 
 /// One running job and the thread that waits for it.
 pub(super) struct Slot {
@@ -96,14 +94,7 @@ impl Slots {
 /// spawns: no job can inherit the bell's pipe before it is close-on-exec
 /// (macOS sets that apart).
 pub(super) fn mailbox(job: &Job) -> Result<(Mailbox, Receiver<Control>)> {
-    let bell = platform::Bell::new().map_err(|e| {
-        Error::new(
-            Code::Internal,
-            format!("cannot make the wake-up pipe of job {}: {e}", job.id),
-        )
-    })?;
-    let (tx, rx) = mpsc::channel();
-    Ok((Mailbox::new(tx, bell), rx))
+    Mailbox::open(&format!("job {}'s", job.id))
 }
 
 /// Hands `running`, the job `job` started at `started_at`, to a thread of
@@ -117,22 +108,11 @@ pub(super) fn wait_apart(
     mut watch: Watch,
     done: Mailbox,
 ) -> Result<Slot> {
-    let leader = running.id();
     let job_id = job.id.clone();
     let thread = std::thread::Builder::new()
         .name(format!("job {job_id}"))
         .spawn(move || {
-            let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                running.wait(&rx, &mut watch)
-            }));
-            // A runner that failed still ends its slot, so the
-            // dispatcher never waits for it forever.
-            let report = waited.unwrap_or_else(|_| {
-                crate::engine::shutdown::job_ended(leader);
-                Report::not_started(Exit::SpawnFailed(
-                    "lost track of the process: its runner failed".to_string(),
-                ))
-            });
+            let report = running.wait_guarded(&rx, &mut watch);
             done.send(Control::Ended(Box::new(Ended {
                 job_id,
                 report,
