@@ -2,7 +2,7 @@
 //! protocol on objects"): one target's inbox drained one job at a time,
 //! with the folder lane's rules (acceptance, replay guard, age, a queued
 //! job's cancel, dependencies, a date ahead of this clock; the stop path
-//! of [`runner`]) over objects, found by listing at each poll (a bucket
+//! of [`runner`](crate::engine::runner)) over objects, found by listing at each poll (a bucket
 //! sends no events).
 //!
 //! Per job, the order of writes: its claim (`running/<id>.json`, create-

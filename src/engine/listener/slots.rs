@@ -6,7 +6,7 @@
 //! own mailbox, bell and cancel watch ([`runner::Running::wait`]) and sends
 //! [`Control::Ended`] back. On Linux the spawn here only forks the job's
 //! keeper; the main process's start (its exec, or the error it met) is
-//! waited for in the job's thread ([`platform::await_start`]), so the
+//! waited for in the job's thread ([`platform::await_start`](crate::platform::await_start)), so the
 //! dispatcher starts the next job meanwhile. The end is recorded here again
 //! (`Listener::end`), so the ledger has one writer.
 //!
@@ -14,8 +14,8 @@
 //! shutdown to every slot, a wake to every slot's watch. Every spawn is made
 //! here, in this thread: orphans the listener adopted are reaped here
 //! only, never another running job's leader
-//! ([`platform::reap_orphans_beside`]), and each job's stop finds only its
-//! own processes (its mark, [`platform::Tree`]).
+//! ([`platform::reap_orphans_beside`](crate::platform::reap_orphans_beside)), and each job's stop finds only its
+//! own processes (its mark, [`platform::Tree`](crate::platform::Tree)).
 
 use std::sync::Arc;
 use std::sync::mpsc::Receiver;

@@ -11,7 +11,7 @@ use crate::front::config::Context;
 use crate::store::layout::TargetDirs;
 use crate::trust::Key;
 
-/// How [`Request::spec_by`] finds the job a text names on a target.
+/// How [`Request::spec_by`](super::request::Request::spec_by) finds the job a text names on a target.
 pub type Resolve<'a> = dyn FnMut(&Machine, &JobId) -> Result<(Machine, JobId)> + 'a;
 
 /// Names the jobs `after` lists as every command names a job
