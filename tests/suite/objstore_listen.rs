@@ -1037,3 +1037,46 @@ fn engine_via_posts_to_the_intake_and_falls_back_to_the_bucket() {
     assert_eq!(got.0, 64, "{got:?}");
     stop(&mut l);
 }
+
+/// Junk in a running job's marker key is refused into `archive/rejected/`
+/// at the listener's next look, and a genuine marker placed after it stops
+/// the job.
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_junk_in_a_marker_key_is_moved_aside_and_a_genuine_cancel_then_lands() {
+    let (e, w) = (Engine::new(), World::new());
+    let pid = w.home.join("pid");
+    let id = send(&e, &w, &[], &kit(&["pid", p(&pid), "sleep", "60"]));
+    let mut l = listener(&e, &w);
+    until(Duration::from_secs(30), "the job to start", || pid.exists());
+    put(&e, &format!("PC/cancel/{id}.json"), b"{ not a marker");
+    until(
+        Duration::from_secs(20),
+        "the junk to be moved aside",
+        || names(&e, "cancel").is_empty(),
+    );
+    let rejected = names(&e, "archive/rejected");
+    assert!(
+        rejected.contains(&format!("{id}.json.reason.json")),
+        "{rejected:?}"
+    );
+    let job: i32 = std::fs::read_to_string(&pid)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(pid_alive(job), "junk stopped the job");
+    let got = lane_run(&e, &w, &["cancel", "--target", "PC", "--job-id", &id]);
+    assert_eq!(got.0, 0, "{got:?}");
+    until(Duration::from_secs(20), "the job to stop", || {
+        !pid_alive(job)
+    });
+    until(Duration::from_secs(20), "its result", || {
+        lane_object(&e, &format!("PC/results/{id}.json")).is_some()
+    });
+    assert_eq!(
+        result_json(&e, &w, &id)["error"],
+        serde_json::json!("cancelled")
+    );
+    stop(&mut l);
+}
