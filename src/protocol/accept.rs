@@ -14,8 +14,8 @@ use time::OffsetDateTime;
 
 use crate::base::names::{self, JobId};
 use crate::base::read::FileRead;
-use crate::protocol::doc::{Job, Marker, Outcome, Spec, Termination, job, marker, outcome};
-use crate::trust::{Claim, Key, Refusal};
+use crate::protocol::doc::{Marker, Outcome, Termination, marker, outcome};
+use crate::trust::{Claim, Key, Refusal, Unchecked};
 
 /// A verdict word of docs/protocol.md §6.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -264,6 +264,21 @@ impl Envelope {
         made: Option<OffsetDateTime>,
         sends_to: Option<&str>,
     ) -> Verdicted<(Option<String>, Option<String>, String)> {
+        self.signature_with(key, signer, canonical, made, sends_to, false)
+            .map(|(alg, key_id, sig, _)| (alg, key_id, sig))
+    }
+
+    /// [`Self::signature`]; with `later`, an Ed25519 curve check is
+    /// returned unmade when nothing else refuses ([`Key::judge_later`]).
+    fn signature_with(
+        &self,
+        key: &Key,
+        signer: &str,
+        canonical: &str,
+        made: Option<OffsetDateTime>,
+        sends_to: Option<&str>,
+        later: bool,
+    ) -> Verdicted<Signed> {
         let sig = match self.obj.get("sig") {
             Some(Value::String(s)) => s,
             Some(_) => return Err(Rejection::new(Verdict::BadSignature, "sig is not a string")),
@@ -290,16 +305,26 @@ impl Envelope {
             canonical,
             sig,
         };
-        match key.judge(&claim) {
-            Ok(()) => Ok((
+        let judged = if later {
+            key.judge_later(&claim)
+        } else {
+            key.judge(&claim).map(|()| None)
+        };
+        match judged {
+            Ok(unchecked) => Ok((
                 alg.map(str::to_string),
                 key_id.map(str::to_string),
                 sig.clone(),
+                unchecked,
             )),
             Err(why) => Err(Rejection::new(refused(&why), why.to_string())),
         }
     }
 }
+
+/// A document's `alg`, `keyId` and `sig` as judged, and its curve check
+/// when it was left for later.
+type Signed = (Option<String>, Option<String>, String, Option<Unchecked>);
 
 /// The verdict of a signature [`Key::judge`] refused.
 fn refused(why: &Refusal) -> Verdict {
@@ -386,60 +411,6 @@ pub fn bad_marker(verdict: Verdict, settled: impl FnOnce() -> bool) -> BadMarker
         }
         _ => BadMarker::SetAside,
     }
-}
-
-/// Judges a job named `file_name` found in `listener_target`'s inbox
-/// (steps 1 to 8; replay and age are [`replay`] and [`freshness`]).
-pub fn job(file_name: &str, read: FileRead, listener_target: &str, key: &Key) -> Verdicted<Job> {
-    let env = Envelope::open(
-        read,
-        job::MAX_BYTES,
-        &["jobId", "target", "createdAt", "origin", "spec"],
-    )?;
-    let created = env.names()?;
-    env.file_name(file_name)?;
-    env.target(listener_target, Verdict::WrongTarget)?;
-    let canonical = job::canonical(
-        env.str("jobId"),
-        env.str("target"),
-        env.str("createdAt"),
-        env.str("origin"),
-        env.str("spec"),
-    );
-    let (alg, key_id, sig) = env.signature(
-        key,
-        env.str("origin"),
-        &canonical,
-        Some(created),
-        Some(env.str("target")),
-    )?;
-    let mut spec =
-        Spec::parse(env.str("spec")).map_err(|m| Rejection::new(Verdict::UnsupportedSpec, m))?;
-    let opened = sealed::unseal(&mut spec, &|f| env.str(f), key)?;
-    if spec
-        .header
-        .after
-        .iter()
-        .any(|a| a.names(env.str("target"), env.str("jobId")))
-    {
-        return Err(Rejection::new(
-            Verdict::UnsupportedSpec,
-            format!("spec after names the job {} itself", env.str("jobId")),
-        ));
-    }
-    Ok(Job {
-        id: JobId::parse(env.str("jobId")).expect("checked in step 4"),
-        target: env.str("target").to_string(),
-        created_at: env.str("createdAt").to_string(),
-        created,
-        origin: env.str("origin").to_string(),
-        spec_text: env.str("spec").to_string(),
-        spec,
-        alg,
-        key_id,
-        sig,
-        opened,
-    })
 }
 
 /// How far ahead of the listener's clock a job may be dated and still run
@@ -588,8 +559,10 @@ pub fn outcome(job_id: &str, read: FileRead, target: &str, key: &Key) -> Verdict
     Ok(o)
 }
 
+mod jobs;
 mod sealed;
 
+pub use jobs::{checked, job, job_later};
 pub use sealed::runnable;
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use crate::base::read::FileRead;
 use crate::protocol::accept::{self, Rejection};
 use crate::protocol::doc::{Job, Marker, Outcome, job, marker, outcome};
 use crate::store::fsops::Dir;
-use crate::trust::Key;
+use crate::trust::{Key, Unchecked};
 
 /// The result of `id` of `target` in `results` (held open), judged: the
 /// verified result, or the verdict on the file ([`accept::Verdict::Missing`]
@@ -48,6 +48,23 @@ pub fn job(dir: &Dir, id: &JobId, target: &str, key: &Key) -> Result<Job, Reject
 /// The [`Rejection`] of [`accept::job`].
 pub fn job_read(name: &str, read: FileRead, target: &str, key: &Key) -> Result<Job, Rejection> {
     accept::job(name, read, target, key)
+}
+
+/// [`job_read`], with an Ed25519 signature's curve check returned unmade
+/// when every other rule holds ([`accept::job_later`]): a listener that
+/// lists many new jobs at once checks each at its turn, or ahead of it on
+/// another thread.
+///
+/// # Errors
+///
+/// The [`Rejection`] [`job_read`] would give.
+pub fn job_read_later(
+    name: &str,
+    read: FileRead,
+    target: &str,
+    key: &Key,
+) -> Result<(Job, Option<Unchecked>), Rejection> {
+    accept::job_later(name, read, target, key)
 }
 
 /// The cancel marker of `id` in `cancel` (held open) of `target`, judged:

@@ -330,6 +330,48 @@ mod tests {
         ));
     }
 
+    /// A curve check left for later gives the verdict judging at once
+    /// gives, including its precedence over the rules after it.
+    #[test]
+    fn a_check_left_for_later_gives_the_verdict_of_one_made_at_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (key, nas) = fleet(tmp.path());
+        let signed = key.sign_document("job|x");
+        let later = key.judge_later(&claim("PC", &signed, Some("NAS")));
+        let later = later.unwrap().expect("the check is left");
+        assert!(!later.is_done());
+        assert_eq!(later.verdict(), Ok(()));
+        assert!(later.is_done());
+        // Edited: every other rule holds, the check left refuses it.
+        let mut c = claim("PC", &signed, None);
+        c.canonical = "job|y";
+        let later = key.judge_later(&c).unwrap().expect("the check is left");
+        assert!(matches!(later.verdict(), Err(Refusal::Forged(_))));
+        assert!(matches!(later.verdict(), Err(Refusal::Forged(_))), "kept");
+        // Edited and sent where NAS may not send: forged comes first.
+        let by_nas = crate::trust::Signed {
+            alg: Some("ed25519".into()),
+            key_id: Some(nas.line().ed25519.key_id()),
+            sig: hex::encode(nas.sign(b"job|x")),
+        };
+        assert!(matches!(
+            key.judge_later(&claim("NAS", &by_nas, Some("PC"))),
+            Err(Refusal::NotPermitted(_))
+        ));
+        let mut c = claim("NAS", &by_nas, Some("PC"));
+        c.canonical = "job|y";
+        assert!(matches!(key.judge_later(&c), Err(Refusal::Forged(_))));
+        // A fleet key document is judged whole.
+        let hmac = crate::trust::Signed {
+            sig: "00".repeat(32),
+            ..Default::default()
+        };
+        assert!(matches!(
+            key.judge_later(&claim("PC", &hmac, None)),
+            Err(Refusal::AlgNotAllowed(_))
+        ));
+    }
+
     #[test]
     fn a_roster_job_token_is_an_hmac_only_the_same_identity_makes() {
         let tmp = tempfile::tempdir().unwrap();

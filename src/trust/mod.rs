@@ -9,7 +9,9 @@
 //!
 //! Verification takes the [`Signer`] a document names (a job's or marker's
 //! origin, a result's or heartbeat's target): [`Key::judge`] for documents
-//! (their [`Claim`]), [`Key::check`] for what names no algorithm (a GET's
+//! (their [`Claim`]; [`Key::judge_later`] leaves an Ed25519 curve check
+//! to [`Unchecked`], for a listener that lists many jobs at once),
+//! [`Key::check`] for what names no algorithm (a GET's
 //! header, the root's identity); a job's token is an HMAC made and checked
 //! on one machine ([`Key::token`]). A signature's text is
 //! parsed only here ([`Signature`]), and a fleet key's short name for
@@ -31,6 +33,7 @@ use std::fmt;
 use ring::hmac;
 
 mod auth;
+mod ed25519;
 pub mod file;
 pub mod identity;
 pub mod live;
@@ -40,6 +43,7 @@ pub mod seal;
 pub mod store;
 
 pub use auth::Auth;
+pub use ed25519::Unchecked;
 pub use file::{MAX_KEY_FILE_BYTES, POINT_AT_KEY, generate, judge_file_text};
 pub use own::Own;
 use own::{Later, Mine};
@@ -440,7 +444,7 @@ impl Key {
                 "it is signed with the fleet key (no alg); this machine accepts only ed25519 documents (--auth roster)"
                     .into(),
             )),
-            (_, Some(ED25519)) => self.judge_ed25519(c),
+            (_, Some(ED25519)) => self.judge_ed25519(c, false).map(drop),
             (_, Some(alg)) => Err(Refusal::AlgNotAllowed(format!(
                 "alg {alg:?} is not one this machine accepts (ed25519{})",
                 if self.auth == Auth::Both {
@@ -450,99 +454,6 @@ impl Key {
                 }
             ))),
         }
-    }
-
-    fn judge_ed25519(&self, c: &Claim<'_>) -> Result<(), Refusal> {
-        let live = self
-            .roster
-            .as_ref()
-            .ok_or_else(|| "no admin key is pinned on this machine".to_string())
-            .map_err(|why| {
-                Refusal::UnknownSigner(format!("{} cannot be looked up: {why}", c.signer))
-            })?;
-        let judged = Self::judge_on(live, c);
-        // The roster is looked at every 100 ms at most: a machine added (or
-        // a key rotated in, or a permission widened) a moment ago may not be
-        // in the one held. A refusal is final, so before one that the roster
-        // decides, the file is looked at now, and a newer good roster judges.
-        match &judged {
-            Err(Refusal::UnknownSigner(_) | Refusal::KeyNotValid(_) | Refusal::NotPermitted(_)) => {
-                let before = live.generation();
-                live.look_now();
-                if live.generation() != before {
-                    return Self::judge_on(live, c);
-                }
-                judged
-            }
-            _ => judged,
-        }
-    }
-
-    /// [`Self::judge_ed25519`] against `live`'s current roster.
-    fn judge_on(live: &live::Live, c: &Claim<'_>) -> Result<(), Refusal> {
-        let body = live.current().map_err(|why| {
-            Refusal::UnknownSigner(format!("{} cannot be looked up: {why}", c.signer))
-        })?;
-        let entry = body
-            .machines
-            .iter()
-            .find(|m| m.name.eq_ignore_ascii_case(c.signer))
-            .ok_or_else(|| {
-                Refusal::UnknownSigner(format!(
-                    "{} is not on the roster (version {})",
-                    c.signer, body.version
-                ))
-            })?;
-        let id = c
-            .key_id
-            .ok_or_else(|| Refusal::UnknownSigner("it names no keyId".into()))?;
-        let key = entry.keys.iter().find(|k| k.key_id == id).ok_or_else(|| {
-            Refusal::UnknownSigner(format!(
-                "{} has no key {id:?} on the roster (version {})",
-                c.signer, body.version
-            ))
-        })?;
-        let forged = || {
-            Refusal::Forged(format!(
-                "the signature does not verify with key {id} of {} on the roster (edited, or signed with another key)",
-                c.signer
-            ))
-        };
-        let sig = Signature::parse_ed25519(c.sig).ok_or_else(|| {
-            Refusal::Forged("sig is not 128 hex digits, an Ed25519 signature as alg says".into())
-        })?;
-        let public = identity::SigningPublic::parse(&key.ed25519).ok_or_else(forged)?;
-        if !public.verifies(c.canonical.as_bytes(), &sig.tag) {
-            return Err(forged());
-        }
-        let now = crate::base::clock::now();
-        for (at, when) in [(c.made, "when the document was made"), (Some(now), "now")] {
-            if let Some(at) = at
-                && !roster::key_valid_at(key, at)
-            {
-                return Err(Refusal::KeyNotValid(format!(
-                    "key {id} of {} is valid from {} until {}, not {when} ({})",
-                    c.signer,
-                    key.valid_from,
-                    key.valid_until.as_deref().unwrap_or("it is replaced"),
-                    crate::base::clock::format(at)
-                )));
-            }
-        }
-        if let Some(to) = c.sends_to
-            && !entry
-                .may_send
-                .iter()
-                .any(|t| t == "*" || t.eq_ignore_ascii_case(to))
-        {
-            return Err(Refusal::NotPermitted(format!(
-                "{} may not send to {to} (roster version {} lets it send to {})",
-                c.signer,
-                body.version,
-                entry.may_send.join(",")
-            )));
-        }
-        Ok(())
     }
 }
 

@@ -283,6 +283,54 @@ fn a_job_edited_to_name_another_origin_is_refused() {
     assert_eq!(reason["verdict"], "bad-signature", "{reason}");
 }
 
+/// A listing of many new jobs leaves each one's curve check to its turn
+/// (or to a thread ahead of the drain): a job forged among them is still
+/// refused `bad-signature` before anything of it runs, also one that
+/// breaks a later rule too, and every genuine one runs once.
+#[test]
+fn forged_jobs_among_many_queued_at_once_are_refused_before_they_run() {
+    let w = keyless();
+    let key = admin(&w, None);
+    join(&w, "LAPTOP", &key, &[]);
+    let side = w.dir.path().join("ran.log");
+    let mut genuine = Vec::new();
+    let mut forged = Vec::new();
+    for i in 0..24 {
+        let tag = format!("job{i}");
+        let id = enqueue(&w, "LAPTOP", &["append", side.to_str().unwrap(), &tag]);
+        let text = std::fs::read_to_string(w.inbox(&id)).unwrap();
+        let edited = match i % 8 {
+            // Its argv edited: the signature no longer verifies.
+            3 => text.replace(&tag, "evil"),
+            // Edited and its spec made one this version does not run: the
+            // signature's step comes first.
+            5 => text
+                .replace(&tag, "evil")
+                .replace("\\\"argv\\\"", "\\\"argz\\\""),
+            _ => {
+                genuine.push(tag);
+                continue;
+            }
+        };
+        assert_ne!(edited, text, "the edit took");
+        std::fs::write(w.inbox(&id), edited).unwrap();
+        forged.push(id);
+    }
+    let c = listen_once(&w);
+    assert_eq!(c["done"], genuine.len(), "{c}");
+    assert_eq!(c["rejected"], forged.len(), "{c}");
+    for id in &forged {
+        let reason = w.reason(&format!("{id}.json"));
+        assert_eq!(reason["verdict"], "bad-signature", "{id}: {reason}");
+    }
+    let ran = std::fs::read_to_string(&side).unwrap();
+    let mut lines: Vec<&str> = ran.lines().collect();
+    lines.sort();
+    let mut want: Vec<&str> = genuine.iter().map(String::as_str).collect();
+    want.sort();
+    assert_eq!(lines, want, "each genuine job once, no forged one");
+}
+
 /// Runs `f` while machine `name` holds no good roster (the root's is
 /// garbage for the moment, and its kept copy gone), so it signs without
 /// judging its own job first, as a machine with a stale roster would.

@@ -13,7 +13,7 @@
 //! the listener's.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::base::error::Result;
@@ -24,12 +24,23 @@ use crate::protocol::accept::{self, Rejection, Verdict};
 use crate::protocol::doc::{self, Job};
 use crate::protocol::judge;
 use crate::store::fsops::Dir;
-use crate::trust::Key;
+use crate::trust::{Key, Unchecked};
 
-/// A job that passed acceptance (steps 1 to 8); its file is
-/// `inbox/<id>.json` (the name matches the body's id, §6.1 step 5).
+/// A job that passed acceptance (steps 1 to 8) but, maybe, its Ed25519
+/// curve check, made at its turn ([`Candidate::check`]) or ahead of it by
+/// [`Inbox::check_ahead`]; its file is `inbox/<id>.json` (the name matches
+/// the body's id, §6.1 step 5).
+#[derive(Clone)]
 pub(super) struct Candidate {
     pub job: Arc<Job>,
+    unchecked: Option<Arc<Unchecked>>,
+}
+
+impl Candidate {
+    /// The job's signature verdict: `Ok` once nothing is left to check.
+    pub fn check(&self) -> Result<(), Rejection> {
+        self.unchecked.as_deref().map_or(Ok(()), accept::checked)
+    }
 }
 
 /// A file's size and mtime: the listener's sign that it did not change.
@@ -52,7 +63,7 @@ pub(super) struct Inbox {
     inbox_mtime: Option<SystemTime>,
     listed: Option<Instant>,
     /// Accepted job files by name, with the stamp they had.
-    parsed: HashMap<String, (Stamp, Arc<Job>)>,
+    parsed: HashMap<String, (Stamp, Candidate)>,
     /// Unparseable files by name: the stamp
     /// they had when first seen so, and when.
     unsettled: HashMap<String, Settling>,
@@ -64,6 +75,8 @@ pub(super) struct Inbox {
     /// Names already spoken about.
     noted: HashSet<String>,
     settle: Duration,
+    /// The thread checking signatures ahead of the drain, while it runs.
+    ahead: Option<std::thread::JoinHandle<()>>,
     /// The roster's generation the parsed jobs were accepted under
     /// ([`Key::generation`]): another roster judges them all again, so a
     /// revoked machine's queued jobs are refused before they start.
@@ -82,6 +95,7 @@ impl Inbox {
             malformed: HashMap::new(),
             noted: HashSet::new(),
             settle,
+            ahead: None,
             roster: 0,
         }
     }
@@ -112,6 +126,37 @@ impl Inbox {
         self.inbox_mtime = inbox.modified();
         self.jobs = jobs.into();
         self.listed = Some(Instant::now());
+        self.check_ahead();
+    }
+
+    /// Starts a thread that makes the curve checks left in the queue, in
+    /// drain order, while the drain runs: a first listing of a thousand
+    /// new jobs then starts the first after one check, not a thousand
+    /// (each is made once, by this thread or at the job's turn, whichever
+    /// comes first). A thread that cannot start leaves them to their turn.
+    fn check_ahead(&mut self) {
+        if self.ahead.as_ref().is_some_and(|t| !t.is_finished()) {
+            return;
+        }
+        let left: Vec<Weak<Unchecked>> = self
+            .jobs
+            .iter()
+            .filter_map(|c| c.unchecked.as_ref())
+            .filter(|u| !u.is_done())
+            .map(Arc::downgrade)
+            .collect();
+        if left.len() < CHECK_AHEAD_FROM {
+            return;
+        }
+        // Weak: a job refused or forgotten meanwhile is not checked.
+        self.ahead = std::thread::Builder::new()
+            .name("check-ahead".into())
+            .spawn(move || {
+                for u in left.iter().filter_map(Weak::upgrade) {
+                    let _ = u.verdict();
+                }
+            })
+            .ok();
     }
 
     /// Records the folder's state after our own change to it (archiving).
@@ -161,11 +206,9 @@ impl Inbox {
             let meta = inbox.entry(&name);
             let stamp = stamp_of(&meta);
             match (stamp, self.parsed.get(&name)) {
-                (Some(stamp), Some((seen, job))) if *seen == stamp => {
+                (Some(stamp), Some((seen, c))) if *seen == stamp => {
                     self.unsettled.remove(&name);
-                    out.push(Candidate {
-                        job: Arc::clone(job),
-                    });
+                    out.push(c.clone());
                 }
                 (Some(stamp), None) if self.malformed.get(&name).is_some_and(|m| m.0 == stamp) => {
                     if self.settled_at(&name, stamp) {
@@ -179,12 +222,12 @@ impl Inbox {
         }
         for (name, stamp, judged) in judge_all(unread, inbox, target, key) {
             match judged {
-                Ok(job) => {
+                Ok(c) => {
                     if let Some(stamp) = stamp {
-                        self.parsed.insert(name.clone(), (stamp, Arc::clone(&job)));
+                        self.parsed.insert(name.clone(), (stamp, c.clone()));
                     }
                     self.unsettled.remove(&name);
-                    out.push(Candidate { job });
+                    out.push(c);
                 }
                 Err(r) if matches!(r.verdict, Verdict::Missing) => {}
                 Err(r) if matches!(r.verdict, Verdict::Unreadable) => {
@@ -246,12 +289,17 @@ fn stamp_of(meta: &std::io::Result<Entry>) -> Option<Stamp> {
         .map(|m| (m.len, m.modified))
 }
 
+/// From this many curve checks left in the queue, a thread makes them
+/// ahead of the drain ([`Inbox::check_ahead`]); fewer are made at each
+/// job's turn, at a thread's price of a few checks.
+const CHECK_AHEAD_FROM: usize = 8;
+
 /// Below this many files to read, one thread reads them all: a thread
 /// costs about as much to start as a few dozen files take to read.
 const READ_APART_FROM: usize = 64;
 
 /// What [`judge_all`] says of one file: its name, its stamp, its verdict.
-type Judged = (String, Option<Stamp>, Result<Arc<Job>, Rejection>);
+type Judged = (String, Option<Stamp>, Result<Candidate, Rejection>);
 
 /// Steps 1 to 8 of acceptance for each of `unread` (entries of `inbox`,
 /// with what `lstat` said of them), in their order. Many are shared out
@@ -269,9 +317,21 @@ fn judge_all(
             .map(|(name, meta)| {
                 let stamp = stamp_of(&meta);
                 let read = inbox.read_limited_with(&name, meta, doc::job::MAX_BYTES);
-                let judged = judge::job_read(&name, read, target, key)
-                    .and_then(accept::runnable)
-                    .map(Arc::new);
+                let judged =
+                    judge::job_read_later(&name, read, target, key).and_then(|(job, unchecked)| {
+                        match accept::runnable(job) {
+                            Ok(job) => Ok(Candidate {
+                                job: Arc::new(job),
+                                unchecked: unchecked.map(Arc::new),
+                            }),
+                            // The signature's step comes first.
+                            Err(r) => Err(unchecked
+                                .as_ref()
+                                .map_or(Ok(()), accept::checked)
+                                .err()
+                                .unwrap_or(r)),
+                        }
+                    });
                 (name, stamp, judged)
             })
             .collect()

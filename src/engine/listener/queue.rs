@@ -187,8 +187,12 @@ impl Queue {
                 self.inbox.jobs.remove(i);
                 continue;
             }
-            let checked =
-                accept::replay(&c.job.id, rec.seen_where(site, f, &c.job.id)).and_then(|()| {
+            // A signature the listing left unchecked is checked at the
+            // job's turn at the latest, before anything else of it.
+            let checked = c
+                .check()
+                .and_then(|()| accept::replay(&c.job.id, rec.seen_where(site, f, &c.job.id)))
+                .and_then(|()| {
                     accept::freshness(c.job.created, clock::now(), site.settings.max_age)
                 });
             if let Err(r) = checked {
