@@ -128,21 +128,19 @@ fn the_bucket_lane_refuses_what_it_cannot_do_yet_and_bad_input_by_its_code() {
     };
     for (args, named) in [
         (
-            vec![
-                "enqueue", "--target", "PC", "--wait", "--follow", "--", "true",
-            ],
-            "--follow",
-        ),
-        (
             vec!["enqueue", "--target", "PC,B", "--wait", "--", "true"],
             "--wait over a target list",
         ),
         (vec!["enqueue", "--batch", "jobs.jsonl", "--seal"], "--seal"),
         (
             vec![
-                "enqueue", "--target", "PC", "--wait", "--follow", "--", "true",
+                "result",
+                "--target",
+                "PC,B",
+                "--job-id",
+                "20261129-193000-9f2c4e1ab37d5c08",
             ],
-            "--follow",
+            "result over a target list",
         ),
         (
             vec!["result", "--target", "PC", "--job-id", "last"],

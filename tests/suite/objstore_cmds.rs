@@ -3,8 +3,9 @@
 //! judging a marker read from its key, `logs` reading a job's numbered
 //! chunk objects (and `--follow` ending once the result is there and no
 //! chunk follows), `sweep` removing stale markers by their LastModified
-//! but never one whose job waits, and `enqueue --wait` answering with the
-//! result; the sender's `enqueue --batch` (every line or nothing),
+//! but never one whose job waits, `enqueue --wait` answering with the
+//! result, and `enqueue`/`result --wait --follow` streaming the output
+//! before it; the sender's `enqueue --batch` (every line or nothing),
 //! `--interrupt` (a running job stopped by a listener started here, the
 //! one claim without a result as `running`) and `cancel` (`--wait`, over
 //! a target list, the parent rule from inside a job). What the listener would write (chunks, results, markers) is
@@ -1162,4 +1163,107 @@ fn engine_interrupt_running_names_the_one_claimed_job_without_a_result() {
     assert!(lane_object(&e, &format!("PC/cancel/{b}.json")).is_some());
     assert!(lane_object(&e, &format!("PC/cancel/{a}.json")).is_none());
     assert_eq!(queued_spec(&e, "PC", &new)["priority"], json!("high"));
+}
+
+/// `enqueue --wait --follow` and `result --wait --follow` on a bucket, as
+/// on a folder: the job's output streamed while it runs (its first line
+/// shown before its result exists), then the result line; JSON lines with
+/// `--json`, the result last; each exits as the job did.
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_enqueue_and_result_follow_stream_the_output_then_the_result() {
+    let (e, w) = (Engine::new(), World::new());
+    let mut l = listener(&e, &w);
+    let id = lane_id("follow");
+    let argv = kit(&[
+        "out",
+        "first-line",
+        "err",
+        "on-stderr",
+        "sleep",
+        "3",
+        "out",
+        "second-line",
+        "exit",
+        "3",
+    ]);
+    let mut args = vec![
+        "enqueue", "--target", "PC", "--job-id", &id, "--wait", "--follow", "--",
+    ];
+    args.extend(argv.iter().map(String::as_str));
+    let mut child = spawn(&e, &w, &args);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = Vec::new();
+        for line in std::io::BufReader::new(stdout).lines() {
+            let line = line.unwrap();
+            let _ = tx.send(line.clone());
+            all.push(line);
+        }
+        all
+    });
+    let end = Instant::now() + Duration::from_secs(60);
+    loop {
+        let line = rx
+            .recv_timeout(end.saturating_duration_since(Instant::now()))
+            .expect("the first line is streamed");
+        if line == "first-line" {
+            break;
+        }
+    }
+    assert!(
+        lane_object(&e, &format!("PC/results/{id}.json")).is_none(),
+        "shown while the job still runs"
+    );
+    let (code, _, err) = finish(child, Duration::from_secs(60));
+    let lines = reader.join().unwrap();
+    assert_eq!(code, 3, "exits as the job did: {lines:?}{err}");
+    assert_eq!(lines.first(), Some(&id), "the id first: {lines:?}");
+    let first = lines.iter().position(|l| l == "first-line").unwrap();
+    let second = lines.iter().position(|l| l == "second-line");
+    assert_eq!(
+        second,
+        Some(first + 1),
+        "each line once, in order: {lines:?}"
+    );
+    let last = lines.last().unwrap();
+    assert!(last.starts_with(&format!("{id} on PC: ")), "{lines:?}");
+    assert!(
+        err.contains("on-stderr"),
+        "stderr streamed to stderr: {err}"
+    );
+    // `result --wait --follow --json` of a job queued behind a running one.
+    let later = lane_id("later");
+    let argv = kit(&["out", "later-line", "sleep", "1"]);
+    let mut args = vec!["enqueue", "--target", "PC", "--job-id", &later, "--"];
+    args.extend(argv.iter().map(String::as_str));
+    assert_eq!(lane_run(&e, &w, &args).0, 0);
+    let got = lane_run(
+        &e,
+        &w,
+        &[
+            "--json", "result", "--target", "PC", "--job-id", &later, "--wait", "--follow",
+        ],
+    );
+    stop(&mut l);
+    assert_eq!(got.0, 0, "{got:?}");
+    let docs: Vec<Value> = got
+        .1
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        docs.first(),
+        Some(&json!({"stream": "stdout", "text": "later-line\n"})),
+        "{docs:?}"
+    );
+    let result = docs.last().unwrap();
+    assert_eq!(
+        (&result["jobId"], &result["exitCode"]),
+        (&json!(later), &json!(0)),
+        "{result}"
+    );
+    assert_eq!(docs.len(), 2, "{docs:?}");
 }

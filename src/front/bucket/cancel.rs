@@ -72,7 +72,7 @@ pub fn run(ctx: &Context, root: &str, args: &CancelArgs) -> Result<u8> {
     if !ctx.json() {
         crate::base::out::line(&human);
     }
-    match super::wait::for_result(&t, &id, key, limit)? {
+    match super::wait::for_result(&t, &id, key, limit, None)? {
         Seen::Done(o) => {
             let (stopped, word, human) = after_wait(&id, &o);
             out["outcome"] = json!(word);
@@ -80,7 +80,7 @@ pub fn run(ctx: &Context, root: &str, args: &CancelArgs) -> Result<u8> {
             super::emit(ctx, &out, &human);
             Ok(exit::no_if(!stopped))
         }
-        seen => super::wait::answer(ctx, &t, &id, out, seen, limit),
+        seen => super::wait::answer(ctx, &t, &id, out, seen, limit, false),
     }
 }
 

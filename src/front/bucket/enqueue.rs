@@ -24,13 +24,8 @@ use crate::store::port::bucket::BucketTarget;
 
 /// Runs `enqueue` on the root `root`.
 pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
-    for (given, what) in [
-        (args.waiting.follow, "enqueue --follow"),
-        (args.seal, "enqueue --seal"),
-    ] {
-        if given {
-            return Err(super::not_yet(root, what));
-        }
+    if args.seal {
+        return Err(super::not_yet(root, "enqueue --seal"));
     }
     let req = request::from_flags(ctx, args)?;
     // One job to stop, one listener to reach: each names a single target.
@@ -159,8 +154,10 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
         crate::base::out::line(req.id.as_str());
     }
     let t = &targets[0];
-    let seen = super::wait::for_result(t, &req.id, key, wait_limit)?;
-    super::wait::answer(ctx, t, &req.id, out, seen, wait_limit)
+    let follow = args.waiting.follow;
+    let mut follower = follow.then(|| super::logs::Follower::new(t, &req.id, ctx.json()));
+    let seen = super::wait::for_result(t, &req.id, key, wait_limit, follower.as_mut())?;
+    super::wait::answer(ctx, t, &req.id, out, seen, wait_limit, follow)
 }
 
 /// The job `id` names on the target `on` names, for `--after`: the target

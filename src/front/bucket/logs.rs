@@ -304,15 +304,7 @@ fn follow(chunks: &mut Chunks, key: &crate::trust::Key, form: Form, out: Value) 
     }
     for (key, verdict) in chunks.judged(&o) {
         if let Verdict::NotTheJobs(why) = verdict {
-            return Err(Error::forbidden(format!(
-                "what was shown from {key} is not {id}'s output ({why}); {id} ended {} (exit {})",
-                o.termination().describe(o.ok),
-                o.exit_code
-            ))
-            .hint(format!(
-                "`fleet-dispatch result --target {} --job-id {id}` shows the end of its own output, signed; find who writes the bucket",
-                o.target
-            )));
+            return Err(not_the_jobs(&key, id, &why, &o));
         }
     }
     if form == Form::Lines {
@@ -372,6 +364,71 @@ fn finished(chunks: &mut Chunks, o: &Outcome, form: Form, json: Value) -> Result
         short_log_note(o, streams);
     }
     Ok(exit::SUCCESS)
+}
+
+/// What `enqueue --wait --follow` and `result --wait --follow` stream of a
+/// job on a bucket while they wait ([`super::wait::for_result`]): its
+/// chunks as they come once it was taken, both streams (JSON lines with
+/// `--json`), as a folder's waits stream its logs.
+pub struct Follower<'a>(Chunks<'a>);
+
+impl<'a> Follower<'a> {
+    /// Follows `id`'s output on `t`; `json`: as JSON lines.
+    pub fn new(t: &'a BucketTarget, id: &'a JobId, json: bool) -> Follower<'a> {
+        Follower(Chunks::new(t, id, Streams::Both, json))
+    }
+
+    /// Prints the chunks written since the last look, once `seen` (what
+    /// the wait's look found, made before this) says the job was taken:
+    /// every chunk is written before the result, so after a look that
+    /// found the result nothing is left unread, and the end is made.
+    pub fn saw(&mut self, seen: &Seen) -> Result<()> {
+        if matches!(seen, Seen::Taken | Seen::Done(_)) {
+            self.0
+                .pump(&mut std::io::stdout(), &mut std::io::stderr())?;
+        }
+        match seen {
+            Seen::Done(o) => self.end(o),
+            _ => Ok(()),
+        }
+    }
+
+    /// The end, once the result `o` is there: the start of a character
+    /// whose end never came (JSON lines), a sealed job's output from its
+    /// result, and what was shown held against the result: output that
+    /// was not the job's is `FORBIDDEN`, as on a folder.
+    fn end(&mut self, o: &Outcome) -> Result<()> {
+        let chunks = &mut self.0;
+        let id = chunks.id;
+        if o.sealed_here() || o.opened.is_some() {
+            let (out, err) = view::logs::sealed(id, o, Streams::Both)?;
+            print(id, out, err)?;
+            return Ok(());
+        }
+        if chunks.json {
+            chunks.end_json(&mut std::io::stdout());
+        }
+        for (key, verdict) in chunks.judged(o) {
+            if let Verdict::NotTheJobs(why) = verdict {
+                return Err(not_the_jobs(&key, id, &why, o));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The refusal of output shown from `key` that was not `id`'s, once its
+/// result `o` said so.
+fn not_the_jobs(key: &str, id: &JobId, why: &str, o: &Outcome) -> Error {
+    Error::forbidden(format!(
+        "what was shown from {key} is not {id}'s output ({why}); {id} ended {} (exit {})",
+        o.termination().describe(o.ok),
+        o.exit_code
+    ))
+    .hint(format!(
+        "`fleet-dispatch result --target {} --job-id {id}` shows the end of its own output, signed; find who writes the bucket",
+        o.target
+    ))
 }
 
 /// Writes `out` to stdout and `err` to stderr, the logs of `id` (on any

@@ -29,9 +29,6 @@ const POLL: Duration = Duration::from_secs(1);
 /// Runs `result` on the root `root`.
 /// `limit`: the `--wait-timeout`, parsed.
 pub fn result(ctx: &Context, root: &str, args: &ResultArgs, limit: Option<Duration>) -> Result<u8> {
-    if args.waiting.follow {
-        return Err(super::not_yet(root, "result --follow"));
-    }
     if crate::store::layout::is_target_list(&args.target) {
         return Err(super::not_yet(root, "result over a target list"));
     }
@@ -39,8 +36,13 @@ pub fn result(ctx: &Context, root: &str, args: &ResultArgs, limit: Option<Durati
     let lane = Lane::load(ctx, root)?;
     let t = lane.target(ctx, &args.target)?;
     let start = Instant::now();
+    let mut follower =
+        (args.waiting.follow).then(|| super::logs::Follower::new(&t, &id, ctx.json()));
     let seen = loop {
         let seen = lane::look(&t, &id, &lane.key)?;
+        if let Some(f) = follower.as_mut() {
+            f.saw(&seen)?;
+        }
         let waiting = matches!(seen, Seen::Queued | Seen::Taken);
         if !args.waiting.wait || !waiting || limit.is_some_and(|l| start.elapsed() >= l) {
             break seen;
@@ -50,7 +52,12 @@ pub fn result(ctx: &Context, root: &str, args: &ResultArgs, limit: Option<Durati
     let shown = t.shelf(Place::Results).shown(&id.file_name());
     let state = match seen {
         Seen::Done(o) => {
-            emit(ctx, &view::result::json(&o), &view::result::text(&o));
+            let human = if args.waiting.follow {
+                view::result::followed(&o)
+            } else {
+                view::result::text(&o)
+            };
+            emit(ctx, &view::result::json(&o), &human);
             return Ok(o.wait_exit_status());
         }
         Seen::Forged(why) => {

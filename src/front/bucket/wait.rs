@@ -18,6 +18,8 @@ use crate::store::layout::Place;
 use crate::store::port::Shelves;
 use crate::trust::Key;
 
+use super::logs::Follower;
+
 /// How often a wait looks again: each look is a GET and up to two HEADs.
 pub const POLL: Duration = Duration::from_secs(1);
 
@@ -34,10 +36,21 @@ pub fn limit(text: Option<&str>) -> Result<Option<Duration>> {
 /// Waits for `id`'s result on `t`, at most `limit` (`None`: no limit):
 /// what was seen last. A job not seen at all is waited for too (a store
 /// that lists late, or a listener moving it).
-pub fn for_result(t: &dyn Shelves, id: &JobId, key: &Key, limit: Option<Duration>) -> Result<Seen> {
+/// With `follow`, the job's output is streamed as it comes, and held
+/// against its result at the end ([`Follower::saw`]).
+pub fn for_result(
+    t: &dyn Shelves,
+    id: &JobId,
+    key: &Key,
+    limit: Option<Duration>,
+    mut follow: Option<&mut Follower>,
+) -> Result<Seen> {
     let start = Instant::now();
     loop {
         let seen = lane::look(t, id, key)?;
+        if let Some(f) = follow.as_deref_mut() {
+            f.saw(&seen)?;
+        }
         let waiting = matches!(seen, Seen::Queued | Seen::Taken | Seen::Nothing);
         if !waiting || limit.is_some_and(|l| start.elapsed() >= l) {
             return Ok(seen);
@@ -49,7 +62,8 @@ pub fn for_result(t: &dyn Shelves, id: &JobId, key: &Key, limit: Option<Duration
 
 /// Answers a wait for `id` on `t` that came to `seen`, `out` being the
 /// command's answer so far: the result (printed as `enqueue --wait` prints
-/// it on a folder, exit as the job's), or why there is none. `limit` is
+/// it on a folder, `followed` or not, exit as the job's), or why there is
+/// none. `limit` is
 /// the wait's; a wait that ran out exits `UNFINISHED`.
 pub fn answer(
     ctx: &Context,
@@ -58,12 +72,15 @@ pub fn answer(
     mut out: Value,
     seen: Seen,
     limit: Option<Duration>,
+    followed: bool,
 ) -> Result<u8> {
     let state = match seen {
         Seen::Done(o) => {
             if ctx.json() {
                 out["result"] = crate::view::result::json(&o);
                 crate::base::out::line(&out.to_string());
+            } else if followed {
+                crate::base::out::line(&crate::view::result::followed(&o));
             } else {
                 crate::base::out::line(&crate::view::result::text(&o));
             }
