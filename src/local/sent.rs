@@ -29,9 +29,12 @@ const SENT_MAX_BYTES: u64 = 256 * 1024;
 /// state directory `state`. One that cannot be used (not set, inside the
 /// root, not a folder) loses only the shorthand: the job is sent, and that
 /// is said on stderr.
-pub fn remember_on(state: Result<std::path::PathBuf>, targets: &[&TargetDirs], id: &JobId) {
-    let remembered =
-        state.and_then(|dir| targets.iter().try_for_each(|dirs| remember(&dir, dirs, id)));
+pub fn remember_on(state: Result<std::path::PathBuf>, targets: &[&Machine], id: &JobId) {
+    let remembered = state.and_then(|dir| {
+        targets
+            .iter()
+            .try_for_each(|target| remember(&dir, target, id))
+    });
     if let Err(e) = remembered {
         crate::note!(
             "fleet-dispatch: {id} is not remembered as `{LAST}`: {}",
@@ -40,17 +43,17 @@ pub fn remember_on(state: Result<std::path::PathBuf>, targets: &[&TargetDirs], i
     }
 }
 
-/// Remembers `id`, just enqueued for `dirs`' target, as `last`: a copy of
+/// Remembers `id`, just enqueued for `target`, as `last`: a copy of
 /// the same id for another target (a fan-out) joins the targets already
 /// remembered for it, so `last` names it on each.
-pub fn remember(state_dir: &Path, dirs: &TargetDirs, id: &JobId) -> Result<()> {
+pub fn remember(state_dir: &Path, target: &Machine, id: &JobId) -> Result<()> {
     fsops::create_dirs(&[state_dir.to_path_buf()])?;
     let mut targets = match remembered(state_dir) {
         Some((targets, last)) if last == id.as_str() => targets,
         _ => Vec::new(),
     };
-    if !targets.iter().any(|t| dirs.target().same(t)) {
-        targets.push(dirs.target().to_string());
+    if !targets.iter().any(|t| target.same(t)) {
+        targets.push(target.to_string());
     }
     let text = format!("{} {id}\n", targets.join(","));
     fsops::replace(
@@ -58,7 +61,7 @@ pub fn remember(state_dir: &Path, dirs: &TargetDirs, id: &JobId) -> Result<()> {
         text.as_bytes(),
         fsops::Flush::Nothing,
     )?;
-    record_sent(state_dir, &[(dirs, id)])
+    record_sent(state_dir, &[(target, id)])
 }
 
 /// Adds every job of a batch, each `(targets, id)`, to the sent list in
@@ -66,9 +69,9 @@ pub fn remember(state_dir: &Path, dirs: &TargetDirs, id: &JobId) -> Result<()> {
 /// cancel of any of them is taken before it has synced. A failure is
 /// said on stderr; the jobs are sent either way.
 pub fn record_sent_on(state: Result<std::path::PathBuf>, jobs: &[(&[TargetDirs], &JobId)]) {
-    let each: Vec<(&TargetDirs, &JobId)> = jobs
+    let each: Vec<(&Machine, &JobId)> = jobs
         .iter()
-        .flat_map(|(targets, id)| targets.iter().map(move |d| (d, *id)))
+        .flat_map(|(targets, id)| targets.iter().map(move |d| (d.target(), *id)))
         .collect();
     let recorded = state.and_then(|dir| {
         fsops::create_dirs(std::slice::from_ref(&dir))?;
@@ -84,12 +87,12 @@ pub fn record_sent_on(state: Result<std::path::PathBuf>, jobs: &[(&[TargetDirs],
 
 /// Adds each `(target, id)` sent to the sent list in one append, keeping
 /// the list's newer half once it outgrows [`SENT_MAX_BYTES`].
-fn record_sent(state_dir: &Path, sent: &[(&TargetDirs, &JobId)]) -> Result<()> {
+fn record_sent(state_dir: &Path, sent: &[(&Machine, &JobId)]) -> Result<()> {
     use std::io::Write;
     let path = state_dir.join(SENT_FILE);
     let lines: String = sent
         .iter()
-        .map(|(dirs, id)| format!("{} {id}\n", dirs.target()))
+        .map(|(target, id)| format!("{target} {id}\n"))
         .collect();
     std::fs::OpenOptions::new()
         .create(true)

@@ -157,7 +157,7 @@ impl<'a> Names<'a> {
     /// part.
     pub fn resolve(&mut self, dirs: &TargetDirs, text: &str) -> Result<JobId> {
         if text == LAST {
-            return last(dirs, self.state_dir.as_deref());
+            return last(dirs.target(), self.state_dir.as_deref());
         }
         let t = dirs.target().as_str().to_ascii_lowercase();
         let own = self.own.get(&t);
@@ -392,17 +392,22 @@ pub fn resolve(
     Names::new(key, state_dir.map(Path::to_path_buf)).resolve(dirs, text)
 }
 
-fn last(dirs: &TargetDirs, state_dir: Option<&Path>) -> Result<JobId> {
+/// The job [`LAST`] names on `target`: the last one enqueued from this
+/// machine (its state directory `state_dir`), when it went to `target`.
+///
+/// # Errors
+///
+/// `NOT_FOUND` when none was, or it went elsewhere (naming where).
+pub fn last(target: &Machine, state_dir: Option<&Path>) -> Result<JobId> {
     let (targets, id) = state_dir.and_then(remembered).ok_or_else(|| {
         Error::not_found(format!(
             "no job was enqueued from this machine yet, so `{LAST}` names none"
         ))
     })?;
-    if !targets.iter().any(|t| dirs.target().same(t)) {
+    if !targets.iter().any(|t| target.same(t)) {
         let went = targets.join(",");
         return Err(Error::not_found(format!(
-            "the last job enqueued from this machine went to {went}, not {}",
-            dirs.target()
+            "the last job enqueued from this machine went to {went}, not {target}"
         ))
         .hint(format!("use --target {went}, or give the job's id")));
     }

@@ -143,8 +143,8 @@ fn the_bucket_lane_refuses_what_it_cannot_do_yet_and_bad_input_by_its_code() {
             "result over a target list",
         ),
         (
-            vec!["result", "--target", "PC", "--job-id", "last"],
-            "--job-id last",
+            vec!["cancel", "--target", "PC,B", "--job-id", "last"],
+            "`last` in --after or over a target list",
         ),
         (vec!["--auth", "roster", "status"], "--auth roster"),
     ] {

@@ -5,7 +5,7 @@
 //! chunk follows), `sweep` removing stale markers by their LastModified
 //! but never one whose job waits, `enqueue --wait` answering with the
 //! result, and `enqueue`/`result --wait --follow` streaming the output
-//! before it; the sender's `enqueue --batch` (every line or nothing),
+//! before it; `--job-id last` and a unique prefix naming a job; the sender's `enqueue --batch` (every line or nothing),
 //! `--interrupt` (a running job stopped by a listener started here, the
 //! one claim without a result as `running`) and `cancel` (`--wait`, over
 //! a target list, the parent rule from inside a job). What the listener would write (chunks, results, markers) is
@@ -1266,4 +1266,67 @@ fn engine_enqueue_and_result_follow_stream_the_output_then_the_result() {
         "{result}"
     );
     assert_eq!(docs.len(), 2, "{docs:?}");
+}
+
+/// `--job-id last` and a unique prefix name a job on a bucket as on a
+/// folder: `last` is the job enqueued last from here, a prefix the one
+/// verified job whose id starts with it (found by a listing of that key
+/// prefix); a prefix two jobs have is refused listing both, and a planted
+/// object with a matching name takes no part.
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_last_and_a_prefix_name_a_job_on_a_bucket() {
+    let (e, w) = (Engine::new(), World::new());
+    let got = lane_run(&e, &w, &["result", "--target", "PC", "--job-id", "last"]);
+    assert_eq!(got.0, 66, "{got:?}");
+    assert!(
+        got.2.contains("no job was enqueued from this machine"),
+        "{got:?}"
+    );
+    let base = lane_id("pre");
+    let (one, two) = (format!("{base}-one"), format!("{base}-two"));
+    for id in [&one, &two] {
+        let got = lane_run(
+            &e,
+            &w,
+            &["enqueue", "--target", "PC", "--job-id", id, "--", "true"],
+        );
+        assert_eq!(got.0, 0, "{got:?}");
+    }
+    let named = |text: &str| {
+        let got = lane_run(
+            &e,
+            &w,
+            &["--json", "result", "--target", "PC", "--job-id", text],
+        );
+        let doc: Value = serde_json::from_str(got.1.trim()).unwrap_or(Value::Null);
+        // With --json a refusal is a JSON document on stdout.
+        (
+            got.0,
+            doc["jobId"].as_str().map(str::to_string),
+            got.1 + &got.2,
+        )
+    };
+    let (code, id, err) = named("last");
+    assert_eq!(id.as_deref(), Some(two.as_str()), "{code} {err}");
+    put(&e, &format!("PC/inbox/{base}-onx.json"), b"{ planted");
+    let (code, id, err) = named(&format!("{base}-on"));
+    assert_eq!(id.as_deref(), Some(one.as_str()), "{code} {err}");
+    let (code, id, err) = named(&base);
+    assert_eq!((code, id), (64, None), "{err}");
+    assert!(
+        err.contains(&one) && err.contains(&two) && !err.contains("onx"),
+        "{err}"
+    );
+    // `logs` and `cancel` take them too.
+    let got = lane_run(
+        &e,
+        &w,
+        &["logs", "--target", "PC", "--job-id", &format!("{base}-t")],
+    );
+    assert_eq!(got.0, 0, "{got:?}");
+    let got = lane_run(&e, &w, &["cancel", "--target", "PC", "--job-id", "last"]);
+    assert_eq!(got.0, 0, "{got:?}");
+    assert!(lane_object(&e, &format!("PC/cancel/{two}.json")).is_some());
+    assert!(lane_object(&e, &format!("PC/cancel/{one}.json")).is_none());
 }

@@ -101,6 +101,16 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs, file: &std::path::Path
             }
         }
     }
+    // The last line's job becomes `last`, on each of its targets.
+    if let (Some((_, r)), Some(names)) = (lines.last(), sent.last()) {
+        let targets: Vec<crate::base::names::Machine> = names
+            .iter()
+            .filter_map(|n| crate::base::names::Machine::parse(n, "target").ok())
+            .collect();
+        let targets: Vec<_> = targets.iter().collect();
+        let state = ctx.state_dir(std::path::Path::new(root));
+        crate::places::jobref::remember_on(state, &targets, &r.id);
+    }
     let each: Vec<_> = lines
         .iter()
         .zip(&sent)

@@ -35,15 +35,21 @@ pub fn run(ctx: &Context, root: &str, args: &CancelArgs) -> Result<u8> {
         list_takes(args)?;
     }
     let limit = super::wait::limit(args.wait_timeout.as_deref())?;
-    let id = super::job_id(root, &args.job_id)?;
+    if list {
+        super::job_id(root, &args.job_id)?;
+    } else {
+        super::jobref::checked(&args.job_id)?;
+    }
     let caller = ctx.enclosing_job()?;
     let lane = Lane::load(ctx, root)?;
     let origin = ctx.machine()?;
     let key = &lane.key;
     if list {
+        let id = super::job_id(root, &args.job_id)?;
         return each(ctx, &lane, args, &id, &origin, caller.as_ref());
     }
     let t = lane.target(ctx, &args.target)?;
+    let id = super::jobref::resolve(ctx, &lane, &t, &args.job_id)?;
     if !args.force && matches!(lane::look(&t, &id, key)?, Seen::Nothing) {
         return Err(unknown(&t, &id));
     }

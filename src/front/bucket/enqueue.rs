@@ -46,12 +46,14 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
         .map(crate::front::send::http::Url::parse)
         .transpose()?;
     // A bad id is refused before the store is asked.
-    let named = args
+    // A bad id is refused before the store is asked.
+    if let Some(text) = args
         .interrupt
         .as_deref()
         .filter(|t| *t != crate::places::jobref::RUNNING)
-        .map(|t| interrupt_id(root, t))
-        .transpose()?;
+    {
+        super::jobref::checked(text).map_err(|e| interrupt_error(text, e))?;
+    }
     let wait_limit = super::wait::limit(args.waiting.wait_timeout.as_deref())?;
     if args.waiting.wait && crate::store::layout::is_target_list(&req.targets) {
         return Err(super::not_yet(root, "enqueue --wait over a target list"));
@@ -67,7 +69,13 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
     let interrupt = args
         .interrupt
         .as_deref()
-        .map(|text| interrupted(&targets[0], text, named.clone(), &req.id, key, args.force))
+        .map(|text| {
+            let named = (text != crate::places::jobref::RUNNING)
+                .then(|| super::jobref::resolve(ctx, &lane, &targets[0], text))
+                .transpose()
+                .map_err(|e| interrupt_error(text, e))?;
+            interrupted(&targets[0], text, named, &req.id, key, args.force)
+        })
         .transpose()?;
     // Every target and the id on each checked, every copy signed and
     // checked, before anything is published.
@@ -102,6 +110,10 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
             return Err(partly(&req.id, &targets[..n], e));
         }
     }
+    // `last` names it on each target, as on a folder.
+    let each: Vec<_> = targets.iter().map(|t| t.target()).collect();
+    let state = ctx.state_dir(std::path::Path::new(root));
+    crate::places::jobref::remember_on(state, &each, &req.id);
     let copy = |t: &BucketTarget| {
         json!({
             "target": t.target().as_str(),
@@ -194,16 +206,14 @@ fn partly(id: &crate::base::names::JobId, done: &[BucketTarget], e: Error) -> Er
     ))
 }
 
-/// The id `--interrupt TEXT` gives: a full job id on a bucket.
-fn interrupt_id(root: &str, text: &str) -> Result<crate::base::names::JobId> {
-    super::job_id(root, text).map_err(|mut e| {
-        e.message = format!("--interrupt {text}: {}", e.message);
-        e
-    })
+/// `e`, the refusal of `--interrupt TEXT`, naming the flag.
+fn interrupt_error(text: &str, mut e: Error) -> Error {
+    e.message = format!("--interrupt {text}: {}", e.message);
+    e
 }
 
 /// The job `--interrupt TEXT` names on `t`: `running`, the one job the
-/// target runs now ([`lane::running`]), or the id `named` ([`interrupt_id`]),
+/// target runs now ([`lane::running`]), or the id `named` ([`super::jobref`]),
 /// refused (`NOT_FOUND`) when `t` has nothing of it unless `force`.
 /// Checked before the new job (`own`) is published, so a mistake queues
 /// nothing.

@@ -208,9 +208,10 @@ pub fn run(ctx: &Context, root: &str, args: &LogsArgs) -> Result<u8> {
         ))
         .hint("run logs once per target, or see every copy's outcome with result --target A,B"));
     }
-    let id = super::job_id(root, &args.job_id)?;
+    super::jobref::checked(&args.job_id)?;
     let lane = Lane::load(ctx, root)?;
     let t = lane.target(ctx, &args.target)?;
+    let id = super::jobref::resolve(ctx, &lane, &t, &args.job_id)?;
     let key = &lane.key;
     let streams = match args.stream {
         StreamArg::Stdout => Streams::Stdout,

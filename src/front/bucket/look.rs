@@ -32,9 +32,10 @@ pub fn result(ctx: &Context, root: &str, args: &ResultArgs, limit: Option<Durati
     if crate::store::layout::is_target_list(&args.target) {
         return Err(super::not_yet(root, "result over a target list"));
     }
-    let id = super::job_id(root, &args.job_id)?;
+    super::jobref::checked(&args.job_id)?;
     let lane = Lane::load(ctx, root)?;
     let t = lane.target(ctx, &args.target)?;
+    let id = super::jobref::resolve(ctx, &lane, &t, &args.job_id)?;
     let start = Instant::now();
     let mut follower =
         (args.waiting.follow).then(|| super::logs::Follower::new(&t, &id, ctx.json()));

@@ -11,6 +11,7 @@
 pub mod batch;
 pub mod cancel;
 pub mod enqueue;
+pub mod jobref;
 pub mod listen;
 pub mod logs;
 pub mod look;
@@ -126,11 +127,11 @@ pub fn not_yet(root: &str, what: &str) -> Error {
     .hint("see docs/object-store.md for what works on a bucket; use a shared folder as the root for the rest")
 }
 
-/// The job `text` names: on a bucket, a full job id (`last` and prefixes
-/// need this machine's record of a folder root).
+/// The job `text` names: on a bucket, a full job id (for what takes no
+/// `last` or prefix: `--after`, a cancel over a target list).
 pub fn job_id(root: &str, text: &str) -> Result<JobId> {
     if text == crate::places::jobref::LAST {
-        return Err(not_yet(root, "--job-id last"));
+        return Err(not_yet(root, "`last` in --after or over a target list"));
     }
     JobId::parse(text).map_err(|e| e.hint("on an object-store root, give the job's full id"))
 }

@@ -126,7 +126,10 @@ pub fn send(ctx: &Context, args: &EnqueueArgs, file: &std::path::Path) -> Result
         .collect();
     crate::places::jobref::record_sent_on(ctx.state_dir(root), &sent[..sent.len() - 1]);
     if let Some((_, last)) = lines.last() {
-        let each: Vec<&TargetDirs> = resolved[&last.targets].iter().collect();
+        let each: Vec<_> = resolved[&last.targets]
+            .iter()
+            .map(TargetDirs::target)
+            .collect();
         crate::places::jobref::remember_on(ctx.state_dir(root), &each, &last.id);
     }
     let lines = lines

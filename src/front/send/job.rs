@@ -96,7 +96,7 @@ fn one(ctx: &Context, args: &EnqueueArgs, req: Request) -> Result<One> {
     let (job, bytes) = checked(job, Origin::Flags)?;
     roster_refusal(&job, &bytes, key)?;
     route.job(&dirs, &job, &bytes, key, ctx.durability().enqueue_flush())?;
-    crate::places::jobref::remember_on(ctx.state_dir(&s.root), &[&dirs], &req.id);
+    crate::places::jobref::remember_on(ctx.state_dir(&s.root), &[dirs.target()], &req.id);
     let warnings = match route {
         Route::Folder => crate::requests::doctor::listener_warnings(&dirs, key),
         Route::Http(_) => Vec::new(),
@@ -284,7 +284,7 @@ fn fan_out(ctx: &Context, args: &EnqueueArgs, req: Request) -> Result<Copies> {
         }
     }
     // Remembered on each target, so `last` names every copy.
-    let each: Vec<&TargetDirs> = targets.iter().collect();
+    let each: Vec<_> = targets.iter().map(TargetDirs::target).collect();
     crate::places::jobref::remember_on(ctx.state_dir(&s.root), &each, id);
     let warnings = targets
         .iter()

@@ -122,8 +122,8 @@ fn an_id_is_known_by_its_folders_or_as_sent_from_here_and_refused_otherwise() {
     assert_eq!(e.code, crate::base::error::Code::NotFound);
     assert!(e.message.contains("build-1234"), "{}", e.message);
     // Sent from here, not synced: known, and still after `last` moved on.
-    remember(&state, &dirs, &id("sent-1")).unwrap();
-    remember(&state, &dirs, &id("sent-2")).unwrap();
+    remember(&state, dirs.target(), &id("sent-1")).unwrap();
+    remember(&state, dirs.target(), &id("sent-2")).unwrap();
     assert!(names.is_known(&dirs, &id("sent-1")));
     let other = TargetDirs::new(d.path(), &Machine::parse("LAPTOP", "t").unwrap());
     assert!(!names.is_known(&other, &id("sent-1")), "sent to PC only");
@@ -138,7 +138,7 @@ fn last_is_the_last_job_enqueued_to_that_target() {
         resolve(&dirs, Some(&state), &key, LAST).unwrap_err().code,
         crate::base::error::Code::NotFound
     );
-    remember(&state, &dirs, &JobId::parse("j-1").unwrap()).unwrap();
+    remember(&state, dirs.target(), &JobId::parse("j-1").unwrap()).unwrap();
     assert_eq!(
         resolve(&dirs, Some(&state), &key, LAST).unwrap().as_str(),
         "j-1"
@@ -148,7 +148,7 @@ fn last_is_the_last_job_enqueued_to_that_target() {
     assert!(e.message.contains("went to PC"), "{}", e.message);
     // A fan-out's copies: `last` names the id on each of its targets,
     // until another id is enqueued.
-    remember(&state, &other, &JobId::parse("j-1").unwrap()).unwrap();
+    remember(&state, other.target(), &JobId::parse("j-1").unwrap()).unwrap();
     assert_eq!(
         resolve(&dirs, Some(&state), &key, LAST).unwrap().as_str(),
         "j-1"
@@ -157,7 +157,7 @@ fn last_is_the_last_job_enqueued_to_that_target() {
         resolve(&other, Some(&state), &key, LAST).unwrap().as_str(),
         "j-1"
     );
-    remember(&state, &other, &JobId::parse("j-2").unwrap()).unwrap();
+    remember(&state, other.target(), &JobId::parse("j-2").unwrap()).unwrap();
     let e = resolve(&dirs, Some(&state), &key, LAST).unwrap_err();
     assert!(
         e.message.contains("went to LAPTOP, not PC"),

@@ -119,6 +119,29 @@ impl BucketTarget {
             .root
             .key(&format!("{}/{}/{name}", self.name, place.shown()))
     }
+
+    /// The names in `place` that start with `start`: one listing of that
+    /// key prefix, however many other names the place holds.
+    ///
+    /// # Errors
+    ///
+    /// The store failed, naming the prefix.
+    pub fn names_starting(&self, place: Place, start: &str) -> Result<Vec<String>> {
+        let folder = self.key(place, "");
+        let prefix = self.key(place, start);
+        let keys = self
+            .bucket
+            .client
+            .list(&prefix, None, 1000)
+            .map_err(|a| failed("list", &self.bucket.root, &prefix, &a))?;
+        Ok(keys
+            .into_iter()
+            .filter_map(|e| {
+                let name = e.key.strip_prefix(folder.as_str())?;
+                (!name.is_empty() && !name.contains('/')).then(|| name.to_string())
+            })
+            .collect())
+    }
 }
 
 impl Shelves for BucketTarget {
