@@ -23,9 +23,6 @@ use crate::view;
 /// How many queued ids a line of `status` names (`--json` has them all).
 const SHOWN: usize = 5;
 
-/// How often `result --wait` looks again.
-const POLL: Duration = Duration::from_secs(1);
-
 /// Runs `result` on the root `root`.
 /// `limit`: the `--wait-timeout`, parsed.
 pub fn result(ctx: &Context, root: &str, args: &ResultArgs, limit: Option<Duration>) -> Result<u8> {
@@ -39,6 +36,7 @@ pub fn result(ctx: &Context, root: &str, args: &ResultArgs, limit: Option<Durati
     let start = Instant::now();
     let mut follower =
         (args.waiting.follow).then(|| super::logs::Follower::new(&t, &id, ctx.json()));
+    let mut pace = super::wait::Pace::start();
     let seen = loop {
         let seen = lane::look(&t, &id, &lane.key)?;
         if let Some(f) = follower.as_mut() {
@@ -48,7 +46,8 @@ pub fn result(ctx: &Context, root: &str, args: &ResultArgs, limit: Option<Durati
         if !args.waiting.wait || !waiting || limit.is_some_and(|l| start.elapsed() >= l) {
             break seen;
         }
-        std::thread::sleep(POLL);
+        let left = limit.map(|l| l.saturating_sub(start.elapsed()));
+        std::thread::sleep(pace.next(left));
     };
     let shown = t.shelf(Place::Results).shown(&id.file_name());
     let state = match seen {

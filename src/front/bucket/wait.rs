@@ -1,8 +1,8 @@
 //! Waiting for a job's result on an object-store root (`enqueue --wait`,
-//! `cancel --wait`):
-//! what became of the job is looked at over the seam ([`lane::look`])
-//! every [`POLL`] until it has a result, its result does not verify, or
-//! the wait runs out; then answered as on a folder.
+//! `result --wait`, `cancel --wait`): what became of the job is looked at
+//! over the seam ([`lane::look`]), soon at first and then every [`POLL`]
+//! ([`Pace`]), until it has a result, its result does not verify, or the
+//! wait runs out; then answered as on a folder.
 
 use std::time::{Duration, Instant};
 
@@ -20,8 +20,31 @@ use crate::trust::Key;
 
 use super::logs::Follower;
 
-/// How often a wait looks again: each look is a GET and up to two HEADs.
+/// How often a wait looks again at most: each look is a GET and up to two
+/// HEADs.
 pub const POLL: Duration = Duration::from_secs(1);
+
+/// A wait's first pause: it doubles after each look up to [`POLL`], so a
+/// quick job is answered within a tenth of a second or so, and a long one
+/// costs a look a second.
+const FIRST_PAUSE: Duration = Duration::from_millis(100);
+
+/// The pauses between a wait's looks: [`FIRST_PAUSE`], doubling to [`POLL`].
+pub struct Pace(Duration);
+
+impl Pace {
+    /// A wait's first pause.
+    pub fn start() -> Pace {
+        Pace(FIRST_PAUSE)
+    }
+
+    /// The next pause, never past `left` of the wait.
+    pub fn next(&mut self, left: Option<Duration>) -> Duration {
+        let pause = self.0;
+        self.0 = (self.0 * 2).min(POLL);
+        left.map_or(pause, |l| l.min(pause))
+    }
+}
 
 /// The `--wait-timeout` `text`, parsed (`None`: no limit); a bad one is
 /// `VALIDATION_ERROR`, naming the flag.
@@ -46,6 +69,7 @@ pub fn for_result(
     mut follow: Option<&mut Follower>,
 ) -> Result<Seen> {
     let start = Instant::now();
+    let mut pace = Pace::start();
     loop {
         let seen = lane::look(t, id, key)?;
         if let Some(f) = follow.as_deref_mut() {
@@ -55,8 +79,8 @@ pub fn for_result(
         if !waiting || limit.is_some_and(|l| start.elapsed() >= l) {
             return Ok(seen);
         }
-        let left = limit.map_or(POLL, |l| l.saturating_sub(start.elapsed()).min(POLL));
-        std::thread::sleep(left);
+        let left = limit.map(|l| l.saturating_sub(start.elapsed()));
+        std::thread::sleep(pace.next(left));
     }
 }
 
