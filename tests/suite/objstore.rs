@@ -127,21 +127,7 @@ fn the_bucket_lane_refuses_what_it_cannot_do_yet_and_bad_input_by_its_code() {
         output(&mut c)
     };
     for (args, named) in [
-        (
-            vec!["enqueue", "--target", "PC,B", "--wait", "--", "true"],
-            "--wait over a target list",
-        ),
         (vec!["enqueue", "--batch", "jobs.jsonl", "--seal"], "--seal"),
-        (
-            vec![
-                "result",
-                "--target",
-                "PC,B",
-                "--job-id",
-                "20261129-193000-9f2c4e1ab37d5c08",
-            ],
-            "result over a target list",
-        ),
         (
             vec!["cancel", "--target", "PC,B", "--job-id", "last"],
             "`last` in --after or over a target list",

@@ -5,7 +5,8 @@
 //! chunk follows), `sweep` removing stale markers by their LastModified
 //! but never one whose job waits, `enqueue --wait` answering with the
 //! result, and `enqueue`/`result --wait --follow` streaming the output
-//! before it; `--job-id last` and a unique prefix naming a job; the sender's `enqueue --batch` (every line or nothing),
+//! before it; `--job-id last` and a unique prefix naming a job;
+//! `enqueue --wait` and `result` over a target list answering each copy; the sender's `enqueue --batch` (every line or nothing),
 //! `--interrupt` (a running job stopped by a listener started here, the
 //! one claim without a result as `running`) and `cancel` (`--wait`, over
 //! a target list, the parent rule from inside a job). What the listener would write (chunks, results, markers) is
@@ -1329,4 +1330,63 @@ fn engine_last_and_a_prefix_name_a_job_on_a_bucket() {
     assert_eq!(got.0, 0, "{got:?}");
     assert!(lane_object(&e, &format!("PC/cancel/{two}.json")).is_some());
     assert!(lane_object(&e, &format!("PC/cancel/{one}.json")).is_none());
+}
+
+/// `enqueue --wait` and `result` over a target list on a bucket, as on a
+/// folder: one line (or JSON object) per copy in the order given, each
+/// copy's result or why it has none, and the worst status of them.
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_enqueue_wait_and_result_over_a_target_list_answer_each_copy() {
+    let (e, w) = (Engine::new(), World::new());
+    let mut l = listener(&e, &w);
+    let both = |args: &[&str]| {
+        let mut c = lane_cmd(&e, &w);
+        c.env("FLEET_DISPATCH_FLEET", "PC,NAS").args(args);
+        output(&mut assert_cmd::Command::from_std(c))
+    };
+    let id = lane_id("copies");
+    let argv = kit(&["exit", "3"]);
+    let mut args = vec![
+        "enqueue",
+        "--target",
+        "PC,NAS",
+        "--job-id",
+        &id,
+        "--wait",
+        "--wait-timeout",
+        "8s",
+        "--",
+    ];
+    args.extend(argv.iter().map(String::as_str));
+    // NAS has no listener: its copy is still queued when the wait ends.
+    let (code, out, err) = both(&args);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}{err}");
+    assert_eq!(lines[0], id);
+    assert!(lines[1].starts_with(&format!("{id} on PC: ")), "{out}");
+    assert!(lines[1].contains("exit 3"), "{out}");
+    assert!(
+        lines[2].starts_with("NAS: ") && lines[2].contains("queued (timed out waiting)"),
+        "{out}"
+    );
+    assert_eq!(
+        code, 124,
+        "the worst of 3 and a wait that ran out: {out}{err}"
+    );
+    let (code, out, err) = both(&["--json", "result", "--target", "PC,NAS", "--job-id", &id]);
+    stop(&mut l);
+    let docs: Value = serde_json::from_str(out.trim()).unwrap_or_else(|_| panic!("{out}{err}"));
+    assert_eq!(docs[0]["exitCode"], 3, "{docs}");
+    assert_eq!(
+        (&docs[1]["target"], &docs[1]["state"]),
+        (&json!("NAS"), &json!("queued")),
+        "{docs}"
+    );
+    assert_eq!(code, 124, "{docs}");
+    // An unknown copy is that target's answer, not the command's failure.
+    let ghost = lane_id("ghost");
+    let (code, out, _) = both(&["result", "--target", "PC,NAS", "--job-id", &ghost]);
+    assert_eq!(code, 66, "{out}");
+    assert_eq!(out.lines().count(), 2, "{out}");
 }

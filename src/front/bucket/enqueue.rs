@@ -55,8 +55,12 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
         super::jobref::checked(text).map_err(|e| interrupt_error(text, e))?;
     }
     let wait_limit = super::wait::limit(args.waiting.wait_timeout.as_deref())?;
-    if args.waiting.wait && crate::store::layout::is_target_list(&req.targets) {
-        return Err(super::not_yet(root, "enqueue --wait over a target list"));
+    if args.waiting.follow && crate::store::layout::is_target_list(&req.targets) {
+        return Err(Error::validation(format!(
+            "--follow streams one job's output; --target {} names several",
+            req.targets
+        ))
+        .hint("wait for every copy with --wait alone, then read one copy's output with logs"));
     }
     let lane = Lane::load(ctx, root)?;
     let origin = ctx.machine()?;
@@ -160,6 +164,18 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
     if !args.waiting.wait {
         super::emit(ctx, &out, req.id.as_str());
         return Ok(exit::SUCCESS);
+    }
+    if crate::store::layout::is_target_list(&req.targets) {
+        // Each copy's result in turn, within the one limit.
+        let answers = super::each::results(&lane, &targets, &req.id, Some(wait_limit));
+        if ctx.json() {
+            out["results"] = answers.iter().map(|a| a.json.clone()).collect();
+            crate::base::out::line(&out.to_string());
+        } else {
+            crate::base::out::line(req.id.as_str());
+            crate::base::out::line(&crate::view::result::each(&answers).1);
+        }
+        return Ok(exit::worst(answers.iter().map(|a| a.status)));
     }
     // As on a folder: the id first, then the result when it comes.
     if !ctx.json() {

@@ -27,7 +27,7 @@ const SHOWN: usize = 5;
 /// `limit`: the `--wait-timeout`, parsed.
 pub fn result(ctx: &Context, root: &str, args: &ResultArgs, limit: Option<Duration>) -> Result<u8> {
     if crate::store::layout::is_target_list(&args.target) {
-        return Err(super::not_yet(root, "result over a target list"));
+        return each(ctx, root, args, limit);
     }
     super::jobref::checked(&args.job_id)?;
     let lane = Lane::load(ctx, root)?;
@@ -90,6 +90,26 @@ pub fn result(ctx: &Context, root: &str, args: &ResultArgs, limit: Option<Durati
         crate::note!("fleet-dispatch: {human}");
     }
     Ok(exit::UNFINISHED)
+}
+
+/// `result` over a target list: one line (or JSON object) per target, in
+/// the order given, and the worst status of them ([`super::each`]).
+fn each(ctx: &Context, root: &str, args: &ResultArgs, limit: Option<Duration>) -> Result<u8> {
+    if args.waiting.follow {
+        return Err(Error::validation(format!(
+            "--follow streams one job's output; --target {} names several",
+            args.target
+        ))
+        .hint("follow one target: fleet-dispatch logs --target T --job-id ID --follow"));
+    }
+    let id = super::job_id(root, &args.job_id)?;
+    let lane = Lane::load(ctx, root)?;
+    let targets = lane.targets(ctx, &args.target)?;
+    let wait = args.waiting.wait.then_some(limit);
+    let answers = super::each::results(&lane, &targets, &id, wait);
+    let (json, human) = view::result::each(&answers);
+    emit(ctx, &json, &human);
+    Ok(exit::worst(answers.iter().map(|a| a.status)))
 }
 
 /// Runs `status` on the root `root`: per target, the jobs queued, the

@@ -5,11 +5,13 @@
 //! seam ([`crate::store::port`]) and the rules of
 //! [`crate::requests::lane`]; and `logs` (the chunk objects a job's output
 //! is kept in), `verify-marker`, `sweep` and `listen` (the listener,
-//! [`crate::engine::bucket`]). What a bucket cannot do yet
-//! (`--seal`, `--slots`, …) is refused by name with `CONFIG`.
+//! [`crate::engine::bucket`]); [`jobref`] names a job as on a folder, and
+//! [`each`] answers over a target list. What a bucket cannot do yet
+//! (`--seal`, `--auth roster` and `both`) is refused by name with `CONFIG`.
 
 pub mod batch;
 pub mod cancel;
+pub mod each;
 pub mod enqueue;
 pub mod jobref;
 pub mod listen;
