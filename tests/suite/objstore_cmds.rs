@@ -150,9 +150,9 @@ fn bad_input_to_the_bucket_commands_is_refused_by_its_code() {
         ),
         (vec!["logs", "--target", "PC", "--job-id", "a/b"], 64, "a/b"),
         (
-            vec!["logs", "--target", "PC", "--job-id", "last"],
+            vec!["cancel", "--target", "PC,B", "--job-id", "last"],
             78,
-            "--job-id last",
+            "`last` in --after or over a target list",
         ),
         (vec!["sweep", "--max-age", "soon"], 64, "--max-age"),
         (
@@ -564,19 +564,6 @@ fn bad_batch_lines_interrupts_and_cancels_on_a_bucket_are_refused_by_their_code(
             ],
             64,
             "--interrupt a/b",
-        ),
-        (
-            vec![
-                "enqueue",
-                "--target",
-                "PC",
-                "--interrupt",
-                "last",
-                "--",
-                "true",
-            ],
-            78,
-            "--job-id last",
         ),
         (
             vec!["cancel", "--target", "PC,B", "--job-id", "a", "--wait"],
