@@ -134,6 +134,7 @@ impl BucketTarget {
             .client
             .list(&prefix, None, 1000)
             .map_err(|a| failed("list", &self.bucket.root, &prefix, &a))?;
+        // Only the place's own names: `archive/` also holds other places.
         Ok(keys
             .into_iter()
             .filter_map(|e| {
@@ -176,19 +177,7 @@ impl BucketShelf<'_> {
 
 impl Shelf for BucketShelf<'_> {
     fn list(&self) -> Result<Vec<String>> {
-        let prefix = self.of.key(self.place, "");
-        let keys = self
-            .client()
-            .list(&prefix, None, 1000)
-            .map_err(|a| self.failed("list", &prefix, &a))?;
-        // Only the place's own names: `archive/` also holds other places.
-        Ok(keys
-            .into_iter()
-            .filter_map(|e| {
-                let name = e.key.strip_prefix(prefix.as_str())?;
-                (!name.is_empty() && !name.contains('/')).then(|| name.to_string())
-            })
-            .collect())
+        self.of.names_starting(self.place, "")
     }
 
     fn read(&self, name: &str, limit: u64) -> FileRead {
