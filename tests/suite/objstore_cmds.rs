@@ -1377,3 +1377,36 @@ fn engine_enqueue_wait_and_result_over_a_target_list_answer_each_copy() {
     assert_eq!(code, 66, "{out}");
     assert_eq!(out.lines().count(), 2, "{out}");
 }
+
+/// A chunk planted under a job's log name is streamed by `result --wait
+/// --follow` like any output once the job was taken (the follow cannot
+/// know yet), but the end holds it against the verified result: the
+/// command says it was not the job's output and exits `FORBIDDEN`, never
+/// with the job's status as if all were well (docs/object-store.md).
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_a_planted_chunk_shown_by_a_follow_is_refused_at_its_end() {
+    let (e, w) = (Engine::new(), World::new());
+    let id = lane_id("planted");
+    enqueue(&e, &w, &id);
+    take(&e, &id);
+    put(&e, &format!("PC/logs/{id}.stdout.0"), b"planted\n");
+    let child = spawn(
+        &e,
+        &w,
+        &[
+            "result", "--target", "PC", "--job-id", &id, "--wait", "--follow",
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    put_result(&e, &id, &result_doc(&id, 0, "genuine\n", ""));
+    let (code, out, err) = finish(child, Duration::from_secs(30));
+    assert_eq!(code, 77, "{out}{err}");
+    assert!(
+        err.contains("FORBIDDEN")
+            && err.contains(&format!("PC/logs/{id}.stdout.0"))
+            && err.contains(&format!("is not {id}'s output")),
+        "{err}"
+    );
+    assert!(!out.contains("genuine"), "no result line after it: {out}");
+}
