@@ -9,11 +9,10 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::Lane;
-use crate::base::error::{Code, Error};
+use crate::base::error::Code;
 use crate::base::exit;
 use crate::base::names::JobId;
 use crate::requests::lane::{self, Seen};
-use crate::store::layout::Place;
 use crate::store::port::Shelves;
 use crate::store::port::bucket::BucketTarget;
 use crate::view::result::{self, Answer};
@@ -62,13 +61,7 @@ fn answer(t: &BucketTarget, id: &JobId, seen: Seen, waited: bool) -> Answer {
                 line,
             };
         }
-        Seen::Forged(why) => {
-            let e = Error::forbidden(format!(
-                "the result of {id} on {target} does not verify ({}: {why})",
-                t.shelf(Place::Results).shown(&id.file_name())
-            ));
-            return Answer::failed_on(target, &e);
-        }
+        Seen::Forged(why) => return Answer::failed_on(target, &super::unverified(t, id, &why)),
         Seen::Nothing if !waited => {
             return Answer {
                 status: exit::of(Code::NotFound),

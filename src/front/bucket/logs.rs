@@ -261,11 +261,7 @@ pub fn run(ctx: &Context, root: &str, args: &LogsArgs) -> Result<u8> {
 /// Refuses a job whose result does not verify, as `result` does.
 fn forged(t: &BucketTarget, id: &JobId, seen: &Seen) -> Result<()> {
     if let Seen::Forged(why) = seen {
-        return Err(Error::forbidden(format!(
-            "the result of {id} on {} does not verify ({}: {why})",
-            t.target(),
-            t.shelf(Place::Results).shown(&id.file_name())
-        )));
+        return Err(super::unverified(t, id, why));
     }
     Ok(())
 }

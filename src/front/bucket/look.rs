@@ -14,7 +14,6 @@ use crate::base::exit;
 use crate::front::cli::{ResultArgs, StatusArgs};
 use crate::front::config::Context;
 use crate::requests::lane::{self, Seen};
-use crate::store::layout::Place;
 use crate::store::port::Shelves;
 use crate::store::port::bucket::BucketTarget;
 use crate::trust::Key;
@@ -49,7 +48,6 @@ pub fn result(ctx: &Context, root: &str, args: &ResultArgs, limit: Option<Durati
         let left = limit.map(|l| l.saturating_sub(start.elapsed()));
         std::thread::sleep(pace.next(left));
     };
-    let shown = t.shelf(Place::Results).shown(&id.file_name());
     let state = match seen {
         Seen::Done(o) => {
             let human = if args.waiting.follow {
@@ -61,10 +59,7 @@ pub fn result(ctx: &Context, root: &str, args: &ResultArgs, limit: Option<Durati
             return Ok(o.wait_exit_status());
         }
         Seen::Forged(why) => {
-            return Err(Error::forbidden(format!(
-                "the result of {id} on {} does not verify ({shown}: {why})",
-                t.target()
-            )));
+            return Err(super::unverified(&t, &id, &why));
         }
         Seen::Nothing => {
             return Err(Error::not_found(format!(

@@ -121,6 +121,17 @@ fn emit(ctx: &Context, json: &serde_json::Value, human: &str) {
     }
 }
 
+/// The refusal of a job `id` on `t` whose result does not verify (`why`),
+/// naming the result's key: one wording for every command on a bucket.
+pub fn unverified(t: &dyn crate::store::port::Shelves, id: &JobId, why: &str) -> Error {
+    use crate::store::layout::Place;
+    Error::forbidden(format!(
+        "the result of {id} on {} does not verify ({}: {why})",
+        t.target(),
+        t.shelf(Place::Results).shown(&id.file_name())
+    ))
+}
+
 /// The refusal of `what`, which a bucket root cannot do yet.
 pub fn not_yet(root: &str, what: &str) -> Error {
     Error::config(format!(

@@ -14,7 +14,6 @@ use crate::base::exit;
 use crate::base::names::JobId;
 use crate::front::config::Context;
 use crate::requests::lane::{self, Seen};
-use crate::store::layout::Place;
 use crate::store::port::Shelves;
 use crate::trust::Key;
 
@@ -111,11 +110,7 @@ pub fn answer(
             return Ok(o.wait_exit_status());
         }
         Seen::Forged(why) => {
-            return Err(Error::forbidden(format!(
-                "the result of {id} on {} does not verify ({}: {why})",
-                t.target(),
-                t.shelf(Place::Results).shown(&id.file_name())
-            )));
+            return Err(super::unverified(t, id, &why));
         }
         Seen::Queued => "queued",
         Seen::Taken => "running",
