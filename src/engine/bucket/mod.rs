@@ -54,7 +54,7 @@ use crate::platform::{self};
 use crate::protocol::accept::{self, Rejection};
 use crate::protocol::dependency::{self};
 use crate::protocol::doc::detail;
-use crate::protocol::doc::{self, Job, Outcome, job};
+use crate::protocol::doc::{self, Job, Outcome, Termination, job};
 use crate::protocol::judge;
 use crate::store::fsops::Dir;
 use crate::store::layout::{Place, StateDirs};
@@ -82,6 +82,21 @@ pub struct Door {
     pub root: String,
 }
 
+/// A job's bytes are held from its listing to its archive up to this
+/// size, so its archived copy is written from them (a larger one is
+/// copied by the store, which costs it more).
+const HELD_MAX: usize = 64 * 1024;
+
+/// An accepted job as the listing found it.
+#[derive(Clone)]
+struct Listed {
+    /// The version the listing saw.
+    etag: Option<String>,
+    job: Arc<Job>,
+    /// Its bytes as read, when small enough to hold ([`HELD_MAX`]).
+    bytes: Option<Arc<[u8]>>,
+}
+
 /// A listener serving one target of a bucket.
 pub struct BucketListener {
     t: BucketTarget,
@@ -96,8 +111,11 @@ pub struct BucketListener {
     /// Where the runner writes a job's logs before they are placed.
     spool: Dir,
     counters: Counters,
-    /// Accepted jobs by inbox name, with the ETag they had.
-    accepted: HashMap<String, (Option<String>, Arc<Job>)>,
+    /// Accepted jobs by inbox name, as listed.
+    accepted: HashMap<String, Listed>,
+    /// The names in `cancel/` at the last listing (made with the inbox's):
+    /// a job starts without a look at its marker when none was there.
+    marked: std::collections::HashSet<String>,
     /// Jobs said as deferred or held, so each is said once.
     said: std::collections::HashSet<String>,
     /// The runnable jobs of the last listing, in drain order, and when it
@@ -192,6 +210,7 @@ impl BucketListener {
             spool,
             counters: Counters::default(),
             accepted: HashMap::new(),
+            marked: Default::default(),
             said: Default::default(),
             queue: Vec::new(),
             listed: std::time::Instant::now(),
@@ -308,44 +327,54 @@ impl BucketListener {
             self.finished.remove(&id);
         }
         let client = self.t.bucket().client();
-        let prefix = self.t.key(Place::Inbox, "");
-        let entries = client.list(&prefix, None, 1000).map_err(|a| {
-            crate::store::port::bucket::failed("list", self.t.bucket().root(), &prefix, &a)
-        })?;
+        let listed = |place: Place| {
+            let prefix = self.t.key(place, "");
+            let entries = client.list(&prefix, None, 1000).map_err(|a| {
+                crate::store::port::bucket::failed("list", self.t.bucket().root(), &prefix, &a)
+            })?;
+            Ok::<_, crate::base::error::Error>(
+                entries
+                    .into_iter()
+                    .filter_map(|e| {
+                        let name = e.key.strip_prefix(prefix.as_str())?;
+                        (!name.is_empty() && !name.contains('/'))
+                            .then(|| (name.to_string(), e.etag))
+                    })
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let inbox = listed(Place::Inbox)?;
+        self.marked = listed(Place::Cancel)?.into_iter().map(|(n, _)| n).collect();
         let mut now = HashMap::new();
-        for e in entries {
-            let Some(name) = e.key.strip_prefix(prefix.as_str()) else {
-                continue;
-            };
-            if name.is_empty() || name.contains('/') {
-                continue;
-            }
-            let name = name.to_string();
-            if let Some((etag, j)) = self.accepted.get(&name)
-                && *etag == e.etag
+        for (name, etag) in inbox {
+            if let Some(l) = self.accepted.get(&name)
+                && l.etag == etag
             {
-                now.insert(name, (etag.clone(), Arc::clone(j)));
+                now.insert(name, l.clone());
                 continue;
             }
             let read = self.t.shelf(Place::Inbox).read(&name, job::MAX_BYTES);
-            if let FileRead::Unreadable(why) = &read {
-                self.say(format!("could not read inbox/{name}: {why}"));
-                continue;
-            }
-            if matches!(read, FileRead::Missing) {
-                continue;
-            }
+            let bytes = match &read {
+                FileRead::Unreadable(why) => {
+                    self.say(format!("could not read inbox/{name}: {why}"));
+                    continue;
+                }
+                FileRead::Missing => continue,
+                FileRead::Bytes(b) if b.len() <= HELD_MAX => Some(Arc::from(b.as_slice())),
+                _ => None,
+            };
             let judged = judge::job_read(&name, read, self.t.target().as_str(), &self.key)
                 .and_then(accept::runnable);
             match judged {
                 Ok(j) => {
-                    now.insert(name, (e.etag.clone(), Arc::new(j)));
+                    let job = Arc::new(j);
+                    now.insert(name, Listed { etag, job, bytes });
                 }
                 Err(r) => self.refuse_job(&name, &r),
             }
         }
         self.accepted = now;
-        let mut jobs: Vec<Arc<Job>> = self.accepted.values().map(|(_, j)| Arc::clone(j)).collect();
+        let mut jobs: Vec<Arc<Job>> = self.accepted.values().map(|l| Arc::clone(&l.job)).collect();
         jobs.sort_by(|a, b| a.drain_order(b));
         Ok(jobs)
     }
@@ -481,29 +510,36 @@ impl BucketListener {
         self.t
             .shelf(Place::Results)
             .publish(&name, &doc::to_file_bytes(o))?;
-        let listed = self.accepted.remove(&name).and_then(|(etag, _)| etag);
-        self.queue.retain(|j| j.id != *id);
         self.finished.insert(id.clone());
-        let moves = publish::Moves {
-            id: id.clone(),
-            listed,
-            claim,
-        };
+        // Only a job a marker ended has one to consume, as on a folder: one
+        // placed in a job's last moment stays for `sweep`.
+        let marked = matches!(
+            o.termination(),
+            Termination::Cancelled | Termination::CancelledBeforeStart | Termination::Interrupted
+        );
+        let moves = self.moves(id, claim, marked);
         self.publisher.send(&self.t, &self.key, moves)
     }
 
     /// The moves after a result, here and now (a result found, not
     /// made: its job is not in the publisher's hands).
     fn archive(&mut self, id: &JobId) -> Result<()> {
-        let name = id.file_name();
-        let listed = self.accepted.remove(&name).and_then(|(etag, _)| etag);
-        self.queue.retain(|j| j.id != *id);
-        let moves = publish::Moves {
-            id: id.clone(),
-            listed,
-            claim: self.claimed.take(),
-        };
+        let claim = self.claimed.take();
+        let moves = self.moves(id, claim, true);
         publish::moves(&self.t, &self.key, moves)
+    }
+
+    /// The moves after `id`'s result, the job taken off the queue.
+    fn moves(&mut self, id: &JobId, claim: Option<Replaced>, marker: bool) -> publish::Moves {
+        let listed = self.accepted.remove(&id.file_name());
+        self.queue.retain(|j| j.id != *id);
+        publish::Moves {
+            id: id.clone(),
+            held: listed.as_ref().and_then(|l| l.bytes.clone()),
+            listed: listed.and_then(|l| l.etag),
+            claim,
+            marker,
+        }
     }
 
     /// Removes this listener's claim, after it was not used.

@@ -20,21 +20,25 @@ use crate::store::port::Shelves;
 use crate::store::port::bucket::{BucketTarget, failed};
 use crate::trust::Key;
 
-/// Moves `name` of `from` to `to_name` in `to`: a create-only copy (one
-/// already there is kept: an earlier try made it), then the source
-/// removed: the version `etag` when the caller listed it, else the
-/// version there now. A source already gone is no error.
+/// Moves `name` of place `from` (the version `etag` when the caller
+/// listed it) to `to_name` in place `to`: a create-only copy (one already
+/// there is kept: an earlier try made it), written from `held` (that
+/// version's bytes) when the caller has them, else copied by the store;
+/// then the source removed: the version `etag`, else the version there
+/// now. A source already gone is no error.
 pub fn archive(
     t: &BucketTarget,
-    from: Place,
-    name: &str,
-    etag: Option<&str>,
-    to: Place,
-    to_name: &str,
+    (from, name, etag): (Place, &str, Option<&str>),
+    held: Option<&[u8]>,
+    (to, to_name): (Place, &str),
 ) -> Result<()> {
     let (src, dst) = (t.key(from, name), t.key(to, to_name));
     let client = t.bucket().client();
-    match client.copy_create_only(&src, &dst) {
+    let copied = match held {
+        Some(bytes) => client.create_only(&dst, bytes),
+        None => client.copy_create_only(&src, &dst),
+    };
+    match copied {
         Answer::Done(_) | Answer::Precondition | Answer::NotFound => {}
         a => return Err(failed("copy", t.bucket().root(), &src, &a)),
     }
@@ -78,7 +82,7 @@ pub fn refuse(
     for n in 0..1000 {
         let (stored, reason_name) = slot(name, n);
         if rejected.publish(&reason_name, &body)? {
-            return archive(t, from, name, None, Place::Rejected, &stored);
+            return archive(t, (from, name, None), None, (Place::Rejected, &stored));
         }
     }
     Err(crate::base::error::Error::new(

@@ -2,7 +2,7 @@
 //! `archive/done/`, a valid marker to `archive/consumed/`, the claim
 //! removed. The result itself is placed before the next job starts (a
 //! crash then leaves a result, and the next start only redoes these
-//! moves); these four requests go on while the next job runs, as the
+//! moves); these requests go on while the next job runs, as the
 //! folder lane's publisher does (docs/object-store.md, "The listener's
 //! order of writes").
 
@@ -27,6 +27,12 @@ pub struct Moves {
     pub id: JobId,
     /// The version of its job object the listing saw, if any.
     pub listed: Option<String>,
+    /// That version's bytes, when the listener held them: the archived
+    /// copy is written from them rather than copied by the store.
+    pub held: Option<std::sync::Arc<[u8]>>,
+    /// A marker may be there to consume (the job was cancelled, or ended
+    /// by a recovery).
+    pub marker: bool,
     /// Its claim, with the version written last (none: the one there).
     pub claim: Option<Replaced>,
 }
@@ -139,25 +145,30 @@ pub fn moves(t: &BucketTarget, key: &Key, m: Moves) -> Result<()> {
     let name = m.id.file_name();
     objects::archive(
         t,
-        Place::Inbox,
-        &name,
-        m.listed.as_deref(),
-        Place::Done,
-        &name,
+        (Place::Inbox, &name, m.listed.as_deref()),
+        m.held.as_deref(),
+        (Place::Done, &name),
     )?;
+    if !m.marker {
+        return remove_claim(t, m.claim, &name);
+    }
     let read = t.shelf(Place::Cancel).read(&name, marker::MAX_BYTES);
     if accept::marker(&name, read, t.target().as_str(), key).is_ok() {
         objects::archive(
             t,
-            Place::Cancel,
-            &name,
+            (Place::Cancel, &name, None),
             None,
-            Place::Consumed,
-            &format!("{}.cancel.json", m.id),
+            (Place::Consumed, &format!("{}.cancel.json", m.id)),
         )?;
     }
-    match m.claim {
+    remove_claim(t, m.claim, &name)
+}
+
+/// Removes the claim on `name`: `claim` as this listener wrote it, else
+/// the one there.
+fn remove_claim(t: &BucketTarget, claim: Option<Replaced>, name: &str) -> Result<()> {
+    match claim {
         Some(c) => c.remove(t),
-        None => t.shelf(Place::Running).remove(&name),
+        None => t.shelf(Place::Running).remove(name),
     }
 }
