@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use crate::base::error::{Error, Result};
 use crate::base::read::FileRead;
@@ -16,7 +16,7 @@ use crate::store::fsops::{Dir, Flush};
 
 use super::identity::{SealingPublic, SigningPublic};
 use super::roster::{self, Body};
-use super::store::{self, Local, ROSTER_FILE};
+use super::store::{Local, RosterAt};
 
 /// The last good roster's copy in the state directory.
 const GOOD_FILE: &str = "roster.good.json";
@@ -25,12 +25,13 @@ const GOOD_FILE: &str = "roster.good.json";
 /// judging thousands of files at once stats it a few times, not each time.
 const LOOK_EVERY: Duration = Duration::from_millis(100);
 
-/// What identifies one version of the file on disk without reading it.
-type Seen = (Option<SystemTime>, u64);
+/// The same for a roster object: a look is a request to the store (a
+/// listener on a bucket polls every 2 s by default).
+const LOOK_EVERY_OBJECT: Duration = Duration::from_secs(1);
 
 /// The roster a reader judges documents against.
 pub struct Live {
-    path: PathBuf,
+    at: RosterAt,
     state: PathBuf,
     local: Local,
     pin: SigningPublic,
@@ -40,7 +41,7 @@ pub struct Live {
 #[derive(Default)]
 struct Held {
     good: Option<Arc<Body>>,
-    file: Option<Seen>,
+    file: Option<String>,
     looked: Option<Instant>,
     /// The last refusal said, so it is said once.
     refused: Option<String>,
@@ -49,14 +50,20 @@ struct Held {
 }
 
 impl Live {
-    /// The roster of the root `root` for the machine whose state directory
-    /// is `state`: refuses (`CONFIG`) a machine with no pin. A roster that
-    /// is not good is no error here: [`Live::ready`] says why.
+    /// The roster of the folder root `root` for the machine whose state
+    /// directory is `state` ([`Live::open_at`]).
     pub fn open(root: &Path, state: &Path) -> Result<Live> {
+        Live::open_at(RosterAt::Folder(root.to_path_buf()), state)
+    }
+
+    /// The roster at `at` for the machine whose state directory is
+    /// `state`: refuses (`CONFIG`) a machine with no pin. A roster that is
+    /// not good is no error here: [`Live::ready`] says why.
+    pub fn open_at(at: RosterAt, state: &Path) -> Result<Live> {
         let local = Local::new(state);
         let pin = local.pinned()?;
         let live = Live {
-            path: root.join(ROSTER_FILE),
+            at,
             state: state.to_path_buf(),
             local,
             pin,
@@ -95,12 +102,15 @@ impl Live {
     fn look(&self, now: bool) {
         {
             let h = self.held();
-            if !now && h.looked.is_some_and(|t| t.elapsed() < LOOK_EVERY) {
+            let every = match self.at {
+                RosterAt::Folder(_) => LOOK_EVERY,
+                RosterAt::Bucket(_) => LOOK_EVERY_OBJECT,
+            };
+            if !now && h.looked.is_some_and(|t| t.elapsed() < every) {
                 return;
             }
         }
-        let meta = std::fs::metadata(&self.path).ok();
-        let file = meta.as_ref().map(|m| (m.modified().ok(), m.len()));
+        let file = self.at.version();
         {
             let mut h = self.held();
             h.looked = Some(Instant::now());
@@ -109,15 +119,19 @@ impl Live {
             }
             h.file = file;
         }
-        let verdict = match store::read_roster(&self.path) {
+        let verdict = match self.at.read() {
             Err(e) => Err(e.message),
-            Ok(bytes) => match self.local.seen() {
+            Ok(read) => match self.local.seen() {
                 Err(e) => Err(e.message),
-                Ok(seen) => {
-                    roster::verify(&bytes, &self.pin, seen, crate::base::clock::now(), true)
-                        .map(|b| (b, bytes))
-                        .map_err(|r| r.to_string())
-                }
+                Ok(seen) => roster::verify(
+                    &read.bytes,
+                    &self.pin,
+                    seen,
+                    crate::base::clock::now(),
+                    true,
+                )
+                .map(|b| (b, read.bytes))
+                .map_err(|r| r.to_string()),
             },
         };
         match verdict {
@@ -139,10 +153,10 @@ impl Live {
                     match &h.good {
                         Some(g) => crate::note!(
                             "roster {}: {why}; still using version {}, the last good one",
-                            self.path.display(),
+                            self.at.shown(),
                             g.version
                         ),
-                        None => crate::note!("roster {}: {why}", self.path.display()),
+                        None => crate::note!("roster {}: {why}", self.at.shown()),
                     }
                     h.refused = Some(why);
                 }
@@ -225,7 +239,7 @@ impl Live {
             (Some(_), _) => Ok(()),
             (None, why) => Err(Error::config(format!(
                 "no good roster: {}: {}",
-                self.path.display(),
+                self.at.shown(),
                 why.as_deref().unwrap_or("not read")
             ))
             .hint("run `fleet-dispatch roster verify` here; the admin mends it with `fleet-dispatch roster renew` (or publishes a newer one)")),
@@ -238,7 +252,9 @@ mod tests {
     use super::*;
     use crate::trust::identity::{AdminKey, Identity};
     use crate::trust::roster::Edit;
+    use crate::trust::store::ROSTER_FILE;
     use crate::trust::{Claim, Key, Refusal};
+    use std::time::SystemTime;
 
     /// A root whose roster lists PC (may send anywhere) and NAS (only to
     /// LAPTOP), pinned in a state directory; PC's key, judging with it.

@@ -38,6 +38,7 @@ pub mod file;
 pub mod identity;
 pub mod live;
 pub mod own;
+pub mod place;
 pub mod roster;
 pub mod seal;
 pub mod store;

@@ -17,8 +17,7 @@ use crate::store::fsops::{Dir, Flush};
 use super::identity::{AdminKey, Identity, SigningPublic};
 use super::roster::{self, Body, Edit, Refusal};
 
-/// The roster's name in the root.
-pub const ROSTER_FILE: &str = "roster.json";
+pub use super::place::{ROSTER_FILE, RosterAt};
 
 /// The pinned admin key's file in the state directory.
 const PIN_FILE: &str = "roster.pin";
@@ -242,22 +241,39 @@ pub fn verify(path: &Path, local: &Local) -> Result<std::result::Result<Body, Re
     Ok(verdict)
 }
 
+/// The verdict on the roster at `at` for this machine; a good one's
+/// version is recorded as seen.
+pub fn verify_at(at: &RosterAt, local: &Local) -> Result<std::result::Result<Body, Refusal>> {
+    let pin = local.pinned()?;
+    let read = at.read()?;
+    let verdict = roster::verify(
+        &read.bytes,
+        &pin,
+        local.seen()?,
+        crate::base::clock::now(),
+        true,
+    );
+    if let Ok(body) = &verdict {
+        local.saw(body.version)?;
+    }
+    Ok(verdict)
+}
+
 /// `roster init`: the admin key at `admin_path` (made when absent), the
-/// first roster published at `<root>/roster.json` and pinned here. Returns
-/// the admin public key and whether the key file was made.
+/// first roster published at `at` and pinned here. Returns the admin
+/// public key and whether the key file was made.
 pub fn roster_init(
-    root: &Path,
+    at: &RosterAt,
     admin_path: &Path,
     local: &Local,
     expires: Duration,
 ) -> Result<(SigningPublic, bool)> {
-    let dir = Dir::open_trusted(root)?;
-    if dir.exists(ROSTER_FILE) {
-        return Err(Error::validation(format!(
-            "{} already exists; refusing to replace it",
-            dir.shown(ROSTER_FILE).display()
-        ))
-        .hint("edit it with `roster add`, `remove`, `rotate` or `renew`"));
+    let taken = |what: &str| {
+        Error::validation(format!("{} {what}; refusing to replace it", at.shown()))
+            .hint("edit it with `roster add`, `remove`, `rotate` or `renew`")
+    };
+    if at.version().is_some() {
+        return Err(taken("already exists"));
     }
     let made = !admin_path.exists();
     let admin = if made {
@@ -270,47 +286,31 @@ pub fn roster_init(
         load_admin(admin_path)?
     };
     let body = roster::first(&admin, crate::base::clock::now(), expires);
-    if !dir.publish(
-        ROSTER_FILE,
-        &roster::sign(&body, &admin),
-        Flush::DataAndName,
-    )? {
-        return Err(Error::validation(format!(
-            "{} appeared meanwhile; refusing to replace it",
-            dir.shown(ROSTER_FILE).display()
-        )));
+    if !at.create(&roster::sign(&body, &admin))? {
+        return Err(taken("appeared meanwhile"));
     }
     local.set_pin(&admin.public())?;
     local.saw(body.version)?;
     Ok((admin.public(), made))
 }
 
-/// An admin's edit: the roster at `<root>/roster.json` verified with the
-/// admin key itself (expired or not: `renew` mends that) and not older
-/// than seen here, edited, re-signed and published in one rename.
+/// An admin's edit: the roster at `at` verified with the admin key itself
+/// (expired or not: `renew` mends that) and not older than seen here,
+/// edited, re-signed and put in its place whole.
 pub fn roster_edit(
-    root: &Path,
+    at: &RosterAt,
     admin_path: &Path,
     local: &Local,
     edit: Edit,
     expires: Option<Duration>,
 ) -> Result<Body> {
     let admin = load_admin(admin_path)?;
-    let dir = Dir::open_trusted(root)?;
-    let bytes = read_roster(&dir.shown(ROSTER_FILE))?;
+    let read = at.read()?;
     let now = crate::base::clock::now();
-    let body = roster::verify(&bytes, &admin.public(), local.seen()?, now, false).map_err(|r| {
-        Error::config(format!(
-            "{}: {r}; it was not edited",
-            dir.shown(ROSTER_FILE).display()
-        ))
-    })?;
+    let body = roster::verify(&read.bytes, &admin.public(), local.seen()?, now, false)
+        .map_err(|r| Error::config(format!("{}: {r}; it was not edited", at.shown())))?;
     let next = roster::apply(body, edit, now, expires).map_err(Error::validation)?;
-    dir.replace(
-        ROSTER_FILE,
-        &roster::sign(&next, &admin),
-        Flush::DataAndName,
-    )?;
+    at.replace(&read, &roster::sign(&next, &admin))?;
     local.saw(next.version)?;
     Ok(next)
 }

@@ -25,14 +25,6 @@ type Signed = (Job, Vec<u8>);
 
 /// Runs `enqueue --batch FILE` (`-`: stdin) on the root `root`.
 pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs, file: &std::path::Path) -> Result<u8> {
-    for (given, what) in [
-        (args.seal, "enqueue --seal"),
-        (args.waiting.follow, "enqueue --follow"),
-    ] {
-        if given {
-            return Err(super::not_yet(root, what));
-        }
-    }
     let (shown, lines) = requests(ctx, args, file)?;
     let lane = Lane::load(ctx, root)?;
     let origin = ctx.machine()?;
@@ -71,7 +63,7 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs, file: &std::path::Path
                 .map_err(&at)?;
             let job = sign_job(
                 key,
-                false,
+                args.seal,
                 (req.id.clone(), t.target().as_str(), origin.as_str()),
                 created,
                 spec,

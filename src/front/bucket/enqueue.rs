@@ -24,9 +24,6 @@ use crate::store::port::bucket::BucketTarget;
 
 /// Runs `enqueue` on the root `root`.
 pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
-    if args.seal {
-        return Err(super::not_yet(root, "enqueue --seal"));
-    }
     let req = request::from_flags(ctx, args)?;
     // One job to stop, one listener to reach: each names a single target.
     for (given, flag) in [
@@ -46,7 +43,6 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
         .map(crate::front::send::http::Url::parse)
         .transpose()?;
     // A bad id is refused before the store is asked.
-    // A bad id is refused before the store is asked.
     if let Some(text) = args
         .interrupt
         .as_deref()
@@ -63,6 +59,10 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
         .hint("wait for every copy with --wait alone, then read one copy's output with logs"));
     }
     let lane = Lane::load(ctx, root)?;
+    if args.seal {
+        // Refused before the store is asked.
+        crate::front::send::seal::may_seal(&lane.key, &req.id)?;
+    }
     let origin = ctx.machine()?;
     let targets = if crate::store::layout::is_target_list(&req.targets) {
         lane.targets(ctx, &req.targets)?
@@ -92,7 +92,7 @@ pub fn run(ctx: &Context, root: &str, args: &EnqueueArgs) -> Result<u8> {
         .map(|t| {
             let job = sign_job(
                 key,
-                false,
+                args.seal,
                 (req.id.clone(), t.target().as_str(), origin.as_str()),
                 created,
                 req.spec_by(t.target(), &mut |on, id| after_on(ctx, &lane, on, id))?,

@@ -12,7 +12,6 @@ use crate::engine::shutdown;
 use crate::front::cli::ListenArgs;
 use crate::front::config::Context;
 use crate::store::layout::StateDirs;
-use crate::store::objstore::S3Root;
 
 /// Runs `listen` on the root `root`, with `settings` from the command
 /// line, until it stops: how it went.
@@ -23,6 +22,9 @@ pub fn run(ctx: &Context, root: &str, args: &ListenArgs, settings: Settings) -> 
         .map(crate::front::http::bind_addr)
         .transpose()?;
     let lane = Lane::load(ctx, root)?;
+    // In `roster` mode a listener with no good roster would refuse every
+    // job: it refuses to start instead, saying why.
+    lane.key.roster_ready()?;
     let machine = ctx.machine()?;
     crate::store::layout::check_addressable(&machine)?;
     // This machine's own target keeps the spelling it already has there.
@@ -58,19 +60,6 @@ pub fn run(ctx: &Context, root: &str, args: &ListenArgs, settings: Settings) -> 
 /// The local state of `machine`'s listener of the bucket root `root`: apart
 /// from any folder root's, one per bucket and prefix.
 pub fn state(ctx: &Context, root: &str, machine: &Machine) -> Result<StateDirs> {
-    let parsed = S3Root::parse(root)?;
-    let place: String = format!("{}-{}", parsed.bucket, parsed.prefix)
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let base = ctx
-        .state_dir(std::path::Path::new(root))?
-        .join(format!("s3-{place}"));
+    let base = ctx.bucket_state(root)?;
     Ok(StateDirs::new(&base, machine))
 }

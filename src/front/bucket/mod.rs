@@ -6,8 +6,8 @@
 //! [`crate::requests::lane`]; and `logs` (the chunk objects a job's output
 //! is kept in), `verify-marker`, `sweep` and `listen` (the listener,
 //! [`crate::engine::bucket`]); [`jobref`] names a job as on a folder, and
-//! [`each`] answers over a target list. What a bucket cannot do yet
-//! (`--seal`, `--auth roster` and `both`) is refused by name with `CONFIG`.
+//! [`each`] answers over a target list. In the roster modes the roster is
+//! the object `PREFIX/roster.json` ([`crate::trust::store::RosterAt`]).
 
 pub mod batch;
 pub mod cancel;
@@ -24,7 +24,7 @@ pub mod wait;
 use crate::base::error::{Error, Result};
 use crate::base::names::{JobId, Machine};
 use crate::front::config::Context;
-use crate::store::objstore::{Client, S3Root};
+
 use crate::store::port::bucket::{Bucket, BucketTarget};
 use crate::trust::Key;
 
@@ -39,25 +39,12 @@ pub struct Lane {
 
 impl Lane {
     /// The bucket of the root `text`, with the store settings and the key
-    /// (the shared fleet key: the roster lives under a folder root).
+    /// of the `--auth` mode (in the roster modes, the roster is the object
+    /// `PREFIX/roster.json`).
     pub fn load(ctx: &Context, text: &str) -> Result<Lane> {
-        if ctx.auth() != crate::trust::Auth::SharedKey {
-            return Err(not_yet(
-                text,
-                &format!(
-                    "--auth {} (the roster lives in a folder root)",
-                    ctx.auth().as_str()
-                ),
-            ));
-        }
-        let root = S3Root::parse(text)?;
-        let settings = ctx.s3_settings()?;
-        let client = Client::new(&settings, &root.bucket)?;
-        let key = ctx.key(None)?;
-        Ok(Lane {
-            bucket: Bucket::new(client, root),
-            key,
-        })
+        let bucket = ctx.bucket(text)?;
+        let key = ctx.key_on_bucket(&bucket, text)?;
+        Ok(Lane { bucket, key })
     }
 
     /// The target `name` names on the bucket (docs/protocol.md §2.3): one

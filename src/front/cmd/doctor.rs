@@ -104,7 +104,12 @@ fn service_facts(ctx: &Context) -> Option<ServiceFacts> {
 pub fn run(ctx: &Context, args: DoctorArgs) -> Result<u8> {
     if let Some(text) = ctx.s3_root() {
         let config = vec![source("root", ctx.root_setting())];
-        let report = doctor::examine_store(&text, &|| ctx.s3_settings(), &config)?;
+        let mut report = doctor::examine_store(&text, &|| ctx.s3_settings(), &config)?;
+        if ctx.auth() != crate::trust::Auth::SharedKey {
+            let at = crate::trust::store::RosterAt::Bucket(ctx.bucket(&text)?);
+            let state = ctx.bucket_state(&text).ok();
+            report = report.with(roster_checks(ctx, Some(&at), state.as_deref()));
+        }
         return print(ctx, &report);
     }
     let root = ctx.root().ok();
@@ -157,17 +162,25 @@ pub fn run(ctx: &Context, args: DoctorArgs) -> Result<u8> {
     });
     if !shared {
         let state = root.as_deref().and_then(|r| ctx.state_dir(r).ok());
-        let id = ctx.identity_path().unwrap_or_default();
-        let facts = doctor::roster::gather(auth, &id, root.as_deref(), state.as_deref());
-        report = report.with(doctor::roster::judge_roster(
-            &facts,
-            crate::base::clock::now(),
-        ));
+        let at = root.clone().map(crate::trust::store::RosterAt::Folder);
+        report = report.with(roster_checks(ctx, at.as_ref(), state.as_deref()));
     }
     if let Some(facts) = service_facts(ctx) {
         report = report.with(vec![doctor::judge_service(&facts)]);
     }
     print(ctx, &report)
+}
+
+/// The roster mode's checks: the identity, the pin, and the roster at `at`
+/// as this machine's `state` judges it.
+fn roster_checks(
+    ctx: &Context,
+    at: Option<&crate::trust::store::RosterAt>,
+    state: Option<&std::path::Path>,
+) -> Vec<doctor::Check> {
+    let id = ctx.identity_path().unwrap_or_default();
+    let facts = doctor::roster::gather(ctx.auth(), &id, at, state);
+    doctor::roster::judge_roster(&facts, crate::base::clock::now())
 }
 
 fn print(ctx: &Context, report: &doctor::Report) -> Result<u8> {

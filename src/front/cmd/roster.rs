@@ -1,4 +1,5 @@
-//! `roster`: the admin's edits of `<root>/roster.json`, and every machine's
+//! `roster`: the admin's edits of `<root>/roster.json` (on a bucket root,
+//! the object `PREFIX/roster.json`), and every machine's
 //! pin, view and check of it (docs/identities.md).
 
 use std::path::PathBuf;
@@ -11,12 +12,12 @@ use crate::front::cli::{AdminKeyArg, RosterCmd};
 use crate::front::config::Context;
 use crate::trust::identity::{IdentityLine, SigningPublic};
 use crate::trust::roster::{Body, DEFAULT_EXPIRY, DEFAULT_OVERLAP, Edit};
-use crate::trust::store::{self, Local, ROSTER_FILE};
+use crate::trust::store::{self, Local};
 
 /// Runs `roster`.
 pub fn run(ctx: &Context, cmd: RosterCmd) -> Result<u8> {
-    let root = ctx.root()?;
-    let local = Local::new(&ctx.state_dir(&root)?);
+    let (at, state) = ctx.roster_at()?;
+    let local = Local::new(&state);
     let admin = |a: &AdminKeyArg| -> Result<PathBuf> {
         let path = a
             .admin_key
@@ -25,11 +26,11 @@ pub fn run(ctx: &Context, cmd: RosterCmd) -> Result<u8> {
             .ok_or_else(|| {
                 Error::config("no admin key file: pass --admin-key FILE (HOME is not set)")
             })?;
-        store::outside_root(&path, Some(&root), "admin key file")?;
+        store::outside_root(&path, at.folder(), "admin key file")?;
         Ok(path)
     };
     let edit = |a: &AdminKeyArg, e: Edit, expires: Option<std::time::Duration>| {
-        store::roster_edit(&root, &admin(a)?, &local, e, expires)
+        store::roster_edit(&at, &admin(a)?, &local, e, expires)
     };
     let positive = |v: &Option<String>, flag: &str, default| -> Result<_> {
         let d = super::duration_flag(v, flag)?.unwrap_or(default);
@@ -55,7 +56,7 @@ pub fn run(ctx: &Context, cmd: RosterCmd) -> Result<u8> {
         RosterCmd::Init { admin: a, expires } => {
             let expires = positive(&expires, "--expires", DEFAULT_EXPIRY)?;
             let path = admin(&a)?;
-            let (key, made) = store::roster_init(&root, &path, &local, expires)?;
+            let (key, made) = store::roster_init(&at, &path, &local, expires)?;
             let made = if made {
                 "wrote a new admin key to"
             } else {
@@ -63,11 +64,11 @@ pub fn run(ctx: &Context, cmd: RosterCmd) -> Result<u8> {
             };
             super::emit(
                 ctx,
-                &json!({"roster": root.join(ROSTER_FILE), "version": 1, "adminKeyFile": path, "admin": key.to_string()}),
+                &json!({"roster": at.shown(), "version": 1, "adminKeyFile": path, "admin": key.to_string()}),
                 &format!(
                     "{made} {} (mode 600; keep it off the shared folder)\npublished {} version 1, pinned here\non every other machine run: fleet-dispatch roster pin {key}\n{key}",
                     path.display(),
-                    root.join(ROSTER_FILE).display()
+                    at.shown()
                 ),
             );
             return Ok(exit::SUCCESS);
@@ -133,15 +134,16 @@ pub fn run(ctx: &Context, cmd: RosterCmd) -> Result<u8> {
             edit(&a, Edit::Renew, Some(expires))?
         }
         RosterCmd::Show => {
-            let path = root.join(ROSTER_FILE);
-            store::verify(&path, &local)?.map_err(|r| {
-                Error::config(format!("{}: {r}", path.display()))
+            store::verify_at(&at, &local)?.map_err(|r| {
+                Error::config(format!("{}: {r}", at.shown()))
                     .hint("run `fleet-dispatch roster verify` for the reason; the admin fixes it with `roster renew`")
             })?
         }
         RosterCmd::Verify { file } => {
-            let path = file.unwrap_or_else(|| root.join(ROSTER_FILE));
-            let verdict = store::verify(&path, &local)?;
+            let (shown, verdict) = match file {
+                Some(path) => (path.display().to_string(), store::verify(&path, &local)?),
+                None => (at.shown(), store::verify_at(&at, &local)?),
+            };
             let (ok, message) = match &verdict {
                 Ok(b) => (
                     true,
@@ -156,8 +158,8 @@ pub fn run(ctx: &Context, cmd: RosterCmd) -> Result<u8> {
             };
             super::emit(
                 ctx,
-                &json!({"file": path, "valid": ok, "version": verdict.as_ref().ok().map(|b| b.version), "message": message}),
-                &format!("{}: {message}", path.display()),
+                &json!({"file": shown, "valid": ok, "version": verdict.as_ref().ok().map(|b| b.version), "message": message}),
+                &format!("{shown}: {message}"),
             );
             return Ok(exit::no_if(!ok));
         }

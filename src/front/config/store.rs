@@ -17,7 +17,7 @@ pub const S3_KEYS: [(&str, &str); 4] = [
 
 /// The commands that work on an object-store root, as the refusal of the
 /// others names them (the rest of the lane is `crate::front::bucket`).
-pub const S3_WORKS: &str = "`doctor`, `enqueue`, `status`, `result`, `cancel`, `logs`, `verify-marker`, `sweep` and `listen`";
+pub const S3_WORKS: &str = "`doctor`, `enqueue`, `status`, `result`, `cancel`, `logs`, `verify-marker`, `sweep`, `listen` and `roster`";
 
 impl Context {
     /// The object-store settings (docs/object-store.md): each from its
@@ -57,5 +57,35 @@ impl Context {
             _ => return None,
         };
         v.map(|v| (v, Source::File))
+    }
+}
+
+impl Context {
+    /// The bucket of the object-store root `text`, reached with the
+    /// settings ([`Context::s3_settings`]).
+    pub fn bucket(&self, text: &str) -> Result<crate::store::port::bucket::Bucket> {
+        let root = crate::store::objstore::S3Root::parse(text)?;
+        let client = crate::store::objstore::Client::new(&self.s3_settings()?, &root.bucket)?;
+        Ok(crate::store::port::bucket::Bucket::new(client, root))
+    }
+
+    /// This machine's state for the bucket root `text`: apart from any
+    /// folder root's, one directory per bucket and prefix, under the
+    /// state directory.
+    pub fn bucket_state(&self, text: &str) -> Result<std::path::PathBuf> {
+        let parsed = crate::store::objstore::S3Root::parse(text)?;
+        let place: String = format!("{}-{}", parsed.bucket, parsed.prefix)
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        Ok(self
+            .state_dir(std::path::Path::new(text))?
+            .join(format!("s3-{place}")))
     }
 }

@@ -7,6 +7,18 @@ use crate::base::names::JobId;
 use crate::protocol::doc::{Job, Spec};
 use crate::trust::Key;
 
+/// Refuses `--seal` for job `id` outside `--auth roster`.
+pub fn may_seal(key: &Key, id: &JobId) -> Result<()> {
+    if key.auth() == crate::trust::Auth::Roster {
+        return Ok(());
+    }
+    Err(Error::config(format!(
+        "--seal for job {id}: sealing needs --auth roster (this machine runs --auth {}): the target's sealing key comes from the roster, and only this machine's identity opens the sealed result",
+        key.auth().as_str()
+    ))
+    .hint("run with --auth roster once this machine has an identity on the roster (docs/identities.md)"))
+}
+
 /// A job signed by this machine's `key`, its payload sealed to its
 /// target when `seal` (`enqueue --seal`; docs/identities.md, "Sealed
 /// jobs"): to the target's X25519 key on this machine's good roster,
@@ -28,13 +40,7 @@ pub fn sign_job(
     if !seal {
         return Ok(Job::sign(key, id, target, origin, created, spec));
     }
-    if key.auth() != crate::trust::Auth::Roster {
-        return Err(Error::config(format!(
-            "--seal for job {id}: sealing needs --auth roster (this machine runs --auth {}): the target's sealing key comes from the roster, and only this machine's identity opens the sealed result",
-            key.auth().as_str()
-        ))
-        .hint("run with --auth roster once this machine has an identity on the roster (docs/identities.md)"));
-    }
+    may_seal(key, &id)?;
     let to = key.sealing_key(target).map_err(|why| {
         Error::forbidden(format!("--seal for job {id}: no key to seal to: {why}"))
     })?;

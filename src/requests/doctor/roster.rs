@@ -13,7 +13,7 @@ use time::OffsetDateTime;
 use super::Check;
 use crate::base::clock;
 use crate::trust::roster::{self, Refusal};
-use crate::trust::store::{self, Local, ROSTER_FILE};
+use crate::trust::store::{self, Local, RosterAt};
 use crate::trust::{Auth, identity::Identity};
 
 /// A roster expiring sooner than this is worth a warning: the admin has a
@@ -40,7 +40,7 @@ pub struct RosterFacts {
 pub fn gather(
     auth: Auth,
     identity: &Path,
-    root: Option<&Path>,
+    at: Option<&RosterAt>,
     state: Option<&Path>,
 ) -> RosterFacts {
     let identity = (auth == Auth::Roster).then(|| {
@@ -59,8 +59,8 @@ pub fn gather(
             .map(|p| p.map(|k| k.to_string()))
             .map_err(|e| e.message),
     };
-    let roster = match (&local, root, &pin) {
-        (Some(l), Some(root), Ok(Some(_))) => Some(read(l, &root.join(ROSTER_FILE))),
+    let roster = match (&local, at, &pin) {
+        (Some(l), Some(at), Ok(Some(_))) => Some(read(l, at)),
         _ => None,
     };
     RosterFacts {
@@ -71,13 +71,13 @@ pub fn gather(
     }
 }
 
-fn read(local: &Local, path: &Path) -> Result<(u64, String), String> {
+fn read(local: &Local, at: &RosterAt) -> Result<(u64, String), String> {
     let pin = local.pinned().map_err(|e| e.message)?;
     let seen = local.seen().map_err(|e| e.message)?;
-    let bytes = store::read_roster(path).map_err(|e| e.message)?;
-    roster::verify(&bytes, &pin, seen, clock::now(), true)
+    let read = at.read().map_err(|e| e.message)?;
+    roster::verify(&read.bytes, &pin, seen, clock::now(), true)
         .map(|b| (b.version, b.expires_at))
-        .map_err(|r: Refusal| format!("{}: {r}", path.display()))
+        .map_err(|r: Refusal| format!("{}: {r}", at.shown()))
 }
 
 /// The checks over `f` at `now`.
