@@ -108,19 +108,16 @@ impl BucketListener {
         self.claimed = Some(Replaced::new(key, etag));
         // A claim won means no listener holds the job, and none ended it
         // but with its archive done first (a claim is removed last): the
-        // archive is the one thing left to look at, with the marker when
-        // the last listing of `cancel/` (at most a poll old) showed one;
-        // the two round trips to the store sent together. A marker placed
-        // since is met by the running job's first look.
+        // archive is the one thing left to look at, with the marker as it
+        // is now (a marker placed while the job waited cancels it before
+        // anything is spawned); the two round trips to the store sent
+        // together.
         let t = &self.t;
-        let (done, mark) = match self.marked.contains(&name) {
-            false => (Ok(t.shelf(Place::Done).exists(&name)), FileRead::Missing),
-            true => std::thread::scope(|s| {
-                let done = s.spawn(|| t.shelf(Place::Done).exists(&name));
-                let mark = t.shelf(Place::Cancel).read(&name, marker::MAX_BYTES);
-                (done.join(), mark)
-            }),
-        };
+        let (done, mark) = std::thread::scope(|s| {
+            let done = s.spawn(|| t.shelf(Place::Done).exists(&name));
+            let mark = t.shelf(Place::Cancel).read(&name, marker::MAX_BYTES);
+            (done.join(), mark)
+        });
         let Ok(done) = done else {
             return Err(crate::base::error::Error::new(
                 crate::base::error::Code::Internal,

@@ -113,9 +113,6 @@ pub struct BucketListener {
     counters: Counters,
     /// Accepted jobs by inbox name, as listed.
     accepted: HashMap<String, Listed>,
-    /// The names in `cancel/` at the last listing (made with the inbox's):
-    /// a job starts without a look at its marker when none was there.
-    marked: std::collections::HashSet<String>,
     /// Jobs said as deferred or held, so each is said once.
     said: std::collections::HashSet<String>,
     /// The runnable jobs of the last listing, in drain order, and when it
@@ -210,7 +207,6 @@ impl BucketListener {
             spool,
             counters: Counters::default(),
             accepted: HashMap::new(),
-            marked: Default::default(),
             said: Default::default(),
             queue: Vec::new(),
             listed: std::time::Instant::now(),
@@ -327,24 +323,14 @@ impl BucketListener {
             self.finished.remove(&id);
         }
         let client = self.t.bucket().client();
-        let listed = |place: Place| {
-            let prefix = self.t.key(place, "");
-            let entries = client.list(&prefix, None, 1000).map_err(|a| {
-                crate::store::port::bucket::failed("list", self.t.bucket().root(), &prefix, &a)
-            })?;
-            Ok::<_, crate::base::error::Error>(
-                entries
-                    .into_iter()
-                    .filter_map(|e| {
-                        let name = e.key.strip_prefix(prefix.as_str())?;
-                        (!name.is_empty() && !name.contains('/'))
-                            .then(|| (name.to_string(), e.etag))
-                    })
-                    .collect::<Vec<_>>(),
-            )
-        };
-        let inbox = listed(Place::Inbox)?;
-        self.marked = listed(Place::Cancel)?.into_iter().map(|(n, _)| n).collect();
+        let prefix = self.t.key(Place::Inbox, "");
+        let entries = client.list(&prefix, None, 1000).map_err(|a| {
+            crate::store::port::bucket::failed("list", self.t.bucket().root(), &prefix, &a)
+        })?;
+        let inbox = entries.into_iter().filter_map(|e| {
+            let name = e.key.strip_prefix(prefix.as_str())?;
+            (!name.is_empty() && !name.contains('/')).then(|| (name.to_string(), e.etag))
+        });
         let mut now = HashMap::new();
         for (name, etag) in inbox {
             if let Some(l) = self.accepted.get(&name)
