@@ -41,7 +41,8 @@ pub struct Live {
 #[derive(Default)]
 struct Held {
     good: Option<Arc<Body>>,
-    file: Option<String>,
+    /// The version tag of the roster last read ([`RosterAt::version`]).
+    version: Option<String>,
     looked: Option<Instant>,
     /// The last refusal said, so it is said once.
     refused: Option<String>,
@@ -110,14 +111,14 @@ impl Live {
                 return;
             }
         }
-        let file = self.at.version();
+        let version = self.at.version();
         {
             let mut h = self.held();
             h.looked = Some(Instant::now());
-            if file.is_some() && file == h.file {
+            if version.is_some() && version == h.version {
                 return;
             }
-            h.file = file;
+            h.version = version;
         }
         let verdict = match self.at.read() {
             Err(e) => Err(e.message),

@@ -80,23 +80,11 @@ impl RosterAt {
 
     /// The roster's bytes and version; `NOT_FOUND` when there is none.
     pub fn read(&self) -> Result<Read> {
-        let missing = || {
-            Error::not_found(format!("no roster at {}", self.shown()))
-                .hint("run `fleet-dispatch roster init` on the admin's machine")
-        };
         match self {
-            RosterAt::Folder(root) => {
-                let path = root.join(ROSTER_FILE);
-                let tag = self.version();
-                match crate::store::fsops::read_local(&path, roster::MAX_ROSTER_BYTES) {
-                    FileRead::Bytes(bytes) => Ok(Read { bytes, tag }),
-                    FileRead::Missing => Err(missing()),
-                    _ => Err(Error::config(format!(
-                        "cannot read the roster {}",
-                        path.display()
-                    ))),
-                }
-            }
+            RosterAt::Folder(root) => Ok(Read {
+                tag: self.version(),
+                bytes: read_file(&root.join(ROSTER_FILE))?,
+            }),
             RosterAt::Bucket(b) => {
                 let key = self.key(b);
                 match b.client().get(&key) {
@@ -111,7 +99,7 @@ impl RosterAt {
                         self.shown(),
                         r.body.len()
                     ))),
-                    Answer::NotFound => Err(missing()),
+                    Answer::NotFound => Err(missing(&self.shown())),
                     a => Err(failed("read", b.root(), &key, &a)),
                 }
             }
@@ -167,4 +155,23 @@ impl RosterAt {
     fn key(&self, b: &Bucket) -> String {
         b.root().key(ROSTER_FILE)
     }
+}
+
+/// The roster file's bytes at `path` (a folder root's, or one given to
+/// `roster verify FILE`).
+pub fn read_file(path: &std::path::Path) -> Result<Vec<u8>> {
+    match crate::store::fsops::read_local(path, roster::MAX_ROSTER_BYTES) {
+        FileRead::Bytes(b) => Ok(b),
+        FileRead::Missing => Err(missing(&path.display().to_string())),
+        _ => Err(Error::config(format!(
+            "cannot read the roster {}",
+            path.display()
+        ))),
+    }
+}
+
+/// `NOT_FOUND`: no roster at `shown`.
+fn missing(shown: &str) -> Error {
+    Error::not_found(format!("no roster at {shown}"))
+        .hint("run `fleet-dispatch roster init` on the admin's machine")
 }

@@ -216,43 +216,27 @@ impl Local {
     }
 }
 
-/// The roster file's bytes at `path`.
-pub fn read_roster(path: &Path) -> Result<Vec<u8>> {
-    match crate::store::fsops::read_local(path, roster::MAX_ROSTER_BYTES) {
-        FileRead::Bytes(b) => Ok(b),
-        FileRead::Missing => Err(Error::not_found(format!("no roster at {}", path.display()))
-            .hint("run `fleet-dispatch roster init` on the admin's machine")),
-        _ => Err(Error::config(format!(
-            "cannot read the roster {}",
-            path.display()
-        ))),
-    }
-}
-
-/// The verdict on the roster at `path` for this machine; a good one's
-/// version is recorded as seen.
+/// The verdict on the roster file at `path` for this machine; a good
+/// one's version is recorded as seen.
 pub fn verify(path: &Path, local: &Local) -> Result<std::result::Result<Body, Refusal>> {
     let pin = local.pinned()?;
-    let bytes = read_roster(path)?;
-    let verdict = roster::verify(&bytes, &pin, local.seen()?, crate::base::clock::now(), true);
-    if let Ok(body) = &verdict {
-        local.saw(body.version)?;
-    }
-    Ok(verdict)
+    judge(&super::place::read_file(path)?, &pin, local)
 }
 
-/// The verdict on the roster at `at` for this machine; a good one's
-/// version is recorded as seen.
+/// The same for the roster at `at`.
 pub fn verify_at(at: &RosterAt, local: &Local) -> Result<std::result::Result<Body, Refusal>> {
     let pin = local.pinned()?;
-    let read = at.read()?;
-    let verdict = roster::verify(
-        &read.bytes,
-        &pin,
-        local.seen()?,
-        crate::base::clock::now(),
-        true,
-    );
+    judge(&at.read()?.bytes, &pin, local)
+}
+
+/// The verdict on roster `bytes` against `pin` and what `local` has seen;
+/// a good one's version recorded.
+fn judge(
+    bytes: &[u8],
+    pin: &SigningPublic,
+    local: &Local,
+) -> Result<std::result::Result<Body, Refusal>> {
+    let verdict = roster::verify(bytes, pin, local.seen()?, crate::base::clock::now(), true);
     if let Ok(body) = &verdict {
         local.saw(body.version)?;
     }

@@ -70,6 +70,13 @@ fn with_roster(e: &Engine) -> World {
     w
 }
 
+/// NAS put on the roster by PC (`identity init` on it, its line added),
+/// and not pinned.
+fn add_nas(e: &Engine, w: &World) {
+    let line = last_line(&ok(e, w, "NAS", &["identity", "init"]));
+    ok(e, w, "PC", &["roster", "add", "NAS", "--identity", &line]);
+}
+
 /// `enqueue --target PC` from LAPTOP of `jobkit STEPS…` (`extra` flags
 /// first): the job id.
 fn enqueue(e: &Engine, w: &World, extra: &[&str], steps: &[&str]) -> String {
@@ -208,8 +215,7 @@ fn engine_a_sealed_job_is_never_in_the_clear_on_the_bucket_and_runs() {
 fn engine_a_listener_on_the_bucket_with_no_pin_refuses_to_start() {
     let e = Engine::new();
     let w = fleet(&e);
-    let line = last_line(&ok(&e, &w, "NAS", &["identity", "init"]));
-    ok(&e, &w, "PC", &["roster", "add", "NAS", "--identity", &line]);
+    add_nas(&e, &w);
     let (code, out, err) = on_bucket(&e, &w, "NAS", &["listen", "--once"]);
     assert_eq!(code, 78, "{out}{err}");
     assert!(err.contains("roster pin"), "{err}");
@@ -225,8 +231,7 @@ fn engine_an_edit_of_a_roster_replaced_since_it_was_read_is_refused_and_loses_no
     let at = RosterAt::on_bucket(e.client(), S3Root::parse(&lane_root(&e)).unwrap());
     let stale = at.read().unwrap();
     // Another admin's edit lands between this read and its write.
-    let line = last_line(&ok(&e, &w, "NAS", &["identity", "init"]));
-    ok(&e, &w, "PC", &["roster", "add", "NAS", "--identity", &line]);
+    add_nas(&e, &w);
     let err = at.replace(&stale, &stale.bytes).unwrap_err();
     assert!(
         err.message.contains("changed while it was edited"),

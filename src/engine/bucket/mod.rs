@@ -497,8 +497,9 @@ impl BucketListener {
             .shelf(Place::Results)
             .publish(&name, &doc::to_file_bytes(o))?;
         self.finished.insert(id.clone());
-        // Only a job a marker ended has one to consume, as on a folder: one
-        // placed in a job's last moment stays for `sweep`.
+        // A marker is looked for only where one may have ended the job (or
+        // a recovery ends it), as on a folder: one placed in a job's last
+        // moment, after its last look, stays for `sweep`.
         let marked = matches!(
             o.termination(),
             Termination::Cancelled | Termination::CancelledBeforeStart | Termination::Interrupted

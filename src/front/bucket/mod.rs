@@ -24,7 +24,6 @@ pub mod wait;
 use crate::base::error::{Error, Result};
 use crate::base::names::{JobId, Machine};
 use crate::front::config::Context;
-
 use crate::store::port::bucket::{Bucket, BucketTarget};
 use crate::trust::Key;
 

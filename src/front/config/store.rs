@@ -58,9 +58,6 @@ impl Context {
         };
         v.map(|v| (v, Source::File))
     }
-}
-
-impl Context {
     /// The bucket of the object-store root `text`, reached with the
     /// settings ([`Context::s3_settings`]).
     pub fn bucket(&self, text: &str) -> Result<crate::store::port::bucket::Bucket> {
