@@ -27,8 +27,8 @@ pub enum Seen {
     Forged(String),
     /// Waiting in the inbox.
     Queued,
-    /// Taken by the target's listener (claimed in `running/`, or in
-    /// `archive/done/`), no result yet.
+    /// Taken by the target's listener (its copy in `archive/done/`, or
+    /// shown in `running/`), no result yet.
     Taken,
     /// Nothing of it.
     Nothing,
@@ -121,8 +121,10 @@ pub fn look(sh: &dyn Shelves, id: &JobId, key: &Key) -> Result<Seen> {
         Err(r) => Some(format!("{}: {}", r.verdict.as_str(), r.message)),
     };
     if sh.shelf(Place::Inbox).exists(&name)? {
-        // A bucket's listener claims a job in `running/` before it starts it.
-        if sh.shelf(Place::Running).exists(&name)? {
+        // A bucket's listener claims a job by placing its copy in
+        // `archive/done/` before it starts it, and shows one that has run
+        // a second in `running/`.
+        if sh.shelf(Place::Done).exists(&name)? || sh.shelf(Place::Running).exists(&name)? {
             return Ok(Seen::Taken);
         }
         return Ok(Seen::Queued);
@@ -197,13 +199,20 @@ pub fn check_parent(sh: &dyn Shelves, id: &JobId, key: &Key, caller: &JobId) -> 
     Err(cancel::no_job_to_check(id, sh.target()))
 }
 
-/// The one job `sh`'s target runs now: the one claimed in `running/`
-/// whose result is not there yet ([`crate::places::jobref::the_one`]'s
-/// answers when there is none or several).
+/// The one job `sh`'s target runs now: the one claimed (a queued job
+/// with its copy in `archive/done/`, or one shown in `running/`) whose
+/// result is not there yet ([`crate::places::jobref::the_one`]'s answers
+/// when there is none or several).
 pub fn running(sh: &dyn Shelves) -> Result<JobId> {
-    let results = sh.shelf(Place::Results);
+    let (results, done) = (sh.shelf(Place::Results), sh.shelf(Place::Done));
+    let mut claimed = ids_in(sh, Place::Running)?;
+    for id in ids_in(sh, Place::Inbox)? {
+        if !claimed.contains(&id) && done.exists(&id.file_name())? {
+            claimed.push(id);
+        }
+    }
     let mut ids = Vec::new();
-    for id in ids_in(sh, Place::Running)? {
+    for id in claimed {
         if !results.exists(&id.file_name())? {
             ids.push(id.to_string());
         }
@@ -258,9 +267,14 @@ impl TargetSeen {
 ///
 /// The store did not answer a listing.
 pub fn target_seen(t: &crate::store::port::bucket::BucketTarget, key: &Key) -> Result<TargetSeen> {
-    let running = ids_in(t, Place::Running)?;
+    // A job shows in `running/` once it has run a second; one ended whose
+    // inbox copy is still on its way out is neither.
+    let results = ids_in(t, Place::Results)?;
+    let ended = |id: &JobId| results.binary_search(id).is_ok();
+    let mut running = ids_in(t, Place::Running)?;
+    running.retain(|id| !ended(id));
     let mut queued = ids_in(t, Place::Inbox)?;
-    queued.retain(|id| !running.contains(id));
+    queued.retain(|id| !running.contains(id) && !ended(id));
     let listener = match crate::places::heartbeat::on_bucket(t, key) {
         Some(b) if b.alive() => b.state.clone(),
         Some(_) => "stopped".to_string(),
@@ -272,6 +286,6 @@ pub fn target_seen(t: &crate::store::port::bucket::BucketTarget, key: &Key) -> R
         running,
         queued,
         cancels: ids_in(t, Place::Cancel)?,
-        results: ids_in(t, Place::Results)?,
+        results,
     })
 }

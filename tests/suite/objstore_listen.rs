@@ -1,8 +1,10 @@
 //! The listener on a bucket (docs/object-store.md, "The protocol on
 //! objects"), through the binary against the S3 engine `ci/engine-s3`
 //! starts: a job sent with `enqueue` runs once, its output placed as
-//! numbered chunk objects before its signed result, its job archived and
-//! its claim removed; a running job stopped by `cancel`, with its process
+//! numbered chunk objects before its signed result, its claim (its copy
+//! in `archive/done/`) the job byte for byte, its inbox copy removed; a
+//! job another listener claimed never started here; a running job
+//! stopped by `cancel`, with its process
 //! tree; a queued one cancelled before anything is spawned; a job waiting
 //! for another on the bucket held until it ends; forged inputs refused into
 //! `archive/rejected/` with their reason; a second listener of the target
@@ -157,9 +159,10 @@ fn engine_a_job_runs_once_with_its_output_in_chunks_its_result_and_its_archive()
 
 #[test]
 #[ignore = "needs an S3 engine: ci/engine-s3"]
-fn engine_a_job_too_large_to_hold_is_archived_by_the_store_byte_for_byte() {
-    // A job's bytes are held from its listing up to 64 KiB, and its
-    // archived copy written from them; a larger one is copied by the store.
+fn engine_a_job_too_large_to_hold_is_read_again_for_its_claim_byte_for_byte() {
+    // A job's bytes are held from its listing up to 64 KiB, and its claim
+    // (its archived copy) written from them; a larger one is read again,
+    // and claimed only while it is the job judged.
     let (e, w) = (Engine::new(), World::new());
     let big = "x".repeat(100 * 1024);
     let id = send(&e, &w, &[], &["true".to_string(), big]);
@@ -208,7 +211,12 @@ fn engine_cancel_stops_a_running_job_and_its_tree_and_a_queued_one_never_starts(
     until(Duration::from_secs(30), "the long job to start", || {
         child_pid.exists() && pids.exists()
     });
-    assert_eq!(names(&e, "running"), vec![format!("{long}.json")]);
+    // Claimed by its copy in archive/done/; shown in running/ once it has
+    // run a second.
+    assert_eq!(names(&e, "archive/done"), vec![format!("{long}.json")]);
+    until(Duration::from_secs(10), "running/ to show the job", || {
+        names(&e, "running") == vec![format!("{long}.json")]
+    });
     let st = lane_run(
         &e,
         &w,
@@ -336,7 +344,9 @@ fn engine_a_second_listener_is_refused_and_a_killed_one_is_recovered_without_a_s
     let got = output(&mut assert_cmd::Command::from_std(c));
     assert_eq!(got.0, 75, "{got:?}");
     assert!(got.2.contains("another listener serves PC"), "{}", got.2);
-    // Killed at once: the job's process is left, and so is its claim.
+    // Killed at once, before the job has run a second: its process is
+    // left, and so is its claim, its copy in archive/done/ (running/ shows
+    // nothing yet: the next start finds it by the claim alone).
     l.kill().unwrap();
     l.wait().unwrap();
     let job: i32 = std::fs::read_to_string(&pid)
@@ -345,7 +355,8 @@ fn engine_a_second_listener_is_refused_and_a_killed_one_is_recovered_without_a_s
         .parse()
         .unwrap();
     assert!(pid_alive(job));
-    assert_eq!(names(&e, "running"), vec![format!("{id}.json")]);
+    assert_eq!(names(&e, "archive/done"), vec![format!("{id}.json")]);
+    assert_eq!(names(&e, "inbox"), vec![format!("{id}.json")]);
     // Its heartbeat is fresh for a while: the next start waits it out as
     // an operator would, by its age.
     let mut got = (0, String::new(), String::new());
@@ -368,6 +379,36 @@ fn engine_a_second_listener_is_refused_and_a_killed_one_is_recovered_without_a_s
     assert_eq!(std::fs::read_to_string(&runs).unwrap(), "ran\n");
     assert_eq!(names(&e, "running"), Vec::<String>::new());
     assert_eq!(names(&e, "inbox"), Vec::<String>::new());
+}
+
+/// Of two listeners that both think they serve the target, the one whose
+/// claim (the job's copy in archive/done/) is there first runs the job: a
+/// job another one claimed after this one started is never started here,
+/// and nothing of it is touched until that one's result is there.
+#[test]
+#[ignore = "needs an S3 engine: ci/engine-s3"]
+fn engine_a_job_a_rival_listener_claimed_is_never_started_here() {
+    let (e, w) = (Engine::new(), World::new());
+    let ran = w.home.join("ran");
+    let mut l = listener(&e, &w);
+    until(Duration::from_secs(30), "the listener to start", || {
+        lane_object(&e, "PC/listener.json").is_some()
+    });
+    let id = lane_id("rival");
+    let claim = format!("PC/archive/done/{id}.json");
+    put(&e, &claim, b"a rival's claim");
+    send(&e, &w, &["--job-id", &id], &kit(&["touch", p(&ran)]));
+    // A job sent after it, to know the listener's passes went by it.
+    let after = send(&e, &w, &[], &kit(&["true"]));
+    until(Duration::from_secs(30), "the next job to end", || {
+        lane_object(&e, &format!("PC/results/{after}.json")).is_some()
+    });
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(!ran.exists(), "a job another listener claimed ran");
+    assert_eq!(names(&e, "inbox"), vec![format!("{id}.json")]);
+    assert!(lane_object(&e, &format!("PC/results/{id}.json")).is_none());
+    assert_eq!(lane_object(&e, &claim).unwrap(), b"a rival's claim");
+    stop(&mut l);
 }
 
 fn pid_alive(pid: i32) -> bool {
@@ -472,15 +513,42 @@ fn engine_each_crash_point_is_brought_to_its_end_by_the_next_start_and_nothing_r
         &h.etag.unwrap(),
     );
 
+    // Killed after the claim (its copy in archive/done/), before the job
+    // had run a second: nothing in running/, no result.
+    let (claimed, bytes) = job("claimed");
+    put(&e, &format!("PC/archive/done/{claimed}.json"), &bytes);
+    // Killed after the result of a job that ran less than a second, before
+    // its inbox copy was removed.
+    let (ended, bytes) = job("ended");
+    put(&e, &format!("PC/archive/done/{ended}.json"), &bytes);
+    put(&e, &format!("PC/results/{ended}.json"), &result(&ended));
+
     let got = run_as(&e, &w, "PC", &["--json", "listen", "--once"]);
     assert_eq!(got.0, 0, "{got:?}");
     assert!(!ran.exists(), "a job ran");
     assert_eq!(names(&e, "running"), Vec::<String>::new());
     assert_eq!(names(&e, "inbox"), Vec::<String>::new());
+    assert_eq!(
+        result_json(&e, &w, &claimed)["error"],
+        serde_json::json!("interrupted")
+    );
+    // The inbox copy of an ended job looks like one come back: refused as
+    // a replay, its result kept.
+    assert_eq!(
+        lane_object(&e, &format!("PC/results/{ended}.json")).unwrap(),
+        result(&ended)
+    );
+    assert!(
+        names(&e, "archive/rejected").contains(&format!("{ended}.json.reason.json")),
+        "{:?}",
+        names(&e, "archive/rejected")
+    );
     let mut done = vec![
         format!("{running}.json"),
         format!("{placed}.json"),
         format!("{archived}.json"),
+        format!("{claimed}.json"),
+        format!("{ended}.json"),
     ];
     done.sort();
     assert_eq!(names(&e, "archive/done"), done);

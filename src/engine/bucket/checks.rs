@@ -2,16 +2,14 @@
 //! guard, a queued job's marker, the jobs it waits for, and its claim.
 
 use super::BucketListener;
-use super::claim::Claim;
 use super::objects::{self, Replaced};
-use crate::base::clock;
 use crate::base::error::Result;
 use crate::base::names::JobId;
 use crate::base::read::FileRead;
 use crate::places::rejected::{Kind, Reason};
 use crate::protocol::accept::{self, Verdict};
 use crate::protocol::dependency::{self, Found};
-use crate::protocol::doc::{self, Job, Marker, Outcome, marker, outcome};
+use crate::protocol::doc::{Job, Marker, Outcome, marker, outcome};
 use crate::requests::lane::{self, Seen};
 use crate::store::layout::Place;
 use crate::store::objstore::Answer;
@@ -80,66 +78,63 @@ impl BucketListener {
         dependency::decide(j.header().after_any, &found)
     }
 
-    /// Claims `j` create-only, then looks at the replay guard and its
-    /// marker at once: a job come back after its archive (written into the
-    /// inbox again, or listed before another listener ended it) is not
-    /// started; a marker there cancels it.
-    pub(super) fn claim(&mut self, j: &Job) -> Result<(Replay, FileRead)> {
-        let started_at = clock::format(clock::now());
-        let c = Claim::of(
-            j,
-            &started_at,
-            &self.beats.host,
-            std::process::id(),
-            &self.beats.run,
-        );
+    /// Claims `j` by placing its archived copy, `bytes` (its inbox
+    /// object as judged), create-only in `archive/done/`, marked with this
+    /// run; its marker is read at the same time, the two round trips to
+    /// the store sent together (a marker placed while the job waited
+    /// cancels it before anything is spawned). A copy already there is a
+    /// job claimed before: by one that ended it (its result is there), by
+    /// a listener that stopped (it was in the inbox when this one started,
+    /// which no live listener of the target allowed), or by a rival that
+    /// runs it now.
+    pub(super) fn claim(&mut self, j: &Job, bytes: &[u8]) -> Result<(Replay, FileRead)> {
         let name = j.id.file_name();
-        let key = self.t.key(Place::Running, &name);
-        let etag = match self
-            .t
-            .bucket()
-            .client()
-            .create_only(&key, &doc::to_file_bytes(&c))
-        {
-            Answer::Done(r) => r.etag,
-            Answer::Precondition => return Ok((Replay::Claimed, FileRead::Missing)),
-            a => return Err(failed("create", self.t.bucket().root(), &key, &a)),
-        };
-        self.claimed = Some(Replaced::new(key, etag));
-        // A claim won means no listener holds the job, and none ended it
-        // but with its archive done first (a claim is removed last): the
-        // archive is the one thing left to look at, with the marker as it
-        // is now (a marker placed while the job waited cancels it before
-        // anything is spawned); the two round trips to the store sent
-        // together.
-        let t = &self.t;
-        let (done, mark) = std::thread::scope(|s| {
-            let done = s.spawn(|| t.shelf(Place::Done).exists(&name));
+        let key = self.t.key(Place::Done, &name);
+        let (t, run) = (&self.t, self.beats.run.as_str());
+        let (put, mark) = std::thread::scope(|s| {
+            let put = s.spawn(|| t.bucket().client().create_only_marked(&key, bytes, run));
             let mark = t.shelf(Place::Cancel).read(&name, marker::MAX_BYTES);
-            (done.join(), mark)
+            (put.join(), mark)
         });
-        let Ok(done) = done else {
+        let Ok(put) = put else {
             return Err(crate::base::error::Error::new(
                 crate::base::error::Code::Internal,
-                format!("the look for {name} in archive/done/ stopped"),
+                format!("the claim of {name} stopped"),
             ));
         };
-        if done? {
-            return Ok((Replay::Archived, mark));
+        match put {
+            Answer::Done(_) => {}
+            Answer::Precondition => {
+                let finished = self.verified_result(&j.id).is_some();
+                let left = self.at_start.as_ref().is_some_and(|s| s.contains(&name));
+                let replay = match (finished, left) {
+                    (true, _) => Replay::Archived,
+                    (false, true) => Replay::Left,
+                    (false, false) => Replay::Claimed,
+                };
+                return Ok((replay, mark));
+            }
+            a => return Err(failed("create", self.t.bucket().root(), &key, &a)),
         }
+        // What `running/` shows of it, written once it has run a second.
+        self.claimed = Some(Replaced::new(self.t.key(Place::Running, &name), None));
         Ok((Replay::Fresh, mark))
     }
 }
 
 /// What a claim found.
 pub(super) enum Replay {
-    /// Claimed, and nothing else of it: it may start.
+    /// Claimed: it may start.
     Fresh,
-    /// Claimed by a listener before (another one, or a stopped one
-    /// recovered at the next start).
+    /// Claimed by a listener that runs it now.
     Claimed,
-    /// Claimed, and already in `archive/done/`: a copy come back.
+    /// Claimed and ended before (its result is there): a copy come back,
+    /// or the inbox copy a listener stopped before removing; refused as a
+    /// replay either way, since the two look alike.
     Archived,
+    /// Claimed by a listener that stopped before its result: it gets one
+    /// `interrupted` result, and never runs.
+    Left,
 }
 
 /// The verdict `id`'s target gave its job file, when it refused it (other

@@ -1,19 +1,19 @@
-//! A job's claim on a bucket: the object `running/<jobId>.json`, created
-//! with `If-None-Match: *` before anything is spawned, so of two listeners
-//! that both think they serve a target exactly one starts a job. It also
-//! shows what runs (the folder's informational `running/` file, with where
-//! it runs), is replaced once the job's process id is known, and is
-//! removed only after the job's result is placed and its job archived: a
-//! claim left without a result is a listener that stopped while the job
-//! ran. The rules here are pure; the listener places and reads.
+//! What runs on a bucket, and where: the object `running/<jobId>.json`
+//! (the folder's informational `running/` file), written once a job has
+//! run a second (the job's claim, its copy in `archive/done/`, is placed
+//! before the spawn: `checks`) and removed after its result. One left
+//! without a result is a listener that stopped while the job ran: it
+//! names the host and the job's process group, so the next start there
+//! stops what is left of it. The rules here are pure; the listener places
+//! and reads.
 
 use serde::{Deserialize, Serialize};
 
 use crate::protocol::doc::Job;
 
-/// The claim document (unsigned, informational like the folder's
-/// `running/` file: a forged one can only hold a job back, as deleting
-/// its file could).
+/// The `running/` document (unsigned, informational like the folder's
+/// `running/` file: a forged one can only end a job `interrupted` at a
+/// listener's start, as deleting its file could keep it from running).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Claim {

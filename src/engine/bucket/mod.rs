@@ -5,20 +5,21 @@
 //! of [`runner`](crate::engine::runner)) over objects, found by listing at each poll (a bucket
 //! sends no events).
 //!
-//! Per job, the order of writes: its claim (`running/<id>.json`, create-
-//! only: of two listeners exactly one goes on) → the replay guard looked
-//! at again (a result or an archived copy placed since the listing ends
-//! here) → spawn → output as log chunks while it runs → the last chunks →
-//! its result, create-only → the job's archive move → a marker's → the
-//! claim removed. A claim without a result is a listener that stopped
-//! while the job ran: the next start gives it one `interrupted` result, so
-//! a job never runs twice; a result already placed only has the moves
-//! after it redone. The runner writes each log to a local spool folder in
-//! the state directory, from which the chunks are placed.
+//! Per job, the order of writes: its claim (its archived copy placed
+//! create-only in `archive/done/`: of two listeners exactly one goes on,
+//! and a job claimed once is never claimed again), its marker read beside
+//! it → spawn → output as log chunks while it runs (`running/<id>.json`
+//! shows it once it has run a second) → the last chunks → its result,
+//! create-only → its inbox copy removed → a marker's move → `running/`
+//! removed. A claim without a result is a listener that stopped while the
+//! job ran: the next start gives it one `interrupted` result, so a job
+//! never runs twice; a result already placed only has the moves after it
+//! redone. The runner writes each log to a local spool folder in the state
+//! directory, from which the chunks are placed.
 //!
-//! Parts: `checks` (the replay guard, a queued job's marker, its
-//! dependencies, its claim), `claim` (the claim document and the start's
-//! rule for one found), `recovery` (what a stopped listener left),
+//! Parts: `checks` (the claim and what a claim taken means, a queued
+//! job's marker, its dependencies), `claim` (the `running/` document and
+//! the start's rule for one found), `recovery` (what a stopped listener left),
 //! `objects` (the object forms of the folder moves, replaced objects, log
 //! chunks), `watch` (what the runner looks at while a job runs), `beats`
 //! (the heartbeat).
@@ -82,9 +83,9 @@ pub struct Door {
     pub root: String,
 }
 
-/// A job's bytes are held from its listing to its archive up to this
-/// size, so its archived copy is written from them (a larger one is
-/// copied by the store, which costs it more).
+/// A job's bytes are held from its listing to its claim up to this size,
+/// the claim being its archived copy written from them (a larger one is
+/// read again at its claim).
 const HELD_MAX: usize = 64 * 1024;
 
 /// An accepted job as the listing found it.
@@ -119,8 +120,12 @@ pub struct BucketListener {
     /// was made.
     queue: Vec<Arc<Job>>,
     listed: std::time::Instant,
-    /// The claim this listener holds now, with its version.
+    /// What `running/` shows of the job this listener claimed last (not
+    /// written until it has run a second).
     claimed: Option<Replaced>,
+    /// The inbox's names at this run's first listing: a job among them
+    /// claimed already was claimed by a listener that stopped.
+    at_start: Option<std::collections::HashSet<String>>,
     /// Where `listen --drain` asks this listener to stop between jobs.
     drain: Dir,
     /// The jobs running beside each other (`--slots`).
@@ -211,6 +216,7 @@ impl BucketListener {
             queue: Vec::new(),
             listed: std::time::Instant::now(),
             claimed: None,
+            at_start: None,
             publisher,
             drain,
             slots: Default::default(),
@@ -331,15 +337,22 @@ impl BucketListener {
             let name = e.key.strip_prefix(prefix.as_str())?;
             (!name.is_empty() && !name.contains('/')).then(|| (name.to_string(), e.etag))
         });
+        let inbox: Vec<(String, Option<String>)> = inbox.collect();
+        if self.at_start.is_none() {
+            self.at_start = Some(inbox.iter().map(|(n, _)| n.clone()).collect());
+        }
         let mut now = HashMap::new();
+        let mut unread = Vec::new();
         for (name, etag) in inbox {
-            if let Some(l) = self.accepted.get(&name)
-                && l.etag == etag
-            {
-                now.insert(name, l.clone());
-                continue;
+            match self.accepted.get(&name) {
+                Some(l) if l.etag == etag => {
+                    now.insert(name, l.clone());
+                }
+                _ => unread.push((name, etag)),
             }
-            let read = self.t.shelf(Place::Inbox).read(&name, job::MAX_BYTES);
+        }
+        let reads = objects::read_all(&self.t, unread.iter().map(|(n, _)| n.as_str()).collect());
+        for ((name, etag), read) in unread.into_iter().zip(reads) {
             let bytes = match &read {
                 FileRead::Unreadable(why) => {
                     self.say(format!("could not read inbox/{name}: {why}"));
@@ -444,7 +457,13 @@ impl BucketListener {
                     continue;
                 }
             }
-            let (replay, read) = self.claim(&j)?;
+            let Some(bytes) = self.bytes_of(&j) else {
+                // Changed or gone since its listing: judged at the next.
+                self.accepted.remove(&name);
+                self.queue.clear();
+                return Ok(true);
+            };
+            let (replay, read) = self.claim(&j, &bytes)?;
             match replay {
                 Replay::Fresh => {}
                 Replay::Claimed => continue,
@@ -452,7 +471,10 @@ impl BucketListener {
                     let r = accept::replay(&id, Some("archive/done/")).expect_err("a replay");
                     self.counters.skipped += 1;
                     self.refuse_job(&name, &r);
-                    self.unclaim();
+                    return Ok(true);
+                }
+                Replay::Left => {
+                    self.left(&id)?;
                     return Ok(true);
                 }
             }
@@ -516,23 +538,36 @@ impl BucketListener {
         publish::moves(&self.t, &self.key, moves)
     }
 
-    /// The moves after `id`'s result, the job taken off the queue.
+    /// The moves after `id`'s result, the job taken off the queue. A
+    /// `claim` held means the job's claim is its copy in `archive/done/`
+    /// (none: a recovery of what `running/` showed, which copies it there
+    /// first if need be).
     fn moves(&mut self, id: &JobId, claim: Option<Replaced>, marker: bool) -> publish::Moves {
         let listed = self.accepted.remove(&id.file_name());
         self.queue.retain(|j| j.id != *id);
         publish::Moves {
             id: id.clone(),
-            held: listed.as_ref().and_then(|l| l.bytes.clone()),
+            archived: claim.is_some(),
             listed: listed.and_then(|l| l.etag),
             claim,
             marker,
         }
     }
 
-    /// Removes this listener's claim, after it was not used.
-    fn unclaim(&mut self) {
-        if let Some(c) = self.claimed.take() {
-            let _ = c.remove(&self.t);
+    /// The bytes of `j`'s inbox object as judged: held since its listing,
+    /// or (too large to hold) read again, while it is still that job.
+    fn bytes_of(&self, j: &Job) -> Option<Arc<[u8]>> {
+        let name = j.id.file_name();
+        let listed = self.accepted.get(&name)?;
+        if let Some(b) = &listed.bytes {
+            return Some(Arc::clone(b));
         }
+        let read = self.t.shelf(Place::Inbox).read(&name, job::MAX_BYTES);
+        let FileRead::Bytes(b) = &read else {
+            return None;
+        };
+        let bytes: Arc<[u8]> = Arc::from(b.as_slice());
+        let again = judge::job_read(&name, read, self.t.target().as_str(), &self.key).ok()?;
+        (again.sig == j.sig).then_some(bytes)
     }
 }

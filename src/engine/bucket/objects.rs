@@ -3,17 +3,19 @@
 //! is a create-only copy, then the conditional delete of the source; a
 //! refusal files the reason create-only in the first free slot of
 //! `archive/rejected/`, then moves the input there the same way; a
-//! replaced object (the heartbeat, a claim with its pid) is a PUT with
-//! `If-Match` of the version this listener last wrote; and a log is
-//! numbered chunk objects written create-only as output arrives.
+//! replaced object (the heartbeat, what `running/` shows) is a PUT with
+//! `If-Match` of the version this listener last wrote; a log is numbered
+//! chunk objects written create-only as output arrives. Also the one bulk
+//! read: a listing's new jobs, read by several threads.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 
 use crate::base::error::Result;
+use crate::base::read::FileRead;
 use crate::places::rejected::{Kind, Reason};
 use crate::protocol::accept::Rejection;
-use crate::protocol::doc;
+use crate::protocol::doc::{self, job};
 use crate::store::layout::Place;
 use crate::store::objstore::Answer;
 use crate::store::port::Shelves;
@@ -24,8 +26,7 @@ use crate::trust::Key;
 /// listed it) to `to_name` in place `to`: a create-only copy (one already
 /// there is kept: an earlier try made it), written from `held` (that
 /// version's bytes) when the caller has them, else copied by the store;
-/// then the source removed: the version `etag`, else the version there
-/// now. A source already gone is no error.
+/// then the source removed ([`remove_listed`]).
 pub fn archive(
     t: &BucketTarget,
     (from, name, etag): (Place, &str, Option<&str>),
@@ -42,15 +43,60 @@ pub fn archive(
         Answer::Done(_) | Answer::Precondition | Answer::NotFound => {}
         a => return Err(failed("copy", t.bucket().root(), &src, &a)),
     }
+    remove_listed(t, (from, name, etag))
+}
+
+/// Removes `name` of place `from`: the version `etag` when the caller
+/// listed it, else (none known, or it was written again since) the
+/// version there now. One already gone is no error.
+pub fn remove_listed(
+    t: &BucketTarget,
+    (from, name, etag): (Place, &str, Option<&str>),
+) -> Result<()> {
     let Some(etag) = etag else {
         return t.shelf(from).remove(name);
     };
-    match client.delete_if_match(&src, etag) {
+    let src = t.key(from, name);
+    match t.bucket().client().delete_if_match(&src, etag) {
         Answer::Done(_) | Answer::NotFound => Ok(()),
         // Written again since the listing: the version there now goes.
         Answer::Precondition => t.shelf(from).remove(name),
         a => Err(failed("remove", t.bucket().root(), &src, &a)),
     }
+}
+
+/// From this many jobs to read, a listing's reads are shared out among
+/// threads: the store answers several at once, where one reader would
+/// wait for each in turn.
+const READ_APART_FROM: usize = 8;
+
+/// The inbox objects `names` of `t`, read (up to [`job::MAX_BYTES`](crate::protocol::doc::job::MAX_BYTES)) in
+/// their order, by up to four threads when there are many.
+pub fn read_all(t: &BucketTarget, names: Vec<&str>) -> Vec<FileRead> {
+    let read = |n: &str| t.shelf(Place::Inbox).read(n, job::MAX_BYTES);
+    if names.len() < READ_APART_FROM {
+        return names.into_iter().map(read).collect();
+    }
+    let per = names.len().div_ceil(4);
+    std::thread::scope(|s| {
+        let parts: Vec<_> = names
+            .chunks(per)
+            .map(|part| {
+                let h = std::thread::Builder::new()
+                    .spawn_scoped(s, move || part.iter().map(|n| read(n)).collect::<Vec<_>>());
+                (part, h)
+            })
+            .collect();
+        let mut all = Vec::with_capacity(names.len());
+        for (part, h) in parts {
+            // A part whose thread could not start, or stopped, is read here.
+            match h.ok().map(|h| h.join()) {
+                Some(Ok(reads)) => all.extend(reads),
+                _ => all.extend(part.iter().map(|n| read(n))),
+            }
+        }
+        all
+    })
 }
 
 /// The names of slot `n` for `name` in `archive/rejected/`: `<name>`
@@ -94,8 +140,8 @@ pub fn refuse(
     ))
 }
 
-/// An object this listener replaces as it changes (its heartbeat, a
-/// claim): written with `If-Match` of the version it wrote last, or
+/// An object this listener replaces as it changes (its heartbeat, what
+/// `running/` shows of a job): written with `If-Match` of the version it wrote last, or
 /// created when it has none; a version someone else wrote meanwhile is
 /// looked up and replaced once.
 pub struct Replaced {
@@ -138,6 +184,11 @@ impl Replaced {
             &self.key,
             &Answer::Precondition,
         ))
+    }
+
+    /// True once this listener has written it.
+    pub fn written(&self) -> bool {
+        self.etag.is_some()
     }
 
     /// Removes it: the version written last, else (none known, or it was

@@ -1,6 +1,7 @@
-//! The moves after a job's result, in a thread of their own: the job to
-//! `archive/done/`, a valid marker to `archive/consumed/`, the claim
-//! removed. The result itself is placed before the next job starts (a
+//! The moves after a job's result, in a thread of their own: the job's
+//! inbox copy removed (its claim placed it in `archive/done/` before it
+//! started), a valid marker to `archive/consumed/`, what `running/` shows
+//! of it removed. The result itself is placed before the next job starts (a
 //! crash then leaves a result, and the next start only redoes these
 //! moves); these requests go on while the next job runs, as the
 //! folder lane's publisher does (docs/object-store.md, "The listener's
@@ -27,13 +28,14 @@ pub struct Moves {
     pub id: JobId,
     /// The version of its job object the listing saw, if any.
     pub listed: Option<String>,
-    /// That version's bytes, when the listener held them: the archived
-    /// copy is written from them rather than copied by the store.
-    pub held: Option<std::sync::Arc<[u8]>>,
+    /// Its claim placed it in `archive/done/`: only the inbox copy goes.
+    /// Otherwise (a recovery) it is copied there by the store first.
+    pub archived: bool,
     /// A marker may be there to consume (the job was cancelled, or ended
     /// by a recovery).
     pub marker: bool,
-    /// Its claim, with the version written last (none: the one there).
+    /// What `running/` shows of it, as this listener wrote it (nothing
+    /// when it never did); none: the one there, if any.
     pub claim: Option<Replaced>,
 }
 
@@ -143,12 +145,11 @@ fn work(t: &BucketTarget, key: &Key, rx: &Receiver<Moves>, state: &(Mutex<State>
 /// The moves after `m`'s result.
 pub fn moves(t: &BucketTarget, key: &Key, m: Moves) -> Result<()> {
     let name = m.id.file_name();
-    objects::archive(
-        t,
-        (Place::Inbox, &name, m.listed.as_deref()),
-        m.held.as_deref(),
-        (Place::Done, &name),
-    )?;
+    let inbox = (Place::Inbox, name.as_str(), m.listed.as_deref());
+    match m.archived {
+        true => objects::remove_listed(t, inbox)?,
+        false => objects::archive(t, inbox, None, (Place::Done, &name))?,
+    }
     if !m.marker {
         return remove_claim(t, m.claim, &name);
     }
@@ -164,10 +165,11 @@ pub fn moves(t: &BucketTarget, key: &Key, m: Moves) -> Result<()> {
     remove_claim(t, m.claim, &name)
 }
 
-/// Removes the claim on `name`: `claim` as this listener wrote it, else
-/// the one there.
+/// Removes what `running/` shows of `name`: `claim` as this listener
+/// wrote it (if it did), else the one there.
 fn remove_claim(t: &BucketTarget, claim: Option<Replaced>, name: &str) -> Result<()> {
     match claim {
+        Some(c) if !c.written() => Ok(()),
         Some(c) => c.remove(t),
         None => t.shelf(Place::Running).remove(name),
     }

@@ -1,11 +1,14 @@
-//! Start-up recovery on a bucket: what a stopped listener left claimed is
-//! brought to an end before anything new runs (docs/object-store.md, "The
+//! Recovery on a bucket: what a stopped listener left is brought to an
+//! end, never run: the jobs `running/` shows, at start, before anything
+//! new runs; a claimed job it does not show, when the first listing meets
+//! it (docs/object-store.md, "The
 //! listener's order of writes").
 
 use std::time::Duration;
 
 use super::BucketListener;
 use super::claim::{self, Claim};
+use super::objects::Replaced;
 use crate::base::clock;
 use crate::base::error::Result;
 use crate::base::names::JobId;
@@ -17,8 +20,8 @@ use crate::store::layout::Place;
 use crate::store::port::Shelves;
 
 impl BucketListener {
-    /// Start-up recovery: every claim found is another run's (a live one
-    /// refused this start), so its job ended with that run: one with a
+    /// Start-up recovery: every job `running/` shows is another run's (a
+    /// live one refused this start), so it ended with that run: one with a
     /// result has only its moves redone; one without gets one
     /// `interrupted` result, its leftover processes on this host stopped
     /// first. Neither runs again.
@@ -40,31 +43,59 @@ impl BucketListener {
                 claim::Found::Ours => {}
                 claim::Found::Finished => self.archive(&id)?,
                 claim::Found::Interrupted => {
-                    self.say(format!(
-                        "recovering {id}: the previous listener stopped while it ran"
-                    ));
                     let (started_at, pid) =
                         c.as_ref().map_or((clock::format(clock::now()), 0), |c| {
                             (c.started_at.clone(), c.pid)
                         });
-                    if c.as_ref().is_some_and(|c| c.host == self.beats.host) {
-                        self.stop_leftovers(&id, &started_at, pid);
-                    }
-                    let o = detail::recovered(
-                        &self.key,
-                        id.as_str(),
-                        self.t.target().as_str(),
-                        &started_at,
-                        pid,
-                        &clock::format(clock::now()),
-                    );
-                    self.counters.failed += 1;
-                    self.say(format!("finished {id}: interrupted"));
-                    self.finish(&id, &o, None)?;
+                    let here = c.as_ref().is_some_and(|c| c.host == self.beats.host);
+                    self.interrupted(&id, (&started_at, pid), here, None)?;
                 }
             }
         }
         Ok(())
+    }
+
+    /// A job a stopped listener claimed and did not end, met by this
+    /// run's first listing ([`super::checks::Replay::Left`]): it ended
+    /// with that listener. One that ran less than a second shows nothing
+    /// in `running/`: its leftover processes here are found by their
+    /// environment alone.
+    pub(super) fn left(&mut self, id: &JobId) -> Result<()> {
+        let claim = Some(Replaced::new(
+            self.t.key(Place::Running, &id.file_name()),
+            None,
+        ));
+        self.interrupted(id, (&clock::format(clock::now()), 0), true, claim)
+    }
+
+    /// Ends `id`, which a stopped listener left running, with one
+    /// `interrupted` result; its processes, started at `started_at` in
+    /// group `pid` (0 when not known), are stopped first when they ran
+    /// `here`, on this host.
+    fn interrupted(
+        &mut self,
+        id: &JobId,
+        (started_at, pid): (&str, i32),
+        here: bool,
+        claim: Option<Replaced>,
+    ) -> Result<()> {
+        self.say(format!(
+            "recovering {id}: the previous listener stopped while it ran"
+        ));
+        if here {
+            self.stop_leftovers(id, started_at, pid);
+        }
+        let o = detail::recovered(
+            &self.key,
+            id.as_str(),
+            self.t.target().as_str(),
+            started_at,
+            pid,
+            &clock::format(clock::now()),
+        );
+        self.counters.failed += 1;
+        self.say(format!("finished {id}: interrupted"));
+        self.finish(id, &o, claim)
     }
 
     /// Stops what a job of a stopped listener left running on this host.

@@ -41,8 +41,8 @@ pub struct BucketWatch<'a> {
     pub refusal: Option<Rejection>,
     /// Lines for the listener's log.
     pub notes: Vec<String>,
-    /// The job's claim, and what it shows once the job runs (its pid),
-    /// written at the first look a second into the job.
+    /// What `running/` shows of the job (with its pid), written at the
+    /// first look a second into the job.
     pub claim: Option<Replaced>,
     show: Option<Vec<u8>>,
 }

@@ -1,6 +1,6 @@
 //! `result` and `status` on an object-store root: what a sender can see of
 //! a job, or of each target, from the objects alone: the inbox, the jobs
-//! a listener has claimed (`running/`), markers, results, and the
+//! a listener shows running (`running/`), markers, results, and the
 //! listener's heartbeat.
 
 use std::time::{Duration, Instant};

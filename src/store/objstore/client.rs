@@ -27,6 +27,9 @@ use crate::base::error::{Error, Result};
 /// short enough that a leaked URL is soon useless.
 const SIGNED_FOR: Duration = Duration::from_secs(15 * 60);
 
+/// The metadata header [`Client::create_only_marked`] writes.
+const MARK: &str = "x-amz-meta-claim";
+
 /// The largest object or listing page read back.
 const MAX_BODY: u64 = 64 << 20;
 
@@ -75,6 +78,9 @@ pub struct Reply {
     pub etag: Option<String>,
     /// The body (a GET's object; empty otherwise).
     pub body: Vec<u8>,
+    /// The object's `x-amz-meta-claim`, when the store sent one
+    /// ([`Client::create_only_marked`]).
+    pub mark: Option<String>,
 }
 
 /// One key of a listing.
@@ -119,6 +125,7 @@ enum Attempt {
         status: u16,
         etag: Option<String>,
         body: Vec<u8>,
+        mark: Option<String>,
     },
     Failed(String),
 }
@@ -196,6 +203,27 @@ impl Client {
     /// when the key was already there.
     pub fn create_only(&self, key: &str, body: &[u8]) -> Answer {
         self.write(key, body, &[("if-none-match", "*")])
+    }
+
+    /// Creates `key` holding `body` unless it exists, as
+    /// [`Client::create_only`], the object marked with `mark` (its
+    /// `x-amz-meta-claim`). For bytes any writer would write alike: after a
+    /// retry whose first answer was lost, the key is this call's only when
+    /// it carries `mark`, since its bytes cannot tell.
+    pub fn create_only_marked(&self, key: &str, body: &[u8], mark: &str) -> Answer {
+        let headers = [("if-none-match", "*"), (MARK, mark)];
+        let mut ambiguous = false;
+        let a = self.retried_noting(&mut ambiguous, || {
+            let mut act = self.bucket.put_object(self.creds.as_ref(), key);
+            self.send(Verb::Put, &mut act, &headers, body)
+        });
+        if ambiguous && matches!(a, Attempt::Answered { status: 412, .. }) {
+            return match self.head(key) {
+                Answer::Done(r) if r.mark.as_deref() == Some(mark) => Answer::Done(r),
+                _ => Answer::Precondition,
+            };
+        }
+        self.answer(a)
     }
 
     /// Replaces `key` with `body` only while its `ETag` is `etag`.
@@ -407,6 +435,11 @@ impl Client {
                     .get("etag")
                     .and_then(|v| v.to_str().ok())
                     .map(str::to_string);
+                let mark = resp
+                    .headers()
+                    .get(MARK)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string);
                 let mut body = Vec::new();
                 if !matches!(verb, Verb::Head)
                     && let Err(e) = resp
@@ -424,9 +457,15 @@ impl Client {
                         status: 500,
                         etag,
                         body,
+                        mark,
                     };
                 }
-                Attempt::Answered { status, etag, body }
+                Attempt::Answered {
+                    status,
+                    etag,
+                    body,
+                    mark,
+                }
             }
             Err(e) => Attempt::Failed(e.to_string()),
         }
@@ -435,8 +474,18 @@ impl Client {
     fn answer(&self, a: Attempt) -> Answer {
         match a {
             Attempt::Failed(why) => Answer::Unreachable(why),
-            Attempt::Answered { status, etag, body } => match status {
-                200..=299 => Answer::Done(Reply { status, etag, body }),
+            Attempt::Answered {
+                status,
+                etag,
+                body,
+                mark,
+            } => match status {
+                200..=299 => Answer::Done(Reply {
+                    status,
+                    etag,
+                    body,
+                    mark,
+                }),
                 412 => Answer::Precondition,
                 409 => Answer::Conflict,
                 404 => Answer::NotFound,
