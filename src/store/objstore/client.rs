@@ -497,13 +497,17 @@ impl Client {
 }
 
 fn agent(retry: Retry) -> ureq::Agent {
-    ureq::Agent::config_builder()
+    let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)
         .timeout_global(Some(retry.timeout))
         .timeout_connect(Some(retry.timeout.min(Duration::from_secs(10))))
-        .build()
-        .into()
+        .build();
+    ureq::Agent::with_parts(
+        config,
+        ureq::unversioned::transport::DefaultConnector::new(),
+        super::resolve::Kept::<ureq::unversioned::resolver::DefaultResolver>::default(),
+    )
 }
 
 fn with<B>(mut req: ureq::RequestBuilder<B>, headers: &[(&str, &str)]) -> ureq::RequestBuilder<B> {

@@ -13,6 +13,7 @@
 mod address;
 mod client;
 mod probe;
+mod resolve;
 mod settings;
 
 pub use address::{S3Root, SCHEME, is_s3};
