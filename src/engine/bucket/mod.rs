@@ -10,7 +10,8 @@
 //! and a job claimed once is never claimed again), its marker read beside
 //! it → spawn → output as log chunks while it runs (`running/<id>.json`
 //! shows it once it has run a second) → the last chunks → its result,
-//! create-only → its inbox copy removed → a marker's move → `running/`
+//! create-only (placed while the next job is claimed, before that one is
+//! spawned) → its inbox copy removed → a marker's move → `running/`
 //! removed. A claim without a result is a listener that stopped while the
 //! job ran: the next start gives it one `interrupted` result, so a job
 //! never runs twice; a result already placed only has the moves after it
@@ -418,6 +419,10 @@ impl BucketListener {
             // A job that waits for others: its marker first, so a held job
             // can still be cancelled.
             let waits = !j.header().after.is_empty();
+            if waits {
+                // The job it waits for may be one just ended here.
+                self.results_placed()?;
+            }
             let early = waits.then(|| self.read_marker(&id));
             let mut marker = early.and_then(|r| self.valid_marker(&id, r));
             let dep = match (&marker, self.dependencies(&j)) {
@@ -501,8 +506,10 @@ impl BucketListener {
                 let claim = self.claimed.take();
                 self.finish(&id, &o, claim)?;
             } else if slots > 1 {
+                self.results_placed()?;
                 self.start_slot(j)?;
             } else {
+                self.results_placed()?;
                 self.run_job(&j)?;
             }
             return Ok(true);
@@ -510,14 +517,10 @@ impl BucketListener {
         Ok(false)
     }
 
-    /// Places `o`, the result of `id`, then hands the moves after it to
-    /// the publisher.
+    /// Hands `o`, the result of `id`, and the moves after it to the
+    /// publisher, which places the result first; the next job is claimed
+    /// meanwhile, and spawned only once it is placed ([`Self::results_placed`]).
     fn finish(&mut self, id: &JobId, o: &Outcome, claim: Option<Replaced>) -> Result<()> {
-        let name = id.file_name();
-        // Taken already: a result placed before a crash, kept as it is.
-        self.t
-            .shelf(Place::Results)
-            .publish(&name, &doc::to_file_bytes(o))?;
         self.finished.insert(id.clone());
         // A marker is looked for only where one may have ended the job (or
         // a recovery ends it), as on a folder: one placed in a job's last
@@ -526,8 +529,18 @@ impl BucketListener {
             o.termination(),
             Termination::Cancelled | Termination::CancelledBeforeStart | Termination::Interrupted
         );
-        let moves = self.moves(id, claim, marked);
+        let mut moves = self.moves(id, claim, marked);
+        moves.result = Some(doc::to_file_bytes(o));
         self.publisher.send(&self.t, &self.key, moves)
+    }
+
+    /// Waits until every result handed over is placed: before a spawn, so
+    /// a job ended before it has its result first (a crash then never
+    /// takes the outcome of a job that ended), and before a job's
+    /// dependencies are looked up (one may have just ended here); the
+    /// first failure of the publisher, as an error.
+    fn results_placed(&mut self) -> Result<()> {
+        self.publisher.placed()
     }
 
     /// The moves after a result, here and now (a result found, not
@@ -547,6 +560,7 @@ impl BucketListener {
         self.queue.retain(|j| j.id != *id);
         publish::Moves {
             id: id.clone(),
+            result: None,
             archived: claim.is_some(),
             listed: listed.and_then(|l| l.etag),
             claim,

@@ -1,11 +1,12 @@
-//! The moves after a job's result, in a thread of their own: the job's
-//! inbox copy removed (its claim placed it in `archive/done/` before it
-//! started), a valid marker to `archive/consumed/`, what `running/` shows
-//! of it removed. The result itself is placed before the next job starts (a
-//! crash then leaves a result, and the next start only redoes these
-//! moves); these requests go on while the next job runs, as the
-//! folder lane's publisher does (docs/object-store.md, "The listener's
-//! order of writes").
+//! A job's result and the moves after it, in a thread of their own: the
+//! result placed, then the job's inbox copy removed (its claim placed it
+//! in `archive/done/` before it started), a valid marker to
+//! `archive/consumed/`, what `running/` shows of it removed. The next job
+//! is claimed while the result is placed, and spawned only once it is
+//! ([`Publisher::placed`]): a crash then leaves a result, and the next
+//! start only redoes these moves. The moves go on while the next job runs,
+//! as the folder lane's publisher does (docs/object-store.md, "The
+//! listener's order of writes").
 
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex};
@@ -22,10 +23,14 @@ use crate::store::port::Shelves;
 use crate::store::port::bucket::BucketTarget;
 use crate::trust::Key;
 
-/// One finished job's moves.
+/// One finished job's result and moves.
 pub struct Moves {
     /// The job.
     pub id: JobId,
+    /// Its result's file bytes, placed create-only first (one already
+    /// there, placed before a crash, is kept as it is); none: placed
+    /// already.
+    pub result: Option<Vec<u8>>,
     /// The version of its job object the listing saw, if any.
     pub listed: Option<String>,
     /// Its claim placed it in `archive/done/`: only the inbox copy goes.
@@ -44,6 +49,8 @@ pub struct Moves {
 struct State {
     /// Moves handed over and not yet done.
     pending: usize,
+    /// Results handed over and not yet placed.
+    unplaced: usize,
     /// Jobs whose moves are done, and when.
     done: Vec<(JobId, Instant)>,
     /// The first failure, reported at the next [`Publisher::settle`].
@@ -81,11 +88,11 @@ impl Publisher {
         let Some(tx) = &self.tx else {
             return moves(t, key, m);
         };
-        self.state
-            .0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .pending += 1;
+        {
+            let mut s = self.state.0.lock().unwrap_or_else(|p| p.into_inner());
+            s.pending += 1;
+            s.unplaced += usize::from(m.result.is_some());
+        }
         tx.send(m).map_err(|_| {
             Error::new(
                 crate::base::error::Code::Internal,
@@ -104,6 +111,17 @@ impl Publisher {
         let (old, new): (Vec<_>, Vec<_>) = s.done.drain(..).partition(|(_, at)| *at < before);
         s.done = new;
         Ok(old.into_iter().map(|(id, _)| id).collect())
+    }
+
+    /// Waits until every result handed over is placed; the first failure
+    /// (of a result or of a move).
+    pub fn placed(&self) -> Result<()> {
+        let (lock, cv) = &*self.state;
+        let mut s = lock.lock().unwrap_or_else(|p| p.into_inner());
+        while s.unplaced > 0 {
+            s = cv.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        s.failed.take().map_or(Ok(()), Err)
     }
 
     /// Waits until every move handed over is done; the first failure.
@@ -127,9 +145,19 @@ impl Drop for Publisher {
 }
 
 fn work(t: &BucketTarget, key: &Key, rx: &Receiver<Moves>, state: &(Mutex<State>, Condvar)) {
-    for m in rx {
+    for mut m in rx {
         let id = m.id.clone();
-        let r = moves(t, key, m);
+        let r = match m.result.take() {
+            Some(bytes) => {
+                let placed = place(t, &m.id, &bytes);
+                let mut s = state.0.lock().unwrap_or_else(|p| p.into_inner());
+                s.unplaced -= 1;
+                state.1.notify_all();
+                drop(s);
+                placed.and_then(|()| moves(t, key, m))
+            }
+            None => moves(t, key, m),
+        };
         let mut s = state.0.lock().unwrap_or_else(|p| p.into_inner());
         s.pending -= 1;
         match r {
@@ -142,8 +170,19 @@ fn work(t: &BucketTarget, key: &Key, rx: &Receiver<Moves>, state: &(Mutex<State>
     }
 }
 
-/// The moves after `m`'s result.
-pub fn moves(t: &BucketTarget, key: &Key, m: Moves) -> Result<()> {
+/// Places `bytes`, the result of `id`, create-only: one already there (a
+/// result placed before a crash) is kept as it is.
+fn place(t: &BucketTarget, id: &JobId, bytes: &[u8]) -> Result<()> {
+    t.shelf(Place::Results)
+        .publish(&id.file_name(), bytes)
+        .map(|_| ())
+}
+
+/// `m`'s result, if it carries one, then the moves after it.
+pub fn moves(t: &BucketTarget, key: &Key, mut m: Moves) -> Result<()> {
+    if let Some(bytes) = m.result.take() {
+        place(t, &m.id, &bytes)?;
+    }
     let name = m.id.file_name();
     let inbox = (Place::Inbox, name.as_str(), m.listed.as_deref());
     match m.archived {
