@@ -70,7 +70,7 @@ pub fn remove_listed(
 /// wait for each in turn.
 const READ_APART_FROM: usize = 8;
 
-/// The inbox objects `names` of `t`, read (up to [`job::MAX_BYTES`](crate::protocol::doc::job::MAX_BYTES)) in
+/// The inbox objects `names` of `t`, read (up to [`job::MAX_BYTES`]) in
 /// their order, by up to four threads when there are many.
 pub fn read_all(t: &BucketTarget, names: Vec<&str>) -> Vec<FileRead> {
     let read = |n: &str| t.shelf(Place::Inbox).read(n, job::MAX_BYTES);
