@@ -147,17 +147,21 @@ impl Drop for Publisher {
 fn work(t: &BucketTarget, key: &Key, rx: &Receiver<Moves>, state: &(Mutex<State>, Condvar)) {
     for mut m in rx {
         let id = m.id.clone();
-        let r = match m.result.take() {
-            Some(bytes) => {
-                let placed = place(t, &m.id, &bytes);
-                let mut s = state.0.lock().unwrap_or_else(|p| p.into_inner());
-                s.unplaced -= 1;
+        if let Some(bytes) = m.result.take() {
+            let placed = place(t, &m.id, &bytes);
+            let mut s = state.0.lock().unwrap_or_else(|p| p.into_inner());
+            s.unplaced -= 1;
+            // A failure is there before a waiter for the result wakes: no
+            // job is spawned after a result that was not placed.
+            if let Err(e) = placed {
+                s.failed.get_or_insert(e);
+                s.pending -= 1;
                 state.1.notify_all();
-                drop(s);
-                placed.and_then(|()| moves(t, key, m))
+                continue;
             }
-            None => moves(t, key, m),
-        };
+            state.1.notify_all();
+        }
+        let r = moves(t, key, m);
         let mut s = state.0.lock().unwrap_or_else(|p| p.into_inner());
         s.pending -= 1;
         match r {
