@@ -116,19 +116,19 @@ impl Publisher {
     /// Waits until every result handed over is placed; the first failure
     /// (of a result or of a move).
     pub fn placed(&self) -> Result<()> {
-        let (lock, cv) = &*self.state;
-        let mut s = lock.lock().unwrap_or_else(|p| p.into_inner());
-        while s.unplaced > 0 {
-            s = cv.wait(s).unwrap_or_else(|p| p.into_inner());
-        }
-        s.failed.take().map_or(Ok(()), Err)
+        self.until(|s| s.unplaced == 0)
     }
 
     /// Waits until every move handed over is done; the first failure.
     pub fn wait(&self) -> Result<()> {
+        self.until(|s| s.pending == 0)
+    }
+
+    /// Waits until `done` holds of the thread's state; the first failure.
+    fn until(&self, done: impl Fn(&State) -> bool) -> Result<()> {
         let (lock, cv) = &*self.state;
         let mut s = lock.lock().unwrap_or_else(|p| p.into_inner());
-        while s.pending > 0 {
+        while !done(&s) {
             s = cv.wait(s).unwrap_or_else(|p| p.into_inner());
         }
         s.failed.take().map_or(Ok(()), Err)
