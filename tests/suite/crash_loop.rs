@@ -393,6 +393,7 @@ fn crash_loop(slots: u64, iterations: u64) {
     );
 
     let mut by_error: BTreeMap<String, u32> = BTreeMap::new();
+    let mut wine_flakes = 0;
     for j in &l.jobs {
         let r = w.result(&j.id);
         assert!(result_sig_ok(&r), "result signature does not verify: {r}");
@@ -417,6 +418,13 @@ fn crash_loop(slots: u64, iterations: u64) {
             (true, true) => &["timeout", "cancelled", "cancelled-before-start"],
         };
         assert!(allowed.contains(&error), "expected one of {allowed:?}: {r}");
+        if error.is_empty() && wine_never_ran(&r) {
+            // Its one process died before its first step: no pid file, no
+            // side effect; counted, so a run of them still fails below.
+            assert!(!ran, "died before its first step, yet it ran: {r}");
+            wine_flakes += 1;
+            continue;
+        }
         if error.is_empty() {
             assert_eq!(
                 (r["ok"].as_bool(), r["exitCode"].as_i64()),
@@ -436,6 +444,13 @@ fn crash_loop(slots: u64, iterations: u64) {
             _ => assert!(ran, "{error:?} but its side effect never happened: {r}"),
         }
     }
+
+    // Wine's process creation fails now and then, not in runs.
+    assert!(
+        wine_flakes <= 1 + l.jobs.len() / 20,
+        "{wine_flakes} of {} jobs died in their DLL initialisation",
+        l.jobs.len()
+    );
 
     // No process of any job is left alive.
     let leftovers = || -> Vec<(i32, String)> {
@@ -468,7 +483,7 @@ fn crash_loop(slots: u64, iterations: u64) {
          mid-job ({kills_before_spawn} between start line and spawn, at most {most_open} \
          running at once), {kills_after_result} after a \
          job's result but before its bookkeeping; {} jobs, {} cancels requested, {} ran, \
-         0 ran twice; results by error: {by_error:?}; final drain {counters}; loop {:.1}s, \
+         0 ran twice; results by error: {by_error:?} ({wine_flakes} never ran under Wine); final drain {counters}; loop {:.1}s, \
          total {:.1}s",
         l.jobs.len(),
         l.jobs.iter().filter(|j| j.cancel_requested).count(),
