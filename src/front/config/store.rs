@@ -68,21 +68,56 @@ impl Context {
 
     /// This machine's state for the bucket root `text`: apart from any
     /// folder root's, one directory per bucket and prefix, under the
-    /// state directory.
+    /// state directory, named so that no two roots share one
+    /// ([`state_name`]).
     pub fn bucket_state(&self, text: &str) -> Result<std::path::PathBuf> {
         let parsed = crate::store::objstore::S3Root::parse(text)?;
-        let place: String = format!("{}-{}", parsed.bucket, parsed.prefix)
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
         Ok(self
             .state_dir(std::path::Path::new(text))?
-            .join(format!("s3-{place}")))
+            .join(state_name(&parsed.bucket, &parsed.prefix)))
+    }
+}
+
+/// `s3-<bucket>__<prefix>`, each part kept where it is a letter, a digit,
+/// `.` or `-`, and anything else written `_` and two hex digits per byte:
+/// a name that is a folder's on every system, and one per root (`a/b` and
+/// `a_b`, or bucket `a-b` and bucket `a` with prefix `b`, never meet),
+/// since `__` stands only between the two parts.
+fn state_name(bucket: &str, prefix: &str) -> String {
+    let mut name = String::from("s3-");
+    for (i, part) in [bucket, prefix].into_iter().enumerate() {
+        if i > 0 {
+            name.push_str("__");
+        }
+        for b in part.bytes() {
+            if b.is_ascii_alphanumeric() || b == b'.' || b == b'-' {
+                name.push(char::from(b));
+            } else {
+                name.push_str(&format!("_{b:02x}"));
+            }
+        }
+    }
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::state_name;
+
+    #[test]
+    fn no_two_roots_share_a_state_directory() {
+        let names = [
+            state_name("a", "x/y"),
+            state_name("a", "x_y"),
+            state_name("a-x", "y"),
+            state_name("a", "x-y"),
+            state_name("a", "x__y"),
+            state_name("a", ""),
+            state_name("a", "/"),
+        ];
+        for (i, n) in names.iter().enumerate() {
+            assert!(!names[i + 1..].contains(n), "{n} twice in {names:?}");
+        }
+        assert_eq!(state_name("fleet", "team/"), "s3-fleet__team_2f");
     }
 }

@@ -148,6 +148,16 @@ enum Verb {
     Delete,
 }
 
+/// How a conditional write knows the object it finds is its own.
+#[derive(Clone, Copy)]
+enum Own<'a> {
+    /// It holds this write's bytes.
+    Bytes,
+    /// It carries this mark (`x-amz-meta-claim`): for bytes any writer
+    /// would write alike.
+    Mark(&'a str),
+}
+
 /// A client of one bucket.
 pub struct Client {
     agent: ureq::Agent,
@@ -202,7 +212,7 @@ impl Client {
     /// [`Answer::Done`] when this call created it, [`Answer::Precondition`]
     /// when the key was already there.
     pub fn create_only(&self, key: &str, body: &[u8]) -> Answer {
-        self.write(key, body, &[("if-none-match", "*")])
+        self.write(key, body, &[("if-none-match", "*")], Own::Bytes)
     }
 
     /// Creates `key` holding `body` unless it exists, as
@@ -212,23 +222,12 @@ impl Client {
     /// it carries `mark`, since its bytes cannot tell.
     pub fn create_only_marked(&self, key: &str, body: &[u8], mark: &str) -> Answer {
         let headers = [("if-none-match", "*"), (MARK, mark)];
-        let mut ambiguous = false;
-        let a = self.retried_noting(&mut ambiguous, || {
-            let mut act = self.bucket.put_object(self.creds.as_ref(), key);
-            self.send(Verb::Put, &mut act, &headers, body)
-        });
-        if ambiguous && matches!(a, Attempt::Answered { status: 412, .. }) {
-            return match self.head(key) {
-                Answer::Done(r) if r.mark.as_deref() == Some(mark) => Answer::Done(r),
-                _ => Answer::Precondition,
-            };
-        }
-        self.answer(a)
+        self.write(key, body, &headers, Own::Mark(mark))
     }
 
     /// Replaces `key` with `body` only while its `ETag` is `etag`.
     pub fn put_if_match(&self, key: &str, body: &[u8], etag: &str) -> Answer {
-        self.write(key, body, &[("if-match", etag)])
+        self.write(key, body, &[("if-match", etag)], Own::Bytes)
     }
 
     /// Reads `key`: [`Answer::Done`] with its body and `ETag`.
@@ -368,19 +367,27 @@ impl Client {
 
     /// A conditional PUT, with the read-back check after an ambiguous
     /// attempt (see the module doc).
-    fn write(&self, key: &str, body: &[u8], headers: &[(&str, &str)]) -> Answer {
+    /// A conditional `PUT`. A 412 after a retry whose first answer was
+    /// lost may be this call's own write: it is when the object is `own`.
+    fn write(&self, key: &str, body: &[u8], headers: &[(&str, &str)], own: Own) -> Answer {
         let mut ambiguous = false;
         let a = self.retried_noting(&mut ambiguous, || {
             let mut act = self.bucket.put_object(self.creds.as_ref(), key);
             self.send(Verb::Put, &mut act, headers, body)
         });
-        if ambiguous && matches!(a, Attempt::Answered { status: 412, .. }) {
-            return match self.get(key) {
+        if !(ambiguous && matches!(a, Attempt::Answered { status: 412, .. })) {
+            return self.answer(a);
+        }
+        match own {
+            Own::Bytes => match self.get(key) {
                 Answer::Done(r) if r.body == body => Answer::Done(r),
                 _ => Answer::Precondition,
-            };
+            },
+            Own::Mark(mark) => match self.head(key) {
+                Answer::Done(r) if r.mark.as_deref() == Some(mark) => Answer::Done(r),
+                _ => Answer::Precondition,
+            },
         }
-        self.answer(a)
     }
 
     fn retried(&self, attempt: impl FnMut() -> Attempt) -> Attempt {
