@@ -28,6 +28,7 @@ mod migrate;
 mod objstore;
 mod objstore_cmds;
 mod objstore_listen;
+mod objstore_outage;
 mod objstore_roster;
 mod operator;
 mod pickup;

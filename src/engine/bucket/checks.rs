@@ -102,8 +102,15 @@ impl BucketListener {
                 format!("the claim of {name} stopped"),
             ));
         };
+        // A claim that carries this run's mark is this run's own, placed
+        // by a try whose answer was lost before the store went away.
+        let ours = || match t.bucket().client().head(&key) {
+            Answer::Done(r) => r.mark.as_deref() == Some(run),
+            _ => false,
+        };
         match put {
             Answer::Done(_) => {}
+            Answer::Precondition if ours() => {}
             Answer::Precondition => {
                 let finished = self.verified_result(&j.id).is_some();
                 let left = self.at_start.as_ref().is_some_and(|s| s.contains(&name));

@@ -56,7 +56,7 @@ use crate::platform::{self};
 use crate::protocol::accept::{self, Rejection};
 use crate::protocol::dependency::{self};
 use crate::protocol::doc::detail;
-use crate::protocol::doc::{self, Job, Outcome, Termination, job};
+use crate::protocol::doc::{Job, job};
 use crate::protocol::judge;
 use crate::store::fsops::Dir;
 use crate::store::layout::{Place, StateDirs};
@@ -135,6 +135,8 @@ pub struct BucketListener {
     publisher: publish::Publisher,
     /// Jobs ended by this run whose moves may still be under way.
     finished: std::collections::HashSet<JobId>,
+    /// Since when the passes fail (the store does not answer), if they do.
+    unanswered: Option<std::time::Instant>,
     _lock: Lock,
 }
 
@@ -199,7 +201,19 @@ impl BucketListener {
             poll: settings.poll,
         };
         let root_shown = t.bucket().root().to_string();
-        let publisher = publish::Publisher::start(t.bucket().target(t.target()), Arc::clone(&key));
+        let kept = state.base().join(publish::KEPT);
+        crate::store::fsops::create_dirs(std::slice::from_ref(&kept))?;
+        let kept = Dir::open_trusted(&kept)?;
+        // Results an earlier run could not place come first: each is a
+        // job's true end, which a recovery would otherwise call interrupted.
+        publish::place_kept(&t.bucket().target(t.target()), &kept)?;
+        let keeping = publish::Keeping {
+            dir: kept,
+            persist: !settings.once,
+            shutdown: Arc::clone(&shutdown),
+        };
+        let publisher =
+            publish::Publisher::start(t.bucket().target(t.target()), Arc::clone(&key), keeping);
         let mut l = BucketListener {
             t,
             key,
@@ -222,6 +236,7 @@ impl BucketListener {
             drain,
             slots: Default::default(),
             finished: Default::default(),
+            unanswered: None,
             _lock: lock,
         };
         l.beat("listening");
@@ -287,7 +302,29 @@ impl BucketListener {
                 }
                 continue;
             }
-            let worked = self.pass()?;
+            // A store that does not answer is waited for: said once, the
+            // pass tried again at each poll (`--once` stops with the error).
+            let worked = match self.pass() {
+                Ok(worked) => {
+                    if let Some(since) = self.unanswered.take() {
+                        crate::note!(
+                            "fleet-dispatch: {} answers again (after {})",
+                            self.root_shown,
+                            clock::human(since.elapsed())
+                        );
+                    }
+                    worked
+                }
+                Err(_) if self.shutdown.requested() => break true,
+                Err(e) if self.settings.once => return Err(e),
+                Err(e) => {
+                    if self.unanswered.is_none() {
+                        crate::note!("fleet-dispatch: {e}; trying again at each poll");
+                        self.unanswered = Some(std::time::Instant::now());
+                    }
+                    false
+                }
+            };
             if self.shutdown.requested() {
                 break true;
             }
@@ -515,57 +552,6 @@ impl BucketListener {
             return Ok(true);
         }
         Ok(false)
-    }
-
-    /// Hands `o`, the result of `id`, and the moves after it to the
-    /// publisher, which places the result first; the next job is claimed
-    /// meanwhile, and spawned only once it is placed ([`Self::results_placed`]).
-    fn finish(&mut self, id: &JobId, o: &Outcome, claim: Option<Replaced>) -> Result<()> {
-        self.finished.insert(id.clone());
-        // A marker is looked for only where one may have ended the job (or
-        // a recovery ends it), as on a folder: one placed in a job's last
-        // moment, after its last look, stays for `sweep`.
-        let marked = matches!(
-            o.termination(),
-            Termination::Cancelled | Termination::CancelledBeforeStart | Termination::Interrupted
-        );
-        let mut moves = self.moves(id, claim, marked);
-        moves.result = Some(doc::to_file_bytes(o));
-        self.publisher.send(&self.t, &self.key, moves)
-    }
-
-    /// Waits until every result handed over is placed: before a spawn, so
-    /// a job ended before it has its result first (a crash then never
-    /// takes the outcome of a job that ended), and before a job's
-    /// dependencies are looked up (one may have just ended here); the
-    /// first failure of the publisher, as an error.
-    fn results_placed(&mut self) -> Result<()> {
-        self.publisher.placed()
-    }
-
-    /// The moves after a result, here and now (a result found, not
-    /// made: its job is not in the publisher's hands).
-    fn archive(&mut self, id: &JobId) -> Result<()> {
-        let claim = self.claimed.take();
-        let moves = self.moves(id, claim, true);
-        publish::moves(&self.t, &self.key, moves)
-    }
-
-    /// The moves after `id`'s result, the job taken off the queue. A
-    /// `claim` held means the job's claim is its copy in `archive/done/`
-    /// (none: a recovery of what `running/` showed, which copies it there
-    /// first if need be).
-    fn moves(&mut self, id: &JobId, claim: Option<Replaced>, marker: bool) -> publish::Moves {
-        let listed = self.accepted.remove(&id.file_name());
-        self.queue.retain(|j| j.id != *id);
-        publish::Moves {
-            id: id.clone(),
-            result: None,
-            archived: claim.is_some(),
-            listed: listed.and_then(|l| l.etag),
-            claim,
-            marker,
-        }
     }
 
     /// The bytes of `j`'s inbox object as judged: held since its listing,

@@ -7,21 +7,38 @@
 //! start only redoes these moves. The moves go on while the next job runs,
 //! as the folder lane's publisher does (docs/object-store.md, "The
 //! listener's order of writes").
+//!
+//! A result the store does not take (it does not answer, past the
+//! client's retries) is kept on this machine first, then tried again,
+//! and the listener waits for it, spawning nothing: a store that comes
+//! back gets it, a listener stopped meanwhile places it at its next
+//! start ([`place_kept`]). A job that ran never loses its outcome to an
+//! outage.
 
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::objects::{self, Replaced};
 use crate::base::error::{Error, Result};
 use crate::base::names::JobId;
+use crate::engine::shutdown::Shutdown;
 use crate::protocol::accept;
-use crate::protocol::doc::marker;
+use crate::protocol::doc::{self, Outcome, Termination, marker, outcome};
+use crate::store::fsops::{Dir, Flush};
 use crate::store::layout::Place;
 use crate::store::port::Shelves;
 use crate::store::port::bucket::BucketTarget;
 use crate::trust::Key;
+
+/// The folder of the bucket's state directory where a result the store
+/// did not take waits, as `<id>.json`.
+pub const KEPT: &str = "unplaced-results";
+
+/// The first pause before a result the store did not take is tried
+/// again, and the longest (doubling in between).
+const AGAIN: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(30));
 
 /// One finished job's result and moves.
 pub struct Moves {
@@ -64,16 +81,28 @@ pub struct Publisher {
     state: Arc<(Mutex<State>, Condvar)>,
 }
 
+/// Where the thread keeps what the store did not take, and for how long
+/// it tries again.
+pub struct Keeping {
+    /// The folder ([`KEPT`]).
+    pub dir: Dir,
+    /// Until it is placed (a listener that serves); else the first
+    /// failure is reported, the result kept for the next start (`--once`).
+    pub persist: bool,
+    /// A stop asked for ends the trying.
+    pub shutdown: Arc<Shutdown>,
+}
+
 impl Publisher {
     /// Starts the thread, moving on `t` (a target sharing the listener's
-    /// client), judging markers with `key`.
-    pub fn start(t: BucketTarget, key: Arc<Key>) -> Publisher {
+    /// client), judging markers with `key`, keeping as `keeping` says.
+    pub fn start(t: BucketTarget, key: Arc<Key>, keeping: Keeping) -> Publisher {
         let (tx, rx) = mpsc::channel();
         let state: Arc<(Mutex<State>, Condvar)> = Arc::default();
         let shared = Arc::clone(&state);
         let thread = std::thread::Builder::new()
             .name("bucket-publisher".into())
-            .spawn(move || work(&t, &key, &rx, &shared))
+            .spawn(move || work(&t, &key, &keeping, &rx, &shared))
             .ok();
         Publisher {
             tx: thread.is_some().then_some(tx),
@@ -125,6 +154,8 @@ impl Publisher {
     }
 
     /// Waits until `done` holds of the thread's state; the first failure.
+    /// (The thread stops trying to place a result once a stop is asked
+    /// for, so this wait ends then too.)
     fn until(&self, done: impl Fn(&State) -> bool) -> Result<()> {
         let (lock, cv) = &*self.state;
         let mut s = lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -144,11 +175,17 @@ impl Drop for Publisher {
     }
 }
 
-fn work(t: &BucketTarget, key: &Key, rx: &Receiver<Moves>, state: &(Mutex<State>, Condvar)) {
+fn work(
+    t: &BucketTarget,
+    key: &Key,
+    keeping: &Keeping,
+    rx: &Receiver<Moves>,
+    state: &(Mutex<State>, Condvar),
+) {
     for mut m in rx {
         let id = m.id.clone();
         if let Some(bytes) = m.result.take() {
-            let placed = place(t, &m.id, &bytes);
+            let placed = place_or_keep(t, keeping, &m.id, &bytes);
             let mut s = state.0.lock().unwrap_or_else(|p| p.into_inner());
             s.unplaced -= 1;
             // A failure is there before a waiter for the result wakes: no
@@ -180,6 +217,87 @@ fn place(t: &BucketTarget, id: &JobId, bytes: &[u8]) -> Result<()> {
     t.shelf(Place::Results)
         .publish(&id.file_name(), bytes)
         .map(|_| ())
+}
+
+/// [`place`], and when the store does not take it: kept in
+/// `keeping.dir`, said, tried again (pausing as [`AGAIN`] says) until it is
+/// placed, a stop is asked for, or (not `persist`) at once. The error is
+/// the store's, or the keeping's when it cannot be kept either.
+fn place_or_keep(t: &BucketTarget, keeping: &Keeping, id: &JobId, bytes: &[u8]) -> Result<()> {
+    let Err(first) = place(t, id, bytes) else {
+        return Ok(());
+    };
+    let name = id.file_name();
+    keeping.dir.replace(&name, bytes, Flush::DataAndName)?;
+    let kept = keeping.dir.shown(&name);
+    crate::note!(
+        "fleet-dispatch: the store did not take the result of {id}: {first}; kept in {} until it does{}",
+        kept.display(),
+        if keeping.persist {
+            ", no job starts meanwhile"
+        } else {
+            " (the next start places it)"
+        }
+    );
+    let (mut pause, mut tries, mut last) = (AGAIN.0, 1, first);
+    // Not `persist`, or a stop asked for: the error, the result kept.
+    while keeping.persist && !keeping.shutdown.requested() {
+        let until = Instant::now() + pause;
+        while Instant::now() < until && !keeping.shutdown.requested() {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        if keeping.shutdown.requested() {
+            break;
+        }
+        tries += 1;
+        match place(t, id, bytes) {
+            Ok(()) => {
+                let _ = keeping.dir.remove(&name);
+                crate::note!("fleet-dispatch: placed the result of {id} (try {tries})");
+                return Ok(());
+            }
+            Err(e) => last = e,
+        }
+        pause = (pause * 2).min(AGAIN.1);
+    }
+    Err(Error::new(
+        last.code,
+        format!(
+            "the result of {id} is not placed ({}); it is kept in {} and placed at the next start",
+            last.message,
+            kept.display()
+        ),
+    ))
+}
+
+/// Places the results an earlier run kept in `kept` ([`place_or_keep`]),
+/// before this run looks at anything: each create-only (one already there
+/// is kept), then forgotten. What follows a result (the inbox copy's
+/// removal, `running/`) is then what a stop right after it leaves, and is
+/// brought to its end as such. Returns how many it placed.
+///
+/// # Errors
+///
+/// The store's error for the first one it does not take: it stays kept.
+pub fn place_kept(t: &BucketTarget, kept: &Dir) -> Result<usize> {
+    let mut placed = 0;
+    for name in kept.list()? {
+        let Some(id) = name
+            .strip_suffix(".json")
+            .and_then(|s| JobId::parse(s).ok())
+        else {
+            continue;
+        };
+        let crate::base::read::FileRead::Bytes(bytes) =
+            kept.read_limited(&name, outcome::MAX_BYTES)
+        else {
+            continue;
+        };
+        place(t, &id, &bytes)?;
+        kept.remove(&name)?;
+        placed += 1;
+    }
+    Ok(placed)
 }
 
 /// `m`'s result, if it carries one, then the moves after it.
@@ -215,5 +333,64 @@ fn remove_claim(t: &BucketTarget, claim: Option<Replaced>, name: &str) -> Result
         Some(c) if !c.written() => Ok(()),
         Some(c) => c.remove(t),
         None => t.shelf(Place::Running).remove(name),
+    }
+}
+
+/// The listener's side: what it hands the thread, and its wait.
+impl super::BucketListener {
+    /// Hands `o`, the result of `id`, and the moves after it to the
+    /// publisher, which places the result first; the next job is claimed
+    /// meanwhile, and spawned only once it is placed ([`Self::results_placed`]).
+    pub(super) fn finish(
+        &mut self,
+        id: &JobId,
+        o: &Outcome,
+        claim: Option<Replaced>,
+    ) -> Result<()> {
+        self.finished.insert(id.clone());
+        // A marker is looked for only where one may have ended the job (or
+        // a recovery ends it), as on a folder: one placed in a job's last
+        // moment, after its last look, stays for `sweep`.
+        let marked = matches!(
+            o.termination(),
+            Termination::Cancelled | Termination::CancelledBeforeStart | Termination::Interrupted
+        );
+        let mut moves = self.moves(id, claim, marked);
+        moves.result = Some(doc::to_file_bytes(o));
+        self.publisher.send(&self.t, &self.key, moves)
+    }
+
+    /// Waits until every result handed over is placed: before a spawn, so
+    /// a job ended before it has its result first (a crash then never
+    /// takes the outcome of a job that ended), and before a job's
+    /// dependencies are looked up (one may have just ended here); the
+    /// first failure of the publisher, as an error.
+    pub(super) fn results_placed(&mut self) -> Result<()> {
+        self.publisher.placed()
+    }
+
+    /// The moves after a result, here and now (a result found, not
+    /// made: its job is not in the publisher's hands).
+    pub(super) fn archive(&mut self, id: &JobId) -> Result<()> {
+        let claim = self.claimed.take();
+        let m = self.moves(id, claim, true);
+        moves(&self.t, &self.key, m)
+    }
+
+    /// The moves after `id`'s result, the job taken off the queue. A
+    /// `claim` held means the job's claim is its copy in `archive/done/`
+    /// (none: a recovery of what `running/` showed, which copies it there
+    /// first if need be).
+    fn moves(&mut self, id: &JobId, claim: Option<Replaced>, marker: bool) -> Moves {
+        let listed = self.accepted.remove(&id.file_name());
+        self.queue.retain(|j| j.id != *id);
+        Moves {
+            id: id.clone(),
+            result: None,
+            archived: claim.is_some(),
+            listed: listed.and_then(|l| l.etag),
+            claim,
+            marker,
+        }
     }
 }

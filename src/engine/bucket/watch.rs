@@ -84,7 +84,11 @@ impl<'a> BucketWatch<'a> {
     pub fn place_output(&mut self) {
         for c in &mut self.chunks {
             if let Err(e) = c.place(&self.t) {
-                self.notes.push(format!("could not place output: {e}"));
+                // Once per outage, not once per look.
+                let note = format!("could not place output: {e}");
+                if self.notes.last() != Some(&note) {
+                    self.notes.push(note);
+                }
             }
         }
     }
@@ -102,7 +106,18 @@ impl Looks for BucketWatch<'_> {
         if now < self.next_look {
             return None;
         }
-        self.next_look = now + self.poll;
+        let found = self.look_now(now);
+        // The next look a poll after this one ended: a store that does
+        // not answer makes a look last longer than a poll, and the runner
+        // must still see its job end between two.
+        self.next_look = Instant::now() + self.poll;
+        found
+    }
+}
+
+impl BucketWatch<'_> {
+    /// The look itself: output placed, the heartbeat, the marker.
+    fn look_now(&mut self, now: Instant) -> Option<Marker> {
         self.place_output();
         if now >= self.next_beat {
             self.next_beat = now + heartbeat::EVERY;
