@@ -153,15 +153,17 @@ fn kept(w: &World, id: &str) -> Option<std::path::PathBuf> {
         .find(|p| p.ends_with(format!("unplaced-results/{id}.json")))
 }
 
-/// Sends `first` (a job that runs `secs` seconds, noting its start and its
-/// end in `runs`) and `second` (noting its run), waits for `first` to
-/// start, and shuts the gate: the store goes away while `first` runs.
-fn a_job_running_when_the_store_goes(
+/// Starts a listener through `gate`, sends `first` (a job of two seconds
+/// noting its start and its end in `runs`) and `second` (noting its run),
+/// and shuts the gate once `first` started: the store goes away while it
+/// runs. Returns once `first` ended and its result is kept.
+fn a_job_ends_while_the_store_is_away(
     e: &Engine,
     w: &World,
     gate: &Gate,
     runs: &std::path::Path,
-) -> (String, String) {
+) -> (std::process::Child, String, String) {
+    let l = listener(e, w, gate);
     let first = send(
         e,
         w,
@@ -184,7 +186,10 @@ fn a_job_running_when_the_store_goes(
     until(Duration::from_secs(30), "the first job to end", || {
         lines(runs).contains(&"first ended".to_string())
     });
-    (first, second)
+    until(Duration::from_secs(30), "the result to be kept", || {
+        kept(w, &first).is_some()
+    });
+    (l, first, second)
 }
 
 #[test]
@@ -193,14 +198,10 @@ fn engine_a_store_that_goes_away_loses_no_result_and_nothing_starts_until_it_is_
     let (e, w) = (Engine::new(), World::new());
     let gate = Gate::new(&e.vars["FLEET_DISPATCH_S3_ENDPOINT"]);
     let runs = w.home.join("runs");
-    let mut l = listener(&e, &w, &gate);
-    let (first, second) = a_job_running_when_the_store_goes(&e, &w, &gate, &runs);
+    let (mut l, first, second) = a_job_ends_while_the_store_is_away(&e, &w, &gate, &runs);
 
     // Well past the client's own retries (about 3 s): the listener is
     // still there, its result kept on this machine, and nothing started.
-    until(Duration::from_secs(30), "the result to be kept", || {
-        kept(&w, &first).is_some()
-    });
     std::thread::sleep(Duration::from_secs(5));
     assert!(l.try_wait().unwrap().is_none(), "the listener stopped");
     assert!(!lines(&runs).contains(&"second ran".to_string()));
@@ -256,11 +257,7 @@ fn engine_a_listener_stopped_while_the_store_is_away_places_the_kept_result_at_i
     let (e, w) = (Engine::new(), World::new());
     let gate = Gate::new(&e.vars["FLEET_DISPATCH_S3_ENDPOINT"]);
     let runs = w.home.join("runs");
-    let mut l = listener(&e, &w, &gate);
-    let (first, second) = a_job_running_when_the_store_goes(&e, &w, &gate, &runs);
-    until(Duration::from_secs(30), "the result to be kept", || {
-        kept(&w, &first).is_some()
-    });
+    let (mut l, first, second) = a_job_ends_while_the_store_is_away(&e, &w, &gate, &runs);
     let _ = std::process::Command::new("kill")
         .args(["-TERM", &l.id().to_string()])
         .status();
