@@ -106,13 +106,17 @@ fn through(e: &Engine, w: &World, gate: &Gate) -> std::process::Command {
     c
 }
 
-/// A listener of PC through `gate`, polling fast, its stderr piped.
-fn listener(e: &Engine, w: &World, gate: &Gate) -> std::process::Child {
+/// A listener of PC through `gate`, polling fast (killed if the test
+/// fails).
+fn listener(e: &Engine, w: &World, gate: &Gate) -> ListenerGuard {
     let mut c = through(e, w, gate);
-    c.args(["listen", "--poll-interval", "200ms"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped());
-    c.start()
+    c.args(["listen", "--poll-interval", "200ms"]);
+    ListenerGuard::spawn(&mut c)
+}
+
+/// True while `l` runs.
+fn alive(l: &mut ListenerGuard) -> bool {
+    l.child.as_mut().unwrap().try_wait().unwrap().is_none()
 }
 
 /// Sends `argv` to PC straight to the engine; its id.
@@ -162,7 +166,7 @@ fn a_job_ends_while_the_store_is_away(
     w: &World,
     gate: &Gate,
     runs: &std::path::Path,
-) -> (std::process::Child, String, String) {
+) -> (ListenerGuard, String, String) {
     let l = listener(e, w, gate);
     let first = send(
         e,
@@ -203,7 +207,7 @@ fn engine_a_store_that_goes_away_loses_no_result_and_nothing_starts_until_it_is_
     // Well past the client's own retries (about 3 s): the listener is
     // still there, its result kept on this machine, and nothing started.
     std::thread::sleep(Duration::from_secs(5));
-    assert!(l.try_wait().unwrap().is_none(), "the listener stopped");
+    assert!(alive(&mut l), "the listener stopped");
     assert!(!lines(&runs).contains(&"second ran".to_string()));
     assert!(result_of(&e, &first).is_none());
 
@@ -225,7 +229,7 @@ fn engine_a_store_that_goes_away_loses_no_result_and_nothing_starts_until_it_is_
     // once it is over runs.
     gate.shut();
     std::thread::sleep(Duration::from_secs(6));
-    assert!(l.try_wait().unwrap().is_none(), "the idle listener stopped");
+    assert!(alive(&mut l), "the idle listener stopped");
     gate.reopen();
     let third = send(&e, &w, &kit(&["append", p(&runs), "third ran"]));
     until(Duration::from_secs(60), "the third job's result", || {
@@ -233,11 +237,7 @@ fn engine_a_store_that_goes_away_loses_no_result_and_nothing_starts_until_it_is_
     });
     assert_eq!(result_of(&e, &third).unwrap()["error"], "");
 
-    let _ = std::process::Command::new("kill")
-        .args(["-TERM", &l.id().to_string()])
-        .status();
-    let err = stderr_text(&mut l);
-    let _ = l.wait();
+    let (_, _, err) = l.stop(&w, libc::SIGTERM, Duration::from_secs(20));
     assert!(
         err.contains(&format!("the store did not take the result of {first}")),
         "{err}"
@@ -257,16 +257,8 @@ fn engine_a_listener_stopped_while_the_store_is_away_places_the_kept_result_at_i
     let (e, w) = (Engine::new(), World::new());
     let gate = Gate::new(&e.vars["FLEET_DISPATCH_S3_ENDPOINT"]);
     let runs = w.home.join("runs");
-    let (mut l, first, second) = a_job_ends_while_the_store_is_away(&e, &w, &gate, &runs);
-    let _ = std::process::Command::new("kill")
-        .args(["-TERM", &l.id().to_string()])
-        .status();
-    let end = Instant::now() + Duration::from_secs(20);
-    while l.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < end, "the listener did not stop on SIGTERM");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let err = stderr_text(&mut l);
+    let (l, first, second) = a_job_ends_while_the_store_is_away(&e, &w, &gate, &runs);
+    let (_, _, err) = l.stop(&w, libc::SIGTERM, Duration::from_secs(20));
     assert!(err.contains("placed at the next start"), "{err}");
     assert!(
         kept(&w, &first).is_some(),
