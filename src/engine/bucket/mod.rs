@@ -315,11 +315,15 @@ impl BucketListener {
                     }
                     worked
                 }
-                Err(_) if self.shutdown.requested() => break true,
+                Err(e) if self.shutdown.requested() => {
+                    crate::note!("fleet-dispatch: {e}");
+                    break true;
+                }
                 Err(e) if self.settings.once => return Err(e),
                 Err(e) => {
                     if self.unanswered.is_none() {
-                        crate::note!("fleet-dispatch: {e}; trying again at each poll");
+                        let why = &e.message;
+                        crate::note!("fleet-dispatch: {why}; trying again at each poll");
                         self.unanswered = Some(std::time::Instant::now());
                     }
                     false

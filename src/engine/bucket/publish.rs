@@ -220,25 +220,42 @@ fn place(t: &BucketTarget, id: &JobId, bytes: &[u8]) -> Result<()> {
 }
 
 /// [`place`], and when the store does not take it: kept in
-/// `keeping.dir`, said, tried again (pausing as [`AGAIN`] says) until it is
-/// placed, a stop is asked for, or (not `persist`) at once. The error is
-/// the store's, or the keeping's when it cannot be kept either.
+/// `keeping.dir` (when the disk allows), said, tried again (pausing as
+/// [`AGAIN`] says) until it is placed, a stop is asked for, or (not
+/// `persist`) at once: the store's error then, saying where it is kept.
 fn place_or_keep(t: &BucketTarget, keeping: &Keeping, id: &JobId, bytes: &[u8]) -> Result<()> {
     let Err(first) = place(t, id, bytes) else {
         return Ok(());
     };
     let name = id.file_name();
-    keeping.dir.replace(&name, bytes, Flush::DataAndName)?;
-    let kept = keeping.dir.shown(&name);
-    crate::note!(
-        "fleet-dispatch: the store did not take the result of {id}: {first}; kept in {} until it does{}",
-        kept.display(),
-        if keeping.persist {
-            ", no job starts meanwhile"
-        } else {
-            " (the next start places it)"
-        }
-    );
+    // Kept on this machine first; a disk that refuses it too does not
+    // stop the trying, only what a stop meanwhile can save.
+    let kept = keeping
+        .dir
+        .replace(&name, bytes, Flush::DataAndName)
+        .map(|()| keeping.dir.shown(&name));
+    match (&kept, keeping.persist) {
+        (Ok(path), true) => crate::note!(
+            "fleet-dispatch: the store did not take the result of {id}: {}; kept in {} until it does, no job starts meanwhile",
+            first.message,
+            path.display()
+        ),
+        (Ok(path), false) => crate::note!(
+            "fleet-dispatch: the store did not take the result of {id}: {}; kept in {}: the next start places it",
+            first.message,
+            path.display()
+        ),
+        (Err(e), persist) => crate::note!(
+            "fleet-dispatch: the store did not take the result of {id}: {}; nor could it be kept on this machine ({}){}",
+            first.message,
+            e.message,
+            if persist {
+                ": trying again, no job starts meanwhile"
+            } else {
+                ""
+            }
+        ),
+    }
     let (mut pause, mut tries, mut last) = (AGAIN.0, 1, first);
     // Not `persist`, or a stop asked for: the error, the result kept.
     while keeping.persist && !keeping.shutdown.requested() {
@@ -260,12 +277,18 @@ fn place_or_keep(t: &BucketTarget, keeping: &Keeping, id: &JobId, bytes: &[u8]) 
         }
         pause = (pause * 2).min(AGAIN.1);
     }
+    let what = match kept {
+        Ok(path) => format!(
+            "it is kept in {} and placed at the next start",
+            path.display()
+        ),
+        Err(_) => "nor kept: the next start ends the job interrupted".to_string(),
+    };
     Err(Error::new(
         last.code,
         format!(
-            "the result of {id} is not placed ({}); it is kept in {} and placed at the next start",
-            last.message,
-            kept.display()
+            "the result of {id} is not placed ({}); {what}",
+            last.message
         ),
     ))
 }
