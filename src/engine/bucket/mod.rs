@@ -206,7 +206,10 @@ impl BucketListener {
         let kept = Dir::open_trusted(&kept)?;
         // Results an earlier run could not place come first: each is a
         // job's true end, which a recovery would otherwise call interrupted.
-        publish::place_kept(&t.bucket().target(t.target()), &kept)?;
+        let placed = publish::place_kept(&t.bucket().target(t.target()), &kept)?;
+        if placed > 0 {
+            crate::note!("fleet-dispatch: placed {placed} result(s) an earlier run kept");
+        }
         let keeping = publish::Keeping {
             dir: kept,
             persist: !settings.once,

@@ -234,27 +234,16 @@ fn place_or_keep(t: &BucketTarget, keeping: &Keeping, id: &JobId, bytes: &[u8]) 
         .dir
         .replace(&name, bytes, Flush::DataAndName)
         .map(|()| keeping.dir.shown(&name));
-    match (&kept, keeping.persist) {
-        (Ok(path), true) => crate::note!(
-            "fleet-dispatch: the store did not take the result of {id}: {}; kept in {} until it does, no job starts meanwhile",
-            first.message,
-            path.display()
-        ),
-        (Ok(path), false) => crate::note!(
-            "fleet-dispatch: the store did not take the result of {id}: {}; kept in {}: the next start places it",
-            first.message,
-            path.display()
-        ),
-        (Err(e), persist) => crate::note!(
-            "fleet-dispatch: the store did not take the result of {id}: {}; nor could it be kept on this machine ({}){}",
-            first.message,
-            e.message,
-            if persist {
-                ": trying again, no job starts meanwhile"
-            } else {
-                ""
-            }
-        ),
+    // `--once` says it in its error, below.
+    if keeping.persist {
+        let how = match &kept {
+            Ok(path) => format!("kept in {} until it does", path.display()),
+            Err(e) => format!("nor could it be kept on this machine ({})", e.message),
+        };
+        crate::note!(
+            "fleet-dispatch: the store did not take the result of {id}: {}; {how}, no job starts meanwhile",
+            first.message
+        );
     }
     let (mut pause, mut tries, mut last) = (AGAIN.0, 1, first);
     // Not `persist`, or a stop asked for: the error, the result kept.
@@ -282,7 +271,10 @@ fn place_or_keep(t: &BucketTarget, keeping: &Keeping, id: &JobId, bytes: &[u8]) 
             "it is kept in {} and placed at the next start",
             path.display()
         ),
-        Err(_) => "nor kept: the next start ends the job interrupted".to_string(),
+        Err(e) => format!(
+            "nor could it be kept ({}): the next start ends the job interrupted",
+            e.message
+        ),
     };
     Err(Error::new(
         last.code,

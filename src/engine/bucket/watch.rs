@@ -85,8 +85,8 @@ impl<'a> BucketWatch<'a> {
         for c in &mut self.chunks {
             if let Err(e) = c.place(&self.t) {
                 // Once per outage, not once per look.
-                let note = format!("could not place output: {e}");
-                if self.notes.last() != Some(&note) {
+                let note = format!("could not place output: {}", e.message);
+                if !self.notes.contains(&note) {
                     self.notes.push(note);
                 }
             }
