@@ -248,6 +248,7 @@ fn engine_a_store_that_goes_away_loses_no_result_and_nothing_starts_until_it_is_
         "{err}"
     );
     assert!(err.contains("trying again at each poll"), "{err}");
+    assert!(err.contains("the store did not answer"), "{err}");
     assert!(err.contains("answers again"), "{err}");
 }
 

@@ -67,6 +67,15 @@ impl Answer {
             Answer::Unreachable(t) => format!("no answer ({t})"),
         }
     }
+
+    /// What the store did, for "the store …": `answered 412 (…)`, or
+    /// `did not answer (…)`.
+    pub fn said(&self) -> String {
+        match self {
+            Answer::Unreachable(t) => format!("did not answer ({t})"),
+            a => format!("answered {}", a.describe()),
+        }
+    }
 }
 
 /// What a 2xx answer carried.

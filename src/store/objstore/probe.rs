@@ -36,8 +36,8 @@ pub fn probe(client: &Client, root: &S3Root) -> Result<Probed> {
         Answer::Done(r) => r.status,
         other => {
             return Err(refuse(format!(
-                "the store answered {} to a create-only PUT of {key}",
-                other.describe()
+                "the store {} to a create-only PUT of {key}",
+                other.said()
             )));
         }
     };
@@ -55,8 +55,8 @@ pub fn probe(client: &Client, root: &S3Root) -> Result<Probed> {
             r.status
         ))),
         other => Err(refuse(format!(
-            "the store answered {} to a second create-only PUT of {key}, where 412 was due",
-            other.describe()
+            "the store {} to a second create-only PUT of {key}, where 412 was due",
+            other.said()
         ))),
     }
 }

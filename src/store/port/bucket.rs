@@ -25,9 +25,9 @@ pub fn failed(what: &str, root: &S3Root, key: &str, a: &Answer) -> Error {
     let e = Error::new(
         code,
         format!(
-            "cannot {what} s3://{}/{key}: the store answered {}",
+            "cannot {what} s3://{}/{key}: the store {}",
             root.bucket,
-            a.describe()
+            a.said()
         ),
     );
     match a {
