@@ -260,6 +260,41 @@ fn doctor_warns_when_the_store_does_not_answer_and_skips_the_probe() {
     assert!(out.contains("probe did not run"), "{out}");
 }
 
+/// A bucket root's state directory kept under its earlier name
+/// (`s3-<bucket>-<prefix>`, which two roots could share) is taken over
+/// under the new one: the admin key pinned there stays pinned.
+#[test]
+fn a_state_directory_under_its_earlier_name_is_taken_over_with_its_pin() {
+    let w = World::new();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let mut vars = stand_in_vars(&endpoint);
+    vars.push(("FLEET_DISPATCH_AUTH", "roster"));
+    let admin = format!("ed25519:{}", "ab".repeat(32));
+    let mut c = w.cmd();
+    c.args(["--root", "s3://jobs/fleet", "roster", "pin", &admin]);
+    for (k, v) in &vars {
+        c.env(k, v);
+    }
+    let got = output(&mut c);
+    assert_eq!(got.0, 0, "{got:?}");
+    let now = w.state.join("s3-jobs__fleet_2f");
+    let earlier = w.state.join("s3-jobs-fleet_");
+    assert!(now.join("roster.pin").exists());
+    std::fs::rename(&now, &earlier).unwrap();
+    let (_, out, err) = doctor(&w, "s3://jobs/fleet", &vars);
+    assert!(
+        out.contains(&format!("ok    pin: admin key {admin}")),
+        "{out}{err}"
+    );
+    assert!(now.join("roster.pin").exists());
+    assert!(!earlier.exists());
+}
+
 /// A stand-in S3 server on loopback: PUT stores (refusing a create-only
 /// PUT of a taken key with 412 only when `honours`), GET and HEAD read,
 /// DELETE removes, a listing is always empty. One request a connection.

@@ -72,10 +72,32 @@ impl Context {
     /// ([`state_name`]).
     pub fn bucket_state(&self, text: &str) -> Result<std::path::PathBuf> {
         let parsed = crate::store::objstore::S3Root::parse(text)?;
-        Ok(self
-            .state_dir(std::path::Path::new(text))?
-            .join(state_name(&parsed.bucket, &parsed.prefix)))
+        let base = self.state_dir(std::path::Path::new(text))?;
+        let dir = base.join(state_name(&parsed.bucket, &parsed.prefix));
+        // A directory under the earlier name (which two roots could
+        // share) is taken over once, so its pin and its ledger are kept.
+        let legacy = base.join(legacy_name(&parsed.bucket, &parsed.prefix));
+        if !dir.exists() && legacy.is_dir() {
+            let _ = std::fs::rename(&legacy, &dir);
+        }
+        Ok(dir)
     }
+}
+
+/// The name before [`state_name`]: `s3-<bucket>-<prefix>`, anything but a
+/// letter, a digit, `.`, `_` or `-` written `_`.
+fn legacy_name(bucket: &str, prefix: &str) -> String {
+    let place: String = format!("{bucket}-{prefix}")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("s3-{place}")
 }
 
 /// `s3-<bucket>__<prefix>`, each part kept where it is a letter, a digit,
@@ -119,5 +141,6 @@ mod tests {
             assert!(!names[i + 1..].contains(n), "{n} twice in {names:?}");
         }
         assert_eq!(state_name("fleet", "team/"), "s3-fleet__team_2f");
+        assert_eq!(super::legacy_name("fleet", "team/"), "s3-fleet-team_");
     }
 }
