@@ -241,16 +241,20 @@ fn the_config_file_gives_the_store_settings_and_a_variable_wins() {
     assert!(err.contains("s3_endpoint"), "{err}");
 }
 
-#[test]
-fn doctor_warns_when_the_store_does_not_answer_and_skips_the_probe() {
-    let w = World::new();
-    // A port nothing listens on: bound, then released.
+/// An endpoint on a port nothing listens on: bound, then released.
+fn silent_endpoint() -> String {
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let endpoint = format!("http://127.0.0.1:{port}");
+    format!("http://127.0.0.1:{port}")
+}
+
+#[test]
+fn doctor_warns_when_the_store_does_not_answer_and_skips_the_probe() {
+    let w = World::new();
+    let endpoint = silent_endpoint();
     let (code, out, err) = doctor(&w, "s3://jobs/fleet", &stand_in_vars(&endpoint));
     assert_eq!(code, 1, "{out}{err}");
     assert!(
@@ -266,12 +270,7 @@ fn doctor_warns_when_the_store_does_not_answer_and_skips_the_probe() {
 #[test]
 fn a_state_directory_under_its_earlier_name_is_taken_over_with_its_pin() {
     let w = World::new();
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let endpoint = format!("http://127.0.0.1:{port}");
+    let endpoint = silent_endpoint();
     let mut vars = stand_in_vars(&endpoint);
     vars.push(("FLEET_DISPATCH_AUTH", "roster"));
     let admin = format!("ed25519:{}", "ab".repeat(32));

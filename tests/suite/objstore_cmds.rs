@@ -937,15 +937,6 @@ fn stop(l: &mut std::process::Child) {
     let _ = l.wait();
 }
 
-/// Waits up to `limit` for `f`.
-fn until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + limit;
-    while !f() {
-        assert!(Instant::now() < end, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[test]
 #[ignore = "needs an S3 engine: ci/engine-s3"]
 fn engine_interrupt_and_cancel_wait_stop_the_running_job() {

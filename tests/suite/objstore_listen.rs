@@ -68,15 +68,6 @@ fn names(e: &Engine, place: &str) -> Vec<String> {
     out
 }
 
-/// Waits up to `limit` for `f`.
-fn until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + limit;
-    while !f() {
-        assert!(Instant::now() < end, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// The result document of `id`, once `result` verifies it.
 fn result_json(e: &Engine, w: &World, id: &str) -> serde_json::Value {
     let got = lane_run(e, w, &["result", "--target", "PC", "--job-id", id]);

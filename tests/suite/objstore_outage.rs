@@ -12,7 +12,7 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::util::engine::*;
 use crate::util::*;
@@ -126,14 +126,6 @@ fn send(e: &Engine, w: &World, argv: &[String]) -> String {
     let got = lane_run(e, w, &args);
     assert_eq!(got.0, 0, "{got:?}");
     got.1.trim().to_string()
-}
-
-fn until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + limit;
-    while !f() {
-        assert!(Instant::now() < end, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 fn result_of(e: &Engine, id: &str) -> Option<serde_json::Value> {
