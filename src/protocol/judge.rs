@@ -109,8 +109,7 @@ mod tests {
     fn signed(key: &Key) -> Outcome {
         let detail = Detail::default();
         let at = "2026-11-29T19:30:05.000Z";
-        Outcome::sign(
-            key,
+        Outcome::unsigned(
             ID,
             "PC",
             Termination::Exited,
@@ -119,6 +118,7 @@ mod tests {
             at,
             &detail,
         )
+        .signed(key)
     }
 
     fn judged(bytes: Option<&[u8]>) -> Result<Outcome, Rejection> {

@@ -532,7 +532,7 @@ impl BucketListener {
             }
             let now = clock::format(clock::now());
             if let Some(m) = marker {
-                let o = detail::cancelled_before_start(&self.key, &j, &m, &now);
+                let o = detail::cancelled_before_start(&self.key, &j, &m, &now).signed(&self.key);
                 self.counters.cancelled += 1;
                 self.say(format!(
                     "cancelled {id} before start (marker from {})",
@@ -546,7 +546,7 @@ impl BucketListener {
                     "ended {id} without running: dependency-failed ({}:{} {})",
                     dep.target, dep.job_id, dep.ended
                 ));
-                let o = detail::dependency_failed(&self.key, &j, dep, &now);
+                let o = detail::dependency_failed(&self.key, &j, dep, &now).signed(&self.key);
                 let claim = self.claimed.take();
                 self.finish(&id, &o, claim)?;
             } else if slots > 1 {

@@ -86,13 +86,13 @@ impl BucketListener {
             self.stop_leftovers(id, started_at, pid);
         }
         let o = detail::recovered(
-            &self.key,
             id.as_str(),
             self.t.target().as_str(),
             started_at,
             pid,
             &clock::format(clock::now()),
-        );
+        )
+        .signed(&self.key);
         self.counters.failed += 1;
         self.say(format!("finished {id}: interrupted"));
         self.finish(id, &o, claim)

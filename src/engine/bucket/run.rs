@@ -175,7 +175,8 @@ impl BucketListener {
             c.discard();
         }
         let finished_at = clock::format(clock::after(started_at, report.duration));
-        let o = detail::outcome_of(&self.key, j, started_at, report, &finished_at);
+        let o =
+            detail::outcome_of(&self.key, j, started_at, report, &finished_at).signed(&self.key);
         let how = o.termination();
         match how {
             Termination::Exited if o.ok => self.counters.done += 1,

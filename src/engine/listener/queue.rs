@@ -26,7 +26,6 @@ use super::site::Site;
 use crate::base::clock;
 use crate::base::error::Result;
 use crate::base::names::JobId;
-use crate::base::read::FileRead;
 use crate::engine::publisher::Archiving;
 use crate::local::governor::Tier;
 use crate::places::observe;
@@ -287,10 +286,8 @@ impl Queue {
     fn found(&mut self, site: &Site, rec: &Recorder, a: &After) -> Found {
         let id = &a.job_id;
         if a.target.same(site.target()) {
-            if let Some(result) = rec.pending_result(id) {
-                let read = FileRead::Bytes(result.to_vec());
-                return accept::outcome(id.as_str(), read, site.target(), &site.key)
-                    .map_or(Found::Unseen, |o| Found::ended(&o));
+            if let Some(o) = rec.pending_result(id) {
+                return Found::ended(&o);
             }
             if rec.placing(id) {
                 self.held_on_own = true;

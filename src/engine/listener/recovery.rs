@@ -156,7 +156,6 @@ fn recover_started(
         return Ok(());
     }
     let outcome = detail::recovered(
-        &site.key,
         id.as_str(),
         site.target(),
         started_at,

@@ -442,8 +442,7 @@ mod tests {
         );
         let id = JobId::parse("20261129-193000-9f2c4e1ab37d5c08").unwrap();
         let key = Key::from_bytes(&[1u8; 32]).unwrap();
-        let o = Outcome::sign(
-            &key,
+        let o = Outcome::unsigned(
             id.as_str(),
             "PC",
             crate::protocol::doc::Termination::Exited,
@@ -451,7 +450,8 @@ mod tests {
             Some("s"),
             "f",
             &crate::protocol::doc::Detail::default(),
-        );
+        )
+        .signed(&key);
         let reason: Reason = serde_json::from_value(serde_json::json!({
             "message": "m", "rejectedAt": "t", "target": "PC", "verdict": "stale"
         }))

@@ -1,5 +1,7 @@
 //! A result's `detail` (docs/protocol.md §5.3): what the result says beyond its exit
-//! code, and the rule turning how a run ended into the signed result.
+//! code, and the rule turning how a run ended into its result (unsigned: the
+//! caller signs it, [`Outcome::signed`], the listener off the path between
+//! two jobs).
 //!
 //! The detail travels as a JSON string inside the result and is signed as
 //! that string, so it is written and read through one type, [`Detail`].
@@ -159,7 +161,7 @@ impl Detail {
     }
 }
 
-/// The signed result of a job that ran (or failed to start): how it ended
+/// The (unsigned) result of a job that ran (or failed to start): how it ended
 /// (`report`), started at `started_at`, finished at `finished_at`.
 pub fn outcome_of(
     key: &Key,
@@ -213,8 +215,7 @@ pub fn outcome_of(
         d.marker = Some(MarkerSeen::from(&**m));
     }
     let started = (how != Termination::SpawnFailed).then_some(started_at);
-    Outcome::sign(
-        key,
+    Outcome::unsigned(
         job.id.as_str(),
         &job.target,
         how,
@@ -269,7 +270,7 @@ fn stop_signal(exit: &Exit, main_killed: bool) -> String {
     }
 }
 
-/// The signed result of a job cancelled by `marker` before it started.
+/// The (unsigned) result of a job cancelled by `marker` before it started.
 pub fn cancelled_before_start(key: &Key, job: &Job, marker: &Marker, finished_at: &str) -> Outcome {
     let d = Detail {
         marker: Some(MarkerSeen::from(marker)),
@@ -278,7 +279,7 @@ pub fn cancelled_before_start(key: &Key, job: &Job, marker: &Marker, finished_at
     never_started(key, job, Termination::CancelledBeforeStart, d, finished_at)
 }
 
-/// The signed result of a job that ended before its process was spawned:
+/// The (unsigned) result of a job that ended before its process was spawned:
 /// no duration, no exit code, its label kept.
 fn never_started(key: &Key, job: &Job, t: Termination, d: Detail, finished_at: &str) -> Outcome {
     let d = Detail {
@@ -286,8 +287,7 @@ fn never_started(key: &Key, job: &Job, t: Termination, d: Detail, finished_at: &
         label: job.payload().label.as_deref().map(|l| clip(l, LABEL_BYTES)),
         ..d
     };
-    Outcome::sign(
-        key,
+    Outcome::unsigned(
         job.id.as_str(),
         &job.target,
         t,
@@ -298,7 +298,7 @@ fn never_started(key: &Key, job: &Job, t: Termination, d: Detail, finished_at: &
     )
 }
 
-/// The signed result of a job that never started because the job it
+/// The (unsigned) result of a job that never started because the job it
 /// waited for, `dependency`, did not end as required.
 pub fn dependency_failed(
     key: &Key,
@@ -313,10 +313,9 @@ pub fn dependency_failed(
     never_started(key, job, Termination::DependencyFailed, d, finished_at)
 }
 
-/// The signed `interrupted` result of job `job_id` on `target`, started at
+/// The (unsigned) `interrupted` result of job `job_id` on `target`, started at
 /// `started_at` as process `pid`, found unfinished after a listener crash.
 pub fn recovered(
-    key: &Key,
     job_id: &str,
     target: &str,
     started_at: &str,
@@ -329,8 +328,7 @@ pub fn recovered(
         pid: Some(pid),
         ..Detail::default()
     };
-    Outcome::sign(
-        key,
+    Outcome::unsigned(
         job_id,
         target,
         Termination::Interrupted,

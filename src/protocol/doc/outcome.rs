@@ -1,7 +1,7 @@
 //! Results (docs/protocol.md §5.3): `results/<jobId>.json`, written only by the target's
 //! listener. Called "outcome" here to keep clear of Rust's `Result`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Detail;
 use crate::trust::Key;
@@ -142,8 +142,8 @@ impl Serialize for Ending {
     }
 }
 
-/// A signed result.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+/// A result: signed, or not yet ([`Outcome::unsigned`]).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Outcome {
     /// Always 1.
@@ -186,6 +186,17 @@ pub fn seal_context(job_id: &str, target: &str, origin: &str) -> String {
     format!("result|{job_id}|{target}|{origin}")
 }
 
+/// A result as the listener records it (docs/protocol.md §7.8): the file's
+/// bytes of a result not yet signed, signed now with `key`. Bytes that are
+/// signed already (a record of an earlier version) or that do not read as
+/// a result are returned as they are.
+pub fn signed_record(bytes: &[u8], key: &Key) -> Vec<u8> {
+    match serde_json::from_slice::<Outcome>(bytes) {
+        Ok(o) if o.sig.is_empty() => super::to_file_bytes(&o.signed(key)),
+        _ => bytes.to_vec(),
+    }
+}
+
 /// `result|{jobId}|{target}|{ok}|{exitCode}|{error}|{startedAt}|{finishedAt}|{detail}`.
 #[allow(clippy::too_many_arguments)]
 pub fn canonical(
@@ -202,10 +213,12 @@ pub fn canonical(
 }
 
 impl Outcome {
-    /// A newly signed result. `ok` follows from the termination and exit code.
+    /// A new result, not yet signed (`ok` follows from the termination
+    /// and exit code): its fields are all a signature depends on, so it
+    /// can be signed later, off the path between two
+    /// jobs ([`Outcome::signed`], [`signed_record`]).
     #[allow(clippy::too_many_arguments)]
-    pub fn sign(
-        key: &Key,
+    pub fn unsigned(
         job_id: &str,
         target: &str,
         how: Termination,
@@ -219,7 +232,7 @@ impl Outcome {
             Termination::Exited => exit_code.map_or(-1, i64::from),
             _ => -1,
         };
-        let mut o = Outcome {
+        Outcome {
             v: 1,
             job_id: job_id.to_string(),
             target: target.to_string(),
@@ -233,10 +246,14 @@ impl Outcome {
             key_id: None,
             sig: String::new(),
             opened: None,
-        };
-        let signed = key.sign_document(&o.canonical());
-        (o.alg, o.key_id, o.sig) = (signed.alg, signed.key_id, signed.sig);
-        o
+        }
+    }
+
+    /// This result signed with `key` (its algorithm and key id named).
+    pub fn signed(mut self, key: &Key) -> Outcome {
+        let signed = key.sign_document(&self.canonical());
+        (self.alg, self.key_id, self.sig) = (signed.alg, signed.key_id, signed.sig);
+        self
     }
 
     /// This result's canonical string.
@@ -358,12 +375,12 @@ mod tests {
     }
 
     #[test]
-    fn ok_only_for_a_clean_exit() {
+    fn a_recorded_result_signs_to_the_bytes_a_signed_one_has() {
         let key = Key::from_bytes(&[1u8; 32]).unwrap();
+        let other = Key::from_bytes(&[2u8; 32]).unwrap();
         let d = Detail::default();
-        let ok = Outcome::sign(
-            &key,
-            "a",
+        let o = Outcome::unsigned(
+            "j-1",
             "PC",
             Termination::Exited,
             Some(0),
@@ -371,22 +388,28 @@ mod tests {
             "f",
             &d,
         );
+        let signed = super::super::to_file_bytes(&o.clone().signed(&key));
+        let unsigned = super::super::to_file_bytes(&o);
+        assert_ne!(signed, unsigned);
+        assert_eq!(signed_record(&unsigned, &key), signed);
+        // Signed already (an earlier version's record): kept, whatever the key.
+        assert_eq!(signed_record(&signed, &other), signed);
+        assert_eq!(signed_record(b"not a result", &key), b"not a result");
+    }
+
+    #[test]
+    fn ok_only_for_a_clean_exit() {
+        let key = Key::from_bytes(&[1u8; 32]).unwrap();
+        let d = Detail::default();
+        let ok = Outcome::unsigned("a", "PC", Termination::Exited, Some(0), Some("s"), "f", &d)
+            .signed(&key);
         assert!(ok.ok);
         assert_eq!(ok.wait_exit_status(), 0);
-        let fail = Outcome::sign(
-            &key,
-            "a",
-            "PC",
-            Termination::Exited,
-            Some(3),
-            Some("s"),
-            "f",
-            &d,
-        );
+        let fail = Outcome::unsigned("a", "PC", Termination::Exited, Some(3), Some("s"), "f", &d)
+            .signed(&key);
         assert!(!fail.ok);
         assert_eq!(fail.wait_exit_status(), 3);
-        let c = Outcome::sign(
-            &key,
+        let c = Outcome::unsigned(
             "a",
             "PC",
             Termination::Cancelled,
@@ -394,7 +417,8 @@ mod tests {
             Some("s"),
             "f",
             &d,
-        );
+        )
+        .signed(&key);
         assert!(!c.ok);
         assert_eq!(c.exit_code, -1);
         assert_eq!(c.wait_exit_status(), 1);

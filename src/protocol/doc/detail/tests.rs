@@ -63,6 +63,8 @@ fn stopped(exit: Exit, reason: StopReason, grace_expired: bool) -> Report {
 
 fn run(r: &Report) -> (Outcome, Detail) {
     let o = outcome_of(&key(), &job(None), STARTED, r, FINISHED);
+    assert!(o.sig.is_empty(), "made unsigned: the caller signs");
+    let o = o.signed(&key());
     assert!(key().verify(Signer::Machine(&o.target), &o.canonical(), &o.sig));
     let d = o.detail();
     (o, d)
@@ -230,7 +232,7 @@ fn cancelled_before_start_has_no_start_and_names_the_marker() {
 
 #[test]
 fn a_recovered_result_is_interrupted_and_says_so() {
-    let o = recovered(&key(), "a", "PC", STARTED, 42, FINISHED);
+    let o = recovered("a", "PC", STARTED, 42, FINISHED);
     assert_eq!(o.termination(), Termination::Interrupted);
     assert_eq!(o.started_at, STARTED);
     let d = o.detail();
@@ -256,7 +258,7 @@ fn the_signed_text_keeps_the_sorted_key_order_of_earlier_versions() {
         "marker": {"origin": "LAPTOP", "createdAt": "2026-11-29T19:30:02.000Z"},
     });
     assert_eq!(o.detail, earlier.to_string());
-    let rec = recovered(&key(), "a", "PC", STARTED, 7, FINISHED);
+    let rec = recovered("a", "PC", STARTED, 7, FINISHED);
     let earlier = json!({"recovered": true, "note": RECOVERED, "pid": 7});
     assert_eq!(rec.detail, earlier.to_string());
 }
@@ -268,7 +270,7 @@ fn dependency_failed_never_started_and_names_the_dependency() {
         job_id: "build-1".into(),
         target: "BUILD".into(),
     };
-    let o = dependency_failed(&key(), &job(Some("tests")), dep.clone(), FINISHED);
+    let o = dependency_failed(&key(), &job(Some("tests")), dep.clone(), FINISHED).signed(&key());
     assert!(key().verify(Signer::Machine(&o.target), &o.canonical(), &o.sig));
     assert_eq!(o.termination(), Termination::DependencyFailed);
     assert_eq!((o.ok, o.exit_code, o.started_at.as_str()), (false, -1, ""));
@@ -324,7 +326,7 @@ fn the_largest_result_a_job_can_cause_stays_within_the_readers_limit() {
         grace_expired: true,
         main_killed: true,
     });
-    let o = outcome_of(&key(), &job(Some(&label)), STARTED, &r, FINISHED);
+    let o = outcome_of(&key(), &job(Some(&label)), STARTED, &r, FINISHED).signed(&key());
     let bytes = crate::protocol::doc::to_file_bytes(&o);
     assert!(
         (bytes.len() as u64) < crate::protocol::doc::outcome::MAX_BYTES / 4,
