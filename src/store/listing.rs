@@ -56,8 +56,9 @@ impl Listing {
     /// it (made now when due) holds no such name and the folder has not
     /// changed since. True means "look it up".
     pub fn may_hold(&mut self, dir: &Dir, name: &str, every: Duration) -> bool {
-        // Windows opens the folders afresh for each pass (TargetDirs::
-        // still_holds): a listing would be made for every job there.
+        // Windows opens the folders afresh for nearly every pass
+        // (TargetDirs::still_holds is never true there): a listing would
+        // be made for every job.
         if cfg!(windows) {
             return true;
         }

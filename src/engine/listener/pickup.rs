@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::recorder::Counters;
 use super::site::Site;
@@ -26,11 +26,20 @@ use crate::store::fsops;
 use crate::store::layout::Folders;
 use crate::store::listing::Listing;
 
+/// A pass this soon after the folders were last found in place keeps them
+/// without looking (docs/protocol.md §3.5): a drain of short jobs looks
+/// every few jobs rather than at each (ten lookups a job), and a job that
+/// runs longer than this meets a look before the next one. Writes go
+/// through the folders held either way, never through a name.
+pub(super) const RECHECK_AFTER: Duration = Duration::from_millis(10);
+
 /// The folders, the events and the cancel markers as last seen.
 pub(super) struct Pickup {
     /// The layout's folders, held open for one pass (opened again at the
     /// next, so a folder swapped meanwhile is noticed and moved aside).
     folders: Option<Folders>,
+    /// When the names were last found to lead to the folders held.
+    checked: Instant,
     /// `cancel/` as last listed: a queued job's cancel check, and the
     /// completion race's, look at the folder's time, not up the name.
     markers: Listing,
@@ -61,6 +70,7 @@ impl Pickup {
     pub fn new(folders: Folders, watching: PathBuf) -> Pickup {
         Pickup {
             folders: Some(folders),
+            checked: Instant::now(),
             markers: Listing::default(),
             unsettled: HashMap::new(),
             hint: Hint::new(),
@@ -159,11 +169,13 @@ impl Pickup {
         let (f, notes) = rejected::open_repairing(&site.dirs)?;
         self.repaired(site, counters, notes);
         self.folders = Some(f.clone());
+        self.checked = Instant::now();
         Ok(f)
     }
 
-    /// The folders for a pass: those of the last pass when every name still
-    /// leads to the folder held ([`crate::store::layout::TargetDirs::still_holds`]),
+    /// The folders for a pass: those of the last pass when they were found
+    /// in place less than [`RECHECK_AFTER`] ago or every name still leads
+    /// to the folder held ([`crate::store::layout::TargetDirs::still_holds`]),
     /// else all opened again, and repaired; the watch is set up anew when it
     /// was lost or a folder was made again. None when they cannot be opened:
     /// the pass is skipped (said, the root's absence once).
@@ -173,12 +185,11 @@ impl Pickup {
         counters: &mut Counters,
         mail: &Mailbox,
     ) -> Option<Folders> {
-        if !self
-            .folders
-            .as_ref()
-            .is_some_and(|f| site.dirs.still_holds(f))
-        {
-            self.folders = None;
+        let recent = self.checked.elapsed() < RECHECK_AFTER;
+        match &self.folders {
+            Some(_) if recent => {}
+            Some(f) if site.dirs.still_holds(f) => self.checked = Instant::now(),
+            _ => self.folders = None,
         }
         let f = match self.open(site, counters) {
             Ok(f) => {
