@@ -372,11 +372,15 @@ pub fn publish_batch(
     let results = folders.results();
     let mut notes = Vec::new();
     // Signed here, on this thread: the listener records them unsigned.
-    let files: Vec<(String, Vec<u8>)> = batch
+    let signed: Vec<Vec<u8>> = batch
         .iter()
-        .map(|f| (f.id.file_name(), outcome::signed_record(&f.result, key)))
+        .map(|f| outcome::signed_record(&f.result, key))
         .collect();
-    let files: Vec<(String, &[u8])> = files.iter().map(|(n, b)| (n.clone(), &b[..])).collect();
+    let files: Vec<(String, &[u8])> = batch
+        .iter()
+        .zip(&signed)
+        .map(|(f, bytes)| (f.id.file_name(), bytes.as_slice()))
+        .collect();
     // Flushed before they get their names; the folder entries wait for the
     // checkpoint. A name taken by a result that does not verify is cleared
     // and tried again.
