@@ -105,13 +105,6 @@ pub fn lane_id(tag: &str) -> String {
 
 /// Waits up to `limit` for `f`, polling every 100 ms (a store's round
 /// trips are slower than a folder's); fails naming `what`.
-pub fn until(limit: std::time::Duration, what: &str, mut f: impl FnMut() -> bool) {
-    let end = std::time::Instant::now() + limit;
-    while !f() {
-        assert!(
-            std::time::Instant::now() < end,
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+pub fn until(limit: std::time::Duration, what: &str, f: impl FnMut() -> bool) {
+    poll_until(limit, std::time::Duration::from_millis(100), what, f);
 }

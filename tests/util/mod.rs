@@ -544,13 +544,18 @@ fn parts(out: &std::process::Output) -> (i32, String, String) {
 }
 
 /// Polls `cond` every 20 ms; panics after `limit`.
-pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) {
+pub fn wait_until(limit: Duration, cond: impl FnMut() -> bool) {
+    poll_until(limit, Duration::from_millis(20), "the condition", cond);
+}
+
+/// Polls `cond` every `every`; panics after `limit`, naming `what`.
+pub fn poll_until(limit: Duration, every: Duration, what: &str, mut cond: impl FnMut() -> bool) {
     let until = Instant::now() + limit;
     while !cond() {
         if Instant::now() > until {
-            panic!("condition not met within {limit:?}");
+            panic!("{what} not met within {limit:?}");
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(every);
     }
 }
 

@@ -31,7 +31,7 @@ use crate::store::listing::Listing;
 /// every few jobs rather than at each (ten lookups a job), and a job that
 /// runs longer than this meets a look before the next one. Writes go
 /// through the folders held either way, never through a name.
-pub(super) const RECHECK_AFTER: Duration = Duration::from_millis(10);
+const RECHECK_AFTER: Duration = Duration::from_millis(10);
 
 /// The folders, the events and the cancel markers as last seen.
 pub(super) struct Pickup {

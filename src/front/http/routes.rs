@@ -365,7 +365,8 @@ impl Handler for Routes {
 /// What `GET /v1/jobs/{id}` makes of a job the folder shows as `seen`,
 /// given whether the listener runs it now: the listener's own word first,
 /// since it knows from the spawn, and the publisher writes `running/` up to
-/// [`crate::engine::publisher::GATHER`] later (the job file is still in the inbox
+/// [`crate::engine::publisher::GATHER`] later, or
+/// [`crate::engine::publisher::GATHER_BUSY`] on a busy lane (the job file is still in the inbox
 /// meanwhile). Anything the folder settled (a result, a rejection) stands.
 fn judged(seen: Observed, runs_now: bool) -> Observed {
     match seen {
